@@ -1,0 +1,2 @@
+/** @streaks/core */
+export {}

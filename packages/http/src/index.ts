@@ -1,0 +1,2 @@
+/** @streaks/http */
+export {}

@@ -1,0 +1,2 @@
+/** @streaks/scheduler */
+export {}

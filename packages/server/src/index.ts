@@ -1,0 +1,2 @@
+/** @streaks/server */
+export {}

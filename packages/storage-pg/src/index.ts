@@ -1,0 +1,2 @@
+/** @streaks/storage-pg */
+export {}

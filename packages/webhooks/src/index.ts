@@ -1,0 +1,2 @@
+/** @streaks/webhooks */
+export {}
