@@ -1,0 +1,267 @@
+/**
+ * The entities of the streak service (spec §2, CONTRACT §1): tenants, programs and their
+ * milestones, per-member streak rows, achievements, subscriptions, outbox messages, credentials,
+ * experiments. Storage adapters persist these shapes; services reason about them.
+ */
+import { Schema } from "effect"
+import { LocalDate } from "./Calendar.js"
+import {
+  ApiKeyId,
+  EventId,
+  ExperimentId,
+  MessageId,
+  MilestoneId,
+  OAuthGrantId,
+  ProgramId,
+  ProjectId,
+  SiteKey,
+  SubscriptionId,
+  UserHash,
+  WorkspaceId
+} from "./Ids.js"
+
+export const Plan = Schema.Literal("starter", "growth", "scale", "pro")
+export type Plan = typeof Plan.Type
+
+/** Active streakers per month that each plan includes (spec §8). */
+export const planLimit: Record<Plan, number> = { starter: 500, growth: 2_500, scale: 10_000, pro: 50_000 }
+
+export class Workspace extends Schema.Class<Workspace>("Workspace")({
+  id: WorkspaceId,
+  name: Schema.String,
+  plan: Plan,
+  createdAt: Schema.DateFromSelf
+}) {}
+
+export const BrowserCounting = Schema.Literal("count", "display-only")
+export type BrowserCounting = typeof BrowserCounting.Type
+
+export class Project extends Schema.Class<Project>("Project")({
+  id: ProjectId,
+  workspaceId: WorkspaceId,
+  siteKey: SiteKey,
+  name: Schema.String,
+  allowedOrigins: Schema.Array(Schema.String),
+  /** Default zone of members who never sent `tz` (CONTRACT §6). */
+  timezone: Schema.String,
+  browserCounting: BrowserCounting,
+  /** Deprecated compatibility mode: no-origin calls without a server token (spec §5 rule 1). */
+  legacyNoOriginIngest: Schema.Boolean,
+  /** SHA-256 of the server ingest token `sst_…`. */
+  serverTokenHash: Schema.String,
+  /** The `ass_…` signing secret, sealed (it is an HMAC key, so a hash would not do). */
+  signingSecretSealed: Schema.String,
+  createdAt: Schema.DateFromSelf
+}) {}
+
+export const RewardType = Schema.Literal("message", "coupon", "link")
+export type RewardType = typeof RewardType.Type
+
+export class Milestone extends Schema.Class<Milestone>("Milestone")({
+  id: MilestoneId,
+  target: Schema.Int.pipe(Schema.between(1, 100_000)),
+  msg: Schema.String,
+  rewardType: RewardType,
+  rewardValue: Schema.optional(Schema.String)
+}) {}
+
+/** A milestone carries a reward when it unlocks something: a coupon, a link, or a message with a value. */
+export const hasReward = (m: Milestone): boolean => m.rewardValue !== undefined && m.rewardValue !== ""
+
+export class ProgramSettings extends Schema.Class<ProgramSettings>("ProgramSettings")({
+  theme: Schema.Struct({ name: Schema.String }),
+  position: Schema.String,
+  mainMessage: Schema.String
+}) {}
+
+export const defaultSettings = new ProgramSettings({
+  theme: { name: "default" },
+  position: "bottom-right",
+  mainMessage: "Keep your streak going!"
+})
+
+export const ProgramStatus = Schema.Literal("test", "live")
+export type ProgramStatus = typeof ProgramStatus.Type
+
+export const StreakMode = Schema.Literal("continuous")
+
+export class Program extends Schema.Class<Program>("Program")({
+  id: ProgramId,
+  projectId: ProjectId,
+  name: Schema.String,
+  eventKey: Schema.String,
+  status: ProgramStatus,
+  mode: StreakMode,
+  /** SHA-256 of the webhook ingest secret `whi_…`. */
+  webhookSecretHash: Schema.String,
+  milestones: Schema.Array(Milestone),
+  settings: ProgramSettings,
+  createdAt: Schema.DateFromSelf
+}) {}
+
+/** Test progress never mixes with real progress (CONTRACT §1, §3). */
+export const Ledger = Schema.Literal("live", "test")
+export type Ledger = typeof Ledger.Type
+
+/** The identity of one streak: a member of a project, in one program, on one ledger. */
+export class StreakKey extends Schema.Class<StreakKey>("StreakKey")({
+  projectId: ProjectId,
+  programId: ProgramId,
+  userHash: UserHash,
+  ledger: Ledger
+}) {}
+
+/**
+ * The incremental state of one streak (CONTRACT §6): enough to count an action in O(1) and to
+ * index the next due instant, without reading the member's history.
+ */
+export class StreakRow extends Schema.Class<StreakRow>("StreakRow")({
+  projectId: ProjectId,
+  programId: ProgramId,
+  userHash: UserHash,
+  ledger: Ledger,
+  lastActiveDay: Schema.optional(LocalDate),
+  /** Length of the run ending at `lastActiveDay`. */
+  run: Schema.Int,
+  best: Schema.Int,
+  /** The zone the due instants were computed in (the member's zone at the last action). */
+  timezone: Schema.String,
+  /** The owed day for which `streak.at_risk` was already emitted. */
+  atRiskNotifiedFor: Schema.optional(LocalDate),
+  /** `lastActiveDay` of the run whose `streak.broken` was already emitted. */
+  brokenNotifiedAfter: Schema.optional(LocalDate),
+  /** When the scheduler must next look at this row; absent when nothing is due. */
+  dueAt: Schema.optional(Schema.DateFromSelf),
+  updatedAt: Schema.DateFromSelf
+}) {}
+
+export class Achievement extends Schema.Class<Achievement>("Achievement")({
+  projectId: ProjectId,
+  programId: ProgramId,
+  userHash: UserHash,
+  ledger: Ledger,
+  milestoneId: MilestoneId,
+  achievedAt: Schema.DateFromSelf
+}) {}
+
+export const EventType = Schema.Literal("streak_interaction", "widget_impression", "widget_interaction")
+export type EventType = typeof EventType.Type
+
+export const Source = Schema.Literal("widget", "api", "webhook", "automation", "mcp")
+export type Source = typeof Source.Type
+
+/** Which of the four ingest routes an action came through (CONTRACT §2). */
+export const Door = Schema.Literal("browser", "server", "webhook", "api")
+export type Door = typeof Door.Type
+
+/** One received action as stored in the append-only action log (counted or not). */
+export class ActionRecord extends Schema.Class<ActionRecord>("ActionRecord")({
+  id: EventId,
+  projectId: ProjectId,
+  programId: Schema.optional(ProgramId),
+  userHash: UserHash,
+  event: Schema.String,
+  eventType: EventType,
+  door: Door,
+  ledger: Ledger,
+  ts: Schema.DateFromSelf,
+  receivedAt: Schema.DateFromSelf,
+  localDate: LocalDate,
+  timezone: Schema.String,
+  /** True when the action moved the member's progress (a new active day). */
+  counted: Schema.Boolean,
+  source: Schema.optional(Schema.String),
+  externalService: Schema.optional(Schema.String),
+  integrationId: Schema.optional(Schema.String),
+  sessionId: Schema.optional(Schema.String),
+  idempotencyKey: Schema.optional(Schema.String),
+  /** Analytics parts (meta, details, performance, error, consent) as received. */
+  extra: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+}) {}
+
+export const OutboundEventType = Schema.Literal(
+  "milestone.achieved",
+  "reward.unlocked",
+  "streak.at_risk",
+  "streak.broken"
+)
+export type OutboundEventType = typeof OutboundEventType.Type
+
+/** Who created a subscription: revoking that credential removes it (spec §5 rules 2–3). */
+export const CredentialRef = Schema.Struct({
+  type: Schema.Literal("api_key", "oauth"),
+  id: Schema.String
+})
+export type CredentialRef = typeof CredentialRef.Type
+
+export class Subscription extends Schema.Class<Subscription>("Subscription")({
+  id: SubscriptionId,
+  workspaceId: WorkspaceId,
+  projectId: ProjectId,
+  programId: ProgramId,
+  url: Schema.String,
+  eventTypes: Schema.Array(OutboundEventType),
+  /** The `whsec_…` signing secret, sealed: deliveries are signed with it. */
+  secretSealed: Schema.String,
+  createdBy: CredentialRef,
+  createdAt: Schema.DateFromSelf
+}) {}
+
+export const MessageStatus = Schema.Literal("pending", "delivered", "failed")
+export type MessageStatus = typeof MessageStatus.Type
+
+/** One delivery of one event to one subscription; `id` is the stable `webhook-id`. */
+export class OutboxMessage extends Schema.Class<OutboxMessage>("OutboxMessage")({
+  id: MessageId,
+  subscriptionId: SubscriptionId,
+  projectId: ProjectId,
+  programId: ProgramId,
+  type: OutboundEventType,
+  /** The exact JSON body sent (CONTRACT §8 delivery body). */
+  payload: Schema.String,
+  status: MessageStatus,
+  attempts: Schema.Int,
+  nextAttemptAt: Schema.DateFromSelf,
+  createdAt: Schema.DateFromSelf,
+  deliveredAt: Schema.optional(Schema.DateFromSelf)
+}) {}
+
+export class DeliveryAttempt extends Schema.Class<DeliveryAttempt>("DeliveryAttempt")({
+  messageId: MessageId,
+  attempt: Schema.Int,
+  at: Schema.DateFromSelf,
+  status: Schema.optional(Schema.Int),
+  latencyMs: Schema.Number,
+  error: Schema.optional(Schema.String)
+}) {}
+
+export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
+  id: ApiKeyId,
+  workspaceId: WorkspaceId,
+  name: Schema.String,
+  tokenHash: Schema.String,
+  createdAt: Schema.DateFromSelf,
+  revokedAt: Schema.optional(Schema.DateFromSelf)
+}) {}
+
+export class OAuthGrant extends Schema.Class<OAuthGrant>("OAuthGrant")({
+  id: OAuthGrantId,
+  workspaceIds: Schema.Array(WorkspaceId),
+  appName: Schema.String,
+  tokenHash: Schema.String,
+  createdAt: Schema.DateFromSelf,
+  revokedAt: Schema.optional(Schema.DateFromSelf)
+}) {}
+
+export class Experiment extends Schema.Class<Experiment>("Experiment")({
+  id: ExperimentId,
+  projectId: ProjectId,
+  programId: ProgramId,
+  holdoutPercent: Schema.Int.pipe(Schema.between(1, 50)),
+  startedAt: Schema.DateFromSelf,
+  endedAt: Schema.optional(Schema.DateFromSelf)
+}) {}
+
+/** The answer stored with an idempotency key, replayed verbatim on a repeat (CONTRACT §4). */
+export const StoredResponse = Schema.Struct({ status: Schema.Int, body: Schema.Unknown })
+export type StoredResponse = typeof StoredResponse.Type

@@ -1,0 +1,111 @@
+/**
+ * Opaque identifiers: a type prefix (`prj_`, `prg_`, ...) followed by a time-ordered random part,
+ * so ids sort by creation and never reveal anything about the tenant.
+ */
+import { Clock, Effect, Schema } from "effect"
+import { randomBytes } from "node:crypto"
+
+const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+
+const encode = (bytes: Uint8Array): string => {
+  let out = ""
+  let buffer = 0
+  let bits = 0
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += CROCKFORD[(buffer >>> (bits - 5)) & 31]
+      bits -= 5
+    }
+  }
+  if (bits > 0) out += CROCKFORD[(buffer << (5 - bits)) & 31]
+  return out
+}
+
+/** A ULID-like body: 48 bits of milliseconds then 80 random bits, base32 (lowercase Crockford). */
+export const randomPart = (millis: number): string => {
+  const bytes = new Uint8Array(16)
+  let t = millis
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = t % 256
+    t = Math.floor(t / 256)
+  }
+  bytes.set(randomBytes(10), 6)
+  return encode(bytes)
+}
+
+/** Random characters for secrets: 32 bytes of entropy, base32. */
+export const secretPart = (): string => encode(randomBytes(32))
+
+const id = <const B extends string>(brand: B, prefix: string) =>
+  Schema.String.pipe(Schema.startsWith(prefix), Schema.maxLength(64), Schema.brand(brand))
+
+export const WorkspaceId = id("WorkspaceId", "ws_")
+export type WorkspaceId = typeof WorkspaceId.Type
+export const ProjectId = id("ProjectId", "prj_")
+export type ProjectId = typeof ProjectId.Type
+export const ProgramId = id("ProgramId", "prg_")
+export type ProgramId = typeof ProgramId.Type
+export const MilestoneId = id("MilestoneId", "ms_")
+export type MilestoneId = typeof MilestoneId.Type
+export const SubscriptionId = id("SubscriptionId", "sub_")
+export type SubscriptionId = typeof SubscriptionId.Type
+export const ApiKeyId = id("ApiKeyId", "key_")
+export type ApiKeyId = typeof ApiKeyId.Type
+export const OAuthGrantId = id("OAuthGrantId", "oag_")
+export type OAuthGrantId = typeof OAuthGrantId.Type
+export const ExperimentId = id("ExperimentId", "exp_")
+export type ExperimentId = typeof ExperimentId.Type
+export const EventId = id("EventId", "evt_")
+export type EventId = typeof EventId.Type
+export const MessageId = id("MessageId", "msg_")
+export type MessageId = typeof MessageId.Type
+export const SiteKey = id("SiteKey", "site_")
+export type SiteKey = typeof SiteKey.Type
+
+/** A member's stable opaque id within a project (a hash chosen by the customer, never an e-mail). */
+export const UserHash = Schema.String.pipe(
+  Schema.minLength(1),
+  Schema.maxLength(256),
+  Schema.filter((s) => !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(s) || "userHash must not be a raw e-mail address"),
+  Schema.brand("UserHash")
+)
+export type UserHash = typeof UserHash.Type
+
+const prefixes = {
+  WorkspaceId: "ws_",
+  ProjectId: "prj_",
+  ProgramId: "prg_",
+  MilestoneId: "ms_",
+  SubscriptionId: "sub_",
+  ApiKeyId: "key_",
+  OAuthGrantId: "oag_",
+  ExperimentId: "exp_",
+  EventId: "evt_",
+  MessageId: "msg_",
+  SiteKey: "site_"
+} as const
+
+type Branded = {
+  WorkspaceId: WorkspaceId
+  ProjectId: ProjectId
+  ProgramId: ProgramId
+  MilestoneId: MilestoneId
+  SubscriptionId: SubscriptionId
+  ApiKeyId: ApiKeyId
+  OAuthGrantId: OAuthGrantId
+  ExperimentId: ExperimentId
+  EventId: EventId
+  MessageId: MessageId
+  SiteKey: SiteKey
+}
+
+/** A fresh id of the given kind; time comes from `Clock` so ids follow `TestClock` in tests. */
+export const make = <K extends keyof typeof prefixes>(kind: K): Effect.Effect<Branded[K]> =>
+  Effect.map(Clock.currentTimeMillis, (ms) => `${prefixes[kind]}${randomPart(ms)}` as Branded[K])
+
+/** Makes an id from a string known to be valid (e.g. read back from storage). */
+export const unsafe = <K extends keyof typeof prefixes>(_kind: K, value: string): Branded[K] =>
+  value as Branded[K]
+
