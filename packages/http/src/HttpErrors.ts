@@ -1,0 +1,156 @@
+/**
+ * The one place where HTTP failures become `{"error":"CODE"}` answers (RECIPES recipe 1): body,
+ * query and path decode failures, unknown routes, oversize bodies, core errors and defects.
+ */
+import {
+  HttpApiBuilder,
+  HttpApiError,
+  HttpApiSchema,
+  HttpApp,
+  HttpIncomingMessage,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
+import { Cause, Effect, Layer, Option, ParseResult, Schema } from "effect"
+
+/** Largest request body read (CONTRACT §2 step 1): 64 KiB. */
+export const maxBodyBytes = 64 * 1024
+
+/** The JSON text of an error answer: `{"error":"CODE"}`. */
+export const errorBody = (code: string): string => JSON.stringify({ error: code })
+
+/** An error answer: `status` with `{"error":"CODE"}` as JSON, plus optional headers (`Retry-After`…). */
+export const errorResponse = (
+  status: number,
+  code: string,
+  headers?: Record<string, string>
+): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.text(errorBody(code), { status, contentType: "application/json", headers })
+
+/**
+ * An encode-only error schema for a core tagged error: a handler failing with an instance of
+ * `cls` answers `status` with `{"error":code}`. Register it once on the API with `.addError(...)`.
+ * Decoding always fails, so `HttpApiClient` cannot turn the answer back into `cls`.
+ */
+export const httpError = <Self, const Code extends string>(
+  cls: new(...args: any) => Self,
+  status: number,
+  code: Code
+) =>
+  Schema.transformOrFail(
+    Schema.Struct({ error: Schema.Literal(code) }),
+    Schema.declare((u: unknown): u is Self => u instanceof cls),
+    {
+      strict: true,
+      decode: (i, _, ast) => ParseResult.fail(new ParseResult.Forbidden(ast, i, "encode-only")),
+      encode: () => ParseResult.succeed({ error: code })
+    }
+  ).annotations(HttpApiSchema.annotations({ status }))
+
+// The platform-node body reader fails with this message when the MaxBodySize limit is passed
+// (platform-node-shared 0.61 stream.ts); re-check it when upgrading @effect/platform-node.
+const isTooLarge = (e: HttpServerError.RequestError): boolean =>
+  e.cause instanceof Error && e.cause.message === "maxBytes exceeded"
+
+const invalidBody = errorResponse(400, "INVALID_BODY")
+const notFound = errorResponse(404, "NOT_FOUND")
+const tooLarge = errorResponse(413, "PAYLOAD_TOO_LARGE")
+const internal = errorResponse(500, "INTERNAL")
+
+const bodyError = (e: unknown): HttpServerResponse.HttpServerResponse | undefined =>
+  e instanceof HttpServerError.RequestError && e.reason === "Decode"
+    ? isTooLarge(e) ? tooLarge : invalidBody
+    : undefined
+
+/**
+ * Answers a defect with 500 `{"error":"INTERNAL"}` and logs the cause: internals (messages,
+ * stacks) go to the log, never to the client. Responses raised as defects (the platform's way to
+ * short-circuit) and interruptions (client gone, shutdown) are left to the platform.
+ */
+const onDefect = <E>(cause: Cause.Cause<E>): Effect.Effect<HttpServerResponse.HttpServerResponse, E> => {
+  const defect = Cause.dieOption(cause)
+  if (Option.isNone(defect) || HttpServerResponse.isServerResponse(defect.value)) return Effect.failCause(cause)
+  return logged("Unhandled defect in HTTP handler", cause)
+}
+
+const logged = (message: string, cause: Cause.Cause<unknown>) =>
+  Effect.flatMap(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) =>
+    Effect.logError(message, cause).pipe(
+      Effect.annotateLogs(Option.match(request, {
+        onNone: () => ({}),
+        onSome: (r) => ({ method: r.method, url: r.url })
+      })),
+      Effect.as(internal)
+    ))
+
+/**
+ * Seconds a client should wait before retrying after `e`: its numeric `retryAfterSeconds` (core
+ * `RateLimited`), or 1 for `IDEMPOTENCY_KEY_IN_PROGRESS` (CONTRACT §4); otherwise none.
+ */
+export const retryAfterOf = (e: unknown): number | undefined => {
+  if (typeof e !== "object" || e === null) return undefined
+  const { code, retryAfterSeconds } = e as { readonly code?: unknown; readonly retryAfterSeconds?: unknown }
+  if (typeof retryAfterSeconds === "number" && Number.isFinite(retryAfterSeconds)) {
+    return Math.max(1, Math.ceil(retryAfterSeconds))
+  }
+  return code === "IDEMPOTENCY_KEY_IN_PROGRESS" ? 1 : undefined
+}
+
+/**
+ * The middleware function behind `ErrorMapping`: refuses bodies declaring more than
+ * `maxBodyBytes` before reading them, caps what is read at `maxBodyBytes`, and maps
+ * - `HttpApiDecodeError` (payload, query, path, headers) → 400 `INVALID_BODY`,
+ * - unreadable or non-JSON body → 400 `INVALID_BODY`, body over the cap → 413 `PAYLOAD_TOO_LARGE`,
+ * - `RouteNotFound` (unknown path or method) → 404 `NOT_FOUND`,
+ * - any other defect → 500 `INTERNAL` (logged).
+ * Other typed failures pass through, so HttpApi encodes them with their registered schema
+ * (`httpError`); when `retryAfterOf` gives a delay, the answer also carries `Retry-After`.
+ */
+export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+    const declared = request.headers["content-length"]
+    if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.succeed(tooLarge)
+    return HttpIncomingMessage.withMaxBodySize(app, Option.some(maxBodyBytes))
+  }).pipe(Effect.catchAllCause((cause) => {
+    const failure = Cause.failureOption(cause)
+    if (Option.isSome(failure)) {
+      const e: unknown = failure.value
+      if (e instanceof HttpApiError.HttpApiDecodeError) return Effect.succeed(invalidBody)
+      if (e instanceof HttpServerError.RouteNotFound) return Effect.succeed(notFound)
+      const body = bodyError(e)
+      if (body !== undefined) return Effect.succeed(body)
+      // Status and body come from the error's registration; the header is added on the way out.
+      const retryAfter = retryAfterOf(e)
+      return retryAfter === undefined ? Effect.failCause(cause) : Effect.zipRight(
+        HttpApp.appendPreResponseHandler((_, response) =>
+          Effect.succeed(HttpServerResponse.setHeader(response, "retry-after", String(retryAfter)))
+        ),
+        Effect.failCause(cause)
+      )
+    }
+    // HttpApi reads the body with `orDie`, so a bad or oversize body arrives as a defect.
+    const body = Option.flatMapNullable(Cause.dieOption(cause), bodyError)
+    return Option.isSome(body) ? Effect.succeed(body.value) : onDefect(cause)
+  }))
+
+/**
+ * The `HttpApiBuilder.middleware` layer of `mapErrors`: provide it to the API layer
+ * (`HttpApiBuilder.api(Api).pipe(Layer.provide(HttpErrors.ErrorMapping))`). It wraps the router
+ * inside HttpApi's own error encoding, so it sees the raw errors.
+ */
+export const ErrorMapping: Layer.Layer<never> = HttpApiBuilder.middleware(mapErrors)
+
+/**
+ * Last-resort wrapper for a whole app (use around `HttpApiBuilder.httpApp` before serving): a
+ * failure HttpApi could not encode (an error not registered on the API) or a defect answers
+ * 500 `{"error":"INTERNAL"}` and is logged, instead of the platform's empty 500.
+ */
+export const withInternalFallback = <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R> =>
+  Effect.catchAllCause(app, (cause) => {
+    const failure = Cause.failureOption(cause)
+    if (Option.isNone(failure)) return onDefect(cause)
+    // Respondable platform errors (RouteNotFound…) keep their own answer if they get this far.
+    if (HttpServerError.isServerError(failure.value)) return Effect.failCause(cause)
+    return logged("Unencodable failure in HTTP handler", cause)
+  })
