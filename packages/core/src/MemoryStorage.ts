@@ -1,0 +1,54 @@
+/**
+ * The reference storage adapter: every port on in-process maps, safe under concurrent fibers.
+ * Used by tests, examples and embedders that need no database; it passes `storageConformance`.
+ */
+import { Context, Effect, Layer } from "effect"
+import { makeOutbox, makeSubscriptions } from "./internal/memoryOutbox.js"
+import { makeRunner, makeState } from "./internal/memoryState.js"
+import { makeAchievements, makeActionLog, makeIdempotency, makeStreaks } from "./internal/memoryStreaks.js"
+import { makeCredentials, makeDirectory, makeExperiments, makeMembers, makeUsage } from "./internal/memoryTenancy.js"
+import {
+  AchievementStore,
+  ActionLog,
+  CredentialStore,
+  DirectoryStore,
+  ExperimentStore,
+  IdempotencyStore,
+  MemberStore,
+  Outbox,
+  type Storage,
+  StreakStore,
+  SubscriptionStore,
+  Transactor,
+  UsageStore
+} from "./Ports.js"
+
+/**
+ * Builds a fresh, empty store and its ports.
+ *
+ * Isolation is simple and strict: one lock serialises every transaction and every call made
+ * outside one (each such call is atomic on its own). `Transactor.withTransaction` holds the lock
+ * for the whole unit of work; nested calls on the same fiber join it, and any failure, defect or
+ * interruption undoes every write made since it began. Time-ordered scans (`claimDue`) read every
+ * row with a due instant: fine in memory, whereas SQL adapters use an index.
+ */
+export const make: Effect.Effect<Context.Context<Storage>> = Effect.sync(() => {
+  const state = makeState()
+  const runner = makeRunner(state.journal)
+  return Context.make(Transactor, { withTransaction: runner.withTransaction }).pipe(
+    Context.add(DirectoryStore, makeDirectory(state, runner)),
+    Context.add(MemberStore, makeMembers(state, runner)),
+    Context.add(StreakStore, makeStreaks(state, runner)),
+    Context.add(AchievementStore, makeAchievements(state, runner)),
+    Context.add(ActionLog, makeActionLog(state, runner)),
+    Context.add(IdempotencyStore, makeIdempotency(state, runner)),
+    Context.add(SubscriptionStore, makeSubscriptions(state, runner)),
+    Context.add(Outbox, makeOutbox(state, runner)),
+    Context.add(CredentialStore, makeCredentials(state, runner)),
+    Context.add(UsageStore, makeUsage(state, runner)),
+    Context.add(ExperimentStore, makeExperiments(state, runner))
+  )
+})
+
+/** Every storage port, in memory; each build of the layer starts empty. */
+export const layer: Layer.Layer<Storage> = Layer.effectContext(make)

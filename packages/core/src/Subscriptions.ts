@@ -1,0 +1,170 @@
+/**
+ * Outbound event subscriptions of the customer REST API (CONTRACT §8, §9, §12): a URL that
+ * receives a program's events, signed with the subscription's own `whsec_…` secret. A
+ * subscription belongs to the workspace, remembers the credential that created it (revoking that
+ * credential removes it), and creating or removing one ends the program's running Proof
+ * experiment, since the experiment would otherwise compare groups under changed conditions.
+ */
+import { Context, DateTime, Effect, Layer, Option } from "effect"
+import * as Credentials from "./Credentials.js"
+import { OutboundEventType, Subscription } from "./Domain.js"
+import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
+import * as Ids from "./Ids.js"
+import { DirectoryStore, ExperimentStore, SubscriptionStore, Transactor } from "./Ports.js"
+import { SecretBox } from "./SecretBox.js"
+
+export interface CreateSubscriptionInput {
+  readonly programId: string
+  readonly url: string
+  readonly eventTypes: ReadonlyArray<string>
+}
+
+/** A subscription as the API shows it: never with its secret, except once at creation. */
+export interface SubscriptionView {
+  readonly id: Ids.SubscriptionId
+  readonly programId: Ids.ProgramId
+  readonly url: string
+  readonly eventTypes: ReadonlyArray<OutboundEventType>
+  readonly createdAt: Date
+}
+
+export interface CreatedSubscription extends SubscriptionView {
+  /** `whsec_…`, shown this once; deliveries are signed with it (Standard Webhooks). */
+  readonly secret: string
+}
+
+export interface SubscriptionOptions {
+  /** Operator setting (`STREAKS_ALLOW_INSECURE_WEBHOOK_URLS`): allow `http://localhost` / `127.0.0.1`. */
+  readonly allowInsecureUrls: boolean
+}
+
+export class Subscriptions extends Context.Tag("@streaks/core/Subscriptions")<Subscriptions, {
+  /**
+   * Subscribes `url` to `eventTypes` of a program the principal reaches (else NotFound), and ends
+   * the program's running experiment in the same transaction.
+   */
+  readonly create: (
+    principal: Credentials.Principal,
+    input: CreateSubscriptionInput,
+    options: SubscriptionOptions
+  ) => Effect.Effect<CreatedSubscription, InvalidBody | NotFound | StorageError>
+  /**
+   * Removes a subscription of a workspace the principal reaches, whichever credential created it
+   * (subscriptions belong to the workspace), and ends the program's running experiment. Unknown or
+   * out of reach: NotFound.
+   */
+  readonly remove: (principal: Credentials.Principal, id: string) => Effect.Effect<void, NotFound | StorageError>
+  /** The subscriptions of a program the principal reaches, oldest first, without secrets. */
+  readonly list: (principal: Credentials.Principal, programId: string) => Effect.Effect<ReadonlyArray<SubscriptionView>, NotFound | StorageError>
+}>() {}
+
+const invalid = (message: string) => new InvalidBody({ message })
+const notFound = new NotFound({ message: "subscription not found" })
+const localHosts = new Set(["localhost", "127.0.0.1"])
+
+/** HTTPS only; plain HTTP to this machine only when the operator allows it (CONTRACT §8). */
+export const validUrl = (url: string, options: SubscriptionOptions): Effect.Effect<string, InvalidBody> => {
+  if (url.length > 2048) return Effect.fail(invalid("url must be at most 2048 characters"))
+  let parsed: URL
+  try {
+    parsed = new URL(url)
+  } catch {
+    return Effect.fail(invalid("url must be an absolute HTTPS URL"))
+  }
+  if (parsed.protocol === "https:" && parsed.hostname !== "") return Effect.succeed(url)
+  if (parsed.protocol === "http:" && options.allowInsecureUrls && localHosts.has(parsed.hostname)) {
+    return Effect.succeed(url)
+  }
+  return Effect.fail(invalid(
+    options.allowInsecureUrls
+      ? "url must be HTTPS (or http://localhost / http://127.0.0.1)"
+      : "url must be HTTPS"
+  ))
+}
+
+/** Non-empty, each one of the four outbound types; duplicates collapse, order is kept. */
+export const validEventTypes = (types: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<OutboundEventType>, InvalidBody> => {
+  if (types.length === 0) return Effect.fail(invalid("eventTypes must name at least one event type"))
+  const known = OutboundEventType.literals as ReadonlyArray<string>
+  const unknown = types.find((t) => !known.includes(t))
+  return unknown !== undefined
+    ? Effect.fail(invalid(`eventTypes: unknown type "${unknown}" (expected ${known.join(", ")})`))
+    : Effect.succeed([...new Set(types)] as ReadonlyArray<OutboundEventType>)
+}
+
+const view = (s: Subscription): SubscriptionView => ({
+  id: s.id,
+  programId: s.programId,
+  url: s.url,
+  eventTypes: s.eventTypes,
+  createdAt: s.createdAt
+})
+
+export const make = Effect.gen(function*() {
+  const directory = yield* DirectoryStore
+  const store = yield* SubscriptionStore
+  const experiments = yield* ExperimentStore
+  const transactor = yield* Transactor
+  const box = yield* SecretBox
+
+  const reach = (principal: Credentials.Principal, programId: string) =>
+    Effect.provideService(Credentials.reach(principal, programId), DirectoryStore, directory)
+
+  return Subscriptions.of({
+    create: (principal, input, options) =>
+      Effect.gen(function*() {
+        const url = yield* validUrl(input.url, options)
+        const eventTypes = yield* validEventTypes(input.eventTypes)
+        const { program, project } = yield* reach(principal, input.programId)
+        const secret = Credentials.generate("subscription")
+        const createdAt = DateTime.toDateUtc(yield* DateTime.now)
+        const subscription = new Subscription({
+          id: yield* Ids.make("SubscriptionId"),
+          workspaceId: project.workspaceId,
+          projectId: project.id,
+          programId: program.id,
+          url,
+          eventTypes,
+          secretSealed: box.seal(secret),
+          createdBy: principal.credential,
+          createdAt
+        })
+        yield* transactor.withTransaction(
+          Effect.zipRight(store.create(subscription), experiments.end(program.id, createdAt))
+        )
+        return { ...view(subscription), secret }
+      }),
+
+    remove: (principal, id) =>
+      Effect.gen(function*() {
+        const found = yield* store.get(Ids.unsafe("SubscriptionId", id))
+        if (Option.isNone(found) || !principal.workspaceIds.includes(found.value.workspaceId)) {
+          return yield* notFound
+        }
+        const at = DateTime.toDateUtc(yield* DateTime.now)
+        yield* transactor.withTransaction(Effect.gen(function*() {
+          // Removed concurrently by someone else: the caller's delete found nothing to delete.
+          const removed = yield* store.remove(found.value.id)
+          if (Option.isNone(removed)) return yield* notFound
+          yield* experiments.end(removed.value.programId, at)
+        }))
+      }),
+
+    list: (principal, programId) =>
+      Effect.gen(function*() {
+        const { program } = yield* reach(principal, programId)
+        // The port indexes subscriptions by (program, type); four reads cover every type.
+        const perType = yield* Effect.forEach(OutboundEventType.literals, (type) => store.forEvent(program.id, type))
+        const byId = new Map(perType.flat().map((s) => [s.id, s]))
+        return [...byId.values()]
+          .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))
+          .map(view)
+      })
+  })
+})
+
+export const layer: Layer.Layer<
+  Subscriptions,
+  never,
+  DirectoryStore | SubscriptionStore | ExperimentStore | Transactor | SecretBox
+> = Layer.effect(Subscriptions, make)

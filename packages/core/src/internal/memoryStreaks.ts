@@ -1,0 +1,221 @@
+/**
+ * In-memory ports of the per-action path: streak rows and activity days, achievements, the
+ * action log and idempotency keys. Every method is one atomic `run` over the shared state.
+ */
+import { Clock, Effect, Option } from "effect"
+import type { Context } from "effect"
+import type { LocalDate } from "../Calendar.js"
+import { Achievement, type ActionRecord, StreakKey, StreakRow } from "../Domain.js"
+import type { ProgramId, ProjectId, UserHash } from "../Ids.js"
+import type { ActionLog, ActionQuery, AchievementStore, IdempotencyStore, StreakStore } from "../Ports.js"
+import { keyOf, type MemoryState, pair, type Runner } from "./memoryState.js"
+
+const DAY_MS = 24 * 60 * 60 * 1000
+const CLAIM_MS = 30 * 1000
+
+export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Service<StreakStore> => {
+  const j = s.journal
+  const sortedDays = (k: string): Array<LocalDate> => [...(s.days.get(k) ?? [])].sort()
+  return {
+    lock: (key, timezone) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        run(() => {
+          // The single lock of this adapter already serialises the transaction; creating the row
+          // here makes `lock` behave like Postgres' insert-if-missing + SELECT … FOR UPDATE.
+          const k = keyOf(key)
+          const existing = s.streaks.get(k)
+          if (existing !== undefined) return existing
+          const row = new StreakRow({
+            projectId: key.projectId,
+            programId: key.programId,
+            userHash: key.userHash,
+            ledger: key.ledger,
+            run: 0,
+            best: 0,
+            timezone,
+            updatedAt: new Date(now)
+          })
+          j.set(s.streaks, k, row)
+          return row
+        })),
+    get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
+    save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
+    addDay: (key, day) =>
+      run(() => {
+        const k = keyOf(key)
+        let days = s.days.get(k)
+        if (days === undefined) {
+          days = new Set()
+          j.set(s.days, k, days)
+        }
+        return j.add(days, day)
+      }),
+    days: (key) => run(() => sortedDays(keyOf(key))),
+    daysBetween: (key, from, to) => run(() => sortedDays(keyOf(key)).filter((d) => d >= from && d <= to)),
+    keysOfMember: (projectId, userHash) =>
+      run(() => {
+        // Rows and days both name keys: a key with days but no row (addDay without lock) still counts.
+        const found = new Map<string, StreakKey>()
+        for (const row of s.streaks.values()) {
+          if (row.projectId === projectId && row.userHash === userHash) {
+            found.set(keyOf(row), toKey(row))
+          }
+        }
+        for (const k of s.days.keys()) {
+          const [p, programId, u, ledger] = JSON.parse(k) as [ProjectId, ProgramId, UserHash, "live" | "test"]
+          if (p === projectId && u === userHash && !found.has(k)) {
+            found.set(k, new StreakKey({ projectId: p, programId, userHash: u, ledger }))
+          }
+        }
+        return [...found.values()]
+      }),
+    remove: (key) =>
+      run(() => {
+        const k = keyOf(key)
+        j.delete(s.streaks, k)
+        j.delete(s.days, k)
+      }),
+    claimDue: (now, limit) =>
+      run(() => {
+        // Transactions are serialised, so a claimer inside one never sees rows another claimer
+        // holds: that one has saved them with their next dueAt (or rolled back) before we run.
+        if (limit <= 0) return []
+        const t = now.getTime()
+        const due: Array<StreakRow> = []
+        for (const row of s.streaks.values()) {
+          if (row.dueAt !== undefined && row.dueAt.getTime() <= t) due.push(row)
+        }
+        return due
+          .sort((a, b) => a.dueAt!.getTime() - b.dueAt!.getTime() || compare(keyOf(a), keyOf(b)))
+          .slice(0, limit)
+      }),
+    rowsOfProgram: (programId, ledger) =>
+      run(() => [...s.streaks.values()].filter((r) => r.programId === programId && r.ledger === ledger))
+  }
+}
+
+const toKey = (row: StreakRow): StreakKey =>
+  new StreakKey({ projectId: row.projectId, programId: row.programId, userHash: row.userHash, ledger: row.ledger })
+
+const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
+
+export const makeAchievements = (s: MemoryState, { run }: Runner): Context.Tag.Service<AchievementStore> => {
+  const j = s.journal
+  return {
+    list: (key) => run(() => [...(s.achievements.get(keyOf(key))?.values() ?? [])]),
+    add: (key, milestoneId, at) =>
+      run(() => {
+        const k = keyOf(key)
+        let byMilestone = s.achievements.get(k)
+        if (byMilestone === undefined) {
+          byMilestone = new Map()
+          j.set(s.achievements, k, byMilestone)
+        }
+        if (byMilestone.has(milestoneId)) return false
+        j.set(
+          byMilestone,
+          milestoneId,
+          new Achievement({
+            projectId: key.projectId,
+            programId: key.programId,
+            userHash: key.userHash,
+            ledger: key.ledger,
+            milestoneId,
+            achievedAt: at
+          })
+        )
+        return true
+      }),
+    remove: (key) => run(() => void j.delete(s.achievements, keyOf(key)))
+  }
+}
+
+export const makeActionLog = (s: MemoryState, { run }: Runner): Context.Tag.Service<ActionLog> => {
+  const j = s.journal
+  const select = (q: ActionQuery): Array<ActionRecord> => {
+    const programs = new Set<string>(q.programIds)
+    const from = q.from.getTime()
+    const to = q.to.getTime()
+    return s.actions.filter((a) => {
+      const ts = a.ts.getTime()
+      return a.programId !== undefined && programs.has(a.programId) && a.ledger === q.ledger && ts >= from && ts < to
+    })
+  }
+  return {
+    append: (record) => run(() => j.push(s.actions, record)),
+    countsByDay: (query) =>
+      run(() => {
+        const groups = new Map<string, { date: LocalDate; eventType: ActionRecord["eventType"]; count: number; counted: number }>()
+        for (const a of select(query)) {
+          const k = pair(a.localDate, a.eventType)
+          const g = groups.get(k) ?? { date: a.localDate, eventType: a.eventType, count: 0, counted: 0 }
+          g.count += 1
+          if (a.counted) g.counted += 1
+          groups.set(k, g)
+        }
+        return [...groups.values()].sort((a, b) => compare(a.date, b.date) || compare(a.eventType, b.eventType))
+      }),
+    sources: (query) =>
+      run(() => {
+        const groups = new Map<string, {
+          source: string | undefined
+          externalService: string | undefined
+          integrationId: string | undefined
+          count: number
+        }>()
+        for (const a of select(query)) {
+          if (!a.counted) continue
+          const k = JSON.stringify([a.source ?? null, a.externalService ?? null, a.integrationId ?? null])
+          const g = groups.get(k) ??
+            { source: a.source, externalService: a.externalService, integrationId: a.integrationId, count: 0 }
+          g.count += 1
+          groups.set(k, g)
+        }
+        return [...groups.values()].sort((a, b) => b.count - a.count)
+      })
+  }
+}
+
+export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Service<IdempotencyStore> => {
+  const j = s.journal
+  return {
+    claim: (projectId, key, now) =>
+      run(() => {
+        const k = pair(projectId, key)
+        const t = now.getTime()
+        const record = s.idempotency.get(k)
+        const expired = record === undefined || t - record.claimedAt >= DAY_MS ||
+          (record.response === undefined && t - record.claimedAt >= CLAIM_MS)
+        if (expired) {
+          j.set(s.idempotency, k, { claimedAt: t, response: undefined })
+          return { _tag: "Claimed" as const }
+        }
+        return record.response === undefined
+          ? { _tag: "InProgress" as const }
+          : { _tag: "Completed" as const, response: record.response }
+      }),
+    complete: (projectId, key, response, now) =>
+      run(() => {
+        const k = pair(projectId, key)
+        // The lifetime counts from first receipt (CONTRACT §4), so completing keeps `claimedAt`.
+        j.set(s.idempotency, k, { claimedAt: s.idempotency.get(k)?.claimedAt ?? now.getTime(), response })
+      }),
+    release: (projectId, key) =>
+      run(() => {
+        const k = pair(projectId, key)
+        if (s.idempotency.get(k)?.response === undefined) j.delete(s.idempotency, k)
+      }),
+    purgeExpired: (now) =>
+      run(() => {
+        const t = now.getTime()
+        let removed = 0
+        for (const [k, record] of s.idempotency) {
+          if (t - record.claimedAt >= DAY_MS) {
+            j.delete(s.idempotency, k)
+            removed += 1
+          }
+        }
+        return removed
+      })
+  }
+}

@@ -1,0 +1,3 @@
+import { layerMemory, storageConformance } from "@streaks/core/testing"
+
+storageConformance("memory", layerMemory)

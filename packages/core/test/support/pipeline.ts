@@ -1,0 +1,150 @@
+/**
+ * The ingest/state/alias/due-check services on a fresh in-memory store, a tenant with known
+ * credentials, and one helper per door that goes through the same decode + resolve + record steps
+ * as the HTTP layer. Provide `layer` per test: every build starts empty.
+ */
+import { Effect, Layer, Option, Ref } from "effect"
+import * as Aliases from "../../src/Aliases.js"
+import * as Credentials from "../../src/Credentials.js"
+import { StreakKey, type Ledger, type Program } from "../../src/Domain.js"
+import * as DueChecks from "../../src/DueChecks.js"
+import * as EventInput from "../../src/EventInput.js"
+import * as Experiments from "../../src/Experiments.js"
+import type { UserHash } from "../../src/Ids.js"
+import * as Ingest from "../../src/Ingest.js"
+import * as OutboundEvents from "../../src/OutboundEvents.js"
+import { ActionLog, ExperimentStore, Outbox, StreakStore, SubscriptionStore } from "../../src/Ports.js"
+import * as SecretBox from "../../src/SecretBox.js"
+import * as StateQuery from "../../src/StateQuery.js"
+import { layerMemory, makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
+
+export const SERVER_TOKEN = "sst_server_token_for_tests"
+export const WEBHOOK_SECRET = "whi_webhook_secret_for_tests"
+export const SIGNING_SECRET = "ass_signing_secret_for_tests"
+export const ORIGIN = "https://app.example.com"
+
+/** Counts `OutboxSignal.notify` calls, so tests can see the dispatcher being nudged. */
+export class Nudges extends Effect.Tag("test/Nudges")<Nudges, Ref.Ref<number>>() {}
+
+const signal = Layer.effect(
+  OutboundEvents.OutboxSignal,
+  Effect.map(Nudges, (ref) => ({ notify: Ref.update(ref, (n) => n + 1) }))
+)
+
+const base = Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, signal).pipe(
+  Layer.provideMerge(Layer.effect(Nudges, Ref.make(0)))
+)
+
+export const layer = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer).pipe(
+  Layer.provideMerge(base)
+)
+
+type Overrides = Parameters<typeof seedTenant>[0]
+
+/**
+ * A workspace, project and program (test status unless overridden) whose server token, webhook
+ * secret and signing secret are the constants above; allowed origins: ORIGIN and https://*.example.org.
+ */
+export const tenant = (overrides: Overrides = {}) =>
+  Effect.gen(function*() {
+    const box = yield* SecretBox.SecretBox
+    return yield* seedTenant({
+      ...overrides,
+      project: {
+        allowedOrigins: [ORIGIN, "https://*.example.org"],
+        serverTokenHash: Credentials.hashToken(SERVER_TOKEN),
+        signingSecretSealed: box.seal(SIGNING_SECRET),
+        ...overrides.project
+      },
+      program: { webhookSecretHash: Credentials.hashToken(WEBHOOK_SECRET), ...overrides.program }
+    })
+  })
+
+/** A live tenant (the usual case for outbound events), subscribed to every event type. */
+export const liveTenant = (overrides: Overrides = {}) =>
+  Effect.gen(function*() {
+    const t = yield* tenant({ ...overrides, program: { status: "live", ...overrides.program } })
+    yield* subscribe(t)
+    return t
+  })
+
+export const subscribe = (t: Tenant, program: Program = t.program) =>
+  Effect.flatMap(SubscriptionStore, (s) => s.create(makeSubscription({ ...t, program })))
+
+const record = (siteKey: string, action: EventInput.Action, auth: Ingest.Auth) =>
+  Effect.gen(function*() {
+    const ingest = yield* Ingest.Ingest
+    const project = yield* ingest.resolveProject(siteKey)
+    return yield* ingest.record({ project, action, auth })
+  })
+
+/** `POST /v1/e` from an allowed origin (or `origin`, or none when `origin` is undefined). */
+export const browser = (
+  body: Record<string, unknown>,
+  auth: { readonly origin?: string | undefined; readonly serverToken?: string } = { origin: ORIGIN }
+) =>
+  Effect.flatMap(EventInput.decodeEventRecord(body), (action) =>
+    record(String(body["siteKey"]), action, {
+      door: "browser",
+      origin: "origin" in auth ? auth.origin : ORIGIN,
+      serverToken: auth.serverToken
+    }))
+
+/** `POST /v1/server/e` with the tenant's server token unless another is given. */
+export const server = (body: Record<string, unknown>, serverToken: string | undefined = SERVER_TOKEN) =>
+  Effect.flatMap(EventInput.decodeEventRecord(body), (action) =>
+    record(String(body["siteKey"]), action, { door: "server", serverToken }))
+
+/** `POST /v1/webhook/:siteKey/e` with the program's webhook secret unless another is given. */
+export const webhook = (urlSiteKey: string, body: Record<string, unknown>, secret: string | undefined = WEBHOOK_SECRET) =>
+  Effect.flatMap(EventInput.decodeWebhookEvent(body), (action) =>
+    record(urlSiteKey, action, { door: "webhook", secret, urlSiteKey }))
+
+/** `POST /v1/api/programs/{id}/events` (the REST layer has resolved the program's project). */
+export const api = (t: Tenant, body: Record<string, unknown>, program: Program = t.program) =>
+  Effect.flatMap(EventInput.decodeCountAction(body), (action) =>
+    Effect.flatMap(Ingest.Ingest, (ingest) =>
+      ingest.record({ project: t.project, action, auth: { door: "api", programId: program.id } })))
+
+/** The member's streak row, if any. */
+export const rowOf = (t: Tenant, userHash: string, ledger: Ledger, program: Program = t.program) =>
+  Effect.map(
+    Effect.flatMap(StreakStore, (s) =>
+      s.get(new StreakKey({ projectId: t.project.id, programId: program.id, userHash: userHash as UserHash, ledger }))),
+    Option.getOrUndefined
+  )
+
+export const daysOf = (t: Tenant, userHash: string, ledger: Ledger, program: Program = t.program) =>
+  Effect.flatMap(StreakStore, (s) =>
+    s.days(new StreakKey({ projectId: t.project.id, programId: program.id, userHash: userHash as UserHash, ledger })))
+
+/** The action log of the program on one ledger: `count` actions per day and type, `counted` of them moved progress. */
+export const logged = (t: Tenant, ledger: Ledger, program: Program = t.program) =>
+  Effect.flatMap(ActionLog, (log) =>
+    log.countsByDay({ programIds: [program.id], from: new Date(0), to: new Date(8_000_000_000_000), ledger }))
+
+/** Every pending outbox message (claimed with a far-future clock), parsed, oldest first. */
+export const drainOutbox = Effect.gen(function*() {
+  const outbox = yield* Outbox
+  const far = new Date(8_000_000_000_000)
+  // Leased past `far`, so a later drain sees only messages enqueued since.
+  const messages = yield* outbox.claimDue(far, 10_000, new Date(far.getTime() + 1))
+  return messages.map((m) => ({ message: m, body: JSON.parse(m.payload) as Record<string, any> }))
+})
+
+/**
+ * Starts a running experiment (50 % holdout) and returns one member of its control group and one
+ * of its treatment group.
+ */
+export const startExperiment = (program: Program) =>
+  Effect.gen(function*() {
+    const experiment = makeExperiment(program, { holdoutPercent: 50 })
+    yield* Effect.flatMap(ExperimentStore, (s) => s.start(experiment))
+    const candidates = Array.from({ length: 64 }, (_, i) => `member_${i}`)
+    const control = candidates.find((u) => Experiments.isControl(experiment.id, u, 50))!
+    const treatment = candidates.find((u) => !Experiments.isControl(experiment.id, u, 50))!
+    return { experiment, control, treatment }
+  })
+
+/** Milliseconds of an ISO instant (for `TestClock.setTime`). */
+export const at = (iso: string): number => new Date(iso).getTime()
