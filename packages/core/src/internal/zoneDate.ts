@@ -1,0 +1,67 @@
+/**
+ * The local calendar date of an instant in an IANA zone, straight from Intl (the tz database
+ * shipped with the runtime). date-fns-tz's `formatInTimeZone`/`toZonedTime` rebuild the wall
+ * time in the host's zone, so their dates can shift when the process runs in a zone with DST
+ * gaps or skipped days (measured: host TZ=Pacific/Apia moves 2011-12-30 UTC to 2011-12-31).
+ */
+import { format, MAX_DAY, MIN_DAY } from "./epochDay.js"
+
+// Building an Intl.DateTimeFormat costs far more than using one, so keep one per zone name.
+// Bounded, because zone names come from clients: a flood of distinct spellings must not grow it.
+const MAX_CACHED = 1024
+const formatters = new Map<string, Intl.DateTimeFormat>()
+
+const make = (zone: string): Intl.DateTimeFormat =>
+  new Intl.DateTimeFormat("en-US", {
+    timeZone: zone,
+    calendar: "gregory",
+    numberingSystem: "latn",
+    year: "numeric",
+    month: "numeric",
+    day: "numeric"
+  })
+
+/** The cached formatter of a zone; throws a RangeError for a zone Intl does not know. */
+export const formatter = (zone: string): Intl.DateTimeFormat => {
+  let f = formatters.get(zone)
+  if (f === undefined) {
+    f = make(zone)
+    if (formatters.size >= MAX_CACHED) formatters.clear()
+    formatters.set(zone, f)
+  }
+  return f
+}
+
+/** True when Intl accepts the zone name (IANA names and links, case-insensitively). */
+export const intlKnowsZone = (zone: string): boolean => {
+  if (formatters.has(zone)) return true
+  try {
+    formatter(zone)
+    return true
+  } catch {
+    return false
+  }
+}
+
+// Instants whose local date is within years 1..9999 in every zone (offsets stay under a day).
+// Checking the instant spares an era field, which makes Intl twice as slow.
+const DAY = 86_400_000
+const MIN_MS = (MIN_DAY + 1) * DAY
+const MAX_MS = MAX_DAY * DAY - 1
+
+// "M/D/YYYY": `format` costs half of `formatToParts`, and this is the hot path of every action.
+const US_DATE = /^(\d{1,2})\/(\d{1,2})\/(\d{1,4})$/
+
+const fromParts = (f: Intl.DateTimeFormat, ms: number): string => {
+  const get = (type: string) => Number(f.formatToParts(ms).find((p) => p.type === type)?.value)
+  return format(get("year"), get("month"), get("day"))
+}
+
+/** "YYYY-MM-DD" of the instant `ms` in `zone`; throws a RangeError outside years 1..9999. */
+export const zoneDate = (ms: number, zone: string): string => {
+  if (!(ms >= MIN_MS && ms <= MAX_MS)) throw new RangeError(`Invalid or out-of-range instant: ${ms}`)
+  const f = formatter(zone)
+  const m = US_DATE.exec(f.format(ms))
+  // Should an ICU release ever decorate the short form, the structured form still works.
+  return m === null ? fromParts(f, ms) : format(Number(m[3]), Number(m[1]), Number(m[2]))
+}
