@@ -1,0 +1,323 @@
+/**
+ * The Postgres schema of every storage port, as ordered `Migrator.fromRecord` migrations under a
+ * configurable table prefix (default `streaks_`). `run` is idempotent and safe when several
+ * replicas start at once: the whole run holds a transaction-scoped advisory lock on one dedicated
+ * connection, so exactly one replica migrates and the others then find nothing left to do.
+ *
+ * Layout rules (see ARCHITECTURE, storage-pg): every tenant table starts its primary key with
+ * `project_id`, and no hot query joins across projects, so the schema can be distributed by
+ * project (Citus) without a rewrite. Only hashes or sealed values of secrets are stored
+ * (`*_hash`, `*_sealed`).
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as PgMigrator from "@effect/sql-pg/PgMigrator"
+import { Effect, Layer } from "effect"
+import { isValidPrefix } from "./internal/Sql.js"
+
+export interface Options {
+  /** Prepended to every table name, the migrations table included. Default `"streaks_"`. */
+  readonly prefix?: string | undefined
+}
+
+export const defaultPrefix = "streaks_"
+
+/**
+ * The advisory lock key every replica takes before migrating ("streaks" in ASCII). Advisory locks
+ * are per database, so separate databases on one server never wait for each other.
+ */
+export const lockKey = 0x73747265616b73n
+
+/** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. */
+export const migrations = (prefix: string): Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> => ({
+  "0001_initial": ddl(initial(prefix))
+})
+
+// Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
+const ddl = (text: string) => Effect.flatMap(SqlClient.SqlClient, (sql) => sql.unsafe(text)).pipe(Effect.asVoid)
+
+const initial = (p: string) => `
+-- Tenancy: workspace > project > program. Small, read-mostly tables.
+CREATE TABLE ${p}workspaces (
+  id          text PRIMARY KEY,
+  name        text NOT NULL,
+  plan        text NOT NULL CHECK (plan IN ('starter', 'growth', 'scale', 'pro')),
+  created_at  timestamptz NOT NULL
+);
+
+CREATE TABLE ${p}projects (
+  id                       text PRIMARY KEY,
+  workspace_id             text NOT NULL REFERENCES ${p}workspaces (id),
+  site_key                 text NOT NULL,
+  name                     text NOT NULL,
+  allowed_origins          text[] NOT NULL,
+  timezone                 text NOT NULL,
+  browser_counting         text NOT NULL CHECK (browser_counting IN ('count', 'display-only')),
+  legacy_no_origin_ingest  boolean NOT NULL,
+  server_token_hash        text NOT NULL,
+  signing_secret_sealed    text NOT NULL,
+  created_at               timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX ${p}projects_site_key ON ${p}projects (site_key);
+CREATE INDEX ${p}projects_workspace ON ${p}projects (workspace_id);
+
+CREATE TABLE ${p}programs (
+  project_id           text NOT NULL REFERENCES ${p}projects (id),
+  id                   text NOT NULL,
+  name                 text NOT NULL,
+  event_key            text NOT NULL,
+  status               text NOT NULL CHECK (status IN ('test', 'live')),
+  mode                 text NOT NULL CHECK (mode IN ('continuous')),
+  webhook_secret_hash  text NOT NULL,
+  milestones           jsonb NOT NULL,
+  settings             jsonb NOT NULL,
+  created_at           timestamptz NOT NULL,
+  PRIMARY KEY (project_id, id)
+);
+-- Programs are addressed by id alone (customer REST, webhooks); ids are random, so a plain
+-- index is enough and stays valid when the table is distributed by project_id.
+CREATE INDEX ${p}programs_id ON ${p}programs (id);
+-- Not unique on purpose: the port rejects nothing, the services keep event keys unique.
+CREATE INDEX ${p}programs_event_key ON ${p}programs (project_id, event_key);
+
+-- Members: the zone a member last sent, and anonymous ids linked to a member.
+CREATE TABLE ${p}members (
+  project_id  text NOT NULL,
+  user_hash   text NOT NULL,
+  timezone    text,
+  PRIMARY KEY (project_id, user_hash)
+);
+
+CREATE TABLE ${p}aliases (
+  project_id    text NOT NULL,
+  anonymous_id  text NOT NULL,
+  user_hash     text NOT NULL,
+  created_at    timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (project_id, anonymous_id)
+);
+
+-- The per-action path: one streak row per (program, member, ledger), locked FOR UPDATE while an
+-- action is counted; one row per active local day.
+CREATE TABLE ${p}streaks (
+  project_id             text NOT NULL,
+  program_id             text NOT NULL,
+  user_hash              text NOT NULL,
+  ledger                 text NOT NULL CHECK (ledger IN ('live', 'test')),
+  last_active_day        date,
+  run                    integer NOT NULL,
+  best                   integer NOT NULL,
+  timezone               text NOT NULL,
+  at_risk_notified_for   date,
+  broken_notified_after  date,
+  due_at                 timestamptz,
+  updated_at             timestamptz NOT NULL,
+  PRIMARY KEY (project_id, program_id, user_hash, ledger)
+);
+-- The scheduler's sweep reads only due rows: its cost follows the due rows, not the members.
+CREATE INDEX ${p}streaks_due ON ${p}streaks (due_at) WHERE due_at IS NOT NULL;
+CREATE INDEX ${p}streaks_member ON ${p}streaks (project_id, user_hash);
+CREATE INDEX ${p}streaks_program ON ${p}streaks (program_id, ledger);
+
+CREATE TABLE ${p}activity_days (
+  project_id  text NOT NULL,
+  program_id  text NOT NULL,
+  user_hash   text NOT NULL,
+  ledger      text NOT NULL,
+  day         date NOT NULL,
+  PRIMARY KEY (project_id, program_id, user_hash, ledger, day)
+);
+
+CREATE TABLE ${p}achievements (
+  project_id    text NOT NULL,
+  program_id    text NOT NULL,
+  user_hash     text NOT NULL,
+  ledger        text NOT NULL,
+  milestone_id  text NOT NULL,
+  achieved_at   timestamptz NOT NULL,
+  PRIMARY KEY (project_id, program_id, user_hash, ledger, milestone_id)
+);
+
+-- The append-only action log: a plain heap with no primary key (nothing reads a record by id,
+-- and every index is paid on each action). Reports read by program and time; retention and
+-- per-project exports by (project_id, received_at). Monthly partitioning can come later without
+-- changing the port.
+CREATE TABLE ${p}actions (
+  project_id        text NOT NULL,
+  id                text NOT NULL,
+  program_id        text,
+  user_hash         text NOT NULL,
+  event             text NOT NULL,
+  event_type        text NOT NULL,
+  door              text NOT NULL,
+  ledger            text NOT NULL,
+  ts                timestamptz NOT NULL,
+  received_at       timestamptz NOT NULL,
+  local_date        date NOT NULL,
+  timezone          text NOT NULL,
+  counted           boolean NOT NULL,
+  source            text,
+  external_service  text,
+  integration_id    text,
+  session_id        text,
+  idempotency_key   text,
+  extra             jsonb
+);
+CREATE INDEX ${p}actions_program_ts ON ${p}actions (program_id, ledger, ts);
+CREATE INDEX ${p}actions_received ON ${p}actions (project_id, received_at);
+
+-- Idempotency keys shared by every replica (CONTRACT §4).
+CREATE TABLE ${p}idempotency_keys (
+  project_id       text NOT NULL,
+  key              text NOT NULL,
+  state            text NOT NULL CHECK (state IN ('in_progress', 'completed')),
+  created_at       timestamptz NOT NULL,
+  claimed_at       timestamptz NOT NULL,
+  completed_at     timestamptz,
+  response_status  integer,
+  -- json, not jsonb: a replay must give back the body exactly as stored (key order included).
+  response_body    json,
+  PRIMARY KEY (project_id, key)
+);
+CREATE INDEX ${p}idempotency_keys_created ON ${p}idempotency_keys (created_at);
+
+-- Outbound webhooks: subscriptions, the transactional outbox, and its delivery attempts.
+CREATE TABLE ${p}subscriptions (
+  project_id       text NOT NULL,
+  id               text NOT NULL,
+  workspace_id     text NOT NULL,
+  program_id       text NOT NULL,
+  url              text NOT NULL,
+  event_types      text[] NOT NULL,
+  secret_sealed    text NOT NULL,
+  created_by_type  text NOT NULL CHECK (created_by_type IN ('api_key', 'oauth')),
+  created_by_id    text NOT NULL,
+  created_at       timestamptz NOT NULL,
+  PRIMARY KEY (project_id, id)
+);
+CREATE INDEX ${p}subscriptions_id ON ${p}subscriptions (id);
+CREATE INDEX ${p}subscriptions_program ON ${p}subscriptions (program_id);
+CREATE INDEX ${p}subscriptions_created_by ON ${p}subscriptions (created_by_type, created_by_id);
+
+CREATE TABLE ${p}outbox (
+  project_id       text NOT NULL,
+  id               text NOT NULL,
+  subscription_id  text NOT NULL,
+  program_id       text NOT NULL,
+  type             text NOT NULL,
+  -- The exact body that is signed and sent: text, because jsonb would re-serialise it.
+  payload          text NOT NULL,
+  status           text NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts         integer NOT NULL,
+  next_attempt_at  timestamptz NOT NULL,
+  created_at       timestamptz NOT NULL,
+  delivered_at     timestamptz,
+  PRIMARY KEY (project_id, id)
+);
+CREATE INDEX ${p}outbox_id ON ${p}outbox (id);
+-- The dispatcher reads only pending messages.
+CREATE INDEX ${p}outbox_due ON ${p}outbox (next_attempt_at) WHERE status = 'pending';
+CREATE INDEX ${p}outbox_delivered ON ${p}outbox (program_id, type, created_at) WHERE status = 'delivered';
+
+-- Attempts are addressed by message id only (the port carries no project id).
+CREATE TABLE ${p}delivery_attempts (
+  message_id  text NOT NULL,
+  attempt     integer NOT NULL,
+  at          timestamptz NOT NULL,
+  status      integer,
+  latency_ms  double precision NOT NULL,
+  error       text,
+  PRIMARY KEY (message_id, attempt)
+);
+CREATE INDEX ${p}delivery_attempts_at ON ${p}delivery_attempts (at);
+
+-- Customer REST credentials (workspace level): token hashes only.
+CREATE TABLE ${p}api_keys (
+  id            text PRIMARY KEY,
+  workspace_id  text NOT NULL,
+  name          text NOT NULL,
+  token_hash    text NOT NULL,
+  created_at    timestamptz NOT NULL,
+  revoked_at    timestamptz
+);
+CREATE INDEX ${p}api_keys_token_hash ON ${p}api_keys (token_hash);
+CREATE INDEX ${p}api_keys_workspace ON ${p}api_keys (workspace_id);
+
+CREATE TABLE ${p}oauth_grants (
+  id             text PRIMARY KEY,
+  workspace_ids  text[] NOT NULL,
+  app_name       text NOT NULL,
+  token_hash     text NOT NULL,
+  created_at     timestamptz NOT NULL,
+  revoked_at     timestamptz
+);
+CREATE INDEX ${p}oauth_grants_token_hash ON ${p}oauth_grants (token_hash);
+
+-- Active streakers per workspace and UTC month ("YYYY-MM").
+CREATE TABLE ${p}usage (
+  workspace_id  text NOT NULL,
+  month         text NOT NULL,
+  member        text NOT NULL,
+  PRIMARY KEY (workspace_id, month, member)
+);
+
+-- Proof experiments: at most one running per program, enforced by the partial unique index.
+CREATE TABLE ${p}experiments (
+  project_id       text NOT NULL,
+  id               text NOT NULL,
+  program_id       text NOT NULL,
+  holdout_percent  integer NOT NULL CHECK (holdout_percent BETWEEN 1 AND 50),
+  started_at       timestamptz NOT NULL,
+  ended_at         timestamptz,
+  PRIMARY KEY (project_id, id)
+);
+CREATE UNIQUE INDEX ${p}experiments_running ON ${p}experiments (program_id) WHERE ended_at IS NULL;
+CREATE INDEX ${p}experiments_program ON ${p}experiments (program_id, started_at);
+`
+
+const checkPrefix = (prefix: string) =>
+  isValidPrefix(prefix)
+    ? Effect.succeed(prefix)
+    : Effect.fail(
+      new PgMigrator.MigrationError({
+        reason: "bad-state",
+        message: `Invalid table prefix ${JSON.stringify(prefix)}: use lower-case letters, digits and _`
+      })
+    )
+
+// `PgMigrator.run` is this same migrator plus an optional pg_dump of the schema, which is why its
+// type asks for FileSystem, Path and CommandExecutor; without a schemaDirectory it never runs, so
+// the plain migrator keeps the requirement to a `SqlClient`.
+const migrator = PgMigrator.make({})
+
+/**
+ * Applies every pending migration under `prefix` and returns the ones it applied. Idempotent;
+ * concurrent callers (threads, processes, replicas) serialise on the advisory lock, and all
+ * migrations of one run commit together or not at all.
+ */
+export const run = (
+  options: Options = {}
+): Effect.Effect<ReadonlyArray<readonly [id: number, name: string]>, PgMigrator.MigrationError | SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const prefix = yield* checkPrefix(options.prefix ?? defaultPrefix)
+    const sql = yield* SqlClient.SqlClient
+    const table = `${prefix}migrations`
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${lockKey})`)
+      // Created here, under the lock, so that the migrator's own "create if missing" (a failing
+      // `::regclass` probe) never runs inside this transaction, where a failed statement would
+      // abort it.
+      yield* sql.unsafe(
+        `CREATE TABLE IF NOT EXISTS "${table}" (migration_id integer PRIMARY KEY, created_at timestamptz NOT NULL DEFAULT now(), name text NOT NULL)`
+      )
+      return yield* migrator({ loader: PgMigrator.fromRecord(migrations(prefix)), table })
+    }))
+  }).pipe(
+    // The migrator reports a failing migration as a defect; surface it as the typed error.
+    Effect.catchAllDefect((defect) =>
+      defect instanceof PgMigrator.MigrationError ? Effect.fail(defect) : Effect.die(defect)
+    )
+  )
+
+/** Runs the migrations when the layer is built. */
+export const layer = (options: Options = {}): Layer.Layer<never, PgMigrator.MigrationError | SqlError, SqlClient.SqlClient> =>
+  Layer.effectDiscard(run(options))

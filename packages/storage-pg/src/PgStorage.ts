@@ -1,0 +1,94 @@
+/**
+ * Every storage port of `@streaks/core` on PostgreSQL, from an `@effect/sql` `SqlClient`.
+ * Building the layer runs the migrations first (see `Migrations`), so a fresh database is ready
+ * when the layer is.
+ *
+ * Every port call runs one statement (a few have a rare retry), on the transaction's connection
+ * when called inside `Transactor.withTransaction`, else on any pooled connection. Driver failures
+ * surface as `StorageError` only.
+ */
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import type { MigrationError } from "@effect/sql/Migrator"
+import { StorageError } from "@streaks/core/Errors"
+import {
+  AchievementStore,
+  ActionLog,
+  CredentialStore,
+  DirectoryStore,
+  ExperimentStore,
+  IdempotencyStore,
+  MemberStore,
+  Outbox,
+  type Storage,
+  StreakStore,
+  SubscriptionStore,
+  Transactor,
+  UsageStore
+} from "@streaks/core/Ports"
+import { Context, Effect, Layer } from "effect"
+import * as Migrations from "./Migrations.js"
+import { makeActionLog, makeIdempotencyStore } from "./internal/Actions.js"
+import { makeCredentialStore, makeDirectoryStore, makeMemberStore, makeUsageStore } from "./internal/Directory.js"
+import { makeExperimentStore, makeOutbox, makeSubscriptionStore } from "./internal/Delivery.js"
+import { type Ctx, makeTables, storageError } from "./internal/Sql.js"
+import { makeAchievementStore, makeStreakStore } from "./internal/Streaks.js"
+
+export interface Options {
+  /** Table name prefix, as for `Migrations.run`. Default `"streaks_"`. */
+  readonly prefix?: string | undefined
+}
+
+const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
+
+/**
+ * `sql.withTransaction`: nested calls become savepoints of the outer transaction, so they commit
+ * with it. The transaction's own SqlErrors (BEGIN, and COMMIT, which the client reports as a
+ * defect) become StorageError; the unit of work's errors pass through unchanged.
+ */
+const makeTransactor = (sql: SqlClient.SqlClient): Transactor["Type"] => ({
+  withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
+    sql.withTransaction(self).pipe(
+      Effect.mapError((e): E | StorageError => isSqlError(e) ? storageError("Transactor.withTransaction", e) : e as E),
+      Effect.catchAllDefect((defect) =>
+        isSqlError(defect) ? Effect.fail(storageError("Transactor.withTransaction", defect)) : Effect.die(defect)
+      )
+    )
+})
+
+/** Builds every port over `sql` and the tables under `prefix`, without running migrations. */
+export const make = (sql: SqlClient.SqlClient, prefix: string = Migrations.defaultPrefix): Context.Context<Storage> => {
+  // Our statements name their columns in snake_case; a client configured with name transforms
+  // (camelCase results, say) must not rewrite them.
+  const raw = sql.withoutTransforms()
+  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix) }
+  return Context.empty().pipe(
+    Context.add(Transactor, makeTransactor(raw)),
+    Context.add(DirectoryStore, makeDirectoryStore(ctx)),
+    Context.add(MemberStore, makeMemberStore(ctx)),
+    Context.add(StreakStore, makeStreakStore(ctx)),
+    Context.add(AchievementStore, makeAchievementStore(ctx)),
+    Context.add(ActionLog, makeActionLog(ctx)),
+    Context.add(IdempotencyStore, makeIdempotencyStore(ctx)),
+    Context.add(SubscriptionStore, makeSubscriptionStore(ctx)),
+    Context.add(Outbox, makeOutbox(ctx)),
+    Context.add(CredentialStore, makeCredentialStore(ctx)),
+    Context.add(UsageStore, makeUsageStore(ctx)),
+    Context.add(ExperimentStore, makeExperimentStore(ctx))
+  )
+}
+
+/**
+ * Every port of `Storage` on the `SqlClient` in context. Runs the migrations (under `prefix`)
+ * when built; fails with their `MigrationError`/`SqlError` if the database cannot be prepared.
+ */
+export const layer = (
+  options: Options = {}
+): Layer.Layer<Storage, SqlError | MigrationError, SqlClient.SqlClient> =>
+  Layer.effectContext(
+    Effect.gen(function*() {
+      yield* Migrations.run(options)
+      const sql = yield* SqlClient.SqlClient
+      return make(sql, options.prefix ?? Migrations.defaultPrefix)
+    })
+  )

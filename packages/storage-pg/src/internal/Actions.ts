@@ -1,0 +1,129 @@
+/**
+ * The action log (append-only, plus the two aggregate reads of reports) and the idempotency keys
+ * shared by every replica, on Postgres.
+ */
+import type { EventType } from "@streaks/core/Domain"
+import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore } from "@streaks/core/Ports"
+import { Effect } from "effect"
+import { type Ctx, io, jsonParam, toLocalDate, toOptionalString } from "./Sql.js"
+
+/** CONTRACT §4: a record lives 24 h from first receipt; an unfinished claim expires after 30 s. */
+const recordLifetime = "24 hours"
+const claimLifetime = "30 seconds"
+
+export const makeActionLog = ({ sql, t }: Ctx): ActionLog["Type"] => {
+  const where = (q: ActionQuery) =>
+    sql`program_id = ANY(${[...q.programIds]}::text[]) AND ledger = ${q.ledger} AND ts >= ${q.from} AND ts < ${q.to}`
+  return {
+    append: (a) =>
+      sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
+            received_at, local_date, timezone, counted, source, external_service, integration_id, session_id,
+            idempotency_key, extra)
+          VALUES (${a.projectId}, ${a.id}, ${a.programId ?? null}, ${a.userHash}, ${a.event}, ${a.eventType}, ${a.door},
+            ${a.ledger}, ${a.ts}, ${a.receivedAt}, ${a.localDate}::date, ${a.timezone}, ${a.counted}, ${a.source ?? null},
+            ${a.externalService ?? null}, ${a.integrationId ?? null}, ${a.sessionId ?? null}, ${a.idempotencyKey ?? null},
+            ${a.extra === undefined ? null : jsonParam(a.extra)}::jsonb)`
+        .pipe(Effect.asVoid, io("ActionLog.append")),
+
+    countsByDay: (q) =>
+      q.programIds.length === 0 ? Effect.succeed([]) :
+      sql`SELECT to_char(local_date, 'YYYY-MM-DD') AS date, event_type, count(*)::int AS count,
+            (count(*) FILTER (WHERE counted))::int AS counted
+          FROM ${t.actions} WHERE ${where(q)}
+          GROUP BY local_date, event_type ORDER BY local_date, event_type`
+        .pipe(
+          Effect.map((rows) =>
+            rows.map((r) => ({
+              date: toLocalDate(r.date),
+              eventType: r.event_type as EventType,
+              count: Number(r.count),
+              counted: Number(r.counted)
+            }))
+          ),
+          io("ActionLog.countsByDay")
+        ),
+
+    sources: (q) =>
+      q.programIds.length === 0 ? Effect.succeed([]) :
+      sql`SELECT source, external_service, integration_id, count(*)::int AS count
+          FROM ${t.actions} WHERE ${where(q)} AND counted
+          GROUP BY source, external_service, integration_id
+          ORDER BY count DESC, source NULLS FIRST, external_service NULLS FIRST, integration_id NULLS FIRST`
+        .pipe(
+          Effect.map((rows) =>
+            rows.map((r) => ({
+              source: toOptionalString(r.source),
+              externalService: toOptionalString(r.external_service),
+              integrationId: toOptionalString(r.integration_id),
+              count: Number(r.count)
+            }))
+          ),
+          io("ActionLog.sources")
+        )
+  }
+}
+
+/** How often `claim` retries when the record it lost to disappeared before it could be read. */
+const claimAttempts = 3
+
+export const makeIdempotencyStore = ({ sql, t }: Ctx): IdempotencyStore["Type"] => {
+  // One atomic statement: a new key is inserted; an existing one is taken over only when it has
+  // expired (older than 24 h) or is an abandoned claim (in progress for 30 s or more). Concurrent
+  // callers serialise on the key's index entry / row lock, and each re-checks the WHERE on the
+  // committed row, so exactly one gets a row back.
+  const tryClaim = (projectId: string, key: string, now: Date) =>
+    sql`INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
+        VALUES (${projectId}, ${key}, 'in_progress', ${now}, ${now})
+        ON CONFLICT (project_id, key) DO UPDATE
+          SET state = 'in_progress', created_at = excluded.created_at, claimed_at = excluded.claimed_at,
+              completed_at = NULL, response_status = NULL, response_body = NULL
+          WHERE k.created_at <= excluded.created_at - ${recordLifetime}::interval
+             OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
+        RETURNING 1 AS ok`
+
+  const claim = (projectId: string, key: string, now: Date) =>
+    Effect.gen(function*() {
+      for (let attempt = 1; attempt <= claimAttempts; attempt++) {
+        if ((yield* tryClaim(projectId, key, now)).length > 0) return { _tag: "Claimed" } as IdempotencyClaim
+        const rows = yield* sql`SELECT state, response_status, response_body::text AS response_body FROM ${t.idempotency_keys}
+          WHERE project_id = ${projectId} AND key = ${key}`
+        const row = rows[0]
+        if (row === undefined) continue // released or purged in between: try to claim again
+        if (row.state === "completed") {
+          return {
+            _tag: "Completed",
+            // Parsed here, not by the driver, so that SQL NULL (no body) and JSON null stay apart.
+            response: {
+              status: Number(row.response_status),
+              body: row.response_body === null ? undefined : JSON.parse(String(row.response_body))
+            }
+          } as IdempotencyClaim
+        }
+        return { _tag: "InProgress" } as IdempotencyClaim
+      }
+      return { _tag: "InProgress" } as IdempotencyClaim
+    })
+
+  return {
+    claim: (projectId, key, now) => claim(projectId, key, now).pipe(io("IdempotencyStore.claim")),
+
+    complete: (projectId, key, response, now) =>
+      sql`UPDATE ${t.idempotency_keys}
+          SET state = 'completed', completed_at = ${now}, response_status = ${response.status},
+              response_body = ${jsonParam(response.body)}::json
+          WHERE project_id = ${projectId} AND key = ${key}`
+        .pipe(Effect.asVoid, io("IdempotencyStore.complete")),
+
+    release: (projectId, key) =>
+      sql`DELETE FROM ${t.idempotency_keys} WHERE project_id = ${projectId} AND key = ${key} AND state = 'in_progress'`
+        .pipe(Effect.asVoid, io("IdempotencyStore.release")),
+
+    purgeExpired: (now) =>
+      sql`WITH gone AS (
+            DELETE FROM ${t.idempotency_keys} WHERE created_at <= ${now}::timestamptz - ${recordLifetime}::interval
+            RETURNING 1
+          )
+          SELECT count(*)::int AS n FROM gone`
+        .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("IdempotencyStore.purgeExpired"))
+  }
+}

@@ -1,0 +1,281 @@
+/**
+ * Tenancy and identity ports on Postgres: workspaces, projects and programs (DirectoryStore),
+ * member zones and aliases (MemberStore), customer credentials (CredentialStore) and monthly
+ * active streakers (UsageStore).
+ */
+import {
+  ApiKey,
+  Milestone,
+  OAuthGrant,
+  Program,
+  ProgramSettings,
+  Project,
+  Workspace
+} from "@streaks/core/Domain"
+import type { BrowserCounting, Plan, ProgramStatus } from "@streaks/core/Domain"
+import type {
+  ApiKeyId,
+  MilestoneId,
+  OAuthGrantId,
+  ProgramId,
+  ProjectId,
+  SiteKey,
+  UserHash,
+  WorkspaceId
+} from "@streaks/core/Ids"
+import type { CredentialStore, DirectoryStore, MemberStore, UsageStore } from "@streaks/core/Ports"
+import { Array as Arr, Effect, Option } from "effect"
+import { type Ctx, io, jsonParam, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
+
+type Row = Record<string, unknown>
+
+const first = <A>(rows: ReadonlyArray<Row>, decode: (row: Row) => A): Option.Option<A> =>
+  Option.map(Arr.head(rows), decode)
+
+export const decodeWorkspace = (r: Row): Workspace =>
+  new Workspace({
+    id: r.id as WorkspaceId,
+    name: r.name as string,
+    plan: r.plan as Plan,
+    createdAt: toDate(r.created_at)
+  }, trusted)
+
+export const decodeProject = (r: Row): Project =>
+  new Project({
+    id: r.id as ProjectId,
+    workspaceId: r.workspace_id as WorkspaceId,
+    siteKey: r.site_key as SiteKey,
+    name: r.name as string,
+    allowedOrigins: r.allowed_origins as ReadonlyArray<string>,
+    timezone: r.timezone as string,
+    browserCounting: r.browser_counting as BrowserCounting,
+    legacyNoOriginIngest: r.legacy_no_origin_ingest as boolean,
+    serverTokenHash: r.server_token_hash as string,
+    signingSecretSealed: r.signing_secret_sealed as string,
+    createdAt: toDate(r.created_at)
+  }, trusted)
+
+interface MilestoneJson {
+  readonly id: string
+  readonly target: number
+  readonly msg: string
+  readonly rewardType: Milestone["rewardType"]
+  readonly rewardValue?: string | null
+}
+
+const decodeMilestone = (m: MilestoneJson): Milestone =>
+  new Milestone({
+    id: m.id as MilestoneId,
+    target: m.target,
+    msg: m.msg,
+    rewardType: m.rewardType,
+    ...opt("rewardValue", m.rewardValue)
+  }, trusted)
+
+export const decodeProgram = (r: Row): Program => {
+  const settings = r.settings as ProgramSettings
+  return new Program({
+    id: r.id as ProgramId,
+    projectId: r.project_id as ProjectId,
+    name: r.name as string,
+    eventKey: r.event_key as string,
+    status: r.status as ProgramStatus,
+    mode: "continuous",
+    webhookSecretHash: r.webhook_secret_hash as string,
+    milestones: (r.milestones as ReadonlyArray<MilestoneJson>).map(decodeMilestone),
+    settings: new ProgramSettings({
+      theme: { name: settings.theme.name },
+      position: settings.position,
+      mainMessage: settings.mainMessage
+    }, trusted),
+    createdAt: toDate(r.created_at)
+  }, trusted)
+}
+
+const decodeApiKey = (r: Row): ApiKey =>
+  new ApiKey({
+    id: r.id as ApiKeyId,
+    workspaceId: r.workspace_id as WorkspaceId,
+    name: r.name as string,
+    tokenHash: r.token_hash as string,
+    createdAt: toDate(r.created_at),
+    ...opt("revokedAt", toOptionalDate(r.revoked_at))
+  }, trusted)
+
+const decodeGrant = (r: Row): OAuthGrant =>
+  new OAuthGrant({
+    id: r.id as OAuthGrantId,
+    workspaceIds: r.workspace_ids as ReadonlyArray<WorkspaceId>,
+    appName: r.app_name as string,
+    tokenHash: r.token_hash as string,
+    createdAt: toDate(r.created_at),
+    ...opt("revokedAt", toOptionalDate(r.revoked_at))
+  }, trusted)
+
+const milestonesJson = (program: Program): string | null =>
+  jsonParam(program.milestones.map((m) => ({
+    id: m.id,
+    target: m.target,
+    msg: m.msg,
+    rewardType: m.rewardType,
+    ...(m.rewardValue === undefined ? {} : { rewardValue: m.rewardValue })
+  })))
+
+const settingsJson = (program: Program): string | null =>
+  jsonParam({
+    theme: { name: program.settings.theme.name },
+    position: program.settings.position,
+    mainMessage: program.settings.mainMessage
+  })
+
+export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => ({
+  createWorkspace: (w) =>
+    sql`INSERT INTO ${t.workspaces} (id, name, plan, created_at) VALUES (${w.id}, ${w.name}, ${w.plan}, ${w.createdAt})`
+      .pipe(Effect.asVoid, io("DirectoryStore.createWorkspace")),
+
+  workspace: (id) =>
+    sql`SELECT * FROM ${t.workspaces} WHERE id = ${id}`
+      .pipe(Effect.map((rows) => first(rows, decodeWorkspace)), io("DirectoryStore.workspace")),
+
+  setPlan: (id, plan) =>
+    sql`UPDATE ${t.workspaces} SET plan = ${plan} WHERE id = ${id} RETURNING *`
+      .pipe(Effect.map((rows) => first(rows, decodeWorkspace)), io("DirectoryStore.setPlan")),
+
+  createProject: (p) =>
+    sql`INSERT INTO ${t.projects} (id, workspace_id, site_key, name, allowed_origins, timezone, browser_counting,
+          legacy_no_origin_ingest, server_token_hash, signing_secret_sealed, created_at)
+        VALUES (${p.id}, ${p.workspaceId}, ${p.siteKey}, ${p.name}, ${[...p.allowedOrigins]}::text[], ${p.timezone},
+          ${p.browserCounting}, ${p.legacyNoOriginIngest}, ${p.serverTokenHash}, ${p.signingSecretSealed}, ${p.createdAt})`
+      .pipe(Effect.asVoid, io("DirectoryStore.createProject")),
+
+  project: (id) =>
+    sql`SELECT * FROM ${t.projects} WHERE id = ${id}`
+      .pipe(Effect.map((rows) => first(rows, decodeProject)), io("DirectoryStore.project")),
+
+  projectBySiteKey: (siteKey) =>
+    sql`SELECT * FROM ${t.projects} WHERE site_key = ${siteKey}`
+      .pipe(Effect.map((rows) => first(rows, decodeProject)), io("DirectoryStore.projectBySiteKey")),
+
+  projectsOfWorkspaces: (ids) =>
+    ids.length === 0 ? Effect.succeed([]) :
+    sql`SELECT * FROM ${t.projects} WHERE workspace_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
+      .pipe(Effect.map((rows) => rows.map(decodeProject)), io("DirectoryStore.projectsOfWorkspaces")),
+
+  createProgram: (p) =>
+    sql`INSERT INTO ${t.programs} (project_id, id, name, event_key, status, mode, webhook_secret_hash, milestones,
+          settings, created_at)
+        VALUES (${p.projectId}, ${p.id}, ${p.name}, ${p.eventKey}, ${p.status}, ${p.mode}, ${p.webhookSecretHash},
+          ${milestonesJson(p)}::jsonb, ${settingsJson(p)}::jsonb, ${p.createdAt})`
+      .pipe(Effect.asVoid, io("DirectoryStore.createProgram")),
+
+  program: (id) =>
+    sql`SELECT * FROM ${t.programs} WHERE id = ${id}`
+      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.program")),
+
+  // Several programs with one key cannot arise through the services; if they did, the oldest wins.
+  programByEventKey: (projectId, eventKey) =>
+    sql`SELECT * FROM ${t.programs} WHERE project_id = ${projectId} AND event_key = ${eventKey}
+        ORDER BY created_at, id LIMIT 1`
+      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.programByEventKey")),
+
+  programsOfProjects: (ids) =>
+    ids.length === 0 ? Effect.succeed([]) :
+    sql`SELECT * FROM ${t.programs} WHERE project_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
+      .pipe(Effect.map((rows) => rows.map(decodeProgram)), io("DirectoryStore.programsOfProjects")),
+
+  setProgramStatus: (id, status) =>
+    sql`UPDATE ${t.programs} SET status = ${status} WHERE id = ${id} RETURNING *`
+      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setProgramStatus")),
+
+  // One conditional UPDATE: the row lock makes concurrent callers queue, and each re-checks
+  // `status = 'test'` on the committed row, so exactly one of them sees a returned row.
+  goLive: (id) =>
+    sql`UPDATE ${t.programs} SET status = 'live' WHERE id = ${id} AND status = 'test' RETURNING id`
+      .pipe(Effect.map((rows) => rows.length > 0), io("DirectoryStore.goLive")),
+
+  setWebhookSecretHash: (id, hash) =>
+    sql`UPDATE ${t.programs} SET webhook_secret_hash = ${hash} WHERE id = ${id} RETURNING *`
+      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setWebhookSecretHash"))
+})
+
+export const makeMemberStore = ({ sql, t }: Ctx): MemberStore["Type"] => ({
+  // One round trip: resolve the alias (if any), then the canonical member's zone.
+  lookup: (projectId, userHash) =>
+    sql`WITH canonical AS (
+          SELECT coalesce(
+            (SELECT a.user_hash FROM ${t.aliases} a WHERE a.project_id = ${projectId} AND a.anonymous_id = ${userHash}),
+            ${userHash}::text) AS user_hash
+        )
+        SELECT c.user_hash, m.timezone
+        FROM canonical c
+        LEFT JOIN ${t.members} m ON m.project_id = ${projectId} AND m.user_hash = c.user_hash`.pipe(
+      Effect.map((rows) => {
+        const row = rows[0]
+        return {
+          userHash: (row?.user_hash ?? userHash) as UserHash,
+          timezone: Option.fromNullable(row?.timezone as string | null | undefined)
+        }
+      }),
+      io("MemberStore.lookup")
+    ),
+
+  setTimezone: (projectId, userHash, timezone) =>
+    sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
+        ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
+      .pipe(Effect.asVoid, io("MemberStore.setTimezone")),
+
+  // The primary key decides: the first insert wins; a concurrent second one waits for it and then
+  // does nothing, so its follow-up read sees the committed link.
+  link: (projectId, anonymousId, userHash) =>
+    Effect.gen(function*() {
+      const inserted = yield* sql`INSERT INTO ${t.aliases} (project_id, anonymous_id, user_hash)
+        VALUES (${projectId}, ${anonymousId}, ${userHash})
+        ON CONFLICT (project_id, anonymous_id) DO NOTHING RETURNING 1 AS ok`
+      if (inserted.length > 0) return "linked" as const
+      const existing = yield* sql`SELECT user_hash FROM ${t.aliases}
+        WHERE project_id = ${projectId} AND anonymous_id = ${anonymousId}`
+      const current = existing[0]?.user_hash as UserHash | undefined
+      if (current === undefined || current === userHash) return "unchanged" as const
+      return { linkedTo: current }
+    }).pipe(io("MemberStore.link"))
+})
+
+export const makeCredentialStore = ({ sql, t }: Ctx): CredentialStore["Type"] => ({
+  createApiKey: (k) =>
+    sql`INSERT INTO ${t.api_keys} (id, workspace_id, name, token_hash, created_at, revoked_at)
+        VALUES (${k.id}, ${k.workspaceId}, ${k.name}, ${k.tokenHash}, ${k.createdAt}, ${k.revokedAt ?? null})`
+      .pipe(Effect.asVoid, io("CredentialStore.createApiKey")),
+
+  apiKeyByHash: (tokenHash) =>
+    sql`SELECT * FROM ${t.api_keys} WHERE token_hash = ${tokenHash} AND revoked_at IS NULL LIMIT 1`
+      .pipe(Effect.map((rows) => first(rows, decodeApiKey)), io("CredentialStore.apiKeyByHash")),
+
+  revokeApiKey: (id, at) =>
+    sql`UPDATE ${t.api_keys} SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING *`
+      .pipe(Effect.map((rows) => first(rows, decodeApiKey)), io("CredentialStore.revokeApiKey")),
+
+  createGrant: (g) =>
+    sql`INSERT INTO ${t.oauth_grants} (id, workspace_ids, app_name, token_hash, created_at, revoked_at)
+        VALUES (${g.id}, ${[...g.workspaceIds]}::text[], ${g.appName}, ${g.tokenHash}, ${g.createdAt},
+          ${g.revokedAt ?? null})`
+      .pipe(Effect.asVoid, io("CredentialStore.createGrant")),
+
+  grantByHash: (tokenHash) =>
+    sql`SELECT * FROM ${t.oauth_grants} WHERE token_hash = ${tokenHash} AND revoked_at IS NULL LIMIT 1`
+      .pipe(Effect.map((rows) => first(rows, decodeGrant)), io("CredentialStore.grantByHash")),
+
+  revokeGrant: (id, at) =>
+    sql`UPDATE ${t.oauth_grants} SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING *`
+      .pipe(Effect.map((rows) => first(rows, decodeGrant)), io("CredentialStore.revokeGrant"))
+})
+
+export const makeUsageStore = ({ sql, t }: Ctx): UsageStore["Type"] => ({
+  markActive: (workspaceId, month, member) =>
+    sql`INSERT INTO ${t.usage} (workspace_id, month, member) VALUES (${workspaceId}, ${month}, ${member})
+        ON CONFLICT DO NOTHING RETURNING 1 AS ok`
+      .pipe(Effect.map((rows) => rows.length > 0), io("UsageStore.markActive")),
+
+  activeCount: (workspaceId, month) =>
+    sql`SELECT count(*)::int AS n FROM ${t.usage} WHERE workspace_id = ${workspaceId} AND month = ${month}`
+      .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("UsageStore.activeCount"))
+})

@@ -1,0 +1,99 @@
+/**
+ * Shared plumbing of the Postgres adapter: table names under the configured prefix, the mapping
+ * of every `SqlError` to core's `StorageError`, and the small value conversions that node-postgres
+ * needs (dates, JSON, optional columns).
+ */
+import type * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
+import type { LocalDate } from "@streaks/core/Calendar"
+import { StorageError } from "@streaks/core/Errors"
+import { Effect } from "effect"
+
+/** The table names of the schema, without prefix. */
+export const tableNames = [
+  "workspaces",
+  "projects",
+  "programs",
+  "members",
+  "aliases",
+  "streaks",
+  "activity_days",
+  "achievements",
+  "actions",
+  "idempotency_keys",
+  "subscriptions",
+  "outbox",
+  "delivery_attempts",
+  "api_keys",
+  "oauth_grants",
+  "usage",
+  "experiments"
+] as const
+export type TableName = (typeof tableNames)[number]
+
+/**
+ * Prefixes are spliced into SQL as identifiers, so only plain lower-case names are accepted
+ * (lower case also keeps `'name'::regclass` lookups of the migrator exact).
+ */
+export const isValidPrefix = (prefix: string): boolean => /^[a-z_][a-z0-9_]{0,39}$/.test(prefix)
+
+/** Every table as a ready-to-splice SQL fragment (`"streaks_projects"`). */
+export type Tables = { readonly [K in TableName]: Fragment }
+
+export const makeTables = (sql: SqlClient.SqlClient, prefix: string): Tables =>
+  Object.fromEntries(tableNames.map((name) => [name, sql.literal(`"${prefix}${name}"`)])) as unknown as Tables
+
+/** What every port implementation closes over. */
+export interface Ctx {
+  readonly sql: SqlClient.SqlClient
+  readonly t: Tables
+}
+
+const describe = (error: SqlError): string => {
+  const cause = error.cause as { readonly message?: unknown; readonly code?: unknown } | undefined
+  const detail = typeof cause?.message === "string" ? cause.message : String(error.message ?? "")
+  return typeof cause?.code === "string" ? `${detail} (${cause.code})` : detail
+}
+
+/** A StorageError naming the port operation; the driver error stays as the cause for logs. */
+export const storageError = (op: string, error: SqlError): StorageError =>
+  new StorageError({ message: `${op}: ${describe(error)}`, cause: error })
+
+/** Maps the `SqlError` of one port operation to `StorageError`, so no driver type leaks out. */
+export const io = (op: string) => <A, R>(self: Effect.Effect<A, SqlError, R>): Effect.Effect<A, StorageError, R> =>
+  Effect.mapError(self, (e) => storageError(op, e))
+
+/** timestamptz arrives as a Date unless a custom type parser turned it into text. */
+export const toDate = (value: unknown): Date => (value instanceof Date ? value : new Date(String(value)))
+
+export const toOptionalDate = (value: unknown): Date | undefined =>
+  value === null || value === undefined ? undefined : toDate(value)
+
+/**
+ * `date` columns are always selected as text (`to_char(day, 'YYYY-MM-DD')`, independent of the
+ * session's DateStyle): node-postgres would parse them into a JS Date at local midnight.
+ */
+export const toLocalDate = (value: unknown): LocalDate => String(value) as LocalDate
+
+export const toOptionalLocalDate = (value: unknown): LocalDate | undefined =>
+  value === null || value === undefined ? undefined : toLocalDate(value)
+
+export const toOptionalString = (value: unknown): string | undefined =>
+  value === null || value === undefined ? undefined : String(value)
+
+/** JSON parameters are sent as text and cast (`::jsonb`), because node-postgres turns JS arrays into PG arrays. */
+export const jsonParam = (value: unknown): string | null => {
+  const text = JSON.stringify(value)
+  return text === undefined ? null : text
+}
+
+/**
+ * `{ [key]: value }` when the column holds a value, `{}` for NULL: spread into a constructor
+ * argument so that an optional field is absent, as `exactOptionalPropertyTypes` wants.
+ */
+export const opt = <K extends string, V>(key: K, value: V | null | undefined): { [P in K]?: V } =>
+  (value === null || value === undefined ? {} : { [key]: value }) as { [P in K]?: V }
+
+/** Schema classes are built from trusted rows without re-validation (checks live in the schema). */
+export const trusted = true as const

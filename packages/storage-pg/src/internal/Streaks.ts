@@ -1,0 +1,183 @@
+/**
+ * The per-action path on Postgres: streak rows (locked FOR UPDATE while an action is counted),
+ * activity days, achievements, and the scheduler's claim of due rows with SKIP LOCKED.
+ */
+import { SqlError } from "@effect/sql/SqlError"
+import { Achievement, StreakKey, StreakRow } from "@streaks/core/Domain"
+import type { Ledger } from "@streaks/core/Domain"
+import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
+import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
+import { Clock, Effect, Option } from "effect"
+import { type Ctx, io, opt, toDate, toLocalDate, toOptionalDate, toOptionalLocalDate, trusted } from "./Sql.js"
+
+type Row = Record<string, unknown>
+
+// Dates are selected as text: node-postgres would parse `date` into a local-time JS Date.
+const streakColumns = `project_id, program_id, user_hash, ledger, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run, best,
+  timezone, to_char(at_risk_notified_for, 'YYYY-MM-DD') AS at_risk_notified_for,
+  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, due_at, updated_at`
+
+export const decodeStreakRow = (r: Row): StreakRow =>
+  new StreakRow({
+    projectId: r.project_id as ProjectId,
+    programId: r.program_id as ProgramId,
+    userHash: r.user_hash as UserHash,
+    ledger: r.ledger as Ledger,
+    ...opt("lastActiveDay", toOptionalLocalDate(r.last_active_day)),
+    run: r.run as number,
+    best: r.best as number,
+    timezone: r.timezone as string,
+    ...opt("atRiskNotifiedFor", toOptionalLocalDate(r.at_risk_notified_for)),
+    ...opt("brokenNotifiedAfter", toOptionalLocalDate(r.broken_notified_after)),
+    ...opt("dueAt", toOptionalDate(r.due_at)),
+    updatedAt: toDate(r.updated_at)
+  }, trusted)
+
+const decodeKey = (r: Row): StreakKey =>
+  new StreakKey({
+    projectId: r.project_id as ProjectId,
+    programId: r.program_id as ProgramId,
+    userHash: r.user_hash as UserHash,
+    ledger: r.ledger as Ledger
+  }, trusted)
+
+const decodeAchievement = (r: Row): Achievement =>
+  new Achievement({
+    projectId: r.project_id as ProjectId,
+    programId: r.program_id as ProgramId,
+    userHash: r.user_hash as UserHash,
+    ledger: r.ledger as Ledger,
+    milestoneId: r.milestone_id as MilestoneId,
+    achievedAt: toDate(r.achieved_at)
+  }, trusted)
+
+/** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
+const lockAttempts = 5
+
+export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
+  const cols = sql.literal(streakColumns)
+  const whereKey = (k: StreakKey) =>
+    sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
+
+  // One round trip in the common cases: the insert returns a fresh row (new rows are locked by
+  // their inserting transaction), or the locking CTE returns the existing row, waiting for a
+  // concurrent holder and re-reading its committed version. The one case with no row: a
+  // concurrent transaction created the row after this statement's snapshot was taken, so the
+  // insert yields to it and the snapshot cannot see it; running the statement again (new
+  // snapshot) then finds and locks it.
+  const lockOnce = (key: StreakKey, timezone: string, now: Date) =>
+    sql`WITH ins AS (
+          INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at)
+          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, 0, 0, ${timezone}, ${now})
+          ON CONFLICT DO NOTHING
+          RETURNING ${cols}
+        ), locked AS (
+          SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)} FOR UPDATE
+        )
+        SELECT * FROM ins UNION ALL SELECT * FROM locked`
+
+  const lock = (key: StreakKey, timezone: string): Effect.Effect<StreakRow, SqlError> =>
+    Effect.gen(function*() {
+      const now = new Date(yield* Clock.currentTimeMillis)
+      for (let attempt = 1; attempt <= lockAttempts; attempt++) {
+        const rows = yield* lockOnce(key, timezone, now)
+        if (rows.length > 0) return decodeStreakRow(rows[0]!)
+      }
+      return yield* new SqlError({ message: "the row vanished repeatedly while being created" })
+    })
+
+  return {
+    lock: (key, timezone) => lock(key, timezone).pipe(io("StreakStore.lock")),
+
+    get: (key) =>
+      sql`SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)}`
+        .pipe(Effect.map((rows) => rows.length > 0 ? Option.some(decodeStreakRow(rows[0]!)) : Option.none()),
+          io("StreakStore.get")),
+
+    save: (r) =>
+      sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+            at_risk_notified_for, broken_notified_after, due_at, updated_at)
+          VALUES (${r.projectId}, ${r.programId}, ${r.userHash}, ${r.ledger}, ${r.lastActiveDay ?? null}::date, ${r.run},
+            ${r.best}, ${r.timezone}, ${r.atRiskNotifiedFor ?? null}::date, ${r.brokenNotifiedAfter ?? null}::date,
+            ${r.dueAt ?? null}::timestamptz, ${r.updatedAt})
+          ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
+            last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
+            timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
+            broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
+            updated_at = excluded.updated_at`
+        .pipe(Effect.asVoid, io("StreakStore.save")),
+
+    addDay: (key, day) =>
+      sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
+          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${day}::date)
+          ON CONFLICT DO NOTHING RETURNING 1 AS ok`
+        .pipe(Effect.map((rows) => rows.length > 0), io("StreakStore.addDay")),
+
+    days: (key) =>
+      sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
+        .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.days")),
+
+    daysBetween: (key, from, to) =>
+      sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days}
+          WHERE ${whereKey(key)} AND day BETWEEN ${from}::date AND ${to}::date ORDER BY day`
+        .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.daysBetween")),
+
+    // Keys come from the member's rows, and also from activity days without a row (as the
+    // reference adapter does). Days are probed per program of the project and ledger, each probe a
+    // primary-key seek (LIMIT 1 keeps the planner from turning it into a scan of the project's
+    // days), so a merge costs the same in a small project and in a huge one.
+    keysOfMember: (projectId, userHash) =>
+      sql`SELECT project_id, program_id, user_hash, ledger FROM ${t.streaks}
+            WHERE project_id = ${projectId} AND user_hash = ${userHash}
+          UNION
+          SELECT p.project_id, p.id, ${userHash}::text, l.ledger
+            FROM ${t.programs} p
+            CROSS JOIN (VALUES ('live'), ('test')) AS l (ledger)
+            CROSS JOIN LATERAL (
+              SELECT 1 FROM ${t.activity_days} d
+              WHERE d.project_id = p.project_id AND d.program_id = p.id AND d.user_hash = ${userHash}
+                AND d.ledger = l.ledger
+              LIMIT 1
+            ) AS found
+            WHERE p.project_id = ${projectId}
+          ORDER BY program_id, ledger`
+        .pipe(Effect.map((rows) => rows.map(decodeKey)), io("StreakStore.keysOfMember")),
+
+    remove: (key) =>
+      sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)})
+          DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`
+        .pipe(Effect.asVoid, io("StreakStore.remove")),
+
+    // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
+    // so a sweep reads only due rows; SKIP LOCKED hands each row to one claimer.
+    claimDue: (now, limit) =>
+      limit <= 0 ? Effect.succeed([]) :
+      sql`SELECT ${cols} FROM ${t.streaks} WHERE due_at <= ${now}
+          ORDER BY due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+        .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue")),
+
+    rowsOfProgram: (programId, ledger) =>
+      sql`SELECT ${cols} FROM ${t.streaks} WHERE program_id = ${programId} AND ledger = ${ledger}
+          ORDER BY user_hash`
+        .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rowsOfProgram"))
+  }
+}
+
+export const makeAchievementStore = ({ sql, t }: Ctx): AchievementStore["Type"] => {
+  const whereKey = (k: StreakKey) =>
+    sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
+  return {
+    list: (key) =>
+      sql`SELECT * FROM ${t.achievements} WHERE ${whereKey(key)} ORDER BY achieved_at, milestone_id`
+        .pipe(Effect.map((rows) => rows.map(decodeAchievement)), io("AchievementStore.list")),
+
+    add: (key, milestoneId, at) =>
+      sql`INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${at})
+          ON CONFLICT DO NOTHING RETURNING 1 AS ok`
+        .pipe(Effect.map((rows) => rows.length > 0), io("AchievementStore.add")),
+
+    remove: (key) =>
+      sql`DELETE FROM ${t.achievements} WHERE ${whereKey(key)}`.pipe(Effect.asVoid, io("AchievementStore.remove"))
+  }
+}

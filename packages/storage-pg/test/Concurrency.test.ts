@@ -1,0 +1,182 @@
+/**
+ * Replicas share due work without a leader: claimers on separate connection pools (as separate
+ * processes would have) never take the same due streak row or the same due message, and
+ * concurrent actions of one member serialise on its streak row.
+ */
+import { assert, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { type LocalDate, unsafeLocalDate } from "@streaks/core/Calendar"
+import { OutboxMessage, StreakKey, StreakRow } from "@streaks/core/Domain"
+import type { MessageId, ProgramId, ProjectId, SubscriptionId, UserHash } from "@streaks/core/Ids"
+import { Outbox, type Storage, StreakStore, Transactor } from "@streaks/core/Ports"
+import { Array as Arr, Context, Deferred, Effect, Layer, Struct } from "effect"
+import * as Migrations from "../src/Migrations.js"
+import * as PgStorage from "../src/PgStorage.js"
+import * as PgTest from "../src/PgTest.js"
+
+/** The storage of one "replica": its own pool on the test database. */
+const replica = Effect.gen(function*() {
+  const url = yield* PgTest.url
+  const ctx = yield* Layer.build(PgClient.layer({ url, maxConnections: 4 }))
+  return PgStorage.make(Context.get(ctx, SqlClient.SqlClient))
+})
+
+const on = <A, E>(storage: Context.Context<Storage>, effect: Effect.Effect<A, E, Storage>) =>
+  Effect.provide(effect, storage)
+
+const now = new Date("2025-01-15T12:00:00Z")
+const projectId = "prj_concurrency" as ProjectId
+
+const keyOf = (r: { readonly projectId: ProjectId; readonly programId: ProgramId; readonly userHash: UserHash; readonly ledger: "live" | "test" }) =>
+  `${r.projectId}/${r.programId}/${r.userHash}/${r.ledger}`
+
+/** `count` streak rows of a fresh program, all due before `now`. */
+const seedDueRows = (program: string, count: number) =>
+  Effect.gen(function*() {
+    const streaks = yield* StreakStore
+    const programId = program as ProgramId
+    yield* Effect.forEach(Arr.range(1, count), (i) =>
+      streaks.save(new StreakRow({
+        projectId,
+        programId,
+        userHash: `member-${i}` as UserHash,
+        ledger: "live",
+        lastActiveDay: "2025-01-13" as LocalDate,
+        run: 3,
+        best: 3,
+        timezone: "UTC",
+        dueAt: new Date(now.getTime() - i * 60_000),
+        updatedAt: now
+      })), { concurrency: 8, discard: true })
+    return programId
+  })
+
+const seedMessages = (prefix: string, count: number) =>
+  Effect.flatMap(Outbox, (outbox) =>
+    outbox.enqueue(Arr.range(1, count).map((i) =>
+      new OutboxMessage({
+        id: `msg_${prefix}_${i}` as MessageId,
+        subscriptionId: "sub_concurrency" as SubscriptionId,
+        projectId,
+        programId: "prg_outbox" as ProgramId,
+        type: "streak.at_risk",
+        payload: JSON.stringify({ i }),
+        status: "pending",
+        attempts: 0,
+        nextAttemptAt: new Date(now.getTime() - i * 1000),
+        createdAt: now
+      })
+    )))
+
+layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
+  it.effect("setup: migrate the test database", () => Effect.asVoid(Migrations.run()))
+
+  it.scoped("two claimers on two pools, each holding its claim open, never get the same due streak row", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* replica, yield* replica]
+      const programId = yield* on(a, seedDueRows("prg_hold", 30))
+      const claimedA = yield* Deferred.make<void>()
+      const claimedB = yield* Deferred.make<void>()
+      // Each claims inside a transaction, then keeps it open until the other has claimed too,
+      // so the second claim runs while the first one's rows are locked.
+      const claimer = (storage: Context.Context<Storage>, mine: Deferred.Deferred<void>, theirs: Deferred.Deferred<void>) =>
+        on(storage, Effect.gen(function*() {
+          const tx = yield* Transactor
+          const streaks = yield* StreakStore
+          return yield* tx.withTransaction(Effect.gen(function*() {
+            const rows = yield* streaks.claimDue(now, 20)
+            yield* Deferred.succeed(mine, undefined)
+            yield* Deferred.await(theirs)
+            return rows.filter((r) => r.programId === programId).map(keyOf)
+          }))
+        }))
+      const [rowsA, rowsB] = yield* Effect.all([claimer(a, claimedA, claimedB), claimer(b, claimedB, claimedA)], {
+        concurrency: 2
+      })
+      assert.strictEqual(rowsA.length + rowsB.length, 30)
+      assert.deepStrictEqual(rowsA.filter((k) => rowsB.includes(k)), [])
+    }))
+
+  it.scoped("four claimers on two pools draining due streak rows take each row exactly once", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* replica, yield* replica]
+      const programId = yield* on(a, seedDueRows("prg_drain", 120))
+      // The scheduler's loop: claim a batch in a transaction, save each row with its next dueAt
+      // (here: nothing more due), commit; until nothing is due.
+      const worker = (storage: Context.Context<Storage>) =>
+        on(storage, Effect.gen(function*() {
+          const tx = yield* Transactor
+          const streaks = yield* StreakStore
+          const taken: Array<string> = []
+          while (true) {
+            const batch = yield* tx.withTransaction(Effect.gen(function*() {
+              const rows = yield* streaks.claimDue(now, 7)
+              yield* Effect.forEach(rows, (r) => streaks.save(new StreakRow(Struct.omit(r, "dueAt"))), { discard: true })
+              return rows
+            }))
+            if (batch.length === 0) return taken
+            taken.push(...batch.filter((r) => r.programId === programId).map(keyOf))
+          }
+        }))
+      const taken = (yield* Effect.all([worker(a), worker(b), worker(a), worker(b)], { concurrency: "unbounded" })).flat()
+      assert.strictEqual(taken.length, 120)
+      assert.strictEqual(new Set(taken).size, 120)
+    }))
+
+  it.scoped("four claimers on two pools draining the outbox take each due message exactly once", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* replica, yield* replica]
+      yield* on(a, seedMessages("drain", 150))
+      const lease = new Date(now.getTime() + 60_000)
+      // No surrounding transaction: the claim itself (one UPDATE … SKIP LOCKED) is the lease.
+      const worker = (storage: Context.Context<Storage>) =>
+        on(storage, Effect.gen(function*() {
+          const outbox = yield* Outbox
+          const taken: Array<string> = []
+          while (true) {
+            const batch = yield* outbox.claimDue(now, 9, lease)
+            if (batch.length === 0) return taken
+            for (const m of batch) assert.strictEqual(m.nextAttemptAt.getTime(), lease.getTime())
+            taken.push(...batch.map((m) => m.id))
+          }
+        }))
+      const taken = (yield* Effect.all([worker(a), worker(b), worker(a), worker(b)], { concurrency: "unbounded" })).flat()
+      assert.strictEqual(taken.length, 150)
+      assert.strictEqual(new Set(taken).size, 150)
+      // Once the lease has run out, unfinished messages are due again.
+      const again = yield* on(a, Effect.flatMap(Outbox, (o) => o.claimDue(lease, 1000, new Date(lease.getTime() + 60_000))))
+      assert.strictEqual(again.filter((m) => m.id.startsWith("msg_drain_")).length, 150)
+    }))
+
+  it.scoped("concurrent actions of one new member on two pools serialise on its streak row", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* replica, yield* replica]
+      const key = new StreakKey({
+        projectId,
+        programId: "prg_lock" as ProgramId,
+        userHash: "member-lock" as UserHash,
+        ledger: "live"
+      })
+      const days = ["2025-01-10", "2025-01-11", "2025-01-12"].map(unsafeLocalDate)
+      // Read-modify-write of the row: without the row lock, concurrent increments would be lost.
+      const action = (storage: Context.Context<Storage>, day: LocalDate) =>
+        on(storage, Effect.gen(function*() {
+          const tx = yield* Transactor
+          const streaks = yield* StreakStore
+          yield* tx.withTransaction(Effect.gen(function*() {
+            const row = yield* streaks.lock(key, "UTC")
+            if (yield* streaks.addDay(key, day)) {
+              yield* streaks.save(new StreakRow({ ...row, run: row.run + 1, best: row.best + 1, updatedAt: now }))
+            }
+          }))
+        }))
+      yield* Effect.all(
+        Arr.range(0, 29).map((i) => action(i % 2 === 0 ? a : b, days[i % 3]!)),
+        { concurrency: "unbounded", discard: true }
+      )
+      const row = yield* on(a, Effect.flatMap(StreakStore, (s) => s.get(key)))
+      assert.strictEqual(row._tag === "Some" ? row.value.run : -1, 3)
+      assert.deepStrictEqual(yield* on(a, Effect.flatMap(StreakStore, (s) => s.days(key))), days)
+    }))
+})

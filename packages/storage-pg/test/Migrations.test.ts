@@ -1,0 +1,92 @@
+/**
+ * Migrations: idempotent, safe when replicas start at once, and confined to their table prefix.
+ */
+import { assert, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Layer } from "effect"
+import * as Migrations from "../src/Migrations.js"
+import * as PgTest from "../src/PgTest.js"
+
+/** A separate connection pool on the test database, as a second replica would have. */
+const pool = Effect.flatMap(PgTest.url, (url) =>
+  Effect.map(Layer.build(PgClient.layer({ url, maxConnections: 2 })), (ctx) => Context.get(ctx, SqlClient.SqlClient)))
+
+const runOn = (sql: SqlClient.SqlClient, options: Migrations.Options) =>
+  Migrations.run(options).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+
+const exists = (table: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(sql`SELECT to_regclass(${table}) IS NOT NULL AS ok`, (rows) => rows[0]?.ok === true))
+
+const applied = (prefix: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    Effect.map(sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM "${prefix}migrations"`), (rows) => Number(rows[0]?.n)))
+
+layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
+  it.effect("running the migrations twice applies them once and then does nothing", () =>
+    Effect.gen(function*() {
+      const first = yield* Migrations.run({ prefix: "twice_" })
+      const second = yield* Migrations.run({ prefix: "twice_" })
+      assert.deepStrictEqual(first.map(([id]) => id), [1])
+      assert.deepStrictEqual(second, [])
+      assert.strictEqual(yield* applied("twice_"), 1)
+    }))
+
+  it.scoped("concurrent runs on two pools (as replicas starting at once) all succeed and migrate once", () =>
+    Effect.gen(function*() {
+      const a = yield* pool
+      const b = yield* pool
+      const results = yield* Effect.all(
+        [runOn(a, { prefix: "race_" }), runOn(b, { prefix: "race_" }), runOn(a, { prefix: "race_" }), runOn(b, { prefix: "race_" })],
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(results.reduce((n, r) => n + r.length, 0), 1)
+      assert.strictEqual(yield* applied("race_"), 1)
+      assert.isTrue(yield* exists("race_streaks"))
+    }))
+
+  it.effect("the prefix option creates prefixed tables and a prefixed migrations table", () =>
+    Effect.gen(function*() {
+      yield* Migrations.run({ prefix: "acme_" })
+      for (const table of ["projects", "programs", "streaks", "activity_days", "outbox", "idempotency_keys", "migrations"]) {
+        assert.isTrue(yield* exists(`acme_${table}`), `acme_${table}`)
+      }
+      assert.isFalse(yield* exists("acme_effect_sql_migrations"))
+    }))
+
+  it.effect("without options the tables are prefixed streaks_", () =>
+    Effect.gen(function*() {
+      yield* Migrations.run()
+      assert.isTrue(yield* exists("streaks_projects"))
+      assert.isTrue(yield* exists("streaks_migrations"))
+    }))
+
+  it.effect("a prefix that is not a plain lower-case identifier is refused before any SQL runs", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(Migrations.run({ prefix: "x\"; DROP TABLE y; --" }))
+      assert.strictEqual(error._tag, "MigrationError")
+    }))
+
+  it.effect("due streak rows and pending messages are claimed through their partial indexes", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrations.run({ prefix: "plan_" })
+      // Tables are empty, so the planner would rightly prefer a scan; forbid it to prove the
+      // index can serve the claim at all (the cost then follows the due rows, not the table).
+      const plan = (query: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql.unsafe("SET LOCAL enable_seqscan = off")
+          const rows = yield* sql.unsafe<{ readonly "QUERY PLAN": string }>(`EXPLAIN ${query}`)
+          return rows.map((r) => String(r["QUERY PLAN"])).join("\n")
+        }))
+      const streaks = yield* plan(
+        "SELECT * FROM plan_streaks WHERE due_at <= now() ORDER BY due_at LIMIT 10 FOR UPDATE SKIP LOCKED"
+      )
+      assert.include(streaks, "plan_streaks_due")
+      const outbox = yield* plan(
+        "SELECT id FROM plan_outbox WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"
+      )
+      assert.include(outbox, "plan_outbox_due")
+    }))
+})
