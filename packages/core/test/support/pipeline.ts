@@ -3,7 +3,7 @@
  * credentials, and one helper per door that goes through the same decode + resolve + record steps
  * as the HTTP layer. Provide `layer` per test: every build starts empty.
  */
-import { Effect, Layer, Option, Ref } from "effect"
+import { Context, Effect, Layer, Option, Ref } from "effect"
 import * as Aliases from "../../src/Aliases.js"
 import * as Credentials from "../../src/Credentials.js"
 import { StreakKey, type Ledger, type Program } from "../../src/Domain.js"
@@ -13,7 +13,8 @@ import * as Experiments from "../../src/Experiments.js"
 import type { UserHash } from "../../src/Ids.js"
 import * as Ingest from "../../src/Ingest.js"
 import * as OutboundEvents from "../../src/OutboundEvents.js"
-import { ActionLog, ExperimentStore, Outbox, StreakStore, SubscriptionStore } from "../../src/Ports.js"
+import { StorageError } from "../../src/Errors.js"
+import { ActionLog, ExperimentStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "../../src/Ports.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as StateQuery from "../../src/StateQuery.js"
 import { layerMemory, makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
@@ -24,7 +25,7 @@ export const SIGNING_SECRET = "ass_signing_secret_for_tests"
 export const ORIGIN = "https://app.example.com"
 
 /** Counts `OutboxSignal.notify` calls, so tests can see the dispatcher being nudged. */
-export class Nudges extends Effect.Tag("test/Nudges")<Nudges, Ref.Ref<number>>() {}
+export class Nudges extends Context.Tag("test/Nudges")<Nudges, Ref.Ref<number>>() {}
 
 const signal = Layer.effect(
   OutboundEvents.OutboxSignal,
@@ -35,9 +36,26 @@ const base = Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, signal).pipe(
   Layer.provideMerge(Layer.effect(Nudges, Ref.make(0)))
 )
 
-export const layer = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer).pipe(
-  Layer.provideMerge(base)
+const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer)
+
+export const layer = services.pipe(Layer.provideMerge(base))
+
+/** A Transactor whose first unit of work fails with a StorageError (a crash mid-action), then works. */
+const flakyTransactor = Layer.effect(
+  Transactor,
+  Effect.gen(function*() {
+    const real = yield* Transactor
+    const failed = yield* Ref.make(false)
+    return {
+      withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) =>
+        Effect.flatMap(Ref.getAndSet(failed, true), (already) =>
+          already ? real.withTransaction(self) : Effect.fail(new StorageError({ message: "injected failure" })))
+    }
+  })
 )
+
+/** `layer`, but the first transaction fails. */
+export const layerFirstTransactionFails = services.pipe(Layer.provideMerge(flakyTransactor.pipe(Layer.provideMerge(base))))
 
 type Overrides = Parameters<typeof seedTenant>[0]
 
@@ -90,15 +108,15 @@ export const browser = (
       serverToken: auth.serverToken
     }))
 
-/** `POST /v1/server/e` with the tenant's server token unless another is given. */
-export const server = (body: Record<string, unknown>, serverToken: string | undefined = SERVER_TOKEN) =>
+/** `POST /v1/server/e` with the tenant's server token unless another (or none: `null`) is given. */
+export const server = (body: Record<string, unknown>, serverToken: string | null = SERVER_TOKEN) =>
   Effect.flatMap(EventInput.decodeEventRecord(body), (action) =>
-    record(String(body["siteKey"]), action, { door: "server", serverToken }))
+    record(String(body["siteKey"]), action, { door: "server", serverToken: serverToken ?? undefined }))
 
-/** `POST /v1/webhook/:siteKey/e` with the program's webhook secret unless another is given. */
-export const webhook = (urlSiteKey: string, body: Record<string, unknown>, secret: string | undefined = WEBHOOK_SECRET) =>
+/** `POST /v1/webhook/:siteKey/e` with the program's webhook secret unless another (or none: `null`) is given. */
+export const webhook = (urlSiteKey: string, body: Record<string, unknown>, secret: string | null = WEBHOOK_SECRET) =>
   Effect.flatMap(EventInput.decodeWebhookEvent(body), (action) =>
-    record(urlSiteKey, action, { door: "webhook", secret, urlSiteKey }))
+    record(urlSiteKey, action, { door: "webhook", secret: secret ?? undefined, urlSiteKey }))
 
 /** `POST /v1/api/programs/{id}/events` (the REST layer has resolved the program's project). */
 export const api = (t: Tenant, body: Record<string, unknown>, program: Program = t.program) =>
@@ -114,9 +132,17 @@ export const rowOf = (t: Tenant, userHash: string, ledger: Ledger, program: Prog
     Option.getOrUndefined
   )
 
+/** The member's active days, as plain strings. */
 export const daysOf = (t: Tenant, userHash: string, ledger: Ledger, program: Program = t.program) =>
   Effect.flatMap(StreakStore, (s) =>
-    s.days(new StreakKey({ projectId: t.project.id, programId: program.id, userHash: userHash as UserHash, ledger })))
+    Effect.map(
+      s.days(new StreakKey({ projectId: t.project.id, programId: program.id, userHash: userHash as UserHash, ledger })),
+      (days): Array<string> => days.map(String)
+    ))
+
+/** The spec code of the failure of `effect` (every client error carries one). */
+export const codeOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.map(Effect.flip(effect), (e) => (e as { readonly code?: string }).code)
 
 /** The action log of the program on one ledger: `count` actions per day and type, `counted` of them moved progress. */
 export const logged = (t: Tenant, ledger: Ledger, program: Program = t.program) =>

@@ -1,0 +1,141 @@
+/**
+ * The hourly at-risk / broken sweep (spec §3.2, CONTRACT §8): claims the streak rows whose due
+ * instant has passed, fires what is due, and moves each row to its next due instant.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import { type Program, type Project, StreakRow } from "./Domain.js"
+import type { StorageError } from "./Errors.js"
+import type { ProgramId, ProjectId } from "./Ids.js"
+import { notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
+import * as OutboundEvents from "./OutboundEvents.js"
+import { OutboxSignal } from "./OutboundEvents.js"
+import { DirectoryStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore, Transactor } from "./Ports.js"
+import * as Streak from "./Streak.js"
+
+export interface RunOptions {
+  /** Rows claimed per transaction (default 200). */
+  readonly batchSize?: number
+}
+
+/**
+ * Events that fired in a run: only those of live programs about members outside a control group.
+ * Rows of test programs, and of control members, are advanced all the same (so they are not due
+ * again) but count for nothing, because no event fired for them.
+ */
+export interface RunResult {
+  readonly atRisk: number
+  readonly broken: number
+}
+
+export class DueChecks extends Context.Tag("@streaks/core/DueChecks")<DueChecks, {
+  /**
+   * One sweep at `Clock` now, in batches of one transaction each until a batch comes back short.
+   * At-risk fires once per member and owed local day, and only while that day is today (a sweep
+   * catching up after downtime warns about no day that is over); broken fires once per ended run.
+   * Safe with any number of concurrent runners: `claimDue` never hands a row to two of them.
+   */
+  readonly run: (options?: RunOptions) => Effect.Effect<RunResult, StorageError>
+}>() {}
+
+export type Requirements = Transactor | DirectoryStore | StreakStore | SubscriptionStore | Outbox | ExperimentStore | OutboxSignal
+
+const DEFAULT_BATCH = 200
+/** A row may not be handed back by the same sweep: its next due instant is at least this far on. */
+const MIN_STEP_MS = 1
+
+interface Tally {
+  atRisk: number
+  broken: number
+  enqueued: number
+}
+
+export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effect.gen(function*() {
+  const context = yield* Effect.context<Requirements>()
+  const transactor = yield* Transactor
+  const directory = yield* DirectoryStore
+  const streaks = yield* StreakStore
+  const signal = yield* OutboxSignal
+
+  /** Programs and projects are read once per sweep, not once per row. */
+  const cached = <K, A>(load: (k: K) => Effect.Effect<Option.Option<A>, StorageError>) => {
+    const seen = new Map<K, A | undefined>()
+    return (k: K): Effect.Effect<A | undefined, StorageError> =>
+      seen.has(k)
+        ? Effect.succeed(seen.get(k))
+        : Effect.map(load(k), (found) => {
+          seen.set(k, Option.getOrUndefined(found))
+          return Option.getOrUndefined(found)
+        })
+  }
+
+  const advance = (
+    row: StreakRow,
+    now: Date,
+    programOf: (id: ProgramId) => Effect.Effect<Program | undefined, StorageError>,
+    projectOf: (id: ProjectId) => Effect.Effect<Project | undefined, StorageError>,
+    tally: Tally
+  ) =>
+    Effect.gen(function*() {
+      const program = yield* programOf(row.programId)
+      const project = yield* projectOf(row.projectId)
+      const zone = row.timezone
+      const summary = summaryOf(row, program?.mode ?? "continuous")
+      let notified = notifiedOf(row)
+      // At most one event is due at a time; the loop only guards against a row owing two.
+      for (let i = 0; i < 2; i++) {
+        const due = Streak.dueEvent(summary, zone, now, notified)
+        if (due === undefined) break
+        const event: OutboundEvents.Event = due._tag === "AtRisk"
+          ? { type: "streak.at_risk", localDate: due.localDate, timezone: zone }
+          : { type: "streak.broken", endedRun: due.endedRun, lastActiveDate: due.lastActiveDate, timezone: zone }
+        notified = due._tag === "AtRisk"
+          ? { ...notified, atRiskFor: due.localDate }
+          : { ...notified, brokenAfter: due.lastActiveDate }
+        if (program === undefined || project === undefined) continue
+        const state = Streak.evaluate(summary, now, zone)
+        const emitted = yield* OutboundEvents.emit({
+          project,
+          program,
+          userHash: row.userHash,
+          ledger: row.ledger,
+          streak: { current: state.current, best: state.best }
+        }, [event])
+        if (emitted.fired > 0) {
+          if (due._tag === "AtRisk") tally.atRisk++
+          else tally.broken++
+        }
+        tally.enqueued += emitted.enqueued
+      }
+      const next = rowOf(row, summary, zone, notified, now)
+      // Whatever the calculus says, a claimed row must leave the sweep's window, or this very
+      // sweep would claim it again and never end.
+      const stuck = next.dueAt !== undefined && next.dueAt.getTime() <= now.getTime()
+      yield* streaks.save(stuck ? new StreakRow({ ...next, dueAt: new Date(now.getTime() + MIN_STEP_MS) }) : next)
+    })
+
+  const run = (options?: RunOptions): Effect.Effect<RunResult, StorageError> =>
+    Effect.gen(function*() {
+      const batch = Math.max(1, Math.floor(options?.batchSize ?? DEFAULT_BATCH))
+      const now = yield* nowDate
+      const programOf = cached((id: ProgramId) => directory.program(id))
+      const projectOf = cached((id: ProjectId) => directory.project(id))
+      const total = { atRisk: 0, broken: 0 }
+      while (true) {
+        const tally: Tally = { atRisk: 0, broken: 0, enqueued: 0 }
+        const claimed = yield* transactor.withTransaction(Effect.gen(function*() {
+          const rows = yield* streaks.claimDue(now, batch)
+          for (const row of rows) yield* advance(row, now, programOf, projectOf, tally)
+          return rows.length
+        }))
+        // Counted only once the batch has committed: a rolled-back batch fired nothing.
+        total.atRisk += tally.atRisk
+        total.broken += tally.broken
+        if (tally.enqueued > 0) yield* signal.notify
+        if (claimed < batch) return total
+      }
+    }).pipe(Effect.provide(context))
+
+  return DueChecks.of({ run })
+})
+
+export const layer: Layer.Layer<DueChecks, never, Requirements> = Layer.effect(DueChecks, make)

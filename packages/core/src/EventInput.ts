@@ -1,0 +1,260 @@
+/**
+ * The wire bodies of the ingest doors (spec §2.1, §2.3, §2.4; CONTRACT §1–§2) as `Schema`s shared
+ * by the HTTP layer and by embedders, and their normalisation into one `Action` command.
+ */
+import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import * as Calendar from "./Calendar.js"
+import { EventType, Source } from "./Domain.js"
+import { InvalidBody } from "./Errors.js"
+import { UserHash } from "./Ids.js"
+
+/** A `ts` may run this far ahead of the server clock (client clock skew); further is refused. */
+export const maxFutureSkewMillis = 5 * 60 * 1000
+
+// ISO 8601 extended format with an explicit zone designator: without one, the instant would
+// depend on the server's zone. Seconds and fractions are optional, as ISO allows.
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?(?:(Z)|([+-])(\d{2}):(\d{2}))$/
+
+const daysInMonth = (y: number, m: number): number => new Date(Date.UTC(y, m, 0)).getUTCDate()
+
+/**
+ * The instant of a strict ISO 8601 date-time carrying `Z` or a `±hh:mm` offset, or undefined.
+ * Every field is range-checked (no rolling of 2024-02-30 into March, no leap second, no 24:00).
+ */
+export const parseTimestamp = (s: string): Date | undefined => {
+  const m = TIMESTAMP.exec(s)
+  if (m === null) return undefined
+  const [y, mo, d, h, mi] = [m[1], m[2], m[3], m[4], m[5]].map(Number) as [number, number, number, number, number]
+  const sec = m[6] === undefined ? 0 : Number(m[6])
+  const ms = m[7] === undefined ? 0 : Math.floor(Number(`0.${m[7]}`) * 1000)
+  const offH = m[10] === undefined ? 0 : Number(m[10])
+  const offM = m[11] === undefined ? 0 : Number(m[11])
+  if (y < 1 || mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined
+  if (h > 23 || mi > 59 || sec > 59 || offH > 23 || offM > 59) return undefined
+  const utc = Date.UTC(y, mo - 1, d, h, mi, sec, ms)
+  // Date.UTC maps years 0..99 to 1900..1999; put such years back.
+  const base = y < 100 ? new Date(utc).setUTCFullYear(y) : utc
+  const sign = m[9] === "-" ? -1 : 1
+  const instant = base - sign * (offH * 60 + offM) * 60_000
+  return Number.isFinite(instant) ? new Date(instant) : undefined
+}
+
+/** An event key as programs configure it: 1..128 characters, matched exactly. */
+export const EventKey = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(128, { message: () => "must be at most 128 characters" })
+)
+
+export const IdempotencyKey = Schema.String.pipe(
+  Schema.minLength(1, { message: () => "must not be empty" }),
+  Schema.maxLength(255, { message: () => "must be at most 255 characters" })
+)
+
+/** `ts` on the wire: kept a string (so OpenAPI shows it as sent), validated by `parseTimestamp`. */
+export const Timestamp = Schema.String.pipe(
+  Schema.filter((s) => parseTimestamp(s) !== undefined, {
+    message: () => "must be an ISO 8601 date-time with Z or an offset, e.g. 2024-05-01T09:30:00+02:00"
+  })
+)
+
+/** An IANA zone name ("Europe/Paris", "UTC"); bare offsets are refused (they know no DST). */
+export const TimeZone = Schema.String.pipe(
+  Schema.filter(Calendar.isValidZone, { message: () => "must be an IANA time zone name, e.g. Europe/Paris" })
+)
+
+/** A JSON object (not an array, not null): meta and the widget's analytics parts. */
+export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
+
+// Free-text labels feed source breakdowns; the bound keeps junk out of reports.
+const Label = Schema.String.pipe(Schema.maxLength(256, { message: () => "must be at most 256 characters" }))
+
+const common = {
+  userHash: UserHash,
+  idempotencyKey: Schema.optional(IdempotencyKey),
+  ts: Schema.optional(Timestamp),
+  tz: Schema.optional(TimeZone),
+  meta: Schema.optional(JsonObject),
+  externalService: Schema.optional(Label),
+  integrationId: Schema.optional(Label)
+}
+
+/**
+ * Body of `POST /v1/e` and `POST /v1/server/e` (spec §2.1). Required: `siteKey`, `userHash`, and
+ * `event` or its legacy alias `kind` (both present and different → INVALID_BODY).
+ */
+export const EventRecord = Schema.Struct({
+  siteKey: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  ...common,
+  event: Schema.optional(EventKey),
+  kind: Schema.optional(EventKey),
+  eventType: Schema.optional(EventType),
+  sessionId: Schema.optional(Label),
+  source: Schema.optional(Source),
+  test: Schema.optional(Schema.Boolean),
+  details: Schema.optional(JsonObject),
+  performance: Schema.optional(JsonObject),
+  error: Schema.optional(Schema.Union(Schema.String, JsonObject)),
+  consent: Schema.optional(JsonObject)
+}).pipe(
+  Schema.filter((r) => {
+    if (r.event === undefined && r.kind === undefined) {
+      return { path: ["event"], message: "is missing (send event, or its legacy alias kind)" }
+    }
+    if (r.event !== undefined && r.kind !== undefined && r.event !== r.kind) {
+      return { path: ["kind"], message: "differs from event (kind is only an alias of event)" }
+    }
+    return true
+  })
+).annotations({ identifier: "EventRecord" })
+export type EventRecord = typeof EventRecord.Type
+
+/** Body of `POST /v1/webhook/:siteKey/e` (spec §2.3): `event` and `userHash` required. */
+export const WebhookEvent = Schema.Struct({
+  ...common,
+  event: EventKey,
+  siteKey: Schema.optional(Schema.String)
+}).annotations({ identifier: "WebhookEvent" })
+export type WebhookEvent = typeof WebhookEvent.Type
+
+/** Body of `POST /v1/api/programs/{programId}/events` (spec §2.4): `userHash` required. */
+export const CountAction = Schema.Struct({
+  ...common,
+  test: Schema.optional(Schema.Boolean)
+}).annotations({ identifier: "CountAction" })
+export type CountAction = typeof CountAction.Type
+
+/**
+ * One received action, whichever door it came through: what `Ingest.record` consumes. Absent
+ * optional fields are `undefined`; `ts` undefined means "at receipt".
+ */
+export interface Action {
+  /** The siteKey named in the body (webhook: optional, checked against the URL's). */
+  readonly siteKey?: string | undefined
+  readonly userHash: UserHash
+  /** The event key; undefined on the customer REST door, where the path names the program. */
+  readonly event?: string | undefined
+  readonly eventType: EventType
+  readonly ts?: Date | undefined
+  readonly tz?: string | undefined
+  readonly idempotencyKey?: string | undefined
+  readonly sessionId?: string | undefined
+  readonly source?: Source | undefined
+  readonly externalService?: string | undefined
+  readonly integrationId?: string | undefined
+  /** A dashboard or test action: counted on the test ledger, never makes a program live. */
+  readonly test: boolean
+  /** Analytics parts as received (meta, details, performance, error, consent), if any. */
+  readonly extra?: Readonly<Record<string, unknown>> | undefined
+}
+
+const extraOf = (parts: Record<string, unknown>): Record<string, unknown> | undefined => {
+  const present = Object.entries(parts).filter(([, v]) => v !== undefined)
+  return present.length === 0 ? undefined : Object.fromEntries(present)
+}
+
+const tsOf = (ts: string | undefined): Date | undefined => (ts === undefined ? undefined : parseTimestamp(ts))
+
+/**
+ * Refuses an action dated more than {@link maxFutureSkewMillis} after now (`Clock`). Part of body
+ * validation (step 2 of CONTRACT §2), so every `from…`/`decode…` helper applies it.
+ */
+export const checkNotInFuture = <A extends { readonly ts?: Date | undefined }>(action: A): Effect.Effect<A, InvalidBody> =>
+  action.ts === undefined
+    ? Effect.succeed(action)
+    : Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      action.ts!.getTime() > now + maxFutureSkewMillis
+        ? Effect.fail(new InvalidBody({ message: "ts: is more than 5 minutes in the future" }))
+        : Effect.succeed(action))
+
+/** The action of an already decoded `EventRecord`. */
+export const fromEventRecord = (r: EventRecord): Effect.Effect<Action, InvalidBody> =>
+  checkNotInFuture<Action>({
+    siteKey: r.siteKey,
+    userHash: r.userHash,
+    event: r.event ?? r.kind,
+    eventType: r.eventType ?? "streak_interaction",
+    ts: tsOf(r.ts),
+    tz: r.tz,
+    idempotencyKey: r.idempotencyKey,
+    sessionId: r.sessionId,
+    source: r.source,
+    externalService: r.externalService,
+    integrationId: r.integrationId,
+    test: r.test === true,
+    extra: extraOf({ meta: r.meta, details: r.details, performance: r.performance, error: r.error, consent: r.consent })
+  })
+
+/** The action of an already decoded `WebhookEvent` (always a streak action, never a test). */
+export const fromWebhookEvent = (r: WebhookEvent): Effect.Effect<Action, InvalidBody> =>
+  checkNotInFuture<Action>({
+    siteKey: r.siteKey,
+    userHash: r.userHash,
+    event: r.event,
+    eventType: "streak_interaction",
+    ts: tsOf(r.ts),
+    tz: r.tz,
+    idempotencyKey: r.idempotencyKey,
+    externalService: r.externalService,
+    integrationId: r.integrationId,
+    test: false,
+    extra: extraOf({ meta: r.meta })
+  })
+
+/** The action of an already decoded `CountAction` (the program comes from the path). */
+export const fromCountAction = (r: CountAction): Effect.Effect<Action, InvalidBody> =>
+  checkNotInFuture<Action>({
+    userHash: r.userHash,
+    eventType: "streak_interaction",
+    ts: tsOf(r.ts),
+    tz: r.tz,
+    idempotencyKey: r.idempotencyKey,
+    externalService: r.externalService,
+    integrationId: r.integrationId,
+    test: r.test === true,
+    extra: extraOf({ meta: r.meta })
+  })
+
+/**
+ * One `InvalidBody` whose message names the first offending field ("userHash: is missing").
+ * `field` names the value itself when it is not an object (a query parameter).
+ */
+export const invalidBody = (error: ParseResult.ParseError, field?: string): InvalidBody => {
+  const issue = ParseResult.ArrayFormatter.formatErrorSync(error)[0]
+  const path = [...(field === undefined ? [] : [field]), ...(issue?.path ?? [])]
+  return new InvalidBody({
+    message: path.length === 0 || issue === undefined
+      ? "body: must be a JSON object with the documented fields"
+      : `${path.join(".")}: ${issue.message}`
+  })
+}
+
+// Compiled once per schema: decoding is on the hot path of every door.
+const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
+  const decode = Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "ignore" })
+  return (u: unknown, field?: string): Effect.Effect<A, InvalidBody> =>
+    Either.match(decode(u), {
+      onLeft: (e) => Effect.fail(invalidBody(e, field)),
+      onRight: Effect.succeed
+    })
+}
+
+const decodeRecord = decoder(EventRecord)
+const decodeWebhook = decoder(WebhookEvent)
+const decodeCount = decoder(CountAction)
+const decodeHash = decoder(UserHash)
+
+/** Parsed JSON of `/v1/e` or `/v1/server/e` → its action, or InvalidBody naming the field. */
+export const decodeEventRecord = (u: unknown): Effect.Effect<Action, InvalidBody> =>
+  Effect.flatMap(decodeRecord(u), fromEventRecord)
+
+/** Parsed JSON of `/v1/webhook/:siteKey/e` → its action, or InvalidBody naming the field. */
+export const decodeWebhookEvent = (u: unknown): Effect.Effect<Action, InvalidBody> =>
+  Effect.flatMap(decodeWebhook(u), fromWebhookEvent)
+
+/** Parsed JSON of the customer REST count-action → its action, or InvalidBody naming the field. */
+export const decodeCountAction = (u: unknown): Effect.Effect<Action, InvalidBody> =>
+  Effect.flatMap(decodeCount(u), fromCountAction)
+
+/** A member id from a query or admin body (≤ 256 characters, not an e-mail), else InvalidBody. */
+export const decodeUserHash = (field: string, u: unknown): Effect.Effect<UserHash, InvalidBody> =>
+  decodeHash(u, field)

@@ -1,0 +1,138 @@
+/**
+ * Outbound events (spec §6, CONTRACT §8): the exact delivery bodies, and one outbox message per
+ * listening subscription, written inside the caller's transaction so state and events commit together.
+ */
+import { Clock, Context, Effect, Layer } from "effect"
+import type { LocalDate } from "./Calendar.js"
+import { hasReward, type Ledger, type Milestone, OutboxMessage, type OutboundEventType, type Program, type Project } from "./Domain.js"
+import type { StorageError } from "./Errors.js"
+import * as Experiments from "./Experiments.js"
+import * as Ids from "./Ids.js"
+import type { MessageId, UserHash } from "./Ids.js"
+import { type ExperimentStore, Outbox, SubscriptionStore } from "./Ports.js"
+
+/**
+ * Nudges the outbox dispatcher after a commit that enqueued messages, so deliveries leave within a
+ * second instead of at the next poll. Best effort: the dispatcher polls anyway.
+ */
+export class OutboxSignal extends Context.Tag("@streaks/core/OutboxSignal")<OutboxSignal, {
+  readonly notify: Effect.Effect<void>
+}>() {}
+
+/** A signal nobody listens to: for embedders that deliver by polling, and for tests. */
+export const layerNoop: Layer.Layer<OutboxSignal> = Layer.succeed(OutboxSignal, { notify: Effect.void })
+
+/** One event about one member's streak, with what its type adds to `data`. */
+export type Event =
+  | { readonly type: "milestone.achieved"; readonly milestone: Milestone }
+  | { readonly type: "reward.unlocked"; readonly milestone: Milestone }
+  | { readonly type: "streak.at_risk"; readonly localDate: LocalDate; readonly timezone: string }
+  | {
+    readonly type: "streak.broken"
+    readonly endedRun: number
+    readonly lastActiveDate: LocalDate
+    readonly timezone: string
+  }
+
+/** Whose streak an event is about, and its state when the event fired. */
+export interface Subject {
+  readonly project: Project
+  readonly program: Program
+  readonly userHash: UserHash
+  readonly ledger: Ledger
+  readonly streak: { readonly current: number; readonly best: number }
+}
+
+/** The events of reaching a milestone: achieved, plus reward.unlocked when it carries a reward. */
+export const milestoneEvents = (milestone: Milestone): ReadonlyArray<Event> =>
+  hasReward(milestone)
+    ? [{ type: "milestone.achieved", milestone }, { type: "reward.unlocked", milestone }]
+    : [{ type: "milestone.achieved", milestone }]
+
+const milestoneView = (m: Milestone) => ({ id: m.id, target: m.target, msg: m.msg, rewardType: m.rewardType })
+
+const extra = (event: Event): Record<string, unknown> => {
+  switch (event.type) {
+    case "milestone.achieved":
+      return { milestone: milestoneView(event.milestone) }
+    case "reward.unlocked":
+      // The value goes out in full: the receiver is the customer's own server (CONTRACT §8).
+      return {
+        milestone: milestoneView(event.milestone),
+        reward: { type: event.milestone.rewardType, value: event.milestone.rewardValue ?? null }
+      }
+    case "streak.at_risk":
+      return { localDate: event.localDate, timezone: event.timezone }
+    case "streak.broken":
+      return { endedRun: event.endedRun, lastActiveDate: event.lastActiveDate, timezone: event.timezone }
+  }
+}
+
+/** The delivery body of CONTRACT §8, as an object (`JSON.stringify` it for the wire). */
+export const body = (id: MessageId, timestamp: Date, subject: Subject, event: Event) => ({
+  id,
+  type: event.type as OutboundEventType,
+  timestamp: timestamp.toISOString(),
+  data: {
+    programId: subject.program.id,
+    projectId: subject.project.id,
+    siteKey: subject.project.siteKey,
+    userHash: subject.userHash,
+    isTest: false as const,
+    streak: { current: subject.streak.current, best: subject.streak.best },
+    ...extra(event)
+  }
+})
+
+/**
+ * Whether events about this subject fire at all: a live program, the live ledger, and a member
+ * outside the control group of a running Proof experiment (spec §3.2, CONTRACT §8, §12).
+ */
+export const fires = (subject: Subject): Effect.Effect<boolean, StorageError, ExperimentStore> =>
+  subject.ledger !== "live" || subject.program.status !== "live"
+    ? Effect.succeed(false)
+    : Effect.map(Experiments.inControlGroup(subject.program.id, subject.userHash), (control) => !control)
+
+export interface Emitted {
+  /** Events that fired (whether or not anyone listens): 0 for test programs and control members. */
+  readonly fired: number
+  /** Outbox messages written: one per fired event and listening subscription. */
+  readonly enqueued: number
+}
+
+/**
+ * Fires `events` about `subject`: unless `fires` says no, enqueues one pending message per
+ * subscription listening to each event's type, due now. Call inside the transaction of the state
+ * change, then `OutboxSignal.notify` after the commit when `enqueued > 0`.
+ */
+export const emit = (
+  subject: Subject,
+  events: ReadonlyArray<Event>
+): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox | ExperimentStore> =>
+  Effect.gen(function*() {
+    if (events.length === 0 || !(yield* fires(subject))) return { fired: 0, enqueued: 0 }
+    const subscriptions = yield* SubscriptionStore
+    const now = new Date(yield* Clock.currentTimeMillis)
+    const messages: Array<OutboxMessage> = []
+    for (const event of events) {
+      for (const subscription of yield* subscriptions.forEvent(subject.program.id, event.type)) {
+        const id = yield* Ids.make("MessageId")
+        messages.push(
+          new OutboxMessage({
+            id,
+            subscriptionId: subscription.id,
+            projectId: subject.project.id,
+            programId: subject.program.id,
+            type: event.type,
+            payload: JSON.stringify(body(id, now, subject, event)),
+            status: "pending",
+            attempts: 0,
+            nextAttemptAt: now,
+            createdAt: now
+          })
+        )
+      }
+    }
+    if (messages.length > 0) yield* Effect.flatMap(Outbox, (outbox) => outbox.enqueue(messages))
+    return { fired: events.length, enqueued: messages.length }
+  })

@@ -1,0 +1,210 @@
+/**
+ * Reading a member's streak: the widget's `GET /v1/state` (spec §2.6, CONTRACT §5, §7) and the
+ * customer REST member view (CONTRACT §9), on the ledger that matches the program's status.
+ */
+import { Context, Effect, Layer, Option } from "effect"
+import * as Calendar from "./Calendar.js"
+import * as Credentials from "./Credentials.js"
+import { type Milestone, type Program, type Project, StreakKey } from "./Domain.js"
+import {
+  type ForbiddenOrigin,
+  type InvalidBody,
+  type InvalidSiteKey,
+  type InvalidWidgetKind,
+  NotFound,
+  type ServerTokenRequired,
+  type StorageError
+} from "./Errors.js"
+import * as EventInput from "./EventInput.js"
+import * as Ids from "./Ids.js"
+import type { UserHash } from "./Ids.js"
+import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js"
+import { memberZone, nowDate, summaryOf } from "./internal/streakProgress.js"
+import { AchievementStore, DirectoryStore, MemberStore, StreakStore } from "./Ports.js"
+import { SecretBox } from "./SecretBox.js"
+import * as Streak from "./Streak.js"
+
+export interface StateRequest {
+  readonly siteKey: string
+  readonly userHash: string
+  /** The event key (`event`, or its alias `kind`, resolved by the door). */
+  readonly event: string
+  readonly origin: string | undefined
+  readonly serverToken: string | undefined
+  /** A signed identity token (`X-Streak-Identity` or `identity`), revealing coupon and link values. */
+  readonly identityToken: string | undefined
+}
+
+/** The body of `GET /v1/state`, exactly (spec §2.6). */
+export interface StateBody {
+  readonly meta: { readonly apiVersion: "1"; readonly isLive: boolean }
+  readonly streak: {
+    readonly mode: string
+    readonly current: number
+    readonly best: number
+    readonly todayDone: boolean
+    readonly pending: boolean
+  }
+  readonly week: ReadonlyArray<Streak.WeekEntry>
+  readonly milestones: ReadonlyArray<{
+    readonly id: string
+    readonly target: number
+    readonly msg: string
+    readonly achieved: boolean
+    readonly rewardType: string
+    readonly rewardValue?: string
+  }>
+  readonly settings: { readonly theme: { readonly name: string }; readonly position: string; readonly mainMessage: string }
+}
+
+export interface StateAnswer {
+  readonly body: StateBody
+  /** Let through by the deprecated no-origin mode: the door adds `Deprecation: true`. */
+  readonly deprecation: boolean
+}
+
+/** The customer REST member view (CONTRACT §9); an unknown member has zeros. */
+export interface MemberStreak {
+  readonly programId: string
+  readonly userHash: string
+  readonly current: number
+  readonly best: number
+  readonly todayDone: boolean
+  readonly pending: boolean
+  readonly lastActiveDate: string | null
+  readonly isLive: boolean
+}
+
+export type StateError =
+  | InvalidBody
+  | InvalidSiteKey
+  | ForbiddenOrigin
+  | ServerTokenRequired
+  | InvalidWidgetKind
+
+export class StateQuery extends Context.Tag("@streaks/core/StateQuery")<StateQuery, {
+  /**
+   * `GET /v1/state`: INVALID_BODY (bad userHash), INVALID_SITE_KEY, the browser rule of `/v1/e`
+   * (FORBIDDEN_ORIGIN, SERVER_TOKEN_REQUIRED unless legacy mode), INVALID_WIDGET_KIND, in that order.
+   */
+  readonly state: (request: StateRequest) => Effect.Effect<StateAnswer, StateError | StorageError>
+  /** A member's streak in a program the caller already reaches; NotFound for an unknown program. */
+  readonly memberStreak: (programId: string, userHash: string) => Effect.Effect<MemberStreak, InvalidBody | NotFound | StorageError>
+}>() {}
+
+const API_VERSION = "1" as const
+
+export type Requirements = DirectoryStore | MemberStore | StreakStore | AchievementStore | SecretBox
+
+export const make: Effect.Effect<StateQuery["Type"], never, Requirements> = Effect.gen(function*() {
+  const directory = yield* DirectoryStore
+  const members = yield* MemberStore
+  const streaks = yield* StreakStore
+  const achievements = yield* AchievementStore
+  const box = yield* SecretBox
+
+  /** The member behind `userHash` (aliases resolved), their zone, and their streak on the program's ledger. */
+  const read = (project: Project, program: Program, userHash: UserHash) =>
+    Effect.gen(function*() {
+      const member = yield* members.lookup(project.id, userHash)
+      const zone = memberZone(member.timezone, project)
+      const key = new StreakKey({
+        projectId: project.id,
+        programId: program.id,
+        userHash: member.userHash,
+        ledger: program.status
+      })
+      const row = Option.getOrUndefined(yield* streaks.get(key))
+      const summary = row === undefined ? Streak.empty : summaryOf(row, program.mode)
+      const evaluated = Streak.evaluate(summary, yield* nowDate, zone)
+      return { key, member, summary, evaluated }
+    })
+
+  /**
+   * Coupon and link values are revealed only to the member they belong to (a valid identity token
+   * for the requested id or the member it is linked to) and only once earned; message values are
+   * shown to everyone, they are the widget's copy.
+   */
+  const identified = (project: Project, token: string | undefined, ids: ReadonlyArray<string>) =>
+    Effect.gen(function*() {
+      if (token === undefined) return false
+      const secret = box.open(project.signingSecretSealed)
+      if (secret === undefined) return false
+      for (const userHash of new Set(ids)) {
+        if (yield* Credentials.verifyIdentityToken(token, secret, { userHash, siteKey: project.siteKey })) return true
+      }
+      return false
+    })
+
+  const milestoneView = (m: Milestone, achieved: boolean, reveal: boolean) => ({
+    id: m.id,
+    target: m.target,
+    msg: m.msg,
+    achieved,
+    rewardType: m.rewardType,
+    ...(m.rewardValue !== undefined && (m.rewardType === "message" || (achieved && reveal))
+      ? { rewardValue: m.rewardValue }
+      : {})
+  })
+
+  const state = (request: StateRequest): Effect.Effect<StateAnswer, StateError | StorageError> =>
+    Effect.gen(function*() {
+      const userHash = yield* EventInput.decodeUserHash("userHash", request.userHash)
+      const project = yield* resolveProject(request.siteKey)
+      const { deprecation } = yield* browserAuth(project, request.origin, request.serverToken)
+      const program = yield* programOf(project, request.event)
+      const { evaluated, key, member } = yield* read(project, program, userHash)
+
+      const week = Calendar.isoWeek(evaluated.today)
+      const days = yield* streaks.daysBetween(key, week[0]!, week[6]!)
+      const achieved = program.milestones.length === 0
+        ? new Set<string>()
+        : new Set<string>((yield* achievements.list(key)).map((a) => a.milestoneId))
+      const secretValues = program.milestones.some((m) =>
+        m.rewardType !== "message" && m.rewardValue !== undefined && achieved.has(m.id)
+      )
+      const reveal = secretValues && (yield* identified(project, request.identityToken, [userHash, member.userHash]))
+
+      const body: StateBody = {
+        meta: { apiVersion: API_VERSION, isLive: program.status === "live" },
+        streak: {
+          mode: evaluated.mode,
+          current: evaluated.current,
+          best: evaluated.best,
+          todayDone: evaluated.todayDone,
+          pending: evaluated.pending
+        },
+        week: Streak.week(evaluated.today, new Set<string>(days)),
+        milestones: program.milestones.map((m) => milestoneView(m, achieved.has(m.id), reveal)),
+        settings: {
+          theme: { name: program.settings.theme.name },
+          position: program.settings.position,
+          mainMessage: program.settings.mainMessage
+        }
+      }
+      return { body, deprecation }
+    }).pipe(Effect.provideService(DirectoryStore, directory))
+
+  const memberStreak = (programId: string, userHash: string) =>
+    Effect.gen(function*() {
+      const hash = yield* EventInput.decodeUserHash("userHash", userHash)
+      const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
+      const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
+      if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
+      const { evaluated, summary } = yield* read(project, program, hash)
+      return {
+        programId: program.id,
+        userHash: hash,
+        current: evaluated.current,
+        best: evaluated.best,
+        todayDone: evaluated.todayDone,
+        pending: evaluated.pending,
+        lastActiveDate: summary.lastActiveDay ?? null,
+        isLive: program.status === "live"
+      }
+    })
+
+  return StateQuery.of({ state, memberStreak })
+})
+
+export const layer: Layer.Layer<StateQuery, never, Requirements> = Layer.effect(StateQuery, make)

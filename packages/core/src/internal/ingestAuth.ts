@@ -1,0 +1,151 @@
+/**
+ * Who may call which ingest door (CONTRACT §2 steps 3, 5, 6 and §5): origin allowed-lists, the
+ * server token, the webhook secret of the counting program, and the program an action feeds.
+ */
+import { Effect, Option } from "effect"
+import * as Credentials from "../Credentials.js"
+import type { Program, Project } from "../Domain.js"
+import {
+  ForbiddenOrigin,
+  InvalidBody,
+  InvalidSiteKey,
+  InvalidWidgetKind,
+  NotFound,
+  ServerTokenRequired,
+  SiteKeyMismatch,
+  type StorageError,
+  WebhookSecretRequired
+} from "../Errors.js"
+import type { Action } from "../EventInput.js"
+import type { ProgramId } from "../Ids.js"
+import { DirectoryStore } from "../Ports.js"
+import { normalizeOrigin } from "../Provisioning.js"
+
+/** How a call reached the pipeline, with the credentials its door carries (CONTRACT §5). */
+export type Auth =
+  | { readonly door: "browser"; readonly origin: string | undefined; readonly serverToken: string | undefined }
+  | { readonly door: "server"; readonly serverToken: string | undefined }
+  | { readonly door: "webhook"; readonly secret: string | undefined; readonly urlSiteKey: string }
+  /** Customer REST: the REST layer has already checked that the credential reaches the program. */
+  | { readonly door: "api"; readonly programId: ProgramId }
+
+const SITE_KEY = /^site_\S{1,59}$/
+
+/** The project of a siteKey, else INVALID_SITE_KEY (step 3 of CONTRACT §2, also `/v1/state` and aliases). */
+export const resolveProject = (siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError, DirectoryStore> =>
+  Effect.flatMap(DirectoryStore, (directory) =>
+    // A malformed key cannot exist: answer without a storage round trip.
+    (SITE_KEY.test(siteKey) ? directory.projectBySiteKey(siteKey as Project["siteKey"]) : Effect.succeedNone).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.fail(new InvalidSiteKey({ message: "unknown siteKey" })),
+        onSome: Effect.succeed
+      }))
+    ))
+
+const HTTPS_WILDCARD = "https://*"
+
+/**
+ * Whether a browser `Origin` is on the allowed list: exactly (`scheme://host[:port]`, compared in
+ * the browser's normal form, so case and default ports do not matter) or under a
+ * `https://*.example.com[:port]` wildcard, which matches any subdomain depth but not the apex.
+ */
+export const originAllowed = (origin: string, allowed: ReadonlyArray<string>): boolean => {
+  if (origin.includes("*")) return false
+  const o = normalizeOrigin(origin)
+  if (o === undefined) return false // includes the opaque origin "null"
+  return allowed.some((entry) => {
+    const e = normalizeOrigin(entry)
+    if (e === undefined) return false
+    if (!e.startsWith(HTTPS_WILDCARD)) return e === o
+    const suffix = e.slice(HTTPS_WILDCARD.length) // ".example.com[:port]"
+    return o.startsWith("https://") && o.length > "https://".length + suffix.length && o.endsWith(suffix)
+  })
+}
+
+/**
+ * The browser rule of `/v1/e` and `/v1/state` (spec §5 rule 1): an `Origin` must be allowed; a call
+ * without one must carry the project's server token, unless the deprecated `legacyNoOriginIngest`
+ * lets it through (then the answer says `deprecation`).
+ */
+export const browserAuth = (
+  project: Project,
+  origin: string | undefined,
+  serverToken: string | undefined
+): Effect.Effect<{ readonly deprecation: boolean }, ForbiddenOrigin | ServerTokenRequired> => {
+  if (origin !== undefined) {
+    return originAllowed(origin, project.allowedOrigins)
+      ? Effect.succeed({ deprecation: false })
+      : Effect.fail(new ForbiddenOrigin({ message: "origin is not in the project's allowed origins" }))
+  }
+  if (Credentials.matches(serverToken, project.serverTokenHash)) return Effect.succeed({ deprecation: false })
+  return project.legacyNoOriginIngest
+    ? Effect.succeed({ deprecation: true })
+    : Effect.fail(new ServerTokenRequired({ message: "a call without Origin needs X-Streak-Server-Token" }))
+}
+
+const eventOf = (action: Action): Effect.Effect<string, InvalidBody> =>
+  action.event === undefined
+    ? Effect.fail(new InvalidBody({ message: "event: is missing" }))
+    : Effect.succeed(action.event)
+
+/** Step 6: the program counting exactly this event key, else INVALID_WIDGET_KIND. */
+export const programOf = (
+  project: Project,
+  event: string
+): Effect.Effect<Program, InvalidWidgetKind | StorageError, DirectoryStore> =>
+  Effect.flatMap(DirectoryStore, (directory) =>
+    Effect.flatMap(directory.programByEventKey(project.id, event), Option.match({
+      onNone: () => Effect.fail(new InvalidWidgetKind({ message: "no program of this project counts this event" })),
+      onSome: Effect.succeed
+    })))
+
+export type AuthError =
+  | InvalidBody
+  | SiteKeyMismatch
+  | ForbiddenOrigin
+  | ServerTokenRequired
+  | WebhookSecretRequired
+  | InvalidWidgetKind
+  | NotFound
+
+/** Steps 3, 5 and 6 of CONTRACT §2 for one door: the program the action feeds, or the first failure. */
+export const authorize = (
+  project: Project,
+  action: Action,
+  auth: Auth
+): Effect.Effect<{ readonly program: Program; readonly deprecation: boolean }, AuthError | StorageError, DirectoryStore> =>
+  Effect.gen(function*() {
+    switch (auth.door) {
+      case "browser": {
+        const { deprecation } = yield* browserAuth(project, auth.origin, auth.serverToken)
+        return { program: yield* programOf(project, yield* eventOf(action)), deprecation }
+      }
+      case "server": {
+        if (!Credentials.matches(auth.serverToken, project.serverTokenHash)) {
+          return yield* new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" })
+        }
+        return { program: yield* programOf(project, yield* eventOf(action)), deprecation: false }
+      }
+      case "webhook": {
+        if ((action.siteKey !== undefined && action.siteKey !== auth.urlSiteKey) || project.siteKey !== auth.urlSiteKey) {
+          return yield* new SiteKeyMismatch({ message: "siteKey in the body differs from the URL's" })
+        }
+        const event = yield* eventOf(action)
+        const directory = yield* DirectoryStore
+        const program = Option.getOrUndefined(yield* directory.programByEventKey(project.id, event))
+        // Unknown event and wrong secret look the same, so the secret guards the event keys too.
+        if (program === undefined || !Credentials.matches(auth.secret, program.webhookSecretHash)) {
+          return yield* new WebhookSecretRequired({ message: "X-Streak-Webhook-Secret is missing or wrong" })
+        }
+        return { program, deprecation: false }
+      }
+      case "api": {
+        const directory = yield* DirectoryStore
+        const program = Option.getOrUndefined(yield* directory.program(auth.programId))
+        if (program === undefined || program.projectId !== project.id) {
+          return yield* new NotFound({ message: "program not found" })
+        }
+        return { program, deprecation: false }
+      }
+    }
+  })

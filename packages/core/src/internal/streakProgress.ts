@@ -1,0 +1,109 @@
+/**
+ * What every change of a streak row shares (ingest, alias merge, due checks): reading the row as a
+ * `Streak.Summary`, milestones reached and their events, and saving the row with its next due instant.
+ */
+import { Clock, Effect, Option } from "effect"
+import * as Calendar from "../Calendar.js"
+import { type Program, type Project, type StreakKey, StreakRow } from "../Domain.js"
+import type { StorageError } from "../Errors.js"
+import * as OutboundEvents from "../OutboundEvents.js"
+import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
+import * as Streak from "../Streak.js"
+
+/** The current instant from `Clock`, as a Date (tests drive it with `TestClock`). */
+export const nowDate: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+
+/** The zone used when neither the event, the member nor the project names a valid one. */
+export const defaultZone = "UTC"
+
+/**
+ * The zone of a member (CONTRACT §6): their stored zone, else the project's, else UTC. Stored
+ * values are re-checked so that a bad row degrades to a default instead of failing every action.
+ */
+export const memberZone = (stored: Option.Option<string>, project: Project): string => {
+  if (Option.isSome(stored) && Calendar.isValidZone(stored.value)) return stored.value
+  return Calendar.isValidZone(project.timezone) ? project.timezone : defaultZone
+}
+
+/** The row as the calculus sees it; `mode` is the program's. */
+export const summaryOf = (row: StreakRow, mode: Streak.Mode): Streak.Summary => ({
+  mode,
+  lastActiveDay: row.lastActiveDay,
+  run: row.run,
+  best: row.best
+})
+
+export const notifiedOf = (row: StreakRow): Streak.Notified => ({
+  atRiskFor: row.atRiskNotifiedFor,
+  brokenAfter: row.brokenNotifiedAfter
+})
+
+/** The row holding `summary`, computed in `zone`, with `dueAt` following from what was notified. */
+export const rowOf = (
+  key: Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">,
+  summary: Streak.Summary,
+  zone: string,
+  notified: Streak.Notified,
+  now: Date
+): StreakRow => {
+  const dueAt = Streak.nextDueAt(summary, zone, notified)
+  return new StreakRow({
+    projectId: key.projectId,
+    programId: key.programId,
+    userHash: key.userHash,
+    ledger: key.ledger,
+    ...(summary.lastActiveDay === undefined ? {} : { lastActiveDay: summary.lastActiveDay }),
+    run: summary.run,
+    best: summary.best,
+    timezone: zone,
+    ...(notified.atRiskFor === undefined ? {} : { atRiskNotifiedFor: notified.atRiskFor }),
+    ...(notified.brokenAfter === undefined ? {} : { brokenNotifiedAfter: notified.brokenAfter }),
+    ...(dueAt === undefined ? {} : { dueAt }),
+    updatedAt: now
+  })
+}
+
+export interface Settled {
+  readonly state: Streak.State
+  readonly enqueued: number
+}
+
+/**
+ * Saves the new `summary` of a locked row and records the milestones it reaches. Milestones are
+ * judged on the state evaluated at `now` in `zone` (the member's streak as it stands, so a late
+ * action that leaves today's streak unchanged reaches nothing); each is achieved once per member
+ * and ledger, and fires its events through `OutboundEvents.emit`.
+ */
+export const settle = (input: {
+  readonly project: Project
+  readonly program: Program
+  readonly key: StreakKey
+  readonly row: StreakRow
+  readonly summary: Streak.Summary
+  readonly zone: string
+  readonly now: Date
+}): Effect.Effect<Settled, StorageError, StreakStore | AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
+  Effect.gen(function*() {
+    const { key, now, program, summary, zone } = input
+    const state = Streak.evaluate(summary, now, zone)
+    let enqueued = 0
+    // Most actions reach no target at all: then the achievements need not be read.
+    if (program.milestones.some((m) => m.target <= state.current)) {
+      const achievements = yield* AchievementStore
+      const achieved = new Set<string>((yield* achievements.list(key)).map((a) => a.milestoneId))
+      const events: Array<OutboundEvents.Event> = []
+      for (const milestone of Streak.newlyCrossed(program.milestones, state.current, achieved)) {
+        if (yield* achievements.add(key, milestone.id, now)) events.push(...OutboundEvents.milestoneEvents(milestone))
+      }
+      const emitted = yield* OutboundEvents.emit({
+        project: input.project,
+        program,
+        userHash: key.userHash,
+        ledger: key.ledger,
+        streak: { current: state.current, best: state.best }
+      }, events)
+      enqueued = emitted.enqueued
+    }
+    yield* Effect.flatMap(StreakStore, (streaks) => streaks.save(rowOf(key, summary, zone, notifiedOf(input.row), now)))
+    return { state, enqueued }
+  })
