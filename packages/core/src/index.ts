@@ -1,2 +1,25 @@
-/** @streaks/core */
-export {}
+/**
+ * @streaks/core: the streak engine. Calendar and streak calculus, domain, storage ports and the
+ * services behind every door. No HTTP, SQL or timers; time comes from `Clock`.
+ */
+export * as Aliases from "./Aliases.js"
+export * as Calendar from "./Calendar.js"
+export * as Credentials from "./Credentials.js"
+export * as Domain from "./Domain.js"
+export * as DueChecks from "./DueChecks.js"
+export * as Errors from "./Errors.js"
+export * as EventInput from "./EventInput.js"
+export * as Experiments from "./Experiments.js"
+export * as Ids from "./Ids.js"
+export * as Ingest from "./Ingest.js"
+export * as Metering from "./Metering.js"
+export * as OutboundEvents from "./OutboundEvents.js"
+export * as Ports from "./Ports.js"
+export * as Provisioning from "./Provisioning.js"
+export * as Reports from "./Reports.js"
+export * as SecretBox from "./SecretBox.js"
+export * as Services from "./Services.js"
+export * as StateQuery from "./StateQuery.js"
+export * as Streak from "./Streak.js"
+export * as Subscriptions from "./Subscriptions.js"
+export * as WebhookSamples from "./WebhookSamples.js"

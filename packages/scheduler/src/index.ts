@@ -1,2 +1,2 @@
-/** @streaks/scheduler */
-export {}
+/** @streaks/scheduler: interval sweeps of the due checks and housekeeping, safe with N replicas. */
+export * as Scheduler from "./Scheduler.js"

@@ -102,6 +102,14 @@ export const make = (options: Options): Effect.Effect<Info, EmbeddedPostgresErro
       : yield* io(`no ${PASSWORD_FILE} in an existing cluster: pass its password`, () =>
         Fs.readFile(Path.join(dataDir, PASSWORD_FILE), "utf8").then((s) => s.trim())))
 
+    // Another process (the running server) already runs this cluster: use it, leave it running.
+    const running = persistent && !firstStart ? yield* Effect.promise(() => runningPort(dataDir)) : undefined
+    if (running !== undefined) {
+      const attached = infoOf(dataDir, running, database, password, false)
+      yield* ensureDatabase(attached).pipe(Effect.mapError((e) => fail(`cannot create database ${database}`)(e)))
+      return attached
+    }
+
     const server = (port: number) =>
       new EmbeddedPostgresServer({
         databaseDir: dataDir,
@@ -149,18 +157,7 @@ export const make = (options: Options): Effect.Effect<Info, EmbeddedPostgresErro
       ? yield* start(options.port)
       : yield* Effect.flatMap(freePort, start).pipe(Effect.retry({ times: START_ATTEMPTS - 1 }))
 
-    const info: Info = {
-      host: HOST,
-      port,
-      database,
-      username: USER,
-      password: Redacted.make(password),
-      dataDir,
-      firstStart,
-      url: Redacted.make(
-        `postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`
-      )
-    }
+    const info = infoOf(dataDir, port, database, password, firstStart)
     yield* ensureDatabase(info).pipe(Effect.mapError((e) => fail(`cannot create database ${database}`)(e)))
     // Worth a line for the server's cluster; throwaway (test) clusters stay quiet.
     yield* (persistent ? Effect.logInfo : Effect.logDebug)("embedded Postgres ready").pipe(
@@ -168,6 +165,37 @@ export const make = (options: Options): Effect.Effect<Info, EmbeddedPostgresErro
     )
     return info
   })
+
+const infoOf = (dataDir: string, port: number, database: string, password: string, firstStart: boolean): Info => ({
+  host: HOST,
+  port,
+  database,
+  username: USER,
+  password: Redacted.make(password),
+  dataDir,
+  firstStart,
+  url: Redacted.make(`postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`)
+})
+
+/**
+ * The port of a postmaster already running on `dataDir` (its `postmaster.pid` names a live
+ * process: line 1 is the pid, line 4 the port), else undefined.
+ */
+export const runningPort = async (dataDir: string): Promise<number | undefined> => {
+  const text = await Fs.readFile(Path.join(dataDir, "postmaster.pid"), "utf8").catch(() => undefined)
+  if (text === undefined) return undefined
+  const lines = text.split("\n")
+  const pid = Number(lines[0])
+  const port = Number(lines[3])
+  if (!Number.isInteger(pid) || pid <= 0 || !Number.isInteger(port)) return undefined
+  try {
+    process.kill(pid, 0)
+    return port
+  } catch (e) {
+    // EPERM: alive but owned by another user (postgres runs as OS user "postgres" under root).
+    return (e as NodeJS.ErrnoException).code === "EPERM" ? port : undefined
+  }
+}
 
 /** The cluster of `make` as a layer: started when built, stopped when its scope closes. */
 export const layer = (options: Options): Layer.Layer<EmbeddedPostgres, EmbeddedPostgresError> =>

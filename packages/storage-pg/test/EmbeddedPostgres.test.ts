@@ -123,18 +123,25 @@ describe("EmbeddedPostgres lifecycle", () => {
       assert.deepStrictEqual(rows, [{ id: 7, port: String(port), fsync: "on" }])
     }).pipe(Effect.scoped), CLUSTER_TIMEOUT)
 
-  it.effect("a cluster that cannot start fails with EmbeddedPostgresError carrying postgres' log", () =>
+  it.effect("a second start on a running cluster attaches to it and leaves it running", () =>
     Effect.gen(function*() {
       const dataDir = Path.join(yield* tempDir, "pg")
-      yield* EmbeddedPostgres.make({ dataDir })
-      // A second postmaster on the same directory is refused; the reason is only in the log.
-      const second = yield* Effect.either(Effect.scoped(EmbeddedPostgres.make({ dataDir })))
-      assert.isTrue(Either.isLeft(second))
-      if (Either.isLeft(second)) {
-        assert.strictEqual(second.left._tag, "EmbeddedPostgresError")
-        assert.isTrue(second.left.log.some((line) => line.includes("postmaster.pid")), second.left.log.join("\n"))
-        assert.include(second.left.message, "postmaster.pid")
-      }
+      const first = yield* EmbeddedPostgres.make({ dataDir })
+      // A second start on a directory whose cluster is running (e.g. `streaks demo` beside
+      // `streaks serve`) attaches to it instead of starting a second postmaster.
+      const second = yield* Effect.scoped(
+        Effect.gen(function*() {
+          const pg = yield* EmbeddedPostgres.make({ dataDir })
+          const rows = yield* Effect.flatMap(PgClient.PgClient, (sql) => sql`select 1 as one`).pipe(
+            Effect.provide(PgConnection.layerUrl(pg.url))
+          )
+          return { pg, rows }
+        })
+      )
+      assert.strictEqual(second.pg.port, first.port)
+      assert.deepStrictEqual(second.rows, [{ one: 1 }])
+      // Closing the attached scope left the first cluster running.
+      assert.isTrue(yield* acceptsConnections(first.port))
     }).pipe(Effect.scoped), CLUSTER_TIMEOUT)
 
   it.effect("a throwaway cluster whose port is taken fails with the reason and leaves no directory", () =>

@@ -1,0 +1,40 @@
+/**
+ * Every core service as one layer, for embedders and the server: provide a storage adapter
+ * (`layerMemory`, `PgStorage.layer`, your own), a `SecretBox` and an `OutboxSignal`.
+ */
+import { Layer } from "effect"
+import * as Aliases from "./Aliases.js"
+import * as Credentials from "./Credentials.js"
+import * as DueChecks from "./DueChecks.js"
+import * as Experiments from "./Experiments.js"
+import * as Ingest from "./Ingest.js"
+import * as Metering from "./Metering.js"
+import * as Provisioning from "./Provisioning.js"
+import * as Reports from "./Reports.js"
+import * as StateQuery from "./StateQuery.js"
+import * as Subscriptions from "./Subscriptions.js"
+
+export type Services =
+  | Ingest.Ingest
+  | StateQuery.StateQuery
+  | Aliases.Aliases
+  | DueChecks.DueChecks
+  | Credentials.Credentials
+  | Provisioning.Provisioning
+  | Metering.Metering
+  | Experiments.Experiments
+  | Subscriptions.Subscriptions
+  | Reports.Reports
+
+export const layer = Layer.mergeAll(
+  Ingest.layer,
+  StateQuery.layer,
+  Aliases.layer,
+  DueChecks.layer,
+  Credentials.layer,
+  Provisioning.layer,
+  Metering.layer,
+  Experiments.layer,
+  Subscriptions.layer,
+  Reports.layer
+)

@@ -1,0 +1,41 @@
+/**
+ * Handlers of the admin group (CONTRACT §13, §15): provisioning through core `Provisioning`,
+ * the alias link, and the on-demand jobs. Secrets appear in these answers once, at creation.
+ */
+import { HttpApiBuilder } from "@effect/platform"
+import { Aliases, Provisioning } from "@streaks/core"
+import { Effect } from "effect"
+import { Api } from "./Api.js"
+import { Jobs } from "./Jobs.js"
+import * as Views from "./Views.js"
+
+export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
+  Effect.gen(function*() {
+    const provisioning = yield* Provisioning.Provisioning
+    const aliases = yield* Aliases.Aliases
+    const jobs = yield* Jobs
+    return handlers
+      .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
+      .handle("createWorkspace", ({ payload }) => Effect.map(provisioning.createWorkspace(payload), Views.workspace))
+      .handle("setPlan", ({ path, payload }) => Effect.map(provisioning.setPlan(path.id, payload.plan), Views.workspace))
+      .handle("createProject", ({ payload }) =>
+        Effect.map(provisioning.createProject(payload), (created) => ({
+          ...Views.project(created.project),
+          serverToken: created.serverToken,
+          signingSecret: created.signingSecret
+        })))
+      .handle("createProgram", ({ payload }) =>
+        Effect.map(provisioning.createProgram(payload), (created) => ({
+          ...Views.program(created.program),
+          webhookSecret: created.webhookSecret
+        })))
+      .handle("rotateWebhookSecret", ({ path }) => provisioning.rotateWebhookSecret(path.id))
+      .handle("setProgramStatus", ({ path, payload }) =>
+        Effect.map(provisioning.setProgramStatus(path.id, payload.status), Views.program))
+      .handle("createApiKey", ({ path, payload }) => provisioning.createApiKey(path.id, payload.name))
+      .handle("revokeApiKey", ({ path }) => provisioning.revokeApiKey(path.id))
+      .handle("createGrant", ({ payload }) => provisioning.createOAuthGrant(payload))
+      .handle("revokeGrant", ({ path }) => provisioning.revokeOAuthGrant(path.id))
+      .handle("dueChecks", () => jobs.dueChecks)
+      .handle("deliveries", () => jobs.deliveries)
+  }))

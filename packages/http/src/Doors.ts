@@ -1,0 +1,164 @@
+/**
+ * The public doors (`/v1/e`, `/v1/server/e`, `/v1/webhook/:siteKey/e`, `/v1/state`, `/v1/alias`)
+ * as plain functions from request facts to an `Answer`. Both the lean fast path and the HttpApi
+ * handlers call them, so the two give the same statuses, bodies and headers by construction.
+ */
+import { Aliases, Errors, type EventInput, Ingest, StateQuery } from "@streaks/core"
+import { Effect, Either } from "effect"
+import { statusOf } from "./Api.js"
+import * as Cors from "./Cors.js"
+import { RateLimiter } from "./RateLimit.js"
+
+/** What one request tells a door besides its body. */
+export interface Facts {
+  readonly origin: string | undefined
+  readonly serverToken: string | undefined
+  readonly ip: string
+}
+
+/** A complete answer: status, JSON body and headers. */
+export interface Answer {
+  readonly status: number
+  readonly body: unknown
+  readonly headers: Readonly<Record<string, string>>
+}
+
+type Coded = { readonly code: string; readonly retryAfterSeconds?: number }
+
+/** `{"error":CODE}` with its status, `Retry-After` where the spec asks for one. */
+export const errorAnswer = (e: Coded, headers: Readonly<Record<string, string>> = {}): Answer => ({
+  status: statusOf[e.code] ?? 500,
+  body: { error: e.code },
+  headers: e.code === "IDEMPOTENCY_KEY_IN_PROGRESS"
+    ? { ...headers, "retry-after": "1" }
+    : e.retryAfterSeconds !== undefined
+    ? { ...headers, "retry-after": String(e.retryAfterSeconds) }
+    : headers
+})
+
+const storageDown = { code: "SERVICE_UNAVAILABLE" }
+
+/** Renders the outcome of a door: client errors with their code, storage failures as 503 (logged). */
+const settle = <A, R>(
+  self: Effect.Effect<A, Errors.ClientError | Errors.StorageError, R>,
+  ok: (a: A) => Answer,
+  headers: () => Readonly<Record<string, string>>
+): Effect.Effect<Answer, never, R> =>
+  Effect.flatMap(Effect.either(self), (result) => {
+    if (Either.isRight(result)) return Effect.succeed(ok(result.right))
+    const e = result.left
+    if (e._tag === "StorageError") {
+      return Effect.as(Effect.logError("storage failure on a public door", e), errorAnswer(storageDown, headers()))
+    }
+    return Effect.succeed(errorAnswer(e, headers()))
+  })
+
+const rateLimit = (kind: "ip" | "site", key: string) =>
+  Effect.flatMap(RateLimiter, (limiter) => limiter.take(kind, key)).pipe(
+    Effect.flatMap((d) =>
+      d.allowed ? Effect.void : Effect.fail(new Errors.RateLimited({ retryAfterSeconds: d.retryAfterSeconds }))
+    )
+  )
+
+/** Limits of `/v1/e` and `/v1/alias` (CONTRACT §2 step 4): per IP, then per site. */
+const limited = (ip: string, siteKey: string) => Effect.zipRight(rateLimit("ip", ip), rateLimit("site", siteKey))
+
+const deprecation = (on: boolean): Record<string, string> => (on ? { deprecation: "true" } : {})
+
+/** `POST /v1/e` and `POST /v1/server/e` with a decoded action. */
+export const ingest = (
+  door: "browser" | "server",
+  action: EventInput.Action,
+  facts: Facts
+): Effect.Effect<Answer, never, Ingest.Ingest | RateLimiter> =>
+  Effect.gen(function*() {
+    const service = yield* Ingest.Ingest
+    let cors: Record<string, string> = {}
+    const work = Effect.gen(function*() {
+      const project = yield* service.resolveProject(action.siteKey ?? "")
+      if (door === "browser" && facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
+      if (door === "browser") yield* limited(facts.ip, project.siteKey)
+      const auth = door === "browser"
+        ? { door, origin: facts.origin, serverToken: facts.serverToken } as const
+        : { door, serverToken: facts.serverToken } as const
+      return yield* service.record({ project, action, auth })
+    })
+    return yield* settle(
+      work,
+      (answer) => ({ status: 202, body: answer.body, headers: { ...cors, ...deprecation(answer.deprecation) } }),
+      () => cors
+    )
+  })
+
+/** `POST /v1/webhook/:siteKey/e` with a decoded action. */
+export const webhook = (
+  urlSiteKey: string,
+  action: EventInput.Action,
+  secret: string | undefined
+): Effect.Effect<Answer, never, Ingest.Ingest> =>
+  Effect.gen(function*() {
+    const service = yield* Ingest.Ingest
+    const work = Effect.flatMap(service.resolveProject(urlSiteKey), (project) =>
+      service.record({ project, action, auth: { door: "webhook", secret, urlSiteKey } }))
+    return yield* settle(work, (answer) => ({ status: 202, body: answer.body, headers: {} }), () => ({}))
+  })
+
+export interface StateFacts extends Facts {
+  readonly identityToken: string | undefined
+}
+
+/** `GET /v1/state` with its query already read. */
+export const state = (
+  query: { readonly siteKey: string; readonly userHash: string; readonly event: string | undefined; readonly kind: string | undefined },
+  facts: StateFacts
+): Effect.Effect<Answer, never, StateQuery.StateQuery | Ingest.Ingest> =>
+  Effect.gen(function*() {
+    const service = yield* StateQuery.StateQuery
+    const ingestService = yield* Ingest.Ingest
+    let cors: Record<string, string> = {}
+    const event = query.event ?? query.kind
+    const work = Effect.gen(function*() {
+      if (event === undefined || event === "" || (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)) {
+        return yield* new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })
+      }
+      if (facts.origin !== undefined) {
+        const project = yield* ingestService.resolveProject(query.siteKey)
+        cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
+      }
+      return yield* service.state({
+        siteKey: query.siteKey,
+        userHash: query.userHash,
+        event,
+        origin: facts.origin,
+        serverToken: facts.serverToken,
+        identityToken: facts.identityToken
+      })
+    })
+    return yield* settle(
+      work,
+      (answer) => ({ status: 200, body: answer.body, headers: { ...cors, ...deprecation(answer.deprecation) } }),
+      () => cors
+    )
+  })
+
+/** `POST /v1/alias`: a short-lived alias token links an anonymous visitor (CONTRACT §10). */
+export const alias = (
+  body: { readonly siteKey: string; readonly token: string },
+  facts: Facts
+): Effect.Effect<Answer, never, Aliases.Aliases | Ingest.Ingest | RateLimiter> =>
+  Effect.gen(function*() {
+    const aliases = yield* Aliases.Aliases
+    const ingestService = yield* Ingest.Ingest
+    let cors: Record<string, string> = {}
+    const work = Effect.gen(function*() {
+      const project = yield* ingestService.resolveProject(body.siteKey)
+      if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
+      yield* limited(facts.ip, project.siteKey)
+      yield* aliases.linkWithToken(body)
+    })
+    return yield* settle(
+      work,
+      () => ({ status: 200, body: { ok: true }, headers: cors }),
+      () => cors
+    )
+  })

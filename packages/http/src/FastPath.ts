@@ -1,0 +1,175 @@
+/**
+ * A lean node:http path for the hot public routes (`POST /v1/e`, `/v1/server/e`,
+ * `/v1/webhook/:siteKey/e`, `GET /v1/state` and their CORS preflights). It skips the platform's
+ * HTTP pipeline (see docs/decisions/0002) but calls the same `Doors` as the HttpApi handlers,
+ * with the same schemas, limits and error bodies. Anything else falls through to HttpApi.
+ */
+import type { Aliases, Ingest, StateQuery } from "@streaks/core"
+import { EventInput } from "@streaks/core"
+import { Effect, Either, Option, Runtime } from "effect"
+import type { IncomingMessage, ServerResponse } from "node:http"
+import * as Cors from "./Cors.js"
+import * as Doors from "./Doors.js"
+import { errorBody, maxBodyBytes } from "./HttpErrors.js"
+import * as JsonLimits from "./JsonLimits.js"
+import type { FastPath } from "./NodeServer.js"
+import type { RateLimiter } from "./RateLimit.js"
+
+export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimiter | Aliases.Aliases
+
+const json = "application/json"
+
+const write = (res: ServerResponse, answer: Doors.Answer): void => {
+  const body = JSON.stringify(answer.body)
+  res.writeHead(answer.status, {
+    ...answer.headers,
+    "content-type": json,
+    "content-length": Buffer.byteLength(body)
+  })
+  res.end(body)
+}
+
+const fail = (res: ServerResponse, status: number, code: string): void => {
+  const body = errorBody(code)
+  res.writeHead(status, { "content-type": json, "content-length": Buffer.byteLength(body) })
+  res.end(body)
+}
+
+const header = (req: IncomingMessage, name: string): string | undefined => {
+  const v = req.headers[name]
+  return Array.isArray(v) ? v[0] : v
+}
+
+const factsOf = (req: IncomingMessage): Doors.StateFacts => ({
+  origin: header(req, "origin"),
+  serverToken: header(req, "x-streak-server-token"),
+  identityToken: header(req, "x-streak-identity"),
+  ip: req.socket.remoteAddress ?? "unknown"
+})
+
+/**
+ * Reads the body up to the 64 KiB limit: a declared or streamed overflow answers 413 (the rest is
+ * drained and the connection closed, so the client sees the answer rather than a reset).
+ */
+const readBody = (req: IncomingMessage, res: ServerResponse, then: (text: string) => void): void => {
+  const declared = Number(header(req, "content-length") ?? 0)
+  if (declared > maxBodyBytes) {
+    res.shouldKeepAlive = false
+    req.resume()
+    return fail(res, 413, "PAYLOAD_TOO_LARGE")
+  }
+  const chunks: Array<Buffer> = []
+  let size = 0
+  let over = false
+  req.on("data", (chunk: Buffer) => {
+    if (over) return
+    size += chunk.length
+    if (size > maxBodyBytes) {
+      over = true
+      res.shouldKeepAlive = false
+      fail(res, 413, "PAYLOAD_TOO_LARGE")
+      return
+    }
+    chunks.push(chunk)
+  })
+  req.on("end", () => {
+    if (!over) then(Buffer.concat(chunks).toString("utf8"))
+  })
+  req.on("error", () => {
+    if (!res.headersSent) fail(res, 400, "INVALID_BODY")
+  })
+}
+
+/** Step 1 and 2 of CONTRACT §2 for a JSON body: parts over their limit, then not JSON at all. */
+const parse = (text: string): Either.Either<unknown, readonly [number, string]> => {
+  let body: unknown
+  try {
+    body = JSON.parse(text)
+  } catch {
+    return Either.left([400, "INVALID_BODY"] as const)
+  }
+  return Option.isSome(JsonLimits.oversize(body)) ? Either.left([413, "PAYLOAD_TOO_LARGE"] as const) : Either.right(body)
+}
+
+const WEBHOOK = /^\/v1\/webhook\/([^/?]+)\/e$/
+
+/** The fast path over a runtime that holds the core services and the rate limiter. */
+export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
+  const run = (res: ServerResponse, effect: Effect.Effect<Doors.Answer, never, Services>) =>
+    Runtime.runCallback(runtime)(effect, {
+      onExit: (exit) => {
+        if (exit._tag === "Success") return write(res, exit.value)
+        if (!res.headersSent) fail(res, 500, "INTERNAL")
+      }
+    })
+
+  const ingest = (req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
+    readBody(req, res, (text) => {
+      const body = parse(text)
+      if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
+      run(
+        res,
+        EventInput.decodeEventRecord(body.right).pipe(
+          Effect.flatMap((action) => Doors.ingest(door, action, factsOf(req))),
+          Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
+        )
+      )
+    })
+
+  const webhook = (req: IncomingMessage, res: ServerResponse, siteKey: string) =>
+    readBody(req, res, (text) => {
+      const body = parse(text)
+      if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
+      run(
+        res,
+        EventInput.decodeWebhookEvent(body.right).pipe(
+          Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"))),
+          Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
+        )
+      )
+    })
+
+  const state = (req: IncomingMessage, res: ServerResponse, search: string) => {
+    const q = new URLSearchParams(search)
+    const siteKey = q.get("siteKey")
+    const userHash = q.get("userHash")
+    if (siteKey === null || userHash === null) return fail(res, 400, "INVALID_BODY")
+    const facts = factsOf(req)
+    run(
+      res,
+      Doors.state(
+        { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
+        { ...facts, identityToken: facts.identityToken ?? q.get("identity") ?? undefined }
+      )
+    )
+  }
+
+  return (req, res) => {
+    const url = req.url ?? ""
+    const q = url.indexOf("?")
+    const path = q === -1 ? url : url.slice(0, q)
+    if (req.method === "POST") {
+      if (path === "/v1/e") return ingest(req, res, "browser"), true
+      if (path === "/v1/server/e") return ingest(req, res, "server"), true
+      const m = WEBHOOK.exec(path)
+      if (m !== null) return webhook(req, res, decodeURIComponent(m[1]!)), true
+      return false
+    }
+    if (req.method === "GET" && path === "/v1/state") return state(req, res, q === -1 ? "" : url.slice(q + 1)), true
+    if (req.method === "OPTIONS" && Cors.corsPaths.includes(path)) {
+      res.writeHead(204, Cors.preflightHeaders(header(req, "origin")))
+      res.end()
+      return true
+    }
+    return false
+  }
+}
+
+/** The fast path built from the services in context (for `NodeServer.layerHttpApi`'s `front`). */
+export const front = (api: (req: IncomingMessage, res: ServerResponse) => void) =>
+  Effect.map(Effect.runtime<Services>(), (runtime) => {
+    const fast = make(runtime)
+    return (req: IncomingMessage, res: ServerResponse) => {
+      if (!fast(req, res)) api(req, res)
+    }
+  })

@@ -1,0 +1,34 @@
+/**
+ * The whole HTTP surface as layers: the HttpApi with every group, auth, error mapping, CORS
+ * preflight, OpenAPI at `/openapi.json` and a docs page at `/docs`; and `layerServer`, which
+ * serves it on a node:http server with the fast path in front.
+ */
+import { HttpApiBuilder, HttpApiScalar } from "@effect/platform"
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import * as AdminHandlers from "./AdminHandlers.js"
+import { Api } from "./Api.js"
+import * as Auth from "./Auth.js"
+import * as Cors from "./Cors.js"
+import * as CustomerHandlers from "./CustomerHandlers.js"
+import * as FastPath from "./FastPath.js"
+import * as HttpErrors from "./HttpErrors.js"
+import * as IngestHandlers from "./IngestHandlers.js"
+import * as MetaHandlers from "./MetaHandlers.js"
+import * as NodeServer from "./NodeServer.js"
+
+/** The API implementation: provide core services, `HttpConfig`, `Jobs` and a `RateLimiter`. */
+export const layerApi = HttpApiBuilder.api(Api).pipe(
+  Layer.provide([IngestHandlers.layer, AdminHandlers.layer, CustomerHandlers.layer, MetaHandlers.layer]),
+  Layer.provide([Auth.layerAdmin, Auth.layerCustomer]),
+  Layer.provide([HttpErrors.ErrorMapping, Cors.layerPreflight()])
+)
+
+/** Serves the API (fast path in front) on `options.port` / `options.host`. */
+export const layerServer = (options: NodeServer.Options) =>
+  NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, FastPath.front), options).pipe(
+    Layer.provide([HttpApiScalar.layer({ path: "/docs" }), HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })]),
+    Layer.provide(layerApi),
+    // One router for the API, its middleware and the docs page.
+    Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext])
+  )

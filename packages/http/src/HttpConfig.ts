@@ -1,0 +1,23 @@
+/**
+ * Deployment settings the HTTP layer needs (CONTRACT §15): the admin token and the operator
+ * switch for insecure webhook URLs. Read from the environment by `layerConfig`.
+ */
+import { Config, Context, Layer, type Option, type Redacted } from "effect"
+
+export class HttpConfig extends Context.Tag("@streaks/http/HttpConfig")<HttpConfig, {
+  /** None: every admin route answers 401 (the server says so at start). */
+  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** `http://localhost` / `127.0.0.1` subscriptions allowed (development and tests). */
+  readonly allowInsecureWebhookUrls: boolean
+}>() {}
+
+export const layer = (config: HttpConfig["Type"]): Layer.Layer<HttpConfig> => Layer.succeed(HttpConfig, config)
+
+export const layerConfig = Layer.effect(
+  HttpConfig,
+  Config.all({
+    adminToken: Config.option(Config.redacted("STREAKS_ADMIN_TOKEN")),
+    allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false)
+  })
+)
+

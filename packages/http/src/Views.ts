@@ -1,0 +1,55 @@
+/**
+ * How domain values are shown over HTTP: never a hash or a sealed secret, dates as ISO strings.
+ */
+import type { Domain, Experiments } from "@streaks/core"
+
+export const milestone = (m: Domain.Milestone) => ({
+  id: m.id,
+  target: m.target,
+  msg: m.msg,
+  rewardType: m.rewardType,
+  ...(m.rewardValue !== undefined ? { rewardValue: m.rewardValue } : {})
+})
+
+export const settings = (s: Domain.ProgramSettings) => ({
+  theme: { name: s.theme.name },
+  position: s.position,
+  mainMessage: s.mainMessage
+})
+
+export const program = (p: Domain.Program) => ({
+  id: p.id,
+  projectId: p.projectId,
+  name: p.name,
+  eventKey: p.eventKey,
+  status: p.status,
+  mode: p.mode,
+  milestones: p.milestones.map(milestone),
+  settings: settings(p.settings)
+})
+
+export const workspace = (w: Domain.Workspace) => ({ id: w.id, name: w.name, plan: w.plan })
+
+export const project = (p: Domain.Project) => ({
+  id: p.id,
+  workspaceId: p.workspaceId,
+  siteKey: p.siteKey,
+  name: p.name,
+  allowedOrigins: p.allowedOrigins,
+  timezone: p.timezone,
+  browserCounting: p.browserCounting,
+  legacyNoOriginIngest: p.legacyNoOriginIngest
+})
+
+export const experiment = (e: Domain.Experiment) => ({
+  id: e.id,
+  programId: e.programId,
+  holdoutPercent: e.holdoutPercent,
+  startedAt: e.startedAt.toISOString(),
+  ...(e.endedAt !== undefined ? { endedAt: e.endedAt.toISOString() } : {})
+})
+
+export const experimentResult = (r: Experiments.ExperimentResult) => ({
+  ...experiment(r.experiment),
+  groups: { control: r.control, treatment: r.treatment }
+})
