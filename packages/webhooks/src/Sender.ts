@@ -1,0 +1,70 @@
+/**
+ * One delivery attempt over `HttpClient`: a signed POST with a 15 s timeout around the request
+ * and the body read, redirects not followed (a 3xx is a failure), never failing the effect:
+ * network errors and timeouts come back as an attempt to retry.
+ */
+import { HttpClient, HttpClientRequest } from "@effect/platform"
+import { Clock, Duration, Effect } from "effect"
+import * as RetryPolicy from "./RetryPolicy.js"
+import * as Signature from "./Signature.js"
+
+export interface Request {
+  readonly url: string
+  /** The message id: the `webhook-id`, the same on every attempt. */
+  readonly id: string
+  readonly body: string
+  readonly secret: string
+  /** The attempt's time: its `webhook-timestamp`. */
+  readonly now: Date
+  readonly timeout?: Duration.DurationInput
+}
+
+export interface Attempt {
+  readonly status: number | undefined
+  readonly latencyMs: number
+  readonly error: string | undefined
+  readonly retryAfter: Duration.Duration | undefined
+  readonly outcome: RetryPolicy.Outcome
+}
+
+export const defaultTimeout = Duration.seconds(15)
+
+/** `Retry-After` as delta-seconds or an HTTP date, relative to `now`. */
+export const parseRetryAfter = (value: string | undefined, now: Date): Duration.Duration | undefined => {
+  if (value === undefined) return undefined
+  const trimmed = value.trim()
+  if (/^\d+$/.test(trimmed)) return Duration.seconds(Number(trimmed))
+  const at = Date.parse(trimmed)
+  return Number.isNaN(at) ? undefined : Duration.millis(Math.max(0, at - now.getTime()))
+}
+
+export const send = (request: Request): Effect.Effect<Attempt, never, HttpClient.HttpClient> =>
+  Effect.gen(function*() {
+    // Redirects are not followed (the undici client does not; the fetch client would): 3xx is a failure.
+    const client = yield* HttpClient.HttpClient
+    const started = yield* Clock.currentTimeMillis
+    const signed = Signature.headers(request.secret, request.id, request.body, request.now)
+    const result = yield* HttpClientRequest.post(request.url).pipe(
+      HttpClientRequest.setHeaders({ ...signed, "user-agent": "Streaks-Webhooks/1" }),
+      HttpClientRequest.bodyText(request.body, "application/json"),
+      client.execute,
+      Effect.flatMap((response) => Effect.as(response.text, response)),
+      Effect.timeout(request.timeout ?? defaultTimeout),
+      Effect.either
+    )
+    const latencyMs = (yield* Clock.currentTimeMillis) - started
+    if (result._tag === "Left") {
+      const e = result.left
+      const error = e._tag === "TimeoutException" ? "timeout" : e.message
+      return { status: undefined, latencyMs, error, retryAfter: undefined, outcome: "retry" } satisfies Attempt
+    }
+    const response = result.right
+    return {
+      status: response.status,
+      latencyMs,
+      error: undefined,
+      retryAfter: parseRetryAfter(response.headers["retry-after"], request.now),
+      outcome: RetryPolicy.classify(response.status)
+    } satisfies Attempt
+  })
+
