@@ -3,18 +3,20 @@
  * instant has passed, fires what is due, and moves each row to its next due instant.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { type Program, type Project, StreakRow } from "./Domain.js"
+import { type OutboxMessage, type Program, type Project, StreakRow, type Subscription } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { ProgramId, ProjectId } from "./Ids.js"
 import { notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import { OutboxSignal } from "./OutboundEvents.js"
-import { DirectoryStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore, Transactor } from "./Ports.js"
+import { DirectoryStore, ExperimentStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
 
 export interface RunOptions {
-  /** Rows claimed per transaction (default 200). */
+  /** Rows claimed per transaction (default 500). */
   readonly batchSize?: number
+  /** Batches claimed at once by this runner, each in its own transaction (default 4). */
+  readonly concurrency?: number
 }
 
 /**
@@ -39,7 +41,8 @@ export class DueChecks extends Context.Tag("@streaks/core/DueChecks")<DueChecks,
 
 export type Requirements = Transactor | DirectoryStore | StreakStore | SubscriptionStore | Outbox | ExperimentStore | OutboxSignal
 
-const DEFAULT_BATCH = 200
+const DEFAULT_BATCH = 500
+const DEFAULT_CONCURRENCY = 4
 /** A row may not be handed back by the same sweep: its next due instant is at least this far on. */
 const MIN_STEP_MS = 1
 
@@ -68,13 +71,45 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
         })
   }
 
+  const subscriptions = yield* SubscriptionStore
+  const experiments = yield* ExperimentStore
+  const outbox = yield* Outbox
+
+  /**
+   * What `OutboundEvents.emit` reads, read once per sweep instead of once per row (a sweep may
+   * touch 100k rows of a handful of programs), and its outbox writes buffered so that a batch
+   * writes its messages in one statement.
+   */
+  const sweepContext = (pending: Array<OutboxMessage>) => {
+    const running = cached((id: ProgramId) => Effect.map(experiments.running(id), Option.some))
+    const listeners = new Map<string, ReadonlyArray<Subscription>>()
+    return Context.empty().pipe(
+      Context.add(ExperimentStore, {
+        ...experiments,
+        running: (id) => Effect.map(running(id), (found) => found ?? Option.none())
+      }),
+      Context.add(SubscriptionStore, {
+        ...subscriptions,
+        forEvent: (programId, type) => {
+          const k = `${programId} ${type}`
+          const hit = listeners.get(k)
+          return hit !== undefined
+            ? Effect.succeed(hit)
+            : Effect.tap(subscriptions.forEvent(programId, type), (found) => Effect.sync(() => listeners.set(k, found)))
+        }
+      }),
+      Context.add(Outbox, { ...outbox, enqueue: (messages) => Effect.sync(() => void pending.push(...messages)) })
+    )
+  }
+
   const advance = (
     row: StreakRow,
     now: Date,
     programOf: (id: ProgramId) => Effect.Effect<Program | undefined, StorageError>,
     projectOf: (id: ProjectId) => Effect.Effect<Project | undefined, StorageError>,
-    tally: Tally
-  ) =>
+    tally: Tally,
+    emitContext: Context.Context<ExperimentStore | SubscriptionStore | Outbox>
+  ): Effect.Effect<StreakRow, StorageError> =>
     Effect.gen(function*() {
       const program = yield* programOf(row.programId)
       const project = yield* projectOf(row.projectId)
@@ -99,7 +134,7 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
           userHash: row.userHash,
           ledger: row.ledger,
           streak: { current: state.current, best: state.best }
-        }, [event])
+        }, [event]).pipe(Effect.provide(emitContext))
         if (emitted.fired > 0) {
           if (due._tag === "AtRisk") tally.atRisk++
           else tally.broken++
@@ -110,29 +145,42 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
       // Whatever the calculus says, a claimed row must leave the sweep's window, or this very
       // sweep would claim it again and never end.
       const stuck = next.dueAt !== undefined && next.dueAt.getTime() <= now.getTime()
-      yield* streaks.save(stuck ? new StreakRow({ ...next, dueAt: new Date(now.getTime() + MIN_STEP_MS) }) : next)
+      return stuck ? new StreakRow({ ...next, dueAt: new Date(now.getTime() + MIN_STEP_MS) }) : next
     })
 
   const run = (options?: RunOptions): Effect.Effect<RunResult, StorageError> =>
     Effect.gen(function*() {
       const batch = Math.max(1, Math.floor(options?.batchSize ?? DEFAULT_BATCH))
+      const workers = Math.max(1, Math.floor(options?.concurrency ?? DEFAULT_CONCURRENCY))
       const now = yield* nowDate
       const programOf = cached((id: ProgramId) => directory.program(id))
       const projectOf = cached((id: ProjectId) => directory.project(id))
       const total = { atRisk: 0, broken: 0 }
-      while (true) {
+
+      // One batch: claim, advance every row, then one write of the rows and one of the messages.
+      const oneBatch = Effect.gen(function*() {
         const tally: Tally = { atRisk: 0, broken: 0, enqueued: 0 }
+        const pending: Array<OutboxMessage> = []
+        const emitContext = sweepContext(pending)
         const claimed = yield* transactor.withTransaction(Effect.gen(function*() {
           const rows = yield* streaks.claimDue(now, batch)
-          for (const row of rows) yield* advance(row, now, programOf, projectOf, tally)
+          const next: Array<StreakRow> = []
+          for (const row of rows) next.push(yield* advance(row, now, programOf, projectOf, tally, emitContext))
+          yield* streaks.saveAll(next)
+          if (pending.length > 0) yield* outbox.enqueue(pending)
           return rows.length
         }))
         // Counted only once the batch has committed: a rolled-back batch fired nothing.
         total.atRisk += tally.atRisk
         total.broken += tally.broken
         if (tally.enqueued > 0) yield* signal.notify
-        if (claimed < batch) return total
-      }
+        return claimed
+      })
+
+      // Each worker claims until a batch comes back short; SKIP LOCKED keeps their rows apart.
+      const worker = Effect.iterate(batch, { while: (claimed) => claimed >= batch, body: () => oneBatch })
+      yield* Effect.all(Array.from({ length: workers }, () => worker), { concurrency: "unbounded", discard: true })
+      return total
     }).pipe(Effect.provide(context))
 
   return DueChecks.of({ run })

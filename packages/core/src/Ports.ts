@@ -110,6 +110,8 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
   readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>
   /** Inserts or replaces the row (all fields, including `dueAt`). */
   readonly save: (row: StreakRow) => Io<void>
+  /** `save` for many rows at once (a due-check batch); one round trip where the store allows. */
+  readonly saveAll: (rows: ReadonlyArray<StreakRow>) => Io<void>
   /** Records an active day. MUST return `true` only for the first insert of (key, day). */
   readonly addDay: (key: StreakKey, day: LocalDate) => Io<boolean>
   /** Every active day of the streak, ascending. */

@@ -160,6 +160,34 @@ export const streakSuite = (it: It) =>
         assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(bare))
       }))
 
+    it.effect("saveAll inserts new rows and replaces existing ones, every field, in one call", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const existing = makeKey(program)
+        yield* streaks.save(makeRow(existing, { run: 1, best: 1, lastActiveDay: day("2024-03-01") }))
+        const rows = [
+          makeRow(existing, {
+            lastActiveDay: day("2024-03-10"),
+            run: 5,
+            best: 12,
+            timezone: "Asia/Kathmandu",
+            atRiskNotifiedFor: day("2024-03-11"),
+            brokenNotifiedAfter: day("2024-02-01"),
+            dueAt: new Date("2100-01-02T05:00:00.000Z"),
+            updatedAt: new Date("2024-03-10T12:34:56.789Z")
+          }),
+          makeRow(makeKey(program), { run: 2, best: 3, lastActiveDay: day("2024-03-09") }),
+          makeRow(makeKey(program), { run: 0, best: 0 })
+        ]
+        yield* streaks.saveAll(rows)
+        yield* streaks.saveAll([])
+        for (const row of rows) {
+          const key = makeKey(program, { userHash: row.userHash })
+          assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(row))
+        }
+      }))
+
     it.effect("addDay is true only for the first insert of (key, day), and days are kept per key", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore

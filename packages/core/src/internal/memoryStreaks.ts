@@ -40,6 +40,7 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
         })),
     get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
     save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
+    saveAll: (rows) => run(() => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))),
     addDay: (key, day) =>
       run(() => {
         const k = keyOf(key)

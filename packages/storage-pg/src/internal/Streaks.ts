@@ -107,6 +107,24 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
             updated_at = excluded.updated_at`
         .pipe(Effect.asVoid, io("StreakStore.save")),
 
+    // One statement for a whole batch: columns travel as arrays and are zipped by unnest.
+    saveAll: (rows) =>
+      rows.length === 0 ? Effect.void :
+      sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+            at_risk_notified_for, broken_notified_after, due_at, updated_at)
+          SELECT * FROM unnest(${rows.map((r) => r.projectId)}::text[], ${rows.map((r) => r.programId)}::text[],
+            ${rows.map((r) => r.userHash)}::text[], ${rows.map((r) => r.ledger)}::text[],
+            ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
+            ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
+            ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${rows.map((r) => r.brokenNotifiedAfter ?? null)}::date[],
+            ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${rows.map((r) => r.updatedAt.toISOString())}::timestamptz[])
+          ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
+            last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
+            timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
+            broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
+            updated_at = excluded.updated_at`
+        .pipe(Effect.asVoid, io("StreakStore.saveAll")),
+
     addDay: (key, day) =>
       sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
           VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${day}::date)
