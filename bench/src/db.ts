@@ -1,0 +1,49 @@
+/**
+ * The benchmark's database: a fresh database on `DATABASE_URL` when set (dropped afterwards),
+ * else a throwaway embedded cluster (the same module the server and the tests use).
+ */
+import { EmbeddedPostgres } from "@streaks/storage-pg"
+import { Effect, Exit, Redacted, Scope } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import pg from "pg"
+
+export interface Database {
+  readonly url: string
+  readonly description: string
+  readonly close: () => Promise<void>
+}
+
+export const open = async (): Promise<Database> => {
+  const adminUrl = process.env.DATABASE_URL
+  if (adminUrl !== undefined && adminUrl !== "") {
+    const name = `streaks_bench_${Date.now()}`
+    const admin = new pg.Client({ connectionString: adminUrl })
+    await admin.connect()
+    await admin.query(`create database ${name}`)
+    await admin.end()
+    const url = new URL(adminUrl)
+    url.pathname = `/${name}`
+    return {
+      url: url.toString(),
+      description: `DATABASE_URL (database ${name})`,
+      close: async () => {
+        const c = new pg.Client({ connectionString: adminUrl })
+        await c.connect()
+        await c.query(`drop database if exists ${name} with (force)`)
+        await c.end()
+      }
+    }
+  }
+  const scope = Effect.runSync(Scope.make())
+  const dataDir = join(mkdtempSync(join(tmpdir(), "streaks-bench-pg-")), "pg")
+  const info = await Effect.runPromise(
+    Scope.extend(EmbeddedPostgres.make({ dataDir, persistent: false, postgresFlags: ["-c", "max_connections=200"] }), scope)
+  )
+  return {
+    url: Redacted.value(info.url),
+    description: `embedded PostgreSQL (throwaway cluster on port ${info.port})`,
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+  }
+}

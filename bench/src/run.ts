@@ -1,0 +1,200 @@
+/**
+ * `pnpm bench`: one run that measures, with the same load generator (autocannon, 50 connections,
+ * 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
+ * ingest, state, and a due-check sweep over 1M streak rows of which 100k are due.
+ * Prints requests/s, p50/p99 latency, server RSS and the ratio to the baseline.
+ */
+import { spawn, type ChildProcess } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import autocannon from "autocannon"
+import pg from "pg"
+import * as Sweep from "./sweep.js"
+import * as Db from "./db.js"
+
+const root = resolve(import.meta.dirname, "../..")
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const DURATION = Number(process.env.BENCH_SECONDS ?? 10)
+const WARMUP = 3
+const MEMBERS = 100_000
+const PROGRAMS = 5
+const ADMIN = "bench-admin-token"
+
+const rssOf = (pid: number): number => {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8")
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
+  return kb / 1024
+}
+
+const start = (file: string, env: Record<string, string>, args: Array<string> = []): ChildProcess =>
+  spawn(process.execPath, ["--import", "tsx", file, ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+
+const waitFor = async (url: string) => {
+  for (let i = 0; i < 300; i++) {
+    try {
+      const r = await fetch(url)
+      if (r.status < 500) return
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 100))
+  }
+  throw new Error(`${url} did not come up`)
+}
+
+const freePort = async (): Promise<number> => {
+  const net = await import("node:net")
+  return new Promise((ok) => {
+    const s = net.createServer().listen(0, "127.0.0.1", () => {
+      const port = (s.address() as import("node:net").AddressInfo).port
+      s.close(() => ok(port))
+    })
+  })
+}
+
+interface Result {
+  readonly name: string
+  readonly rps: number
+  readonly p50: number
+  readonly p99: number
+  readonly errors: number
+  readonly non2xx: number
+  readonly rssMb?: number
+}
+
+const rand = (n: number) => Math.floor(Math.random() * n)
+
+const load = async (
+  name: string,
+  url: string,
+  request: () => { method: "GET" | "POST"; path: string; body?: string; headers?: Record<string, string> },
+  pid?: number
+): Promise<Result> => {
+  const run = (duration: number) =>
+    autocannon({
+      url,
+      connections: CONNECTIONS,
+      duration,
+      requests: [{ setupRequest: (req: any) => ({ ...req, ...request() }) }]
+    } as any)
+  await run(WARMUP)
+  let rss = 0
+  const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
+  const r: any = await run(DURATION)
+  if (sampler !== undefined) clearInterval(sampler)
+  return {
+    name,
+    rps: Math.round(r.requests.average),
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.errors + r.timeouts,
+    non2xx: r.non2xx,
+    ...(pid !== undefined ? { rssMb: Math.round(rss) } : {})
+  }
+}
+
+const admin = async (base: string, path: string, body?: unknown) => {
+  const r = await fetch(`${base}${path}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-admin-token": ADMIN },
+    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
+  })
+  if (r.status >= 300) throw new Error(`${path}: ${r.status} ${await r.text()}`)
+  return r.json() as Promise<any>
+}
+
+const main = async () => {
+  const db = await Db.open()
+  const children: Array<ChildProcess> = []
+  const dataDir = mkdtempSync(join(tmpdir(), "streaks-bench-"))
+  try {
+    console.log(`# Streaks benchmark — ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
+    console.log(`# database: ${db.description}`)
+
+    const basePort = await freePort()
+    const baseline = start("bench/src/baseline.ts", { DATABASE_URL: db.url, PORT: String(basePort) })
+    children.push(baseline)
+    const baseUrl = `http://127.0.0.1:${basePort}`
+    await waitFor(`${baseUrl}/nothing`)
+
+    const port = await freePort()
+    const server = start("packages/server/src/bin.ts", {
+      DATABASE_URL: db.url,
+      PORT: String(port),
+      STREAKS_ADMIN_TOKEN: ADMIN,
+      STREAKS_DATA_DIR: dataDir,
+      STREAKS_SECRET_KEY: "bench-secret-key"
+    }, ["serve"])
+    children.push(server)
+    const url = `http://127.0.0.1:${port}`
+    await waitFor(`${url}/health`)
+
+    const workspace = await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
+    const project = await admin(url, "/admin/projects", { workspaceId: workspace.id, name: "bench", allowedOrigins: [] })
+    for (let i = 0; i < PROGRAMS; i++) {
+      const program = await admin(url, "/admin/programs", {
+        projectId: project.id,
+        name: `p${i}`,
+        eventKey: `e${i}`,
+        milestones: [{ target: 3, msg: "3" }, { target: 7, msg: "7", rewardType: "coupon", rewardValue: "C" }]
+      })
+      await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
+    }
+    const siteKey: string = project.siteKey
+    const token: string = project.serverToken
+    const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
+
+    const results: Array<[Result, Result]> = []
+    const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", baseUrl, () => ({
+      method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
+    }), baseline.pid)
+    const ingest = await load("streaks POST /v1/server/e (full ingest)", url, () => ({
+      method: "POST", path: "/v1/server/e", body: event(),
+      headers: { "content-type": "application/json", "x-streak-server-token": token }
+    }), server.pid)
+    results.push([ingestBase, ingest])
+
+    const query = () => `siteKey=${siteKey}&userHash=m${rand(MEMBERS)}&event=e${rand(PROGRAMS)}`
+    const stateBase = await load("baseline GET /state (bare SELECT)", baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
+    const state = await load("streaks GET /v1/state", url, () => ({
+      method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
+    }), server.pid)
+    results.push([stateBase, state])
+
+    console.log("")
+    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | ratio to baseline |")
+    console.log("|---|---|---|---|---|---|---|---|")
+    for (const [base, ours] of results) {
+      for (const r of [base, ours]) {
+        const ratio = r === ours ? (ours.rps / base.rps).toFixed(2) + "×" : "1.00×"
+        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${ratio} |`)
+      }
+    }
+
+    for (const child of children) child.kill("SIGTERM")
+    children.length = 0
+
+    console.log("")
+    const sweep = await Sweep.run(db.url, { rows: 1_000_000, due: 100_000 })
+    console.log(`| due sweep | rows | due | seconds | at-risk fired |`)
+    console.log(`|---|---|---|---|---|`)
+    console.log(`| 100k due among 1M | ${sweep.rows} | ${sweep.due} | ${sweep.dueSeconds.toFixed(2)} | ${sweep.atRisk} |`)
+    console.log(`| nothing due among 1M | ${sweep.rows} | 0 | ${(sweep.emptyMillis / 1000).toFixed(3)} | 0 |`)
+  } finally {
+    for (const child of children) child.kill("SIGTERM")
+    rmSync(dataDir, { recursive: true, force: true })
+    await db.close()
+  }
+}
+
+main().then(() => process.exit(0), (e) => {
+  console.error(e)
+  process.exit(1)
+})
+
+export type { pg }
