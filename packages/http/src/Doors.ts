@@ -122,8 +122,12 @@ export const state = (
         return yield* new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })
       }
       if (facts.origin !== undefined) {
-        const project = yield* ingestService.resolveProject(query.siteKey)
-        cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
+        // Only for the CORS headers: an unknown siteKey is the state query's to report, after its
+        // body checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY, CONTRACT §2).
+        const project = yield* ingestService.resolveProject(query.siteKey).pipe(
+          Effect.catchTag("InvalidSiteKey", () => Effect.succeed(undefined))
+        )
+        if (project !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
       }
       return yield* service.state({
         siteKey: query.siteKey,

@@ -93,6 +93,19 @@ const parse = (text: string): Either.Either<unknown, readonly [number, string]> 
 
 const WEBHOOK = /^\/v1\/webhook\/([^/?]+)\/e$/
 
+/**
+ * The siteKey of a webhook path. A malformed escape (`%E0%A4%A`) must not throw out of the
+ * request listener (that would crash the process); such a key cannot exist, so it is kept raw
+ * and answered INVALID_SITE_KEY like any unknown key.
+ */
+const decodeSegment = (segment: string): string => {
+  try {
+    return decodeURIComponent(segment)
+  } catch {
+    return segment
+  }
+}
+
 /** The fast path over a runtime that holds the core services and the rate limiter. */
 export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
   const run = (res: ServerResponse, effect: Effect.Effect<Doors.Answer, never, Services>) =>
@@ -152,7 +165,7 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
       if (path === "/v1/e") return ingest(req, res, "browser"), true
       if (path === "/v1/server/e") return ingest(req, res, "server"), true
       const m = WEBHOOK.exec(path)
-      if (m !== null) return webhook(req, res, decodeURIComponent(m[1]!)), true
+      if (m !== null) return webhook(req, res, decodeSegment(m[1]!)), true
       return false
     }
     if (req.method === "GET" && path === "/v1/state") return state(req, res, q === -1 ? "" : url.slice(q + 1)), true

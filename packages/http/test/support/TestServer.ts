@@ -2,10 +2,10 @@
  * The real server for end-to-end tests: every route over real HTTP on a free port, on a fresh
  * Postgres database (`PgTest`), with the admin token below and insecure webhook URLs allowed.
  */
-import { DueChecks, OutboundEvents, SecretBox, Services } from "@streaks/core"
+import { DueChecks, Ids, OutboundEvents, Ports, SecretBox, Services } from "@streaks/core"
 import { PgStorage } from "@streaks/storage-pg"
 import * as PgTest from "@streaks/storage-pg/PgTest"
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import * as Http from "../../src/Http.js"
 import * as HttpConfig from "../../src/HttpConfig.js"
 import * as Jobs from "../../src/Jobs.js"
@@ -41,7 +41,10 @@ export const layer = (options: Options = {}) =>
     Layer.provideMerge(OutboundEvents.layerNoop),
     Layer.provideMerge(SecretBox.layerEphemeral),
     Layer.provideMerge(PgStorage.layer()),
-    Layer.provide(PgTest.layer)
+    Layer.provide(PgTest.layer),
+    // `layer(...)` of @effect/vitest builds this under TestContext, whose TestClock stands at 1970
+    // and never moves: a real server must see real time (dates, ts skew, token expiry).
+    Layer.provideMerge(Layer.setClock(Clock.make()))
   )
 
 export interface Reply {
@@ -81,8 +84,25 @@ export const admin = (path: string, body?: unknown, method?: string) =>
     ...(method !== undefined ? { method } : {})
   })
 
+export interface TenantOptions {
+  readonly origins?: ReadonlyArray<string>
+  readonly timezone?: string
+  readonly browserCounting?: "count" | "display-only"
+  readonly legacyNoOriginIngest?: boolean
+  readonly plan?: string
+  /** Overrides of the program `tenant` creates (default: `lesson_completed`, milestones 1 and 3). */
+  readonly program?: {
+    readonly eventKey?: string
+    readonly milestones?: ReadonlyArray<{ target: number; msg: string; rewardType?: string; rewardValue?: string }>
+    readonly settings?: { theme: { name: string }; position: string; mainMessage: string }
+  }
+}
+
+/** The default program's event key. */
+export const EVENT = "lesson_completed"
+
 /** A workspace, project and program provisioned through the admin API, with their secrets. */
-export const tenant = (options: { readonly origins?: ReadonlyArray<string>; readonly timezone?: string; readonly browserCounting?: "count" | "display-only"; readonly legacyNoOriginIngest?: boolean; readonly plan?: string } = {}) =>
+export const tenant = (options: TenantOptions = {}) =>
   Effect.gen(function*() {
     const workspace = yield* admin("/admin/workspaces", { name: "Acme", plan: options.plan ?? "starter" })
     const project = yield* admin("/admin/projects", {
@@ -96,12 +116,18 @@ export const tenant = (options: { readonly origins?: ReadonlyArray<string>; read
     const program = yield* admin("/admin/programs", {
       projectId: project.body.id,
       name: "Daily lesson",
-      eventKey: "lesson_completed",
-      milestones: [
+      eventKey: options.program?.eventKey ?? EVENT,
+      milestones: options.program?.milestones ?? [
         { target: 1, msg: "First day!" },
         { target: 3, msg: "Three days", rewardType: "coupon", rewardValue: "THREE-OFF" }
-      ]
+      ],
+      ...(options.program?.settings !== undefined ? { settings: options.program.settings } : {})
     })
+    if (workspace.status !== 201 || project.status !== 201 || program.status !== 201) {
+      return yield* Effect.dieMessage(
+        `tenant provisioning failed: ${workspace.status} ${project.status} ${program.status} ${program.text}`
+      )
+    }
     return {
       workspaceId: workspace.body.id as string,
       projectId: project.body.id as string,
@@ -109,7 +135,81 @@ export const tenant = (options: { readonly origins?: ReadonlyArray<string>; read
       serverToken: project.body.serverToken as string,
       signingSecret: project.body.signingSecret as string,
       programId: program.body.id as string,
+      eventKey: program.body.eventKey as string,
       webhookSecret: program.body.webhookSecret as string,
       milestones: program.body.milestones as ReadonlyArray<{ id: string; target: number }>
     }
   })
+
+export type Tenant = Effect.Effect.Success<ReturnType<typeof tenant>>
+
+const DAY_MS = 86_400_000
+
+/** `ts` of an action `n` days before now (an exact multiple of 24 h: the previous UTC dates). */
+export const daysAgo = (n: number): string => new Date(Date.now() - n * DAY_MS).toISOString()
+
+/** The UTC calendar date `n` days before today, `YYYY-MM-DD`. */
+export const utcDate = (n = 0): string => new Date(Date.now() - n * DAY_MS).toISOString().slice(0, 10)
+
+/** `POST /v1/server/e` with the tenant's server token; `siteKey` and `event` default to the tenant's. */
+export const serverEvent = (t: Tenant, body: Record<string, unknown>, headers: Record<string, string> = {}) =>
+  request("/v1/server/e", {
+    headers: { "x-streak-server-token": t.serverToken, ...headers },
+    body: { siteKey: t.siteKey, event: t.eventKey, ...body }
+  })
+
+/**
+ * `POST /v1/e` from a browser on `origin` (`null`: no Origin header, a server-side call);
+ * `siteKey` and `event` default to the tenant's.
+ */
+export const browserEvent = (
+  t: Tenant,
+  body: Record<string, unknown>,
+  origin: string | null = "https://app.example.com",
+  headers: Record<string, string> = {}
+) =>
+  request("/v1/e", {
+    headers: { ...(origin !== null ? { origin } : {}), ...headers },
+    body: { siteKey: t.siteKey, event: t.eventKey, ...body }
+  })
+
+/** `POST /v1/webhook/:siteKey/e` with the program's webhook secret (or `secret`, `null` for none). */
+export const webhookEvent = (t: Tenant, body: Record<string, unknown>, secret: string | null = t.webhookSecret) =>
+  request(`/v1/webhook/${t.siteKey}/e`, {
+    headers: secret === null ? {} : { "x-streak-webhook-secret": secret },
+    body: { event: t.eventKey, ...body }
+  })
+
+/** `GET /v1/state` for a member, by default with the server token (no Origin). */
+export const getState = (
+  t: Tenant,
+  userHash: string,
+  options: { readonly query?: Record<string, string>; readonly headers?: Record<string, string> } = {}
+) => {
+  const query = new URLSearchParams({ siteKey: t.siteKey, userHash, event: t.eventKey, ...options.query })
+  return request(`/v1/state?${query}`, {
+    headers: options.headers ?? { "x-streak-server-token": t.serverToken }
+  })
+}
+
+/**
+ * What the action log holds for a program and ledger over the last 30 days: every stored action
+ * by event type, and how many of them counted (moved a streak). Read from storage directly.
+ */
+export const actionCounts = (programId: string, ledger: "live" | "test") =>
+  Effect.gen(function*() {
+    const log = yield* Ports.ActionLog
+    const rows = yield* log.countsByDay({
+      programIds: [Ids.unsafe("ProgramId", programId)],
+      from: new Date(Date.now() - 30 * DAY_MS),
+      to: new Date(Date.now() + DAY_MS),
+      ledger
+    })
+    const byType: Record<string, number> = {}
+    let counted = 0
+    for (const r of rows) {
+      byType[r.eventType] = (byType[r.eventType] ?? 0) + r.count
+      counted += r.counted
+    }
+    return { byType, counted, total: rows.reduce((n, r) => n + r.count, 0) }
+  }).pipe(Effect.orDie)
