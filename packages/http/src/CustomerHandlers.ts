@@ -18,6 +18,7 @@ import {
 import { Effect } from "effect"
 import { Api, CurrentPrincipal } from "./Api.js"
 import { HttpConfig } from "./HttpConfig.js"
+import { checkParts } from "./IngestHandlers.js"
 import * as Views from "./Views.js"
 
 export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
@@ -57,6 +58,7 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
             })))))
       .handle("countAction", ({ path, payload }) =>
         Effect.gen(function*() {
+          yield* checkParts(payload)
           const { program, project } = yield* reach(path.programId)
           const action = yield* EventInput.fromCountAction(payload)
           const answer = yield* ingest.record({ project, action, auth: { door: "api", programId: program.id } })

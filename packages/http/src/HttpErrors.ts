@@ -120,6 +120,10 @@ export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
       if (e instanceof HttpServerError.RouteNotFound) return Effect.succeed(notFound)
       const body = bodyError(e)
       if (body !== undefined) return Effect.succeed(body)
+      // A storage outage is never the client's fault: keep its cause in the log (the answer is 503).
+      if (typeof e === "object" && e !== null && (e as { readonly _tag?: unknown })._tag === "StorageError") {
+        return Effect.zipRight(Effect.logError("storage failure", cause), Effect.failCause(cause))
+      }
       // Status and body come from the error's registration; the header is added on the way out.
       const retryAfter = retryAfterOf(e)
       return retryAfter === undefined ? Effect.failCause(cause) : Effect.zipRight(

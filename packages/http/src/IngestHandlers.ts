@@ -3,10 +3,11 @@
  * fast path (`FastPath`) serves the same routes in the reference server.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { EventInput } from "@streaks/core"
+import { Errors, EventInput } from "@streaks/core"
 import { Effect, Option } from "effect"
 import { Api } from "./Api.js"
 import * as Doors from "./Doors.js"
+import * as JsonLimits from "./JsonLimits.js"
 
 /** The answer as an HTTP response (JSON body, headers as given). */
 export const toResponse = (answer: Doors.Answer): HttpServerResponse.HttpServerResponse =>
@@ -25,25 +26,32 @@ const facts = Effect.map(HttpServerRequest.HttpServerRequest, (request): Doors.S
 
 const invalid = (e: { readonly code: string }) => Effect.succeed(toResponse(Doors.errorAnswer(e)))
 
+/** The per-part limits (CONTRACT §2 step 1) on a decoded body, as the fast path applies them. */
+export const checkParts = (payload: unknown) =>
+  JsonLimits.check(payload, (o) => new Errors.PayloadTooLarge({ message: `${o.part} is over ${o.limit} bytes` }))
+
 export const layer = HttpApiBuilder.group(Api, "ingest", (handlers) =>
   handlers
     .handle("browser", ({ payload }) =>
       Effect.flatMap(facts, (f) =>
-        EventInput.fromEventRecord(payload).pipe(
+        checkParts(payload).pipe(
+          Effect.zipRight(EventInput.fromEventRecord(payload)),
           Effect.flatMap((action) => Effect.map(Doors.ingest("browser", action, f), toResponse)),
-          Effect.catchTag("InvalidBody", invalid)
+          Effect.catchTags({ InvalidBody: invalid, PayloadTooLarge: invalid })
         )))
     .handle("server", ({ payload }) =>
       Effect.flatMap(facts, (f) =>
-        EventInput.fromEventRecord(payload).pipe(
+        checkParts(payload).pipe(
+          Effect.zipRight(EventInput.fromEventRecord(payload)),
           Effect.flatMap((action) => Effect.map(Doors.ingest("server", action, f), toResponse)),
-          Effect.catchTag("InvalidBody", invalid)
+          Effect.catchTags({ InvalidBody: invalid, PayloadTooLarge: invalid })
         )))
     .handle("webhook", ({ headers, path, payload }) =>
-      EventInput.fromWebhookEvent(payload).pipe(
+      checkParts(payload).pipe(
+        Effect.zipRight(EventInput.fromWebhookEvent(payload)),
         Effect.flatMap((action) => Doors.webhook(path.siteKey, action, headers["x-streak-webhook-secret"])),
         Effect.map(toResponse),
-        Effect.catchTag("InvalidBody", invalid)
+        Effect.catchTags({ InvalidBody: invalid, PayloadTooLarge: invalid })
       ))
     .handle("state", ({ urlParams }) =>
       Effect.flatMap(facts, (f) =>

@@ -9,7 +9,7 @@ import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 export interface Options {
   /** Time between sweeps (CONTRACT §15 `STREAKS_DUE_CHECK_INTERVAL`, default 1 hour). */
   readonly interval: Duration.DurationInput
-  /** Rows claimed per transaction (default 200). */
+  /** Rows claimed per transaction (default: DueChecks' own, 500). */
   readonly batchSize?: number
   /** Delivery attempts older than this are deleted (default 30 days). */
   readonly keepAttempts?: Duration.DurationInput

@@ -1,0 +1,52 @@
+/**
+ * The `streaks` command line: `serve` runs the service, `migrate` prepares the database and
+ * exits, `demo` provisions a demo tenant and prints its credentials (shown once).
+ */
+import { Command, Options } from "@effect/cli"
+import { PgStorage } from "@streaks/storage-pg"
+import { Services, SecretBox, OutboundEvents } from "@streaks/core"
+import { Console, Effect, Layer } from "effect"
+import * as Demo from "./Demo.js"
+import * as Main from "./Main.js"
+import * as SecretKey from "./SecretKey.js"
+import * as ServerConfig from "./ServerConfig.js"
+
+// runMain's own reporting is off (it would print CLI usage errors twice), so report here.
+const reportFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.tapErrorCause(self, (cause) => Effect.logError("streaks failed", cause))
+
+const serve = Command.make("serve", {}, () =>
+  Effect.flatMap(ServerConfig.config, (config) => Layer.launch(Main.layer(config))).pipe(reportFailure))
+
+const migrate = Command.make("migrate", {}, () =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig.config
+    yield* Effect.provide(
+      Effect.void,
+      PgStorage.layer({ prefix: config.tablePrefix }).pipe(Layer.provide(Main.layerDatabase(config)))
+    )
+    yield* Console.log("migrations applied")
+  }).pipe(reportFailure))
+
+const origin = Options.text("origin").pipe(
+  Options.withDescription("Browser origin allowed to call /v1/e and /v1/state"),
+  Options.withDefault("http://localhost:3000")
+)
+
+const demo = Command.make("demo", { origin }, ({ origin }) =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig.config
+    const key = yield* SecretKey.resolve(config.secretKey, config.dataDir)
+    const services = Services.layer.pipe(
+      Layer.provide(OutboundEvents.layerNoop),
+      Layer.provideMerge(SecretBox.layer(key)),
+      Layer.provideMerge(PgStorage.layer({ prefix: config.tablePrefix })),
+      Layer.provide(Main.layerDatabase(config))
+    )
+    const created = yield* Effect.provide(Demo.provision({ origin }), services)
+    yield* Console.log(JSON.stringify(created, null, 2))
+  }).pipe(reportFailure))
+
+export const command = Command.make("streaks").pipe(Command.withSubcommands([serve, migrate, demo]))
+
+export const run = Command.run(command, { name: "streaks", version: "0.1.0" })

@@ -1,0 +1,85 @@
+/**
+ * The composition root: configuration → database (DATABASE_URL or the embedded default) →
+ * storage → core services → HTTP server, webhook dispatcher and scheduler, as one layer.
+ */
+import { NodeHttpClient } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
+import { DueChecks, SecretBox, Services } from "@streaks/core"
+import { Http, HttpConfig, Jobs, RateLimit } from "@streaks/http"
+import { Scheduler } from "@streaks/scheduler"
+import { PgConnection, PgStorage } from "@streaks/storage-pg"
+import { Dispatcher } from "@streaks/webhooks"
+import { Effect, Layer, Option } from "effect"
+import { join } from "node:path"
+import * as SecretKey from "./SecretKey.js"
+import type { ServerConfig } from "./ServerConfig.js"
+
+/** The SQL client: `DATABASE_URL`, else the embedded cluster kept under `dataDir/pg`. */
+export const layerDatabase = (config: ServerConfig) =>
+  PgConnection.layer({
+    url: config.databaseUrl,
+    dataDir: join(config.dataDir, "pg"),
+    port: config.embeddedPort
+  })
+
+/** Storage (migrated at start), the secret box, core services and the dispatcher. */
+export const layerCore = (config: ServerConfig) => {
+  const storage = PgStorage.layer({ prefix: config.tablePrefix })
+  const secretBox = Layer.unwrapEffect(
+    Effect.map(SecretKey.resolve(config.secretKey, config.dataDir), SecretBox.layer)
+  )
+  const dispatcher = Dispatcher.layer().pipe(Layer.provide(NodeHttpClient.layerUndici))
+  const base = Layer.mergeAll(storage, secretBox)
+  return Services.layer.pipe(
+    Layer.provideMerge(dispatcher),
+    Layer.provideMerge(base)
+  )
+}
+
+/** The on-demand jobs of `/admin/jobs/*` and the readiness probe of `/ready`. */
+const layerJobs = Layer.effect(
+  Jobs.Jobs,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const dueChecks = yield* DueChecks.DueChecks
+    const dispatcher = yield* Dispatcher.Dispatcher
+    return Jobs.Jobs.of({
+      dueChecks: dueChecks.run(),
+      deliveries: dispatcher.runOnce,
+      ready: sql`select 1`.pipe(Effect.as(true), Effect.orElseSucceed(() => false))
+    })
+  })
+)
+
+/** Everything the service runs, for `Layer.launch`. */
+export const layer = (config: ServerConfig) => {
+  const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
+  const http = Http.layerServer({ port: config.port, host: config.host }).pipe(
+    Layer.provide(layerJobs),
+    Layer.provide(RateLimit.layer({ ipPerSecond: config.rateLimitIp, sitePerSecond: config.rateLimitSite })),
+    Layer.provide(HttpConfig.layer({
+      adminToken: config.adminToken,
+      allowInsecureWebhookUrls: config.allowInsecureWebhookUrls
+    }))
+  )
+  const scheduler = Scheduler.layer({ interval: config.dueCheckInterval })
+  const started = Layer.effectDiscard(
+    Effect.gen(function*() {
+      yield* Effect.logInfo(`Streaks listening on http://${config.host}:${config.port}`)
+      yield* Effect.logInfo(
+        Option.isSome(config.databaseUrl)
+          ? "database: DATABASE_URL"
+          : `database: embedded Postgres under ${join(config.dataDir, "pg")}`
+      )
+      if (Option.isSome(config.databaseUrl) && Option.isNone(config.secretKey)) {
+        yield* Effect.logWarning(
+          `STREAKS_SECRET_KEY is not set: using a key generated in ${config.dataDir}; set the same key on every replica`
+        )
+      }
+      if (Option.isNone(config.adminToken)) {
+        yield* Effect.logWarning("STREAKS_ADMIN_TOKEN is not set: every /admin route answers 401")
+      }
+    })
+  )
+  return Layer.mergeAll(http, scheduler, started).pipe(Layer.provide(core))
+}

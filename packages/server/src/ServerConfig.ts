@@ -1,0 +1,39 @@
+/**
+ * The server's configuration, from the environment (CONTRACT §15). A `.env` file is not needed;
+ * every variable has a safe default for a local run.
+ */
+import { Config, Duration, type Option, type Redacted } from "effect"
+
+export interface ServerConfig {
+  readonly port: number
+  readonly host: string
+  /** None: the embedded default database under `dataDir`. */
+  readonly databaseUrl: Option.Option<Redacted.Redacted<string>>
+  readonly dataDir: string
+  readonly adminToken: Option.Option<Redacted.Redacted<string>>
+  /** Seals signing secrets (docs/decisions/0001); None: a key generated into `dataDir`. */
+  readonly secretKey: Option.Option<Redacted.Redacted<string>>
+  readonly dueCheckInterval: Duration.Duration
+  readonly rateLimitIp: number
+  readonly rateLimitSite: number
+  readonly allowInsecureWebhookUrls: boolean
+  readonly tablePrefix: string
+  /** Port of the embedded cluster (reused across restarts). */
+  readonly embeddedPort: number
+}
+
+export const config: Config.Config<ServerConfig> = Config.all({
+  port: Config.withDefault(Config.port("PORT"), 8787),
+  host: Config.withDefault(Config.string("HOST"), "127.0.0.1"),
+  databaseUrl: Config.option(Config.redacted("DATABASE_URL")),
+  dataDir: Config.withDefault(Config.string("STREAKS_DATA_DIR"), "./.streaks"),
+  adminToken: Config.option(Config.redacted("STREAKS_ADMIN_TOKEN")),
+  secretKey: Config.option(Config.redacted("STREAKS_SECRET_KEY")),
+  dueCheckInterval: Config.withDefault(Config.duration("STREAKS_DUE_CHECK_INTERVAL"), Duration.hours(1)),
+  rateLimitIp: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_IP"), 50),
+  rateLimitSite: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_SITE"), 500),
+  allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false),
+  tablePrefix: Config.withDefault(Config.string("STREAKS_TABLE_PREFIX"), "streaks_"),
+  embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329)
+})
+

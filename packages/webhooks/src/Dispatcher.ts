@@ -1,0 +1,146 @@
+/**
+ * Drains the outbox (CONTRACT §8): claims due messages (several replicas never share one), signs
+ * and sends each, records every attempt, then marks it delivered, schedules its retry, or fails
+ * it; a 410 removes the subscription. A fresh message wakes the loop at once, so events of an
+ * action reach receivers within a second instead of waiting for a poll.
+ */
+import type { HttpClient } from "@effect/platform"
+import { Domain, type Errors, OutboundEvents, Ports, SecretBox } from "@streaks/core"
+import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
+import * as RetryPolicy from "./RetryPolicy.js"
+import * as Sender from "./Sender.js"
+
+export interface PassResult {
+  readonly attempted: number
+  readonly delivered: number
+  readonly failed: number
+  readonly retrying: number
+}
+
+export class Dispatcher extends Context.Tag("@streaks/webhooks/Dispatcher")<Dispatcher, {
+  /** Delivers every message due now, batch after batch, until a claim comes back empty. */
+  readonly runOnce: Effect.Effect<PassResult, Errors.StorageError>
+}>() {}
+
+export interface Options {
+  /** Longest sleep between passes when nothing wakes the loop (other replicas enqueue too). Default 5 s. */
+  readonly pollInterval?: Duration.DurationInput
+  /** Messages claimed per batch (default 50). */
+  readonly batchSize?: number
+  /** Sends in flight at once (default 16). */
+  readonly concurrency?: number
+  /** Per-attempt timeout (default 15 s). */
+  readonly timeout?: Duration.DurationInput
+}
+
+/** How long a claimed message stays invisible to other dispatchers: past the send timeout. */
+const lease = Duration.seconds(60)
+
+type Needs = Ports.Outbox | Ports.SubscriptionStore | SecretBox.SecretBox | HttpClient.HttpClient
+
+export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], never, Needs> =>
+  Effect.gen(function*() {
+    const outbox = yield* Ports.Outbox
+    const subscriptions = yield* Ports.SubscriptionStore
+    const box = yield* SecretBox.SecretBox
+    const context = yield* Effect.context<HttpClient.HttpClient>()
+    const batchSize = options.batchSize ?? 50
+    const concurrency = options.concurrency ?? 16
+
+    const deliver = (message: Domain.OutboxMessage, tally: { -readonly [K in keyof PassResult]: PassResult[K] }) =>
+      Effect.gen(function*() {
+        const attempt = message.attempts + 1
+        const subscription = yield* subscriptions.get(message.subscriptionId)
+        const secret = Option.flatMapNullable(subscription, (s) => box.open(s.secretSealed))
+        if (Option.isNone(subscription) || Option.isNone(secret)) {
+          // Removed (410, DELETE, revoked credential) since the message was written: nobody to tell.
+          yield* outbox.markFailed(message.id, message.attempts)
+          tally.failed++
+          return
+        }
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const sent = yield* Sender.send({
+          url: subscription.value.url,
+          id: message.id,
+          body: message.payload,
+          secret: secret.value,
+          now,
+          ...(options.timeout !== undefined ? { timeout: options.timeout } : {})
+        }).pipe(Effect.provide(context))
+        tally.attempted++
+        yield* outbox.recordAttempt(
+          new Domain.DeliveryAttempt({
+            messageId: message.id,
+            attempt,
+            at: now,
+            latencyMs: sent.latencyMs,
+            ...(sent.status !== undefined ? { status: sent.status } : {}),
+            ...(sent.error !== undefined ? { error: sent.error } : {})
+          })
+        )
+        if (sent.outcome === "delivered") {
+          yield* outbox.markDelivered(message.id, attempt, now)
+          tally.delivered++
+          return
+        }
+        if (sent.outcome === "gone") {
+          yield* subscriptions.remove(subscription.value.id)
+          yield* outbox.markFailed(message.id, attempt)
+          tally.failed++
+          return
+        }
+        const delay = RetryPolicy.nextAttemptDelay(attempt, sent.retryAfter)
+        if (Option.isNone(delay)) {
+          yield* outbox.markFailed(message.id, attempt)
+          tally.failed++
+          return
+        }
+        yield* outbox.reschedule(message.id, attempt, new Date(now.getTime() + Duration.toMillis(delay.value)))
+        tally.retrying++
+      })
+
+    const runOnce = Effect.gen(function*() {
+      const tally = { attempted: 0, delivered: 0, failed: 0, retrying: 0 }
+      while (true) {
+        const now = yield* Clock.currentTimeMillis
+        const claimed = yield* outbox.claimDue(new Date(now), batchSize, new Date(now + Duration.toMillis(lease)))
+        if (claimed.length === 0) return tally as PassResult
+        yield* Effect.forEach(claimed, (m) => deliver(m, tally), { concurrency, discard: true })
+      }
+    })
+
+    return Dispatcher.of({ runOnce })
+  })
+
+/**
+ * The dispatcher with its background loop and the `OutboxSignal` that wakes it. The loop runs a
+ * pass when woken, else sleeps until the next retry is due, at most `pollInterval`. Failures are
+ * logged and never stop it.
+ */
+export const layer = (options: Options = {}): Layer.Layer<Dispatcher | OutboundEvents.OutboxSignal, never, Needs> =>
+  Layer.scopedContext(Effect.gen(function*() {
+    const dispatcher = yield* make(options)
+    const outbox = yield* Ports.Outbox
+    const wake = yield* Queue.sliding<void>(1)
+    const poll = Duration.toMillis(options.pollInterval ?? Duration.seconds(5))
+    const untilNext = Effect.gen(function*() {
+      const next = yield* Effect.orElseSucceed(outbox.nextDueAt, () => Option.none<Date>())
+      const now = yield* Clock.currentTimeMillis
+      return Option.match(next, {
+        onNone: () => poll,
+        onSome: (at) => Math.min(poll, Math.max(0, at.getTime() - now))
+      })
+    })
+    yield* Effect.gen(function*() {
+      yield* dispatcher.runOnce.pipe(Effect.catchAllCause((cause) => Effect.logError("webhook delivery pass failed", cause)))
+      const wait = yield* untilNext
+      yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(wait)))
+    }).pipe(Effect.forever, Effect.forkScoped)
+    return Context.make(Dispatcher, dispatcher).pipe(
+      Context.add(OutboundEvents.OutboxSignal, { notify: Queue.offer(wake, undefined).pipe(Effect.asVoid) })
+    )
+  }))
+
+/** Only `runOnce` and a signal that does nothing: for tests and on-demand passes. */
+export const layerNoLoop = (options: Options = {}): Layer.Layer<Dispatcher | OutboundEvents.OutboxSignal, never, Needs> =>
+  Layer.merge(Layer.effect(Dispatcher, make(options)), OutboundEvents.layerNoop)
