@@ -21,7 +21,7 @@ export const sign = (secret: string, id: string, timestamp: Date, body: string):
   return `v1,${mac}`
 }
 
-export interface SignatureHeaders {
+export type SignatureHeaders = {
   readonly "webhook-id": string
   readonly "webhook-timestamp": string
   readonly "webhook-signature": string
