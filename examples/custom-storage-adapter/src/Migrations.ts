@@ -1,0 +1,222 @@
+/**
+ * The SQLite schema of every storage port, as `@effect/sql` migrations. The shape follows the
+ * entities of `@streaks/core/Domain`; the types follow what SQLite stores well:
+ *
+ * - instants are INTEGER milliseconds since the epoch (exact, and they sort),
+ * - calendar dates (`LocalDate`) are TEXT `YYYY-MM-DD` (they sort as text, and no zone sneaks in),
+ * - booleans are INTEGER 0/1, lists and nested objects are JSON TEXT.
+ *
+ * better-sqlite3 prepares one statement at a time, so a migration is a list of statements.
+ */
+import * as Migrator from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import { Effect } from "effect"
+
+const initial: ReadonlyArray<string> = [
+  `CREATE TABLE workspaces (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    plan TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`,
+  `CREATE TABLE projects (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    site_key TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    allowed_origins TEXT NOT NULL,
+    timezone TEXT NOT NULL,
+    browser_counting TEXT NOT NULL,
+    legacy_no_origin_ingest INTEGER NOT NULL,
+    server_token_hash TEXT NOT NULL,
+    signing_secret_sealed TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`,
+  `CREATE INDEX projects_workspace ON projects (workspace_id)`,
+  `CREATE TABLE programs (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    event_key TEXT NOT NULL,
+    status TEXT NOT NULL,
+    mode TEXT NOT NULL,
+    webhook_secret_hash TEXT NOT NULL,
+    milestones TEXT NOT NULL,
+    settings TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`,
+  // Not unique on purpose: the port rejects nothing, the services keep event keys unique.
+  `CREATE INDEX programs_event_key ON programs (project_id, event_key)`,
+  `CREATE TABLE members (
+    project_id TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    timezone TEXT,
+    PRIMARY KEY (project_id, user_hash)
+  )`,
+  `CREATE TABLE aliases (
+    project_id TEXT NOT NULL,
+    anonymous_id TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    PRIMARY KEY (project_id, anonymous_id)
+  )`,
+  `CREATE TABLE streaks (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    last_active_day TEXT,
+    run INTEGER NOT NULL,
+    best INTEGER NOT NULL,
+    timezone TEXT NOT NULL,
+    at_risk_notified_for TEXT,
+    broken_notified_after TEXT,
+    due_at INTEGER,
+    updated_at INTEGER NOT NULL,
+    PRIMARY KEY (project_id, program_id, user_hash, ledger)
+  )`,
+  // claimDue reads only due rows: its cost follows the due rows, not the table (a port MUST).
+  `CREATE INDEX streaks_due ON streaks (due_at) WHERE due_at IS NOT NULL`,
+  `CREATE INDEX streaks_member ON streaks (project_id, user_hash)`,
+  `CREATE INDEX streaks_program ON streaks (program_id, ledger)`,
+  `CREATE TABLE activity_days (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    day TEXT NOT NULL,
+    PRIMARY KEY (project_id, program_id, user_hash, ledger, day)
+  )`,
+  `CREATE INDEX activity_days_member ON activity_days (project_id, user_hash)`,
+  `CREATE TABLE achievements (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    milestone_id TEXT NOT NULL,
+    achieved_at INTEGER NOT NULL,
+    PRIMARY KEY (project_id, program_id, user_hash, ledger, milestone_id)
+  )`,
+  `CREATE TABLE actions (
+    id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    program_id TEXT,
+    user_hash TEXT NOT NULL,
+    event TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    door TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    ts INTEGER NOT NULL,
+    received_at INTEGER NOT NULL,
+    local_date TEXT NOT NULL,
+    timezone TEXT NOT NULL,
+    counted INTEGER NOT NULL,
+    source TEXT,
+    external_service TEXT,
+    integration_id TEXT,
+    session_id TEXT,
+    idempotency_key TEXT,
+    extra TEXT
+  )`,
+  `CREATE INDEX actions_program_ts ON actions (program_id, ledger, ts)`,
+  `CREATE TABLE idempotency_keys (
+    project_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    state TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    claimed_at INTEGER NOT NULL,
+    completed_at INTEGER,
+    response_status INTEGER,
+    response_body TEXT,
+    PRIMARY KEY (project_id, key)
+  )`,
+  `CREATE INDEX idempotency_keys_created ON idempotency_keys (created_at)`,
+  `CREATE TABLE subscriptions (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    event_types TEXT NOT NULL,
+    secret_sealed TEXT NOT NULL,
+    created_by_type TEXT NOT NULL,
+    created_by_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`,
+  `CREATE INDEX subscriptions_program ON subscriptions (program_id)`,
+  `CREATE INDEX subscriptions_created_by ON subscriptions (created_by_type, created_by_id)`,
+  `CREATE TABLE outbox (
+    id TEXT PRIMARY KEY,
+    subscription_id TEXT NOT NULL,
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    status TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    next_attempt_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    delivered_at INTEGER
+  )`,
+  `CREATE INDEX outbox_due ON outbox (next_attempt_at) WHERE status = 'pending'`,
+  `CREATE INDEX outbox_delivered ON outbox (program_id, type, created_at) WHERE status = 'delivered'`,
+  `CREATE TABLE delivery_attempts (
+    message_id TEXT NOT NULL,
+    attempt INTEGER NOT NULL,
+    at INTEGER NOT NULL,
+    status INTEGER,
+    latency_ms REAL NOT NULL,
+    error TEXT,
+    PRIMARY KEY (message_id, attempt)
+  )`,
+  `CREATE INDEX delivery_attempts_at ON delivery_attempts (at)`,
+  `CREATE TABLE api_keys (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    token_hash TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+  )`,
+  `CREATE INDEX api_keys_token_hash ON api_keys (token_hash)`,
+  `CREATE TABLE oauth_grants (
+    id TEXT PRIMARY KEY,
+    workspace_ids TEXT NOT NULL,
+    app_name TEXT NOT NULL,
+    token_hash TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+  )`,
+  `CREATE INDEX oauth_grants_token_hash ON oauth_grants (token_hash)`,
+  `CREATE TABLE usage (
+    workspace_id TEXT NOT NULL,
+    month TEXT NOT NULL,
+    member TEXT NOT NULL,
+    PRIMARY KEY (workspace_id, month, member)
+  )`,
+  `CREATE TABLE experiments (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    holdout_percent INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    ended_at INTEGER
+  )`,
+  // At most one running experiment per program: ExperimentStore.start relies on it.
+  `CREATE UNIQUE INDEX experiments_running ON experiments (program_id) WHERE ended_at IS NULL`
+]
+
+const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
+
+/** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
+export const migrations = {
+  "0001_initial": statements(initial)
+}
+
+// The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor
+// for its optional schema dump, which this adapter does not use.
+const migrator = Migrator.make({})
+
+/** Applies every pending migration (in one transaction) and returns those it applied. */
+export const run = migrator({ loader: Migrator.fromRecord(migrations), table: "streaks_migrations" })

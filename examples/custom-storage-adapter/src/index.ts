@@ -1,0 +1,3 @@
+/** A storage adapter for `@streaks/core` on SQLite. */
+export * as Migrations from "./Migrations.js"
+export * as SqliteStorage from "./SqliteStorage.js"

@@ -1,0 +1,49 @@
+/**
+ * The adapter under the real services: provision, count an action through `Ingest`, read it back
+ * through `StateQuery`, then reopen the database file and find the streak still there.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import { Effect, Layer, Redacted } from "effect"
+import { mkdtempSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { SqliteStorage } from "../src/index.js"
+
+// A fixed key: the second opening of the file must read what the first one sealed.
+const servicesOn = (filename: string) =>
+  Services.layer.pipe(
+    Layer.provide(OutboundEvents.layerNoop),
+    Layer.provide(SecretBox.layer(Redacted.make("example-only-secret-key"))),
+    Layer.provide(SqliteStorage.layer({ filename }))
+  )
+
+describe("core services on SQLite", () => {
+  it.live("an action counted through Ingest is read back by StateQuery, also after reopening the file", () =>
+    Effect.gen(function*() {
+      const filename = join(mkdtempSync(join(tmpdir(), "streaks-sqlite-")), "streaks.db")
+
+      const programId = yield* Effect.gen(function*() {
+        const provisioning = yield* Provisioning.Provisioning
+        const ingest = yield* Ingest.Ingest
+        const workspace = yield* provisioning.createWorkspace({ name: "Acme", plan: "starter" })
+        const { project } = yield* provisioning.createProject({ workspaceId: workspace.id, name: "App", allowedOrigins: [] })
+        const { program } = yield* provisioning.createProgram({
+          projectId: project.id,
+          name: "Daily lesson",
+          eventKey: "lesson_completed",
+          milestones: [{ target: 1, msg: "First day!" }]
+        })
+        yield* provisioning.setProgramStatus(program.id, "live")
+        const action = yield* EventInput.decodeCountAction({ userHash: "member-42", tz: "Europe/Paris" })
+        const answer = yield* ingest.record({ project, action, auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) } })
+        assert.deepStrictEqual(answer.body, { counted: true })
+        return program.id
+      }).pipe(Effect.provide(servicesOn(filename)))
+
+      const streak = yield* Effect.flatMap(StateQuery.StateQuery, (state) => state.memberStreak(programId, "member-42")).pipe(
+        Effect.provide(servicesOn(filename))
+      )
+      assert.deepInclude(streak, { current: 1, best: 1, todayDone: true, isLive: true })
+    }))
+})
