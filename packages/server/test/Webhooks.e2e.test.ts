@@ -8,7 +8,7 @@ import { Calendar, Experiments } from "@streaks/core"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Duration, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
-import { createServer, type IncomingMessage } from "node:http"
+import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
 import * as Main from "../src/Main.js"
@@ -63,10 +63,18 @@ interface Delivery {
   readonly at: number
 }
 
+interface Receiver {
+  readonly url: string
+  readonly deliveries: Array<Delivery>
+  readonly attempts: Array<string>
+  readonly invalid: Array<string>
+  readonly server: Server
+}
+
 /** A receiver that answers with `statuses` in turn (then 200) and verifies every signature. */
 const receiver = (secret: () => string, statuses: Array<number> = []) =>
   Effect.acquireRelease(
-    Effect.async<{ url: string; deliveries: Array<Delivery>; attempts: Array<string>; invalid: Array<string> }>((resume) => {
+    Effect.async<Receiver>((resume) => {
       const deliveries: Array<Delivery> = []
       const attempts: Array<string> = []
       const invalid: Array<string> = []
@@ -97,9 +105,9 @@ const receiver = (secret: () => string, statuses: Array<number> = []) =>
           attempts,
           invalid,
           server
-        } as any)))
+        })))
     }),
-    (r: any) => Effect.sync(() => {
+    (r) => Effect.sync(() => {
       r.server.closeAllConnections()
       r.server.close()
     })
