@@ -1,0 +1,95 @@
+/**
+ * The ingest pipeline on Postgres: concurrency of one member's actions through `Ingest`, and the
+ * promise that the database never holds a token or secret in plaintext.
+ */
+import { SqlClient } from "@effect/sql"
+import { assert, layer } from "@effect/vitest"
+import { Credentials, type Domain, EventInput, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery, Subscriptions } from "@streaks/core"
+import { Clock, Effect, Layer, Redacted } from "effect"
+import * as PgStorage from "../src/PgStorage.js"
+import * as PgTest from "../src/PgTest.js"
+
+const services = Services.layer.pipe(
+  Layer.provideMerge(Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboundEvents.layerNoop)),
+  Layer.provideMerge(PgTest.layer),
+  Layer.provideMerge(Layer.setClock(Clock.make()))
+)
+
+/** A provisioned tenant with every kind of secret: the plaintexts are returned once, here. */
+const provision = Effect.gen(function*() {
+  const provisioning = yield* Provisioning.Provisioning
+  const workspace = yield* provisioning.createWorkspace({ name: "Acme", plan: "pro" })
+  const project = yield* provisioning.createProject({ workspaceId: workspace.id, name: "App", allowedOrigins: [] })
+  const program = yield* provisioning.createProgram({
+    projectId: project.project.id,
+    name: "Lessons",
+    eventKey: "lesson",
+    milestones: [{ target: 1, msg: "Day one", rewardType: "coupon", rewardValue: "C-1" }]
+  })
+  yield* provisioning.setProgramStatus(program.program.id, "live")
+  const apiKey = yield* provisioning.createApiKey(workspace.id, "key")
+  const grant = yield* provisioning.createOAuthGrant({ workspaceIds: [workspace.id], appName: "app" })
+  const principal = yield* Effect.flatMap(Credentials.Credentials, (c) => c.authenticate(`Bearer ${apiKey.key}`))
+  const subscription = yield* Effect.flatMap(Subscriptions.Subscriptions, (s) =>
+    s.create(principal, { programId: program.program.id, url: "https://example.com/hook", eventTypes: ["milestone.achieved"] }, {
+      allowInsecureUrls: false
+    }))
+  return {
+    project: project.project,
+    programId: program.program.id,
+    secrets: [project.serverToken, project.signingSecret, program.webhookSecret, apiKey.key, grant.accessToken, subscription.secret]
+  }
+})
+
+const serverAction = (project: Domain.Project, serverToken: string, userHash: string, key?: string) =>
+  Effect.gen(function*() {
+    const action = yield* EventInput.decodeEventRecord({
+      siteKey: project.siteKey,
+      userHash,
+      event: "lesson",
+      ...(key !== undefined ? { idempotencyKey: key } : {})
+    })
+    return yield* Effect.flatMap(Ingest.Ingest, (i) =>
+      i.record({ project, action, auth: { door: "server", serverToken } }))
+  })
+
+layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
+  it.effect("50 concurrent actions of one member on one day count once", () =>
+    Effect.gen(function*() {
+      const t = yield* provision
+      const answers = yield* Effect.all(Array.from({ length: 50 }, () => serverAction(t.project, t.secrets[0]!, "busy-member")), {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(answers.filter((a) => a.body.counted === true && a.body.duplicate !== true).length, 1)
+      assert.strictEqual(answers.filter((a) => a.body.duplicate === true).length, 49)
+      const streak = yield* Effect.flatMap(StateQuery.StateQuery, (s) => s.memberStreak(t.programId, "busy-member"))
+      assert.deepStrictEqual([streak.current, streak.best], [1, 1])
+      const sql = yield* SqlClient.SqlClient
+      const [days] = yield* sql<{ n: number }>`select count(*)::int as n from streaks_activity_days where user_hash = 'busy-member'`
+      assert.strictEqual(days!.n, 1)
+      const [messages] = yield* sql<{ n: number }>`select count(*)::int as n from streaks_outbox where program_id = ${t.programId}`
+      assert.strictEqual(messages!.n, 1) // milestone.achieved once, to the one subscription
+    }))
+
+  it.effect("after a full ingest, a dump of every table contains no plaintext token or secret", () =>
+    Effect.gen(function*() {
+      const t = yield* provision
+      yield* serverAction(t.project, t.secrets[0]!, "member-1", "idem-1")
+      yield* serverAction(t.project, t.secrets[0]!, "member-1", "idem-1")
+      const sql = yield* SqlClient.SqlClient
+      const tables = yield* sql<{ name: string }>`
+        select table_name as name from information_schema.tables where table_schema = 'public' order by 1`
+      assert.isAbove(tables.length, 10)
+      let dump = ""
+      for (const { name } of tables) {
+        const rows = yield* sql<{ row: string }>`select row_to_json(t)::text as row from ${sql(name)} t`
+        dump += rows.map((r) => r.row).join("\n")
+      }
+      assert.include(dump, t.project.siteKey) // the dump is real: the public siteKey is in it
+      for (const secret of t.secrets) {
+        assert.notInclude(dump, secret)
+        // Not even the random part without its prefix.
+        assert.notInclude(dump, secret.slice(secret.indexOf("_", 4) + 1))
+      }
+    }))
+})
