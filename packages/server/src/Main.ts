@@ -19,7 +19,8 @@ export const layerDatabase = (config: ServerConfig) =>
   PgConnection.layer({
     url: config.databaseUrl,
     dataDir: join(config.dataDir, "pg"),
-    port: config.embeddedPort
+    port: config.embeddedPort,
+    pool: { maxConnections: config.databasePoolSize }
   })
 
 /** Storage (migrated at start), the secret box, core services and the dispatcher. */

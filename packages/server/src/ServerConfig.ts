@@ -20,6 +20,8 @@ export interface ServerConfig {
   readonly tablePrefix: string
   /** Port of the embedded cluster (reused across restarts). */
   readonly embeddedPort: number
+  /** Postgres connections per process (each replica opens this many). */
+  readonly databasePoolSize: number
 }
 
 export const config: Config.Config<ServerConfig> = Config.all({
@@ -34,6 +36,7 @@ export const config: Config.Config<ServerConfig> = Config.all({
   rateLimitSite: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_SITE"), 500),
   allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false),
   tablePrefix: Config.withDefault(Config.string("STREAKS_TABLE_PREFIX"), "streaks_"),
-  embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329)
+  embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329),
+  databasePoolSize: Config.withDefault(Config.integer("STREAKS_DB_POOL_SIZE"), 10)
 })
 

@@ -30,7 +30,8 @@ const config = (url: Redacted.Redacted<string>) => ({
   rateLimitSite: 10_000,
   allowInsecureWebhookUrls: true,
   tablePrefix: "streaks_",
-  embeddedPort: 0
+  embeddedPort: 0,
+  databasePoolSize: 10
 })
 
 /**
