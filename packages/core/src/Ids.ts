@@ -38,8 +38,12 @@ export const randomPart = (millis: number): string => {
 /** Random characters for secrets: 32 bytes of entropy, base32. */
 export const secretPart = (): string => encode(randomBytes(32))
 
-const id = <const B extends string>(brand: B, prefix: string) =>
-  Schema.String.pipe(Schema.startsWith(prefix), Schema.maxLength(64), Schema.brand(brand))
+const prefixes = new Map<string, string>()
+
+const id = <const B extends string>(brand: B, prefix: string) => {
+  prefixes.set(brand, prefix)
+  return Schema.String.pipe(Schema.startsWith(prefix), Schema.maxLength(64), Schema.brand(brand))
+}
 
 export const WorkspaceId = id("WorkspaceId", "ws_")
 export type WorkspaceId = typeof WorkspaceId.Type
@@ -73,39 +77,34 @@ export const UserHash = Schema.String.pipe(
 )
 export type UserHash = typeof UserHash.Type
 
-const prefixes = {
-  WorkspaceId: "ws_",
-  ProjectId: "prj_",
-  ProgramId: "prg_",
-  MilestoneId: "ms_",
-  SubscriptionId: "sub_",
-  ApiKeyId: "key_",
-  OAuthGrantId: "oag_",
-  ExperimentId: "exp_",
-  EventId: "evt_",
-  MessageId: "msg_",
-  SiteKey: "site_"
-} as const
+/** Every id kind with its schema: the prefix lives in one place, the schema's `startsWith`. */
+const kinds = {
+  WorkspaceId,
+  ProjectId,
+  ProgramId,
+  MilestoneId,
+  SubscriptionId,
+  ApiKeyId,
+  OAuthGrantId,
+  ExperimentId,
+  EventId,
+  MessageId,
+  SiteKey
+}
 
-type Branded = {
-  WorkspaceId: WorkspaceId
-  ProjectId: ProjectId
-  ProgramId: ProgramId
-  MilestoneId: MilestoneId
-  SubscriptionId: SubscriptionId
-  ApiKeyId: ApiKeyId
-  OAuthGrantId: OAuthGrantId
-  ExperimentId: ExperimentId
-  EventId: EventId
-  MessageId: MessageId
-  SiteKey: SiteKey
+type Kind = keyof typeof kinds
+type Branded<K extends Kind> = (typeof kinds)[K]["Type"]
+
+const prefixOf = (kind: Kind): string => {
+  const prefix = prefixes.get(kind)
+  if (prefix !== undefined) return prefix
+  throw new Error(`no prefix for ${kind}`)
 }
 
 /** A fresh id of the given kind; time comes from `Clock` so ids follow `TestClock` in tests. */
-export const make = <K extends keyof typeof prefixes>(kind: K): Effect.Effect<Branded[K]> =>
-  Effect.map(Clock.currentTimeMillis, (ms) => `${prefixes[kind]}${randomPart(ms)}` as Branded[K])
+export const make = <K extends Kind>(kind: K): Effect.Effect<Branded<K>> =>
+  Effect.map(Clock.currentTimeMillis, (ms) => `${prefixOf(kind)}${randomPart(ms)}` as Branded<K>)
 
 /** Makes an id from a string known to be valid (e.g. read back from storage). */
-export const unsafe = <K extends keyof typeof prefixes>(_kind: K, value: string): Branded[K] =>
-  value as Branded[K]
+export const unsafe = <K extends Kind>(_kind: K, value: string): Branded<K> => value as Branded<K>
 
