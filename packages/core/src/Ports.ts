@@ -91,7 +91,8 @@ export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<Member
   /**
    * Links `anonymousId` to `userHash`. MUST be atomic: returns `"linked"` the first time,
    * `"unchanged"` when the same pair exists, and the other member when `anonymousId` is already
-   * linked elsewhere (nothing changes then).
+   * linked elsewhere (nothing changes then). On `"linked"`, ids that were linked to `anonymousId`
+   * MUST now resolve to `userHash` too (chains never need more than one lookup).
    */
   readonly link: (
     projectId: ProjectId,

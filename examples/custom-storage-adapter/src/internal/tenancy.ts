@@ -190,7 +190,10 @@ export const makeMemberStore = ({ sql }: Ctx): MemberStore["Type"] => ({
     Effect.gen(function*() {
       const inserted = yield* sql`INSERT INTO aliases (project_id, anonymous_id, user_hash)
         VALUES (${projectId}, ${anonymousId}, ${userHash}) ON CONFLICT DO NOTHING RETURNING 1 AS ok`
-      if (inserted.length > 0) return "linked" as const
+      if (inserted.length > 0) {
+        yield* sql`UPDATE aliases SET user_hash = ${userHash} WHERE project_id = ${projectId} AND user_hash = ${anonymousId}`
+        return "linked" as const
+      }
       const existing = yield* sql`SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${anonymousId}`
       const current = existing[0]?.user_hash as UserHash | undefined
       return current === undefined || current === userHash ? "unchanged" as const : { linkedTo: current }

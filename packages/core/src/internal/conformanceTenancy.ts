@@ -187,6 +187,21 @@ export const memberSuite = (it: It) =>
         assert.strictEqual((yield* members.lookup(project.id, intruder)).userHash, intruder)
       }))
 
+    it.effect("linking an id that others were linked to moves them along: a chain resolves in one lookup", () =>
+      Effect.gen(function*() {
+        const members = yield* MemberStore
+        const a = yield* seedTenant()
+        const b = yield* seedTenant()
+        const [first, second, member] = [makeUserHash(), makeUserHash(), makeUserHash()]
+        yield* members.link(a.project.id, first, second)
+        // The same pair in another project must not move.
+        yield* members.link(b.project.id, first, second)
+        assert.strictEqual(yield* members.link(a.project.id, second, member), "linked")
+        assert.strictEqual((yield* members.lookup(a.project.id, first)).userHash, member)
+        assert.strictEqual((yield* members.lookup(a.project.id, second)).userHash, member)
+        assert.strictEqual((yield* members.lookup(b.project.id, first)).userHash, second)
+      }))
+
     it.effect("lookup of a linked anonymous id gives the member and the member's zone, in that project only", () =>
       Effect.gen(function*() {
         const members = yield* MemberStore

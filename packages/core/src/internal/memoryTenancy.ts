@@ -80,6 +80,10 @@ export const makeMembers = (s: MemoryState, { run }: Runner): Context.Tag.Servic
         const existing = s.aliases.get(k)
         if (existing === undefined) {
           j.set(s.aliases, k, userHash)
+          // Ids that pointed at the anonymous id now point at its member.
+          for (const [other, target] of s.aliases) {
+            if (target === anonymousId && (JSON.parse(other) as Array<string>)[0] === projectId) j.set(s.aliases, other, userHash)
+          }
           return "linked" as const
         }
         return existing === userHash ? "unchanged" as const : { linkedTo: existing }

@@ -231,7 +231,12 @@ export const makeMemberStore = ({ sql, t }: Ctx): MemberStore["Type"] => ({
       const inserted = yield* sql`INSERT INTO ${t.aliases} (project_id, anonymous_id, user_hash)
         VALUES (${projectId}, ${anonymousId}, ${userHash})
         ON CONFLICT (project_id, anonymous_id) DO NOTHING RETURNING 1 AS ok`
-      if (inserted.length > 0) return "linked" as const
+      if (inserted.length > 0) {
+        // Ids that pointed at the anonymous id now point at its member: one lookup resolves any chain.
+        yield* sql`UPDATE ${t.aliases} SET user_hash = ${userHash}
+          WHERE project_id = ${projectId} AND user_hash = ${anonymousId}`
+        return "linked" as const
+      }
       const existing = yield* sql`SELECT user_hash FROM ${t.aliases}
         WHERE project_id = ${projectId} AND anonymous_id = ${anonymousId}`
       const current = existing[0]?.user_hash as UserHash | undefined
