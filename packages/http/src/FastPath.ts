@@ -109,7 +109,7 @@ const decodeSegment = (segment: string): string => {
 /** The fast path over a runtime that holds the core services and the rate limiter. */
 export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
   const run = (res: ServerResponse, effect: Effect.Effect<Doors.Answer, never, Services>) =>
-    Runtime.runCallback(runtime)(effect, {
+    Runtime.runCallback(runtime)(Effect.withTracerEnabled(effect, false), {
       onExit: (exit) => {
         if (exit._tag === "Success") return write(res, exit.value)
         if (!res.headersSent) fail(res, 500, "INTERNAL")
