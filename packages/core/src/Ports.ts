@@ -77,16 +77,27 @@ export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<
   readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
 }>() {}
 
+/** An id as an action names it. */
+export interface MemberRef {
+  readonly projectId: ProjectId
+  readonly userHash: UserHash
+}
+
+/** The canonical member behind an id, with the member's stored zone. */
+export interface Member {
+  readonly userHash: UserHash
+  readonly timezone: Option.Option<string>
+}
+
 /** Member facts per project: aliases (anonymous → member) and the member's time zone. */
 export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<MemberStore, {
   /**
    * The canonical member behind `userHash` (itself unless it was linked as an anonymous id)
    * and that member's stored zone, in one read.
    */
-  readonly lookup: (projectId: ProjectId, userHash: UserHash) => Io<{
-    readonly userHash: UserHash
-    readonly timezone: Option.Option<string>
-  }>
+  readonly lookup: (projectId: ProjectId, userHash: UserHash) => Io<Member>
+  /** `lookup` of many ids at once (a batch of actions), answers in input order; one round trip where the store allows. */
+  readonly lookupMany: (ids: ReadonlyArray<MemberRef>) => Io<ReadonlyArray<Member>>
   readonly setTimezone: (projectId: ProjectId, userHash: UserHash, timezone: string) => Io<void>
   /**
    * Links `anonymousId` to `userHash`. MUST be atomic: returns `"linked"` the first time,
@@ -108,6 +119,12 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * the rest of the surrounding transaction so concurrent actions of one member serialise.
    */
   readonly lock: (key: StreakKey, timezone: string) => Io<StreakRow>
+  /**
+   * `lock` of many keys at once (a batch of actions), rows in input order; a key may repeat.
+   * MUST take the locks in one deterministic order (so that two batches with overlapping keys
+   * cannot deadlock); one round trip where the store allows.
+   */
+  readonly lockMany: (keys: ReadonlyArray<{ readonly key: StreakKey; readonly timezone: string }>) => Io<ReadonlyArray<StreakRow>>
   readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>
   /** Inserts or replaces the row (all fields, including `dueAt`). */
   readonly save: (row: StreakRow) => Io<void>
@@ -115,6 +132,11 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
   readonly saveAll: (rows: ReadonlyArray<StreakRow>) => Io<void>
   /** Records an active day. MUST return `true` only for the first insert of (key, day). */
   readonly addDay: (key: StreakKey, day: LocalDate) => Io<boolean>
+  /**
+   * `addDay` of many (key, day) pairs at once, answers in input order. MUST answer `true` only for
+   * the first insert: a pair given twice is `true` at most at its first position.
+   */
+  readonly addDays: (days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) => Io<ReadonlyArray<boolean>>
   /** Every active day of the streak, ascending. */
   readonly days: (key: StreakKey) => Io<ReadonlyArray<LocalDate>>
   /** Active days in [from, to] inclusive, ascending. */
@@ -152,6 +174,8 @@ export interface ActionQuery {
 /** The append-only log of received actions, and the reads that reports need. */
 export class ActionLog extends Context.Tag("@streaks/core/ActionLog")<ActionLog, {
   readonly append: (record: ActionRecord) => Io<void>
+  /** `append` of many records at once; one round trip where the store allows. */
+  readonly appendAll: (records: ReadonlyArray<ActionRecord>) => Io<void>
   /** Counts per local date and event type. */
   readonly countsByDay: (query: ActionQuery) => Io<ReadonlyArray<{
     readonly date: LocalDate
@@ -234,10 +258,22 @@ export class CredentialStore extends Context.Tag("@streaks/core/CredentialStore"
   readonly revokeGrant: (id: OAuthGrantId, at: Date) => Io<Option.Option<OAuthGrant>>
 }>() {}
 
+export interface UsageEntry {
+  readonly workspaceId: WorkspaceId
+  readonly month: string
+  readonly member: string
+}
+
 /** Active streakers per workspace and UTC month (CONTRACT §11). */
 export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageStore, {
   /** MUST return `true` only the first time `member` is marked in (workspace, month). */
   readonly markActive: (workspaceId: WorkspaceId, month: string, member: string) => Io<boolean>
+  /**
+   * `markActive` of many entries at once, answers in input order (`true` at most at the first
+   * position of an entry given twice). MUST insert in one deterministic order, so that concurrent
+   * batches cannot deadlock.
+   */
+  readonly markActiveMany: (entries: ReadonlyArray<UsageEntry>) => Io<ReadonlyArray<boolean>>
   readonly activeCount: (workspaceId: WorkspaceId, month: string) => Io<number>
 }>() {}
 

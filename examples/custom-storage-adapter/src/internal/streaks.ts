@@ -2,7 +2,8 @@
  * The per-action ports on SQLite: streak rows and activity days (StreakStore), achievements, the
  * action log and idempotency keys.
  */
-import type { EventType, Ledger } from "@streaks/core/Domain"
+import type { LocalDate } from "@streaks/core/Calendar"
+import type { ActionRecord, EventType, Ledger } from "@streaks/core/Domain"
 import { Achievement, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { AchievementStore, ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore, StreakStore } from "@streaks/core/Ports"
@@ -64,19 +65,32 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
           broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
           updated_at = excluded.updated_at`.pipe(Effect.asVoid)
 
+  // "MUST lock the row for the rest of the transaction": transactions of this adapter run one
+  // at a time (see `port`), so the row is the caller's until it commits. Insert-if-missing,
+  // then read, in one exclusive unit.
+  const lock = (key: StreakKey, timezone: string) =>
+    Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      yield* sql`INSERT INTO streaks (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at)
+        VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, 0, 0, ${timezone}, ${now})
+        ON CONFLICT DO NOTHING`
+      const rows = yield* sql`SELECT * FROM streaks WHERE ${whereKey(key)}`
+      return decodeRow(rows[0]!)
+    })
+
+  // The primary key makes the first insert win; RETURNING tells whether this call inserted.
+  const addDay = (key: StreakKey, day: LocalDate) =>
+    sql`INSERT INTO activity_days (project_id, program_id, user_hash, ledger, day)
+        VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${day})
+        ON CONFLICT DO NOTHING RETURNING 1 AS ok`.pipe(Effect.map((rows) => rows.length > 0))
+
   return {
-    // "MUST lock the row for the rest of the transaction": transactions of this adapter run one
-    // at a time (see `port`), so the row is the caller's until it commits. Insert-if-missing,
-    // then read, in one exclusive unit.
-    lock: (key, timezone) =>
-      Effect.gen(function*() {
-        const now = yield* Clock.currentTimeMillis
-        yield* sql`INSERT INTO streaks (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at)
-          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, 0, 0, ${timezone}, ${now})
-          ON CONFLICT DO NOTHING`
-        const rows = yield* sql`SELECT * FROM streaks WHERE ${whereKey(key)}`
-        return decodeRow(rows[0]!)
-      }).pipe(port(sql, "StreakStore.lock")),
+    lock: (key, timezone) => lock(key, timezone).pipe(port(sql, "StreakStore.lock")),
+
+    // One exclusive unit, so the rows are the caller's together; the order does not matter here
+    // because this adapter's transactions never run side by side.
+    lockMany: (keys) =>
+      Effect.forEach(keys, (k) => lock(k.key, k.timezone)).pipe(port(sql, "StreakStore.lockMany")),
 
     get: (key) =>
       sql`SELECT * FROM streaks WHERE ${whereKey(key)}`.pipe(
@@ -90,12 +104,9 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
     saveAll: (rows) =>
       rows.length === 0 ? Effect.void : Effect.forEach(rows, upsert, { discard: true }).pipe(port(sql, "StreakStore.saveAll")),
 
-    // The primary key makes the first insert win; RETURNING tells whether this call inserted.
-    addDay: (key, day) =>
-      sql`INSERT INTO activity_days (project_id, program_id, user_hash, ledger, day)
-          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${day})
-          ON CONFLICT DO NOTHING RETURNING 1 AS ok`
-        .pipe(Effect.map((rows) => rows.length > 0), port(sql, "StreakStore.addDay")),
+    addDay: (key, day) => addDay(key, day).pipe(port(sql, "StreakStore.addDay")),
+
+    addDays: (days) => Effect.forEach(days, (d) => addDay(d.key, d.day)).pipe(port(sql, "StreakStore.addDays")),
 
     days: (key) =>
       sql`SELECT day FROM activity_days WHERE ${whereKey(key)} ORDER BY day`
@@ -162,17 +173,19 @@ export const makeAchievementStore = ({ sql }: Ctx): AchievementStore["Type"] => 
 }
 
 export const makeActionLog = ({ sql }: Ctx): ActionLog["Type"] => {
+  const append = (a: ActionRecord) =>
+    sql`INSERT INTO actions (id, project_id, program_id, user_hash, event, event_type, door, ledger, ts, received_at,
+        local_date, timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra)
+      VALUES (${a.id}, ${a.projectId}, ${nullable(a.programId)}, ${a.userHash}, ${a.event}, ${a.eventType}, ${a.door},
+        ${a.ledger}, ${ms(a.ts)}, ${ms(a.receivedAt)}, ${a.localDate}, ${a.timezone}, ${bool(a.counted)},
+        ${nullable(a.source)}, ${nullable(a.externalService)}, ${nullable(a.integrationId)}, ${nullable(a.sessionId)},
+        ${nullable(a.idempotencyKey)}, ${a.extra === undefined ? null : JSON.stringify(a.extra)})`.pipe(Effect.asVoid)
   const where = (q: ActionQuery) =>
     sql`program_id IN ${sql.in(q.programIds)} AND ledger = ${q.ledger} AND ts >= ${ms(q.from)} AND ts < ${ms(q.to)}`
   return {
-    append: (a) =>
-      sql`INSERT INTO actions (id, project_id, program_id, user_hash, event, event_type, door, ledger, ts, received_at,
-            local_date, timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra)
-          VALUES (${a.id}, ${a.projectId}, ${nullable(a.programId)}, ${a.userHash}, ${a.event}, ${a.eventType}, ${a.door},
-            ${a.ledger}, ${ms(a.ts)}, ${ms(a.receivedAt)}, ${a.localDate}, ${a.timezone}, ${bool(a.counted)},
-            ${nullable(a.source)}, ${nullable(a.externalService)}, ${nullable(a.integrationId)}, ${nullable(a.sessionId)},
-            ${nullable(a.idempotencyKey)}, ${a.extra === undefined ? null : JSON.stringify(a.extra)})`
-        .pipe(Effect.asVoid, port(sql, "ActionLog.append")),
+    append: (a) => append(a).pipe(port(sql, "ActionLog.append")),
+
+    appendAll: (records) => Effect.forEach(records, append, { discard: true }).pipe(port(sql, "ActionLog.appendAll")),
 
     countsByDay: (q) =>
       q.programIds.length === 0 ? Effect.succeed([]) :

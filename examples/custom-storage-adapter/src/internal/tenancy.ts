@@ -15,7 +15,14 @@ import type {
   UserHash,
   WorkspaceId
 } from "@streaks/core/Ids"
-import type { CredentialStore, DirectoryStore, ExperimentStore, MemberStore, UsageStore } from "@streaks/core/Ports"
+import type {
+  CredentialStore,
+  DirectoryStore,
+  ExperimentStore,
+  MemberStore,
+  UsageEntry,
+  UsageStore
+} from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
 import { bool, type Ctx, ms, nullable, opt, optMs, port, type Row, toDate, toOptDate, trusted } from "./sqlite.js"
 
@@ -163,22 +170,25 @@ export const makeDirectoryStore = ({ sql }: Ctx): DirectoryStore["Type"] => ({
       .pipe(Effect.map(first(decodeProgram)), port(sql, "DirectoryStore.setWebhookSecretHash"))
 })
 
+// One statement: resolve the alias (if any), then the canonical member's zone.
+const lookup = (sql: Ctx["sql"], projectId: ProjectId, userHash: UserHash) =>
+  sql`WITH canonical AS (
+        SELECT coalesce(
+          (SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${userHash}),
+          ${userHash}) AS user_hash
+      )
+      SELECT c.user_hash AS user_hash, m.timezone AS timezone
+      FROM canonical c LEFT JOIN members m ON m.project_id = ${projectId} AND m.user_hash = c.user_hash`.pipe(
+    Effect.map((rows) => ({
+      userHash: (rows[0]?.user_hash ?? userHash) as UserHash,
+      timezone: Option.fromNullable(rows[0]?.timezone as string | null | undefined)
+    }))
+  )
+
 export const makeMemberStore = ({ sql }: Ctx): MemberStore["Type"] => ({
-  // One statement: resolve the alias (if any), then the canonical member's zone.
-  lookup: (projectId, userHash) =>
-    sql`WITH canonical AS (
-          SELECT coalesce(
-            (SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${userHash}),
-            ${userHash}) AS user_hash
-        )
-        SELECT c.user_hash AS user_hash, m.timezone AS timezone
-        FROM canonical c LEFT JOIN members m ON m.project_id = ${projectId} AND m.user_hash = c.user_hash`.pipe(
-      Effect.map((rows) => ({
-        userHash: (rows[0]?.user_hash ?? userHash) as UserHash,
-        timezone: Option.fromNullable(rows[0]?.timezone as string | null | undefined)
-      })),
-      port(sql, "MemberStore.lookup")
-    ),
+  lookup: (projectId, userHash) => lookup(sql, projectId, userHash).pipe(port(sql, "MemberStore.lookup")),
+  lookupMany: (ids) =>
+    Effect.forEach(ids, (id) => lookup(sql, id.projectId, id.userHash)).pipe(port(sql, "MemberStore.lookupMany")),
 
   setTimezone: (projectId, userHash, timezone) =>
     sql`INSERT INTO members (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
@@ -249,11 +259,15 @@ export const makeCredentialStore = ({ sql }: Ctx): CredentialStore["Type"] => ({
       .pipe(Effect.map(first(decodeGrant)), port(sql, "CredentialStore.revokeGrant"))
 })
 
+const markActive = (sql: Ctx["sql"], { member, month, workspaceId }: UsageEntry) =>
+  sql`INSERT INTO usage (workspace_id, month, member) VALUES (${workspaceId}, ${month}, ${member})
+      ON CONFLICT DO NOTHING RETURNING 1 AS ok`.pipe(Effect.map((rows) => rows.length > 0))
+
 export const makeUsageStore = ({ sql }: Ctx): UsageStore["Type"] => ({
   markActive: (workspaceId, month, member) =>
-    sql`INSERT INTO usage (workspace_id, month, member) VALUES (${workspaceId}, ${month}, ${member})
-        ON CONFLICT DO NOTHING RETURNING 1 AS ok`
-      .pipe(Effect.map((rows) => rows.length > 0), port(sql, "UsageStore.markActive")),
+    markActive(sql, { workspaceId, month, member }).pipe(port(sql, "UsageStore.markActive")),
+  markActiveMany: (entries) =>
+    Effect.forEach(entries, (e) => markActive(sql, e)).pipe(port(sql, "UsageStore.markActiveMany")),
 
   activeCount: (workspaceId, month) =>
     sql`SELECT count(*) AS n FROM usage WHERE workspace_id = ${workspaceId} AND month = ${month}`

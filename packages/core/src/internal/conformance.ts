@@ -19,6 +19,7 @@ import {
   Transactor,
   UsageStore
 } from "../Ports.js"
+import { batchSuite } from "./conformanceBatches.js"
 import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./conformanceDelivery.js"
 import {
   day,
@@ -124,4 +125,5 @@ export const storageConformance = (name: string, storage: Layer.Layer<Storage, u
     credentialSuite(it)
     usageSuite(it)
     experimentSuite(it)
+    batchSuite(it)
   })

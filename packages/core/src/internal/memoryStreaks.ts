@@ -16,41 +16,43 @@ const CLAIM_MS = 30 * 1000
 export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Service<StreakStore> => {
   const j = s.journal
   const sortedDays = (k: string): Array<LocalDate> => [...(s.days.get(k) ?? [])].sort()
+  // The single lock of this adapter already serialises the transaction; creating the row here
+  // makes `lock` behave like Postgres' insert-if-missing + SELECT … FOR UPDATE.
+  const lock = (key: StreakKey, timezone: string, now: number): StreakRow => {
+    const k = keyOf(key)
+    const existing = s.streaks.get(k)
+    if (existing !== undefined) return existing
+    const row = new StreakRow({
+      projectId: key.projectId,
+      programId: key.programId,
+      userHash: key.userHash,
+      ledger: key.ledger,
+      run: 0,
+      best: 0,
+      timezone,
+      updatedAt: new Date(now)
+    })
+    j.set(s.streaks, k, row)
+    return row
+  }
+  const addDay = (key: StreakKey, day: LocalDate): boolean => {
+    const k = keyOf(key)
+    let days = s.days.get(k)
+    if (days === undefined) {
+      days = new Set()
+      j.set(s.days, k, days)
+    }
+    return j.add(days, day)
+  }
   return {
-    lock: (key, timezone) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        run(() => {
-          // The single lock of this adapter already serialises the transaction; creating the row
-          // here makes `lock` behave like Postgres' insert-if-missing + SELECT … FOR UPDATE.
-          const k = keyOf(key)
-          const existing = s.streaks.get(k)
-          if (existing !== undefined) return existing
-          const row = new StreakRow({
-            projectId: key.projectId,
-            programId: key.programId,
-            userHash: key.userHash,
-            ledger: key.ledger,
-            run: 0,
-            best: 0,
-            timezone,
-            updatedAt: new Date(now)
-          })
-          j.set(s.streaks, k, row)
-          return row
-        })),
+    lock: (key, timezone) => Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => lock(key, timezone, now))),
+    lockMany: (keys) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => keys.map((k) => lock(k.key, k.timezone, now)))),
     get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
     save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
     saveAll: (rows) => run(() => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))),
-    addDay: (key, day) =>
-      run(() => {
-        const k = keyOf(key)
-        let days = s.days.get(k)
-        if (days === undefined) {
-          days = new Set()
-          j.set(s.days, k, days)
-        }
-        return j.add(days, day)
-      }),
+    addDay: (key, day) => run(() => addDay(key, day)),
+    addDays: (days) => run(() => days.map((d) => addDay(d.key, d.day))),
     days: (key) => run(() => sortedDays(keyOf(key))),
     daysBetween: (key, from, to) => run(() => sortedDays(keyOf(key)).filter((d) => d >= from && d <= to)),
     keysOfMember: (projectId, userHash) =>
@@ -144,6 +146,7 @@ export const makeActionLog = (s: MemoryState, { run }: Runner): Context.Tag.Serv
   }
   return {
     append: (record) => run(() => j.push(s.actions, record)),
+    appendAll: (records) => run(() => records.forEach((record) => j.push(s.actions, record))),
     countsByDay: (query) =>
       run(() => {
         const groups = new Map<string, { date: LocalDate; eventType: ActionRecord["eventType"]; count: number; counted: number }>()

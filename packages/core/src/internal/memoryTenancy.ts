@@ -5,7 +5,7 @@
 import { Option } from "effect"
 import type { Context } from "effect"
 import { ApiKey, Experiment, OAuthGrant, Program, Workspace } from "../Domain.js"
-import type { ProgramId, WorkspaceId } from "../Ids.js"
+import type { ProgramId, UserHash, WorkspaceId } from "../Ids.js"
 import type { CredentialStore, DirectoryStore, ExperimentStore, MemberStore, UsageStore } from "../Ports.js"
 import { type MemoryState, pair, type Runner } from "./memoryState.js"
 
@@ -66,12 +66,13 @@ export const makeDirectory = (s: MemoryState, { run }: Runner): Context.Tag.Serv
 
 export const makeMembers = (s: MemoryState, { run }: Runner): Context.Tag.Service<MemberStore> => {
   const j = s.journal
+  const lookup = (projectId: string, userHash: UserHash) => {
+    const member = s.aliases.get(pair(projectId, userHash)) ?? userHash
+    return { userHash: member, timezone: Option.fromNullable(s.timezones.get(pair(projectId, member))) }
+  }
   return {
-    lookup: (projectId, userHash) =>
-      run(() => {
-        const member = s.aliases.get(pair(projectId, userHash)) ?? userHash
-        return { userHash: member, timezone: Option.fromNullable(s.timezones.get(pair(projectId, member))) }
-      }),
+    lookup: (projectId, userHash) => run(() => lookup(projectId, userHash)),
+    lookupMany: (ids) => run(() => ids.map((id) => lookup(id.projectId, id.userHash))),
     setTimezone: (projectId, userHash, timezone) =>
       run(() => j.set(s.timezones, pair(projectId, userHash), timezone)),
     link: (projectId, anonymousId, userHash) =>
@@ -129,17 +130,18 @@ export const makeCredentials = (s: MemoryState, { run }: Runner): Context.Tag.Se
 
 export const makeUsage = (s: MemoryState, { run }: Runner): Context.Tag.Service<UsageStore> => {
   const j = s.journal
+  const markActive = (workspaceId: string, month: string, member: string) => {
+    const k = pair(workspaceId, month)
+    let members = s.usage.get(k)
+    if (members === undefined) {
+      members = new Set()
+      j.set(s.usage, k, members)
+    }
+    return j.add(members, member)
+  }
   return {
-    markActive: (workspaceId: WorkspaceId, month, member) =>
-      run(() => {
-        const k = pair(workspaceId, month)
-        let members = s.usage.get(k)
-        if (members === undefined) {
-          members = new Set()
-          j.set(s.usage, k, members)
-        }
-        return j.add(members, member)
-      }),
+    markActive: (workspaceId: WorkspaceId, month, member) => run(() => markActive(workspaceId, month, member)),
+    markActiveMany: (entries) => run(() => entries.map((e) => markActive(e.workspaceId, e.month, e.member))),
     activeCount: (workspaceId, month) => run(() => s.usage.get(pair(workspaceId, month))?.size ?? 0)
   }
 }

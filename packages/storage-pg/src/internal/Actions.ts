@@ -2,7 +2,7 @@
  * The action log (append-only, plus the two aggregate reads of reports) and the idempotency keys
  * shared by every replica, on Postgres.
  */
-import type { EventType } from "@streaks/core/Domain"
+import type { ActionRecord, EventType } from "@streaks/core/Domain"
 import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore } from "@streaks/core/Ports"
 import { Effect } from "effect"
 import { type Ctx, io, jsonParam, toLocalDate, toOptionalString } from "./Sql.js"
@@ -14,16 +14,34 @@ const claimLifetime = "30 seconds"
 export const makeActionLog = ({ sql, t }: Ctx): ActionLog["Type"] => {
   const where = (q: ActionQuery) =>
     sql`program_id = ANY(${[...q.programIds]}::text[]) AND ledger = ${q.ledger} AND ts >= ${q.from} AND ts < ${q.to}`
-  return {
-    append: (a) =>
+
+  // A batch of actions is one insert: each column travels as an array.
+  const appendAll = (records: ReadonlyArray<ActionRecord>) => {
+    const col = <A>(f: (a: ActionRecord) => A) => records.map(f)
+    return Effect.as(
       sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
             received_at, local_date, timezone, counted, source, external_service, integration_id, session_id,
             idempotency_key, extra)
-          VALUES (${a.projectId}, ${a.id}, ${a.programId ?? null}, ${a.userHash}, ${a.event}, ${a.eventType}, ${a.door},
-            ${a.ledger}, ${a.ts}, ${a.receivedAt}, ${a.localDate}::date, ${a.timezone}, ${a.counted}, ${a.source ?? null},
-            ${a.externalService ?? null}, ${a.integrationId ?? null}, ${a.sessionId ?? null}, ${a.idempotencyKey ?? null},
-            ${a.extra === undefined ? null : jsonParam(a.extra)}::jsonb)`
-        .pipe(Effect.asVoid, io("ActionLog.append")),
+          SELECT project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
+            timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra::jsonb
+          FROM unnest(${col((a) => a.projectId)}::text[], ${col((a) => a.id)}::text[], ${col((a) => a.programId ?? null)}::text[],
+            ${col((a) => a.userHash)}::text[], ${col((a) => a.event)}::text[], ${col((a) => a.eventType)}::text[],
+            ${col((a) => a.door)}::text[], ${col((a) => a.ledger)}::text[], ${col((a) => a.ts.toISOString())}::timestamptz[],
+            ${col((a) => a.receivedAt.toISOString())}::timestamptz[], ${col((a) => a.localDate)}::date[],
+            ${col((a) => a.timezone)}::text[], ${col((a) => a.counted)}::boolean[], ${col((a) => a.source ?? null)}::text[],
+            ${col((a) => a.externalService ?? null)}::text[], ${col((a) => a.integrationId ?? null)}::text[],
+            ${col((a) => a.sessionId ?? null)}::text[], ${col((a) => a.idempotencyKey ?? null)}::text[],
+            ${col((a) => a.extra === undefined ? null : jsonParam(a.extra))}::text[])
+            AS a (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
+              timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra)`,
+      undefined
+    )
+  }
+
+  return {
+    append: (record) => appendAll([record]).pipe(io("ActionLog.append")),
+
+    appendAll: (records) => records.length === 0 ? Effect.void : appendAll(records).pipe(io("ActionLog.appendAll")),
 
     countsByDay: (q) =>
       q.programIds.length === 0 ? Effect.succeed([]) :

@@ -23,8 +23,16 @@ import type {
   UserHash,
   WorkspaceId
 } from "@streaks/core/Ids"
-import type { CredentialStore, DirectoryStore, MemberStore, UsageStore } from "@streaks/core/Ports"
+import type {
+  CredentialStore,
+  DirectoryStore,
+  MemberRef,
+  MemberStore,
+  UsageEntry,
+  UsageStore
+} from "@streaks/core/Ports"
 import { Array as Arr, Effect, Option } from "effect"
+import { firstOccurrences } from "./Batch.js"
 import { type Ctx, io, jsonParam, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
 
 type Row = Record<string, unknown>
@@ -198,26 +206,31 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
       .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setWebhookSecretHash"))
 })
 
-export const makeMemberStore = ({ sql, t }: Ctx): MemberStore["Type"] => ({
-  // One round trip: resolve the alias (if any), then the canonical member's zone.
-  lookup: (projectId, userHash) =>
-    sql`WITH canonical AS (
-          SELECT coalesce(
-            (SELECT a.user_hash FROM ${t.aliases} a WHERE a.project_id = ${projectId} AND a.anonymous_id = ${userHash}),
-            ${userHash}::text) AS user_hash
-        )
-        SELECT c.user_hash, m.timezone
-        FROM canonical c
-        LEFT JOIN ${t.members} m ON m.project_id = ${projectId} AND m.user_hash = c.user_hash`.pipe(
-      Effect.map((rows) => {
-        const row = rows[0]
-        return {
-          userHash: (row?.user_hash ?? userHash) as UserHash,
-          timezone: Option.fromNullable(row?.timezone as string | null | undefined)
+export const makeMemberStore = ({ sql, t }: Ctx): MemberStore["Type"] => {
+  // One round trip for a batch: resolve each id's alias (if any), then the canonical member's zone.
+  const lookupMany = (inputs: ReadonlyArray<MemberRef>) =>
+      Effect.map(
+        sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
+            FROM unnest(${inputs.map((i) => i.projectId)}::text[], ${inputs.map((i) => i.userHash)}::text[],
+              ${inputs.map((_, n) => n)}::int[]) AS i (project_id, user_hash, n)
+            LEFT JOIN ${t.aliases} a ON a.project_id = i.project_id AND a.anonymous_id = i.user_hash
+            LEFT JOIN ${t.members} m ON m.project_id = i.project_id AND m.user_hash = coalesce(a.user_hash, i.user_hash)`,
+        (rows) => {
+          const out = inputs.map((i) => ({ userHash: i.userHash, timezone: Option.none<string>() }))
+          for (const r of rows) {
+            out[Number(r.n)] = {
+              userHash: r.user_hash as UserHash,
+              timezone: Option.fromNullable(r.timezone as string | null | undefined)
+            }
+          }
+          return out
         }
-      }),
-      io("MemberStore.lookup")
-    ),
+      )
+  return {
+  lookup: (projectId, userHash) =>
+    Effect.map(lookupMany([{ projectId, userHash }]), (found) => found[0]!).pipe(io("MemberStore.lookup")),
+
+  lookupMany: (ids) => ids.length === 0 ? Effect.succeed([]) : lookupMany(ids).pipe(io("MemberStore.lookupMany")),
 
   setTimezone: (projectId, userHash, timezone) =>
     sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
@@ -243,7 +256,8 @@ export const makeMemberStore = ({ sql, t }: Ctx): MemberStore["Type"] => ({
       if (current === undefined || current === userHash) return "unchanged" as const
       return { linkedTo: current }
     }).pipe(io("MemberStore.link"))
-})
+}
+}
 
 export const makeCredentialStore = ({ sql, t }: Ctx): CredentialStore["Type"] => ({
   createApiKey: (k) =>
@@ -274,13 +288,34 @@ export const makeCredentialStore = ({ sql, t }: Ctx): CredentialStore["Type"] =>
       .pipe(Effect.map((rows) => first(rows, decodeGrant)), io("CredentialStore.revokeGrant"))
 })
 
-export const makeUsageStore = ({ sql, t }: Ctx): UsageStore["Type"] => ({
+export const makeUsageStore = ({ sql, t }: Ctx): UsageStore["Type"] => {
+  // One statement for a batch, inserting in one order so that concurrent batches cannot deadlock.
+  const markActiveMany = (inputs: ReadonlyArray<UsageEntry>) => {
+      const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
+        `${i.workspaceId}\u0000${i.month}\u0000${i.member}`
+      const sorted = [...inputs].sort((a, b) => keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)
+      return Effect.map(
+        sql`INSERT INTO ${t.usage} (workspace_id, month, member)
+            SELECT * FROM unnest(${sorted.map((i) => i.workspaceId)}::text[], ${sorted.map((i) => i.month)}::text[],
+              ${sorted.map((i) => i.member)}::text[])
+            ON CONFLICT DO NOTHING RETURNING workspace_id, month, member`,
+        (rows) =>
+          firstOccurrences(inputs, keyOf, new Set(rows.map((r) => keyOf({
+            workspaceId: r.workspace_id as string,
+            month: r.month as string,
+            member: r.member as string
+          }))))
+      )
+    }
+  return {
   markActive: (workspaceId, month, member) =>
-    sql`INSERT INTO ${t.usage} (workspace_id, month, member) VALUES (${workspaceId}, ${month}, ${member})
-        ON CONFLICT DO NOTHING RETURNING 1 AS ok`
-      .pipe(Effect.map((rows) => rows.length > 0), io("UsageStore.markActive")),
+    Effect.map(markActiveMany([{ workspaceId, month, member }]), (marked) => marked[0]!).pipe(io("UsageStore.markActive")),
+
+  markActiveMany: (entries) =>
+    entries.length === 0 ? Effect.succeed([]) : markActiveMany(entries).pipe(io("UsageStore.markActiveMany")),
 
   activeCount: (workspaceId, month) =>
     sql`SELECT count(*)::int AS n FROM ${t.usage} WHERE workspace_id = ${workspaceId} AND month = ${month}`
       .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("UsageStore.activeCount"))
-})
+}
+}

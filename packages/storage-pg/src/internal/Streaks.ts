@@ -7,7 +7,9 @@ import { Achievement, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
+import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
+import { firstOccurrences, keyOf } from "./Batch.js"
 import { type Ctx, io, opt, toDate, toLocalDate, toOptionalDate, toOptionalLocalDate, trusted } from "./Sql.js"
 
 type Row = Record<string, unknown>
@@ -54,66 +56,73 @@ const decodeAchievement = (r: Row): Achievement =>
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
 
+interface LockInput {
+  readonly key: StreakKey
+  readonly timezone: string
+}
+
+const byKey = (a: { readonly key: StreakKey }, b: { readonly key: StreakKey }) => {
+  const x = keyOf(a.key)
+  const y = keyOf(b.key)
+  return x < y ? -1 : x > y ? 1 : 0
+}
+
 export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
   const cols = sql.literal(streakColumns)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
+  /** The four key columns of many keys as arrays, for `unnest`. */
+  const keyArrays = (keys: ReadonlyArray<StreakKey>) =>
+    sql`${keys.map((k) => k.projectId)}::text[], ${keys.map((k) => k.programId)}::text[],
+      ${keys.map((k) => k.userHash)}::text[], ${keys.map((k) => k.ledger)}::text[]`
 
-  // One round trip in the common cases: the insert returns a fresh row (new rows are locked by
-  // their inserting transaction), or the locking CTE returns the existing row, waiting for a
-  // concurrent holder and re-reading its committed version. The one case with no row: a
-  // concurrent transaction created the row after this statement's snapshot was taken, so the
-  // insert yields to it and the snapshot cannot see it; running the statement again (new
-  // snapshot) then finds and locks it.
-  const lockOnce = (key: StreakKey, timezone: string, now: Date) =>
-    sql`WITH ins AS (
+  // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
+  // (new rows are locked by their inserting transaction), and the locking select returns the
+  // existing ones, waiting for a concurrent holder and re-reading its committed version. Keys are
+  // locked in one order (sorted), so two batches locking overlapping keys cannot deadlock. A key
+  // with no row: a concurrent transaction created it after this statement's snapshot was taken,
+  // so the insert yielded to it and the snapshot cannot see it; running the statement again (new
+  // snapshot) for those keys then finds and locks them.
+  const lockOnce = (inputs: ReadonlyArray<LockInput>, now: Date) =>
+    sql`WITH input AS (
+          SELECT * FROM unnest(${keyArrays(inputs.map((i) => i.key))}, ${inputs.map((i) => i.timezone)}::text[])
+            AS i (project_id, program_id, user_hash, ledger, zone)
+        ), ins AS (
           INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at)
-          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, 0, 0, ${timezone}, ${now})
+          SELECT project_id, program_id, user_hash, ledger, 0, 0, zone, ${now} FROM input
           ON CONFLICT DO NOTHING
           RETURNING ${cols}
         ), locked AS (
-          SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)} FOR UPDATE
+          SELECT ${cols} FROM ${t.streaks}
+          WHERE (project_id, program_id, user_hash, ledger) IN (SELECT project_id, program_id, user_hash, ledger FROM input)
+          ORDER BY project_id, program_id, user_hash, ledger
+          FOR UPDATE
         )
         SELECT * FROM ins UNION ALL SELECT * FROM locked`
 
-  const lock = (key: StreakKey, timezone: string): Effect.Effect<StreakRow, SqlError> =>
+  const lockMany = (inputs: ReadonlyArray<LockInput>) =>
     Effect.gen(function*() {
       const now = new Date(yield* Clock.currentTimeMillis)
-      for (let attempt = 1; attempt <= lockAttempts; attempt++) {
-        const rows = yield* lockOnce(key, timezone, now)
-        if (rows.length > 0) return decodeStreakRow(rows[0]!)
+      const found = new Map<string, StreakRow>()
+      let missing = [...new Map(inputs.map((i) => [keyOf(i.key), i])).values()].sort(byKey)
+      for (let attempt = 1; attempt <= lockAttempts && missing.length > 0; attempt++) {
+        for (const r of yield* lockOnce(missing, now)) {
+          const row = decodeStreakRow(r)
+          found.set(keyOf(row), row)
+        }
+        missing = missing.filter((i) => !found.has(keyOf(i.key)))
       }
-      return yield* new SqlError({ message: "the row vanished repeatedly while being created" })
+      if (missing.length > 0) return yield* new SqlError({ message: "a row vanished repeatedly while being created" })
+      return inputs.map((i) => found.get(keyOf(i.key))!)
     })
 
-  return {
-    lock: (key, timezone) => lock(key, timezone).pipe(io("StreakStore.lock")),
-
-    get: (key) =>
-      sql`SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)}`
-        .pipe(Effect.map((rows) => rows.length > 0 ? Option.some(decodeStreakRow(rows[0]!)) : Option.none()),
-          io("StreakStore.get")),
-
-    save: (r) =>
-      sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+  // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
+  // may not touch one row twice).
+  const saveRows = (all: ReadonlyArray<StreakRow>) => {
+    const rows = [...new Map(all.map((r) => [keyOf(r), r])).values()]
+    return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, due_at, updated_at)
-          VALUES (${r.projectId}, ${r.programId}, ${r.userHash}, ${r.ledger}, ${r.lastActiveDay ?? null}::date, ${r.run},
-            ${r.best}, ${r.timezone}, ${r.atRiskNotifiedFor ?? null}::date, ${r.brokenNotifiedAfter ?? null}::date,
-            ${r.dueAt ?? null}::timestamptz, ${r.updatedAt})
-          ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
-            last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
-            timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
-            broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
-            updated_at = excluded.updated_at`
-        .pipe(Effect.asVoid, io("StreakStore.save")),
-
-    // One statement for a whole batch: columns travel as arrays and are zipped by unnest.
-    saveAll: (rows) =>
-      rows.length === 0 ? Effect.void :
-      sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-            at_risk_notified_for, broken_notified_after, due_at, updated_at)
-          SELECT * FROM unnest(${rows.map((r) => r.projectId)}::text[], ${rows.map((r) => r.programId)}::text[],
-            ${rows.map((r) => r.userHash)}::text[], ${rows.map((r) => r.ledger)}::text[],
+          SELECT * FROM unnest(${keyArrays(rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
             ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${rows.map((r) => r.brokenNotifiedAfter ?? null)}::date[],
@@ -123,13 +132,40 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
             broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
             updated_at = excluded.updated_at`
-        .pipe(Effect.asVoid, io("StreakStore.saveAll")),
-
-    addDay: (key, day) =>
+  }
+  const addDays = (inputs: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) =>
+    Effect.map(
       sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
-          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${day}::date)
-          ON CONFLICT DO NOTHING RETURNING 1 AS ok`
-        .pipe(Effect.map((rows) => rows.length > 0), io("StreakStore.addDay")),
+          SELECT * FROM unnest(${keyArrays(inputs.map((i) => i.key))}, ${inputs.map((i) => i.day)}::date[])
+          ON CONFLICT DO NOTHING
+          RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`,
+      (rows) =>
+        firstOccurrences(
+          inputs,
+          (i) => `${keyOf(i.key)}\u0000${i.day}`,
+          new Set(rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`))
+        )
+    )
+
+  return {
+    lock: (key, timezone) =>
+      Effect.map(lockMany([{ key, timezone }]), (rows) => rows[0]!).pipe(io("StreakStore.lock")),
+
+    lockMany: (keys) => keys.length === 0 ? Effect.succeed([]) : lockMany(keys).pipe(io("StreakStore.lockMany")),
+
+    get: (key) =>
+      sql`SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)}`
+        .pipe(Effect.map((rows) => rows.length > 0 ? Option.some(decodeStreakRow(rows[0]!)) : Option.none()),
+          io("StreakStore.get")),
+
+    save: (row) => saveRows([row]).pipe(Effect.asVoid, io("StreakStore.save")),
+
+    // The due sweep's write: one statement for a whole batch.
+    saveAll: (rows) => rows.length === 0 ? Effect.void : saveRows(rows).pipe(Effect.asVoid, io("StreakStore.saveAll")),
+
+    addDay: (key, day) => Effect.map(addDays([{ key, day }]), (added) => added[0]!).pipe(io("StreakStore.addDay")),
+
+    addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
 
     days: (key) =>
       sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
