@@ -2,12 +2,13 @@
  * The one ingest pipeline behind the four doors (`/v1/e`, `/v1/server/e`, `/v1/webhook/:siteKey/e`,
  * customer REST count-action): checks in the order of CONTRACT §2, idempotency (§4), test/live (§3).
  */
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Exit, Layer, type Scope } from "effect"
 import type { Project } from "./Domain.js"
 import { IdempotencyKeyInProgress, type InvalidSiteKey, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import type { Action } from "./EventInput.js"
-import { type AnswerBody, apply, type ApplyServices } from "./internal/ingestApply.js"
+import * as Coalesce from "./internal/coalesce.js"
+import { type AnswerBody, type Applied, applyAll as applyInOrder, type ApplyServices, type Work } from "./internal/ingestApply.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
 import { nowDate } from "./internal/streakProgress.js"
 import { OutboxSignal } from "./OutboundEvents.js"
@@ -49,6 +50,10 @@ export class Ingest extends Context.Tag("@streaks/core/Ingest")<Ingest, {
    * auth, INVALID_WIDGET_KIND, then idempotency, in that order; then the whole change in one
    * transaction. A repeat of a completed idempotency key replays the first answer and changes
    * nothing; one still in progress fails with IDEMPOTENCY_KEY_IN_PROGRESS.
+   *
+   * Concurrent calls share transactions (see `BatchOptions`), with each member's actions applied
+   * in arrival order; so a call commits on its own and does not join a transaction its caller
+   * has open.
    */
   readonly record: (input: RecordInput) => Effect.Effect<IngestAnswer, RecordError | StorageError>
 }>() {}
@@ -65,46 +70,83 @@ const replayed = (door: Auth["door"], stored: unknown): AnswerBody => {
 /** The services `Ingest.layer` needs: the storage ports it touches and the outbox signal. */
 export type Requirements = ApplyServices | Transactor | IdempotencyStore | OutboxSignal
 
-export const make: Effect.Effect<Ingest["Type"], never, Requirements> = Effect.gen(function*() {
-  const context = yield* Effect.context<Requirements>()
-  const directory = yield* DirectoryStore
-  const transactor = yield* Transactor
-  const idempotency = yield* IdempotencyStore
-  const signal = yield* OutboxSignal
+/**
+ * Concurrent actions share transactions (group commit): the actions that arrive while a batch is
+ * busy form the next one, applied in one transaction through the ports' multi-row methods
+ * (`lockMany`, `addDays`, `saveAll`, `markActiveMany`, `appendAll`), so a batch costs a few
+ * statements and one commit however many actions it holds. A lone action waits for nothing.
+ */
+export interface BatchOptions {
+  /** Transactions open at once (default 2): one commits while the next fills. */
+  readonly workers?: number
+  /** Most actions in one transaction (default 100). */
+  readonly maxBatch?: number
+}
 
-  const resolveProject = (siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
-    Effect.provideService(resolve(siteKey), DirectoryStore, directory)
+export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], never, Requirements | Scope.Scope> =>
+  Effect.gen(function*() {
+    const context = yield* Effect.context<Requirements>()
+    const directory = yield* DirectoryStore
+    const transactor = yield* Transactor
+    const idempotency = yield* IdempotencyStore
+    const signal = yield* OutboxSignal
 
-  const record = ({ action, auth, project }: RecordInput): Effect.Effect<IngestAnswer, RecordError | StorageError> =>
-    Effect.gen(function*() {
-      // Step 2 again: embedders may build actions without the decode helpers.
-      yield* EventInput.checkNotInFuture(action)
-      const { deprecation, program } = yield* authorize(project, action, auth)
-      const now = yield* nowDate
-      const work = apply(project, program, action, auth.door, now)
-      const key = action.idempotencyKey
+    const applyAll = (work: ReadonlyArray<Work>) =>
+      Effect.provide(transactor.withTransaction(applyInOrder(work)), context)
 
-      if (key === undefined) {
-        const done = yield* transactor.withTransaction(work)
-        if (done.enqueued > 0) yield* signal.notify
+    // A failed batch is retried one action per transaction, so one action's failure (or a
+    // deadlock between two batches) fails only itself.
+    const runBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Applied, StorageError>>> =>
+      applyAll(jobs).pipe(
+        Effect.tap((answers) => answers.some((a) => a.enqueued > 0) ? signal.notify : Effect.void),
+        Effect.map((answers) => answers.map(Exit.succeed)),
+        Effect.catchAll((error) =>
+          jobs.length === 1
+            ? Effect.succeed([Exit.fail(error)])
+            : Effect.forEach(jobs, (job) => Effect.map(runBatch([job]), (exits) => exits[0]!))
+        )
+      )
+
+    const submit = yield* Coalesce.make(runBatch, {
+      workers: options.workers ?? 2,
+      maxBatch: options.maxBatch ?? 100
+    })
+
+    const resolveProject = (siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
+      Effect.provideService(resolve(siteKey), DirectoryStore, directory)
+
+    const record = ({ action, auth, project }: RecordInput): Effect.Effect<IngestAnswer, RecordError | StorageError> =>
+      Effect.gen(function*() {
+        // Step 2 again: embedders may build actions without the decode helpers.
+        yield* EventInput.checkNotInFuture(action)
+        const { deprecation, program } = yield* authorize(project, action, auth)
+        const now = yield* nowDate
+        const work = { project, program, action, door: auth.door, now }
+        const key = action.idempotencyKey
+
+        if (key === undefined) {
+          const done = yield* Effect.uninterruptible(submit({ ...work, idempotencyKey: key }))
+          return { body: done.body, deprecation }
+        }
+
+        // The claim is taken outside the transaction, so a concurrent repeat sees it at once.
+        const claim = yield* idempotency.claim(project.id, key, now)
+        if (claim._tag === "Completed") return { body: replayed(auth.door, claim.response.body), deprecation }
+        if (claim._tag === "InProgress") {
+          return yield* new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })
+        }
+        const done = yield* Effect.uninterruptible(submit({ ...work, idempotencyKey: key })).pipe(
+          Effect.onError(() => Effect.ignore(idempotency.release(project.id, key)))
+        )
         return { body: done.body, deprecation }
-      }
+      }).pipe(Effect.provideService(DirectoryStore, directory))
 
-      // The claim is taken outside the transaction, so a concurrent repeat sees it at once.
-      const claim = yield* idempotency.claim(project.id, key, now)
-      if (claim._tag === "Completed") return { body: replayed(auth.door, claim.response.body), deprecation }
-      if (claim._tag === "InProgress") {
-        return yield* new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })
-      }
-      const done = yield* transactor.withTransaction(
-        // Storing the answer in the same transaction makes "done" and "answer stored" one fact.
-        Effect.tap(work, (d) => idempotency.complete(project.id, key, { status: 202, body: d.body }, now))
-      ).pipe(Effect.onError(() => Effect.ignore(idempotency.release(project.id, key))))
-      if (done.enqueued > 0) yield* signal.notify
-      return { body: done.body, deprecation }
-    }).pipe(Effect.provide(context))
+    return Ingest.of({ resolveProject, record })
+  })
 
-  return Ingest.of({ resolveProject, record })
-})
+/** `Ingest` with the default batching. */
+export const layer: Layer.Layer<Ingest, never, Requirements> = Layer.scoped(Ingest, make())
 
-export const layer: Layer.Layer<Ingest, never, Requirements> = Layer.effect(Ingest, make)
+/** `Ingest` with chosen batching. */
+export const layerWith = (options: BatchOptions): Layer.Layer<Ingest, never, Requirements> =>
+  Layer.scoped(Ingest, make(options))

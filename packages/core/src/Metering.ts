@@ -8,11 +8,21 @@ import * as Calendar from "./Calendar.js"
 import { planLimit, type Plan } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
-import { DirectoryStore, UsageStore } from "./Ports.js"
+import { DirectoryStore, type UsageEntry, UsageStore } from "./Ports.js"
 
 /**
- * Marks the member active in the UTC month of `at` (the action's `ts`, so a late action counts in
- * its own month). Idempotent: the member key `${projectId}:${userHash}` is counted once per month.
+ * The usage entry of a counted live action: the member key `${projectId}:${userHash}` in the UTC
+ * month of `at` (the action's `ts`, so a late action counts in its own month).
+ */
+export const activeEntry = (
+  workspaceId: Ids.WorkspaceId,
+  projectId: Ids.ProjectId,
+  userHash: Ids.UserHash,
+  at: Date
+): UsageEntry => ({ workspaceId, month: Calendar.month(at), member: `${projectId}:${userHash}` })
+
+/**
+ * Marks the member active in the month of `at` (see `activeEntry`); counted once per month.
  * Callers invoke it for counted live actions only, inside the action's transaction.
  */
 export const recordActive = (
@@ -21,7 +31,10 @@ export const recordActive = (
   userHash: Ids.UserHash,
   at: Date
 ): Effect.Effect<void, StorageError, UsageStore> =>
-  Effect.flatMap(UsageStore, (usage) => usage.markActive(workspaceId, Calendar.month(at), `${projectId}:${userHash}`))
+  Effect.flatMap(UsageStore, (usage) => {
+    const entry = activeEntry(workspaceId, projectId, userHash, at)
+    return usage.markActive(entry.workspaceId, entry.month, entry.member)
+  })
 
 export interface Usage {
   /** "YYYY-MM" (UTC). */

@@ -71,6 +71,24 @@ layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
       assert.strictEqual(messages!.n, 1) // milestone.achieved once, to the one subscription
     }))
 
+  it.effect("300 concurrent actions of 150 members share transactions and count each member once", () =>
+    Effect.gen(function*() {
+      const t = yield* provision
+      const members = Array.from({ length: 150 }, (_, i) => `crowd-${i}`)
+      const answers = yield* Effect.all([...members, ...members].map((m) => serverAction(t.project, t.secrets[0]!, m)), {
+        concurrency: "unbounded"
+      })
+      assert.strictEqual(answers.filter((a) => a.body.counted === true && a.body.duplicate !== true).length, 150)
+      assert.strictEqual(answers.filter((a) => a.body.duplicate === true).length, 150)
+      const sql = yield* SqlClient.SqlClient
+      const count = (query: Effect.Effect<ReadonlyArray<{ n: number }>, unknown>) => Effect.map(query, (rows) => rows[0]!.n)
+      assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_streaks where program_id = ${t.programId} and run = 1`), 150)
+      assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_actions where program_id = ${t.programId}`), 300)
+      assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_usage where member like ${`${t.project.id}:crowd-%`}`), 150)
+      // milestone.achieved (target 1) once per member, to the one subscription
+      assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_outbox where program_id = ${t.programId}`), 150)
+    }))
+
   it.effect("after a full ingest, a dump of every table contains no plaintext token or secret", () =>
     Effect.gen(function*() {
       const t = yield* provision

@@ -1,27 +1,31 @@
 /**
- * The unit of work of one accepted action (CONTRACT §2–§4, §6–§8, §11): which ledger it feeds, the
- * per-day dedup, the streak row, milestones, usage and the action log. Runs inside one transaction.
+ * The unit of work of accepted actions (CONTRACT §2–§4, §6–§8, §11): which ledger each feeds, the
+ * per-day dedup, the streak rows, milestones, usage and the action log. Runs inside one transaction.
  */
 import { Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
-import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey } from "../Domain.js"
+import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey, type StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
 import type { Action } from "../EventInput.js"
 import * as Ids from "../Ids.js"
+import type { UserHash } from "../Ids.js"
 import * as Metering from "../Metering.js"
 import {
   AchievementStore,
   ActionLog,
   DirectoryStore,
   ExperimentStore,
+  IdempotencyStore,
+  type Member,
   MemberStore,
   Outbox,
   StreakStore,
   SubscriptionStore,
+  type UsageEntry,
   UsageStore
 } from "../Ports.js"
 import * as Streak from "../Streak.js"
-import { memberZone, notifiedOf, rowOf, settle, summaryOf } from "./streakProgress.js"
+import { memberZone, notifiedOf, progressRow, reach, rowOf, summaryOf } from "./streakProgress.js"
 
 /** The body a door answers with (public doors add `ok: true`; the REST door does not). */
 export interface AnswerBody {
@@ -41,6 +45,7 @@ export type ApplyServices =
   | Outbox
   | UsageStore
   | ExperimentStore
+  | IdempotencyStore
 
 interface Plan {
   readonly ledger: Ledger
@@ -82,84 +87,184 @@ export interface Applied {
   readonly enqueued: number
 }
 
+/** One authorised action, ready to apply. */
+export interface Work {
+  readonly project: Project
+  readonly program: Program
+  readonly action: Action
+  readonly door: Door
+  readonly now: Date
+  /** The idempotency key claimed for it: the answer is stored in the same transaction. */
+  readonly idempotencyKey: string | undefined
+}
+
 /**
- * Applies one authorised action at `now`. The zone of the action is its `tz` (which also becomes
- * the member's zone), else the member's, else the project's, else UTC; its day is the local date
- * of `ts` there. Every action is appended to the log, counted or not.
+ * Which actions may be applied side by side: the first action of each member goes in the first
+ * round, the second in the next, and so on, so one member's actions apply in input order.
  */
-export const apply = (
-  project: Project,
-  program: Program,
-  action: Action,
-  door: Door,
-  now: Date
-): Effect.Effect<Applied, StorageError, ApplyServices> =>
+const roundsOf = (work: ReadonlyArray<Work>, members: ReadonlyArray<Member>): Array<Array<number>> => {
+  const seen = new Map<string, number>()
+  const rounds: Array<Array<number>> = []
+  work.forEach((w, i) => {
+    const who = `${w.project.id} ${members[i]!.userHash}`
+    const round = seen.get(who) ?? 0
+    seen.set(who, round + 1)
+    ;(rounds[round] ??= []).push(i)
+  })
+  return rounds
+}
+
+/**
+ * The hot path builds its records from parts that were validated already (the decoded action, the
+ * directory's rows, the calculus' output), so the Schema classes skip re-checking them.
+ */
+const prevalidated = true
+
+/** One action within its round: where and when it counts, and what it did. */
+interface Step {
+  readonly i: number
+  readonly work: Work
+  readonly userHash: UserHash
+  readonly zone: string
+  readonly at: Date
+  readonly day: Calendar.LocalDate
+  readonly plan: Plan
+  readonly key: StreakKey
+  moved: boolean
+  enqueued: number
+}
+
+const stepOf = (i: number, work: Work, member: Member): Step => {
+  const { action, door, now, program, project } = work
+  const zone = action.tz ?? memberZone(member.timezone, project)
+  const at = action.ts ?? now
+  const p = plan(project, program, action, door)
+  return {
+    i,
+    work,
+    userHash: member.userHash,
+    zone,
+    at,
+    day: Calendar.localDate(at, zone),
+    plan: p,
+    key: new StreakKey(
+      { projectId: project.id, programId: program.id, userHash: member.userHash, ledger: p.ledger },
+      prevalidated
+    ),
+    moved: false,
+    enqueued: 0
+  }
+}
+
+const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: Ids.EventId): ActionRecord => {
+  const { action, door, now, program, project } = work
+  return new ActionRecord({
+    id,
+    projectId: project.id,
+    programId: program.id,
+    userHash,
+    event: action.event ?? program.eventKey,
+    eventType: action.eventType,
+    door,
+    ledger: p.ledger,
+    ts: at,
+    receivedAt: now,
+    localDate: day,
+    timezone: zone,
+    counted: moved,
+    // `source` is a label of signed server events (spec §2.1); a browser cannot vouch for it.
+    ...(action.source === undefined || door !== "server" ? {} : { source: action.source }),
+    ...(action.externalService === undefined ? {} : { externalService: action.externalService }),
+    ...(action.integrationId === undefined ? {} : { integrationId: action.integrationId }),
+    ...(action.sessionId === undefined ? {} : { sessionId: action.sessionId }),
+    ...(action.idempotencyKey === undefined ? {} : { idempotencyKey: action.idempotencyKey }),
+    ...(action.extra === undefined ? {} : { extra: action.extra })
+  }, prevalidated)
+}
+
+/**
+ * Applies authorised actions inside the caller's transaction, with the same outcome as applying
+ * them one after another in input order, but with a few multi-row statements per round instead of
+ * several statements per action. The zone of an action is its `tz` (which also becomes the
+ * member's zone), else the member's, else the project's, else UTC; its day is the local date of
+ * `ts` there. Every action is appended to the log, counted or not.
+ */
+export const applyAll = (
+  work: ReadonlyArray<Work>
+): Effect.Effect<ReadonlyArray<Applied>, StorageError, ApplyServices> =>
   Effect.gen(function*() {
     const members = yield* MemberStore
-    const member = yield* members.lookup(project.id, action.userHash)
-    const userHash = member.userHash
-    if (action.tz !== undefined && Option.getOrUndefined(member.timezone) !== action.tz) {
-      yield* members.setTimezone(project.id, userHash, action.tz)
-    }
-    const zone = action.tz ?? memberZone(member.timezone, project)
-    const at = action.ts ?? now
-    const day = Calendar.localDate(at, zone)
-    const p = plan(project, program, action, door)
+    const streaks = yield* StreakStore
+    const found = yield* members.lookupMany(work.map((w) => ({ projectId: w.project.id, userHash: w.action.userHash })))
+    const steps: Array<Step> = []
 
-    let moved = false
-    let enqueued = 0
-    if (p.counting) {
-      const streaks = yield* StreakStore
-      const key = new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: p.ledger })
-      const row = yield* streaks.lock(key, zone)
-      moved = yield* streaks.addDay(key, day)
-      if (moved) {
-        let counting = program
-        if (p.promote) {
+    // A member's zone as it stands after their earlier actions of this batch.
+    const zones = new Map<string, Option.Option<string>>()
+    const whoOf = (i: number) => `${work[i]!.project.id} ${found[i]!.userHash}`
+
+    for (const round of roundsOf(work, found)) {
+      const here = round.map((i) =>
+        stepOf(i, work[i]!, { userHash: found[i]!.userHash, timezone: zones.get(whoOf(i)) ?? found[i]!.timezone })
+      )
+      steps.push(...here)
+      for (const { i, userHash, work: { action, project } } of here) {
+        const stored = Option.getOrUndefined(zones.get(whoOf(i)) ?? found[i]!.timezone)
+        if (action.tz === undefined || stored === action.tz) continue
+        yield* members.setTimezone(project.id, userHash, action.tz)
+        zones.set(whoOf(i), Option.some(action.tz))
+      }
+      const counting = here.filter((s) => s.plan.counting)
+      if (counting.length === 0) continue
+      const rows = yield* streaks.lockMany(counting.map((s) => ({ key: s.key, timezone: s.zone })))
+      const moved = yield* streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day })))
+      const saves: Array<StreakRow> = []
+      const active: Array<UsageEntry> = []
+      for (let n = 0; n < counting.length; n++) {
+        const step = counting[n]!
+        const row = rows[n]!
+        const { now, program, project } = step.work
+        step.moved = moved[n]!
+        if (!step.moved) {
+          // Nothing moved, but the member's zone did: due instants follow it.
+          if (row.timezone !== step.zone) {
+            saves.push(rowOf(step.key, summaryOf(row, program.mode), step.zone, notifiedOf(row), now))
+          }
+          continue
+        }
+        let counted = program
+        if (step.plan.promote) {
           // Of concurrent first actions only one flips the status, but every one of them is real.
           yield* Effect.flatMap(DirectoryStore, (d) => d.goLive(program.id))
-          counting = new Program({ ...program, status: "live" })
+          counted = new Program({ ...program, status: "live" })
         }
         const before = summaryOf(row, program.mode)
-        const applied = Streak.applyDay(before, day, zone)
+        const applied = Streak.applyDay(before, step.day, step.zone)
         // A late day may join or merge older runs: only then is the history read.
         const summary = applied._tag === "Applied"
           ? applied.summary
-          : Streak.fromDays(yield* streaks.days(key), zone, before.mode)
-        enqueued = (yield* settle({ project, program: counting, key, row, summary, zone, now })).enqueued
-        if (p.ledger === "live") yield* Metering.recordActive(project.workspaceId, project.id, userHash, at)
-      } else if (row.timezone !== zone) {
-        // Nothing moved, but the member's zone did: due instants follow it.
-        yield* streaks.save(rowOf(key, summaryOf(row, program.mode), zone, notifiedOf(row), now))
+          : Streak.fromDays(yield* streaks.days(step.key), step.zone, before.mode)
+        const progress = { project, program: counted, key: step.key, row, summary, zone: step.zone, now }
+        step.enqueued = (yield* reach(progress)).enqueued
+        saves.push(progressRow(progress))
+        if (step.plan.ledger === "live") active.push(Metering.activeEntry(project.workspaceId, project.id, step.userHash, step.at))
       }
+      if (saves.length > 0) yield* streaks.saveAll(saves)
+      if (active.length > 0) yield* Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active))
     }
 
-    yield* Effect.flatMap(ActionLog, (log) =>
-      Effect.flatMap(Ids.make("EventId"), (id) =>
-        log.append(
-          new ActionRecord({
-            id,
-            projectId: project.id,
-            programId: program.id,
-            userHash,
-            event: action.event ?? program.eventKey,
-            eventType: action.eventType,
-            door,
-            ledger: p.ledger,
-            ts: at,
-            receivedAt: now,
-            localDate: day,
-            timezone: zone,
-            counted: moved,
-            // `source` is a label of signed server events (spec §2.1); a browser cannot vouch for it.
-            ...(action.source === undefined || door !== "server" ? {} : { source: action.source }),
-            ...(action.externalService === undefined ? {} : { externalService: action.externalService }),
-            ...(action.integrationId === undefined ? {} : { integrationId: action.integrationId }),
-            ...(action.sessionId === undefined ? {} : { sessionId: action.sessionId }),
-            ...(action.idempotencyKey === undefined ? {} : { idempotencyKey: action.idempotencyKey }),
-            ...(action.extra === undefined ? {} : { extra: action.extra })
-          })
-        )))
+    const records: Array<ActionRecord> = []
+    for (const step of steps) records.push(recordOf(step, yield* Ids.make("EventId")))
+    yield* Effect.flatMap(ActionLog, (log) => log.appendAll(records))
 
-    return { body: answer(door, p.counting, p.reason, p.counting && !moved), enqueued }
+    const answers = new Array<Applied>(work.length)
+    for (const { enqueued, i, moved, plan: p, work: w } of steps) {
+      const body = answer(w.door, p.counting, p.reason, p.counting && !moved)
+      answers[i] = { body, enqueued }
+      // Storing the answer in the same transaction makes "done" and "answer stored" one fact.
+      if (w.idempotencyKey !== undefined) {
+        yield* Effect.flatMap(IdempotencyStore, (keys) =>
+          keys.complete(w.project.id, w.idempotencyKey!, { status: 202, body }, w.now))
+      }
+    }
+    return answers
   })

@@ -60,7 +60,7 @@ export const rowOf = (
     ...(notified.brokenAfter === undefined ? {} : { brokenNotifiedAfter: notified.brokenAfter }),
     ...(dueAt === undefined ? {} : { dueAt }),
     updatedAt: now
-  })
+  }, true) // built from a validated key and the calculus' output: no re-check on the hot path
 }
 
 export interface Settled {
@@ -68,13 +68,7 @@ export interface Settled {
   readonly enqueued: number
 }
 
-/**
- * Saves the new `summary` of a locked row and records the milestones it reaches. Milestones are
- * judged on the state evaluated at `now` in `zone` (the member's streak as it stands, so a late
- * action that leaves today's streak unchanged reaches nothing); each is achieved once per member
- * and ledger, and fires its events through `OutboundEvents.emit`.
- */
-export const settle = (input: {
+export interface Progress {
   readonly project: Project
   readonly program: Program
   readonly key: StreakKey
@@ -82,28 +76,44 @@ export const settle = (input: {
   readonly summary: Streak.Summary
   readonly zone: string
   readonly now: Date
-}): Effect.Effect<Settled, StorageError, StreakStore | AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
+}
+
+/**
+ * Records the milestones that the new `summary` of a locked row reaches. Milestones are judged on
+ * the state evaluated at `now` in `zone` (the member's streak as it stands, so a late action that
+ * leaves today's streak unchanged reaches nothing); each is achieved once per member and ledger,
+ * and fires its events through `OutboundEvents.emit`. The caller saves the row (`progressRow`).
+ */
+export const reach = (
+  input: Progress
+): Effect.Effect<Settled, StorageError, AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
   Effect.gen(function*() {
     const { key, now, program, summary, zone } = input
     const state = Streak.evaluate(summary, now, zone)
-    let enqueued = 0
     // Most actions reach no target at all: then the achievements need not be read.
-    if (program.milestones.some((m) => m.target <= state.current)) {
-      const achievements = yield* AchievementStore
-      const achieved = new Set<string>((yield* achievements.list(key)).map((a) => a.milestoneId))
-      const events: Array<OutboundEvents.Event> = []
-      for (const milestone of Streak.newlyCrossed(program.milestones, state.current, achieved)) {
-        if (yield* achievements.add(key, milestone.id, now)) events.push(...OutboundEvents.milestoneEvents(milestone))
-      }
-      const emitted = yield* OutboundEvents.emit({
-        project: input.project,
-        program,
-        userHash: key.userHash,
-        ledger: key.ledger,
-        streak: { current: state.current, best: state.best }
-      }, events)
-      enqueued = emitted.enqueued
+    if (!program.milestones.some((m) => m.target <= state.current)) return { state, enqueued: 0 }
+    const achievements = yield* AchievementStore
+    const achieved = new Set<string>((yield* achievements.list(key)).map((a) => a.milestoneId))
+    const events: Array<OutboundEvents.Event> = []
+    for (const milestone of Streak.newlyCrossed(program.milestones, state.current, achieved)) {
+      if (yield* achievements.add(key, milestone.id, now)) events.push(...OutboundEvents.milestoneEvents(milestone))
     }
-    yield* Effect.flatMap(StreakStore, (streaks) => streaks.save(rowOf(key, summary, zone, notifiedOf(input.row), now)))
-    return { state, enqueued }
+    const emitted = yield* OutboundEvents.emit({
+      project: input.project,
+      program,
+      userHash: key.userHash,
+      ledger: key.ledger,
+      streak: { current: state.current, best: state.best }
+    }, events)
+    return { state, enqueued: emitted.enqueued }
   })
+
+/** The row to save after `reach`: the new summary, with what was notified kept. */
+export const progressRow = ({ key, now, row, summary, zone }: Progress): StreakRow =>
+  rowOf(key, summary, zone, notifiedOf(row), now)
+
+/** `reach`, then saves the row. */
+export const settle = (
+  input: Progress
+): Effect.Effect<Settled, StorageError, StreakStore | AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
+  Effect.tap(reach(input), () => Effect.flatMap(StreakStore, (streaks) => streaks.save(progressRow(input))))

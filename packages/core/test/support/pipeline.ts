@@ -57,6 +57,36 @@ const flakyTransactor = Layer.effect(
 /** `layer`, but the first transaction fails. */
 export const layerFirstTransactionFails = services.pipe(Layer.provideMerge(flakyTransactor.pipe(Layer.provideMerge(base))))
 
+/** An action log that fails any write holding an action of `POISON`, and counts transactions. */
+export const POISON = "poison"
+export class Transactions extends Context.Tag("test/Transactions")<Transactions, Ref.Ref<number>>() {}
+
+const poisonedLog = Layer.effect(
+  ActionLog,
+  Effect.map(ActionLog, (log) => ({
+    ...log,
+    appendAll: (records) =>
+      records.some((r) => r.userHash === POISON)
+        ? Effect.fail(new StorageError({ message: "injected failure" }))
+        : log.appendAll(records)
+  }))
+)
+
+const countedTransactor = Layer.effect(
+  Transactor,
+  Effect.gen(function*() {
+    const real = yield* Transactor
+    const count = yield* Transactions
+    return { withTransaction: (self) => Effect.zipRight(Ref.update(count, (n) => n + 1), real.withTransaction(self)) }
+  })
+)
+
+/** `layer`, but writes of actions of `POISON` fail, and `Transactions` counts transactions. */
+export const layerPoisoned = services.pipe(
+  Layer.provideMerge(Layer.mergeAll(poisonedLog, countedTransactor).pipe(Layer.provideMerge(base))),
+  Layer.provideMerge(Layer.effect(Transactions, Ref.make(0)))
+)
+
 type Overrides = Parameters<typeof seedTenant>[0]
 
 /**
