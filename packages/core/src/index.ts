@@ -5,6 +5,7 @@
 export * as Aliases from "./Aliases.js"
 export * as Calendar from "./Calendar.js"
 export * as Credentials from "./Credentials.js"
+export * as DirectoryCache from "./DirectoryCache.js"
 export * as Domain from "./Domain.js"
 export * as DueChecks from "./DueChecks.js"
 export * as Errors from "./Errors.js"

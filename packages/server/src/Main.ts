@@ -4,7 +4,7 @@
  */
 import { NodeHttpClient } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
-import { DueChecks, SecretBox, Services } from "@streaks/core"
+import { DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
 import { Http, HttpConfig, Jobs, RateLimit } from "@streaks/http"
 import { Scheduler } from "@streaks/scheduler"
 import { PgConnection, PgStorage } from "@streaks/storage-pg"
@@ -32,6 +32,8 @@ export const layerCore = (config: ServerConfig) => {
   const dispatcher = Dispatcher.layer().pipe(Layer.provide(NodeHttpClient.layerUndici))
   const base = Layer.mergeAll(storage, secretBox)
   return Services.layer.pipe(
+    // Every service reads projects and programs through the one cache, so writes empty it.
+    Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     Layer.provideMerge(dispatcher),
     Layer.provideMerge(base)
   )

@@ -22,6 +22,8 @@ export interface ServerConfig {
   readonly embeddedPort: number
   /** Postgres connections per process (each replica opens this many). */
   readonly databasePoolSize: number
+  /** How long project and program lookups are served from memory (`DirectoryCache`); zero: off. */
+  readonly directoryCacheTtl: Duration.Duration
 }
 
 export const config: Config.Config<ServerConfig> = Config.all({
@@ -37,6 +39,7 @@ export const config: Config.Config<ServerConfig> = Config.all({
   allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false),
   tablePrefix: Config.withDefault(Config.string("STREAKS_TABLE_PREFIX"), "streaks_"),
   embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329),
-  databasePoolSize: Config.withDefault(Config.integer("STREAKS_DB_POOL_SIZE"), 10)
+  databasePoolSize: Config.withDefault(Config.integer("STREAKS_DB_POOL_SIZE"), 10),
+  directoryCacheTtl: Config.withDefault(Config.duration("STREAKS_DIRECTORY_CACHE_TTL"), Duration.seconds(1))
 })
 

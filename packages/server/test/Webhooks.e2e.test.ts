@@ -31,7 +31,8 @@ const config = (url: Redacted.Redacted<string>) => ({
   allowInsecureWebhookUrls: true,
   tablePrefix: "streaks_",
   embeddedPort: 0,
-  databasePoolSize: 10
+  databasePoolSize: 10,
+  directoryCacheTtl: Duration.seconds(1)
 })
 
 /**
