@@ -17,6 +17,8 @@ const root = resolve(import.meta.dirname, "../..")
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP = 3
+/** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
+const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
 const MEMBERS = 100_000
 const PROGRAMS = 5
 const ADMIN = "bench-admin-token"
@@ -150,21 +152,25 @@ const main = async () => {
     const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
 
     const results: Array<[Result, Result]> = []
-    const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", baseUrl, () => ({
-      method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
-    }), baseline.pid)
-    const ingest = await load("streaks POST /v1/server/e (full ingest)", url, () => ({
-      method: "POST", path: "/v1/server/e", body: event(),
-      headers: { "content-type": "application/json", "x-streak-server-token": token }
-    }), server.pid)
-    results.push([ingestBase, ingest])
+    if (ONLY.has("ingest")) {
+      const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", baseUrl, () => ({
+        method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
+      }), baseline.pid)
+      const ingest = await load("streaks POST /v1/server/e (full ingest)", url, () => ({
+        method: "POST", path: "/v1/server/e", body: event(),
+        headers: { "content-type": "application/json", "x-streak-server-token": token }
+      }), server.pid)
+      results.push([ingestBase, ingest])
+    }
 
     const query = () => `siteKey=${siteKey}&userHash=m${rand(MEMBERS)}&event=e${rand(PROGRAMS)}`
-    const stateBase = await load("baseline GET /state (bare SELECT)", baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
-    const state = await load("streaks GET /v1/state", url, () => ({
-      method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
-    }), server.pid)
-    results.push([stateBase, state])
+    if (ONLY.has("state")) {
+      const stateBase = await load("baseline GET /state (bare SELECT)", baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
+      const state = await load("streaks GET /v1/state", url, () => ({
+        method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
+      }), server.pid)
+      results.push([stateBase, state])
+    }
 
     console.log("")
     console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | ratio to baseline |")
@@ -180,6 +186,7 @@ const main = async () => {
     children.length = 0
 
     console.log("")
+    if (!ONLY.has("sweep")) return
     const sweep = await Sweep.run(db.url, { rows: 1_000_000, due: 100_000 })
     console.log(`| due sweep | rows | due | seconds | at-risk fired |`)
     console.log(`|---|---|---|---|---|`)
