@@ -89,6 +89,24 @@ export interface Member {
   readonly timezone: Option.Option<string>
 }
 
+/** One member's key in one program, named by any id of the member (aliases are resolved by the store). */
+export interface StandingRef {
+  readonly projectId: ProjectId
+  readonly programId: ProgramId
+  readonly ledger: Ledger
+  readonly userHash: UserHash
+}
+
+/** What a member's widget shows, read at once: see `StreakStore.standing`. */
+export interface Standing {
+  readonly member: Member
+  readonly row: Option.Option<StreakRow>
+  /** Active days in the asked range, ascending. */
+  readonly days: ReadonlyArray<LocalDate>
+  /** Ids of the milestones achieved on the key. */
+  readonly achieved: ReadonlyArray<MilestoneId>
+}
+
 /** Member facts per project: aliases (anonymous → member) and the member's time zone. */
 export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<MemberStore, {
   /**
@@ -141,6 +159,12 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
   readonly days: (key: StreakKey) => Io<ReadonlyArray<LocalDate>>
   /** Active days in [from, to] inclusive, ascending. */
   readonly daysBetween: (key: StreakKey, from: LocalDate, to: LocalDate) => Io<ReadonlyArray<LocalDate>>
+  /**
+   * The read of `GET /v1/state`: the member behind `ref.userHash` (as `MemberStore.lookup`), and for
+   * that member's key in `ref.programId` on `ref.ledger` the row (if any), the active days in
+   * [from, to] and the achieved milestones. One consistent read, one round trip where the store allows.
+   */
+  readonly standing: (ref: StandingRef, from: LocalDate, to: LocalDate) => Io<Standing>
   /** Every streak key of a member in a project (all programs, both ledgers). */
   readonly keysOfMember: (projectId: ProjectId, userHash: UserHash) => Io<ReadonlyArray<StreakKey>>
   /** Removes the row and the days of `key` (used when an anonymous id is merged away). */

@@ -5,7 +5,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
-import { type Milestone, type Program, type Project, StreakKey } from "./Domain.js"
+import type { Milestone, Program, Project } from "./Domain.js"
 import {
   type ForbiddenOrigin,
   type InvalidBody,
@@ -20,7 +20,7 @@ import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
 import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js"
 import { memberZone, nowDate, summaryOf } from "./internal/streakProgress.js"
-import { AchievementStore, DirectoryStore, MemberStore, StreakStore } from "./Ports.js"
+import { DirectoryStore, StreakStore } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 import * as Streak from "./Streak.js"
 
@@ -94,30 +94,33 @@ export class StateQuery extends Context.Tag("@streaks/core/StateQuery")<StateQue
 
 const API_VERSION = "1" as const
 
-export type Requirements = DirectoryStore | MemberStore | StreakStore | AchievementStore | SecretBox
+export type Requirements = DirectoryStore | StreakStore | SecretBox
 
 export const make: Effect.Effect<StateQuery["Type"], never, Requirements> = Effect.gen(function*() {
   const directory = yield* DirectoryStore
-  const members = yield* MemberStore
   const streaks = yield* StreakStore
-  const achievements = yield* AchievementStore
   const box = yield* SecretBox
 
-  /** The member behind `userHash` (aliases resolved), their zone, and their streak on the program's ledger. */
+  /**
+   * The member behind `userHash` (aliases resolved), their zone, their streak on the program's
+   * ledger, their days around today and their achievements: one storage read.
+   */
   const read = (project: Project, program: Program, userHash: UserHash) =>
     Effect.gen(function*() {
-      const member = yield* members.lookup(project.id, userHash)
-      const zone = memberZone(member.timezone, project)
-      const key = new StreakKey({
-        projectId: project.id,
-        programId: program.id,
-        userHash: member.userHash,
-        ledger: program.status
-      })
-      const row = Option.getOrUndefined(yield* streaks.get(key))
+      const now = yield* nowDate
+      // Today in any zone is within a day of today in UTC, and its ISO week within six days of
+      // today: this range holds the week the widget shows, whatever the member's zone.
+      const utcToday = Calendar.localDate(now, "UTC")
+      const standing = yield* streaks.standing(
+        { projectId: project.id, programId: program.id, ledger: program.status, userHash },
+        Calendar.addDays(utcToday, -7),
+        Calendar.addDays(utcToday, 7)
+      )
+      const zone = memberZone(standing.member.timezone, project)
+      const row = Option.getOrUndefined(standing.row)
       const summary = row === undefined ? Streak.empty : summaryOf(row, program.mode)
-      const evaluated = Streak.evaluate(summary, yield* nowDate, zone)
-      return { key, member, summary, evaluated }
+      const evaluated = Streak.evaluate(summary, now, zone)
+      return { standing, summary, evaluated }
     })
 
   /**
@@ -153,17 +156,12 @@ export const make: Effect.Effect<StateQuery["Type"], never, Requirements> = Effe
       const project = yield* resolveProject(request.siteKey)
       const { deprecation } = yield* browserAuth(project, request.origin, request.serverToken)
       const program = yield* programOf(project, request.event)
-      const { evaluated, key, member } = yield* read(project, program, userHash)
-
-      const week = Calendar.isoWeek(evaluated.today)
-      const days = yield* streaks.daysBetween(key, week[0]!, week[6]!)
-      const achieved = program.milestones.length === 0
-        ? new Set<string>()
-        : new Set<string>((yield* achievements.list(key)).map((a) => a.milestoneId))
+      const { evaluated, standing } = yield* read(project, program, userHash)
+      const achieved = new Set<string>(standing.achieved)
       const secretValues = program.milestones.some((m) =>
         m.rewardType !== "message" && m.rewardValue !== undefined && achieved.has(m.id)
       )
-      const reveal = secretValues && (yield* identified(project, request.identityToken, [userHash, member.userHash]))
+      const reveal = secretValues && (yield* identified(project, request.identityToken, [userHash, standing.member.userHash]))
 
       const body: StateBody = {
         meta: { apiVersion: API_VERSION, isLive: program.status === "live" },
@@ -174,7 +172,7 @@ export const make: Effect.Effect<StateQuery["Type"], never, Requirements> = Effe
           todayDone: evaluated.todayDone,
           pending: evaluated.pending
         },
-        week: Streak.week(evaluated.today, new Set<string>(days)),
+        week: Streak.week(evaluated.today, new Set<string>(standing.days)),
         milestones: program.milestones.map((m) => milestoneView(m, achieved.has(m.id), reveal)),
         settings: {
           theme: { name: program.settings.theme.name },

@@ -171,7 +171,7 @@ export const makeDirectoryStore = ({ sql }: Ctx): DirectoryStore["Type"] => ({
 })
 
 // One statement: resolve the alias (if any), then the canonical member's zone.
-const lookup = (sql: Ctx["sql"], projectId: ProjectId, userHash: UserHash) =>
+export const lookup = (sql: Ctx["sql"], projectId: ProjectId, userHash: UserHash) =>
   sql`WITH canonical AS (
         SELECT coalesce(
           (SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${userHash}),

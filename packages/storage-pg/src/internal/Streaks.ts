@@ -176,6 +176,36 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
           WHERE ${whereKey(key)} AND day BETWEEN ${from}::date AND ${to}::date ORDER BY day`
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.daysBetween")),
 
+    // The widget's read in one statement: the alias, the member's zone, the row, the week's days
+    // and the achievements, each a primary-key seek.
+    standing: (ref, from, to) =>
+      sql`SELECT m.member_hash, z.timezone AS member_zone, s.*,
+            ARRAY(SELECT to_char(day, 'YYYY-MM-DD') FROM ${t.activity_days} d
+              WHERE d.project_id = ${ref.projectId} AND d.program_id = ${ref.programId} AND d.user_hash = m.member_hash
+                AND d.ledger = ${ref.ledger} AND d.day BETWEEN ${from}::date AND ${to}::date ORDER BY day) AS days,
+            ARRAY(SELECT milestone_id FROM ${t.achievements} a
+              WHERE a.project_id = ${ref.projectId} AND a.program_id = ${ref.programId} AND a.user_hash = m.member_hash
+                AND a.ledger = ${ref.ledger} ORDER BY milestone_id) AS achieved
+          FROM (SELECT coalesce(
+            (SELECT user_hash FROM ${t.aliases} WHERE project_id = ${ref.projectId} AND anonymous_id = ${ref.userHash}),
+            ${ref.userHash}::text) AS member_hash) m
+          LEFT JOIN ${t.members} z ON z.project_id = ${ref.projectId} AND z.user_hash = m.member_hash
+          LEFT JOIN LATERAL (SELECT ${cols} FROM ${t.streaks}
+            WHERE project_id = ${ref.projectId} AND program_id = ${ref.programId} AND user_hash = m.member_hash
+              AND ledger = ${ref.ledger}) s ON true`
+        .pipe(
+          Effect.map(([r]) => ({
+            member: {
+              userHash: r!.member_hash as UserHash,
+              timezone: Option.fromNullable(r!.member_zone as string | null)
+            },
+            row: r!.project_id == null ? Option.none() : Option.some(decodeStreakRow(r!)),
+            days: (r!.days as Array<string>).map(toLocalDate),
+            achieved: r!.achieved as Array<MilestoneId>
+          })),
+          io("StreakStore.standing")
+        ),
+
     // Keys come from the member's rows, and also from activity days without a row (as the
     // reference adapter does). Days are probed per program of the project and ledger, each probe a
     // primary-key seek (LIMIT 1 keeps the planner from turning it into a scan of the project's
