@@ -20,7 +20,7 @@ export const layerDatabase = (config: ServerConfig) =>
     url: config.databaseUrl,
     dataDir: join(config.dataDir, "pg"),
     port: config.embeddedPort,
-    pool: { maxConnections: config.databasePoolSize }
+    pool: { maxConnections: config.databasePoolSize, prepare: config.databasePrepare }
   })
 
 /** Storage (migrated at start), the secret box, core services and the dispatcher. */

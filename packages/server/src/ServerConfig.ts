@@ -22,6 +22,8 @@ export interface ServerConfig {
   readonly embeddedPort: number
   /** Postgres connections per process (each replica opens this many). */
   readonly databasePoolSize: number
+  /** Prepare statements once per connection; off behind PgBouncer < 1.21 in transaction mode. */
+  readonly databasePrepare: boolean
   /** How long project and program lookups are served from memory (`DirectoryCache`); zero: off. */
   readonly directoryCacheTtl: Duration.Duration
 }
@@ -40,6 +42,7 @@ export const config: Config.Config<ServerConfig> = Config.all({
   tablePrefix: Config.withDefault(Config.string("STREAKS_TABLE_PREFIX"), "streaks_"),
   embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329),
   databasePoolSize: Config.withDefault(Config.integer("STREAKS_DB_POOL_SIZE"), 10),
+  databasePrepare: Config.withDefault(Config.boolean("STREAKS_DB_PREPARE"), true),
   directoryCacheTtl: Config.withDefault(Config.duration("STREAKS_DIRECTORY_CACHE_TTL"), Duration.seconds(1))
 })
 

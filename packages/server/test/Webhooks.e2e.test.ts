@@ -32,6 +32,7 @@ const config = (url: Redacted.Redacted<string>) => ({
   tablePrefix: "streaks_",
   embeddedPort: 0,
   databasePoolSize: 10,
+  databasePrepare: true,
   directoryCacheTtl: Duration.seconds(1)
 })
 

@@ -3,20 +3,28 @@
  * on the embedded default cluster kept in a data directory.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import type { SqlError } from "@effect/sql"
-import { SqlClient } from "@effect/sql"
+import { SqlClient, SqlError } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { Context, Duration, Effect, Layer, Option, Redacted, type Scope } from "effect"
+import pg from "pg"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
+import { PreparingClient } from "./internal/Prepared.js"
 
 export interface PoolOptions {
   /** Per process; N replicas use N × this many connections. Default 10. */
   readonly maxConnections?: number
   readonly applicationName?: string
+  /**
+   * Prepare each parameterised statement once per connection (default true). Turn it off behind a
+   * pooler that does not keep prepared statements across transactions (PgBouncer before 1.21 in
+   * transaction mode).
+   */
+  readonly prepare?: boolean
 }
 
 // No name transforms: our SQL is written in snake_case and rows are mapped explicitly.
 const pool = (options: PoolOptions | undefined) => ({
+  prepare: options?.prepare ?? true,
   maxConnections: options?.maxConnections ?? 10,
   minConnections: 0,
   idleTimeout: "30 seconds",
@@ -30,18 +38,63 @@ const pool = (options: PoolOptions | undefined) => ({
 const clientContext = (client: PgClient.PgClient) =>
   Context.make(PgClient.PgClient, client).pipe(Context.add(SqlClient.SqlClient, client))
 
+const millis = (d: Duration.DurationInput | undefined) => (d === undefined ? undefined : Duration.toMillis(d))
+
+/**
+ * A `PgClient` as `PgClient.make` builds it, on a pool whose connections prepare each parameterised
+ * statement once (`internal/Prepared.ts`): Postgres then skips parsing and planning on every call,
+ * the larger part of its CPU for our short primary-key statements.
+ */
+export const make = (
+  config: PgClient.PgClientConfig & { readonly prepare?: boolean }
+): Effect.Effect<PgClient.PgClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
+  PgClient.fromPool({
+    acquire: Effect.acquireRelease(
+      Effect.tryPromise({
+        try: async () => {
+          const pool = new pg.Pool({
+            ...(config.prepare === false ? {} : { Client: PreparingClient }),
+            connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
+            host: config.host,
+            port: config.port,
+            database: config.database,
+            user: config.username,
+            password: config.password === undefined ? undefined : Redacted.value(config.password),
+            connectionTimeoutMillis: millis(config.connectTimeout),
+            idleTimeoutMillis: millis(config.idleTimeout),
+            max: config.maxConnections,
+            min: config.minConnections,
+            maxLifetimeSeconds: config.connectionTTL === undefined ? undefined : Duration.toSeconds(config.connectionTTL),
+            application_name: config.applicationName ?? "streaks"
+          })
+          // A broken idle connection is dropped by the pool; the next query reports the failure.
+          pool.on("error", () => {})
+          await pool.query("SELECT 1").catch((e) => pool.end().then(() => Promise.reject(e)))
+          return pool
+        },
+        catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" })
+      }),
+      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+    ),
+    ...(config.applicationName !== undefined ? { applicationName: config.applicationName } : {})
+  })
+
+/** `make` as a layer. */
+const layerClient = (config: Parameters<typeof make>[0]) =>
+  Layer.scopedContext(Effect.map(make(config), clientContext)).pipe(Layer.provide(Reactivity.layer))
+
 /** A pool on a `postgres://` URL. */
 export const layerUrl = (
   url: string | Redacted.Redacted<string>,
   options?: PoolOptions
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError.SqlError> =>
-  PgClient.layer({ url: typeof url === "string" ? Redacted.make(url) : url, ...pool(options) })
+  layerClient({ url: typeof url === "string" ? Redacted.make(url) : url, ...pool(options) })
 
 /** A pool on the running cluster of `EmbeddedPostgres`. */
 export const layerEmbedded = (
   options?: PoolOptions
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError.SqlError, EmbeddedPostgres.EmbeddedPostgres> =>
-  Layer.unwrapEffect(Effect.map(EmbeddedPostgres.EmbeddedPostgres, (pg) => PgClient.layer(connectOptions(pg, options))))
+  Layer.unwrapEffect(Effect.map(EmbeddedPostgres.EmbeddedPostgres, (info) => layerClient(connectOptions(info, options))))
 
 /**
  * With a URL, connect to it; otherwise start (or reuse) the persistent embedded cluster in
@@ -69,12 +122,12 @@ export const layer = (config: {
           ...(config.port !== undefined ? { port: config.port } : {}),
           ...(config.database !== undefined ? { database: config.database } : {})
         })
-        return clientContext(yield* PgClient.make(connectOptions(pg, config.pool)))
+        return clientContext(yield* make(connectOptions(pg, config.pool)))
       })).pipe(Layer.provide(Reactivity.layer))
   })
 
 /** `PgClient` settings for a running embedded cluster. */
-export const connectOptions = (pg: EmbeddedPostgres.Info, options?: PoolOptions): PgClient.PgClientConfig => ({
+export const connectOptions = (pg: EmbeddedPostgres.Info, options?: PoolOptions): Parameters<typeof make>[0] => ({
   host: pg.host,
   port: pg.port,
   database: pg.database,

@@ -12,6 +12,7 @@ import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
+import * as PgConnection from "./PgConnection.js"
 
 /** The database a test runs on, for tests that need a raw URL (a second process, psql, ...). */
 export interface TestDatabase {
@@ -51,7 +52,7 @@ export const layer: Layer.Layer<
   const database = `streaks_t_${randomBytes(6).toString("hex")}`
   // Acquired in this order in one scope, so released in reverse: pool, then database/cluster.
   const db = Option.isSome(adminUrl) ? yield* onServer(adminUrl.value, database) : yield* embedded(database)
-  const client = yield* PgClient.make({
+  const client = yield* PgConnection.make({
     url: db.url,
     maxConnections: 5,
     idleTimeout: "10 seconds",

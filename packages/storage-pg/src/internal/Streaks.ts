@@ -79,7 +79,7 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
   // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
   // (new rows are locked by their inserting transaction), and the locking select returns the
   // existing ones, waiting for a concurrent holder and re-reading its committed version. Keys are
-  // locked in one order (sorted), so two batches locking overlapping keys cannot deadlock. A key
+  // locked in one order (`lockMany` sorts them), so two batches locking overlapping keys cannot deadlock. A key
   // with no row: a concurrent transaction created it after this statement's snapshot was taken,
   // so the insert yielded to it and the snapshot cannot see it; running the statement again (new
   // snapshot) for those keys then finds and locks them.
@@ -93,10 +93,13 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
           ON CONFLICT DO NOTHING
           RETURNING ${cols}
         ), locked AS (
-          SELECT ${cols} FROM ${t.streaks}
-          WHERE (project_id, program_id, user_hash, ledger) IN (SELECT project_id, program_id, user_hash, ledger FROM input)
-          ORDER BY project_id, program_id, user_hash, ledger
-          FOR UPDATE
+          -- One primary-key seek per key, in input order (the caller sorts): a join or IN would let
+          -- the planner scan the whole table while its statistics still say it is small.
+          SELECT s.* FROM input k CROSS JOIN LATERAL (
+            SELECT ${cols} FROM ${t.streaks} r
+            WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
+            FOR UPDATE
+          ) s
         )
         SELECT * FROM ins UNION ALL SELECT * FROM locked`
 

@@ -1,0 +1,40 @@
+/**
+ * A `pg` client that turns each parameterised statement into a named prepared statement of its
+ * connection, so Postgres parses and plans a hot statement once per connection, not per call.
+ */
+import pg from "pg"
+
+/**
+ * Statement texts that get a name, process-wide. Our SQL is a fixed set of templates (multi-row
+ * statements pass arrays, not variable `VALUES` lists), so the cap is never reached in practice;
+ * it bounds the memory a connection and its backend keep if some caller builds texts dynamically:
+ * past it, new texts run unnamed, as before.
+ */
+const MAX_NAMED = 1000
+const names = new Map<string, string>()
+
+const nameOf = (text: string): string | undefined => {
+  const known = names.get(text)
+  if (known !== undefined || names.size >= MAX_NAMED) return known
+  const name = `streaks_${names.size}`
+  names.set(text, name)
+  return name
+}
+
+type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
+
+/**
+ * For `new pg.Pool({ Client })`. Only `query(text, values[, callback])` with at least one value is
+ * named (that is how `@effect/sql-pg` runs statements); statements without values keep the simple
+ * protocol, which migrations need for several statements in one text.
+ */
+export class PreparingClient extends pg.Client {}
+
+const query: Query = pg.Client.prototype.query as Query
+;(PreparingClient.prototype as unknown as { query: Query }).query = function(this: pg.Client, config, values, callback) {
+  if (typeof config === "string" && Array.isArray(values) && values.length > 0) {
+    const name = nameOf(config)
+    if (name !== undefined) return query.call(this, { name, text: config, values }, callback)
+  }
+  return query.call(this, config, values, callback)
+}

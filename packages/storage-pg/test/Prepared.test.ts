@@ -1,0 +1,76 @@
+/**
+ * The service's pool prepares parameterised statements once per connection (`PgConnection.make`),
+ * and that changes nothing a caller sees: results, errors, transactions and multi-statement texts.
+ */
+import { assert, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { Effect } from "effect"
+import * as PgConnection from "../src/PgConnection.js"
+import * as PgTest from "../src/PgTest.js"
+
+/** Named statements of the connection running the current transaction whose text mentions `marker`. */
+const preparedOf = (sql: SqlClient.SqlClient, marker: string) =>
+  Effect.map(
+    sql<{ readonly name: string }>`SELECT name FROM pg_prepared_statements WHERE statement LIKE ${`%${marker}%`} AND statement NOT LIKE '%pg_prepared_statements%'`,
+    (rows) => rows.map((r) => r.name)
+  )
+
+layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statements", (it) => {
+  it.effect("a parameterised statement is prepared once per connection and answers as before", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.withTransaction(Effect.gen(function*() {
+        const answers = yield* Effect.forEach([1, 2, 3], (n) => sql<{ readonly v: number }>`SELECT ${n}::int + 1 AS v /* prep_a */`)
+        assert.deepStrictEqual(answers.map((rows) => rows[0]!.v), [2, 3, 4])
+        const names = yield* preparedOf(sql, "prep_a")
+        assert.strictEqual(names.length, 1, "one named statement for three calls of one text")
+      }))
+    }))
+
+  it.effect("a statement without values runs unnamed, so a text of several statements still works", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql.unsafe(`CREATE TEMP TABLE prep_multi (v int); INSERT INTO prep_multi VALUES (1), (2)`)
+        const rows = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM prep_multi WHERE v > ${0}`
+        assert.strictEqual(rows[0]!.n, 2)
+        assert.deepStrictEqual(yield* preparedOf(sql, "CREATE TEMP TABLE prep_multi"), [])
+      }))
+    }))
+
+  it.effect("a failing prepared statement reports its error, and the same text works afterwards", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const divide = (d: number) => sql<{ readonly q: number }>`SELECT 10 / ${d}::int AS q /* prep_b */`
+      const failed = yield* Effect.either(divide(0))
+      assert.isTrue(failed._tag === "Left", "division by zero fails")
+      const rows = yield* divide(5)
+      assert.strictEqual(rows[0]!.q, 2)
+      // A text that does not even parse is not remembered as prepared either.
+      const broken = yield* Effect.either(sql`SELEC ${1}::int /* prep_c */`)
+      assert.isTrue(broken._tag === "Left")
+      const again = yield* Effect.either(sql`SELEC ${1}::int /* prep_c */`)
+      assert.isTrue(again._tag === "Left", "still a syntax error, not 'prepared statement does not exist'")
+      assert.include(String((again as { left: { cause: unknown } }).left.cause), "syntax error")
+    }))
+
+  it.effect("a rolled-back transaction leaves the connection's statements usable", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const probe = (n: number) => sql<{ readonly v: number }>`SELECT ${n}::int AS v /* prep_d */`
+      yield* Effect.either(sql.withTransaction(Effect.zipRight(probe(1), Effect.fail("rollback" as const))))
+      const rows = yield* sql.withTransaction(probe(7))
+      assert.strictEqual(rows[0]!.v, 7)
+    }))
+
+  it.scoped("with prepare: false (for PgBouncer in transaction mode) nothing is prepared", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.url
+      const sql = yield* PgConnection.make({ url, maxConnections: 1, prepare: false }).pipe(Effect.provide(Reactivity.layer))
+      yield* sql.withTransaction(Effect.gen(function*() {
+        yield* Effect.forEach([1, 2], (n) => sql`SELECT ${n}::int AS v /* prep_e */`)
+        assert.deepStrictEqual(yield* preparedOf(sql, "prep_e"), [])
+      }))
+    }))
+})
