@@ -34,7 +34,7 @@ const rssOf = (pid: number): number => {
  * `BENCH_SERVER` names another entry, e.g. `packages/server/src/bin.ts` for the sources under tsx.
  */
 const SERVER = process.env.BENCH_SERVER ?? "packages/server/dist/bin.mjs"
-/** Extra node flags for the server process, e.g. `BENCH_NODE_FLAGS=--max-semi-space-size=16`. */
+/** Extra node flags for the server process, e.g. `BENCH_NODE_FLAGS=--max-old-space-size=96`. */
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
 /** `BENCH_PROFILE=dir` writes a V8 CPU profile of the streaks server into `dir` when it stops. */
 const PROFILE = process.env.BENCH_PROFILE
@@ -43,7 +43,9 @@ const start = (file: string, env: Record<string, string>, args: Array<string> = 
   spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"]
+    // `BENCH_LOGS=1` shows the servers' output; otherwise it is dropped (an unread pipe would fill
+    // up and stall a chatty child).
+    stdio: process.env.BENCH_LOGS !== undefined ? ["ignore", "inherit", "inherit"] : "ignore"
   })
 
 const waitFor = async (url: string) => {

@@ -6,7 +6,7 @@
  */
 import type { Aliases, Ingest, StateQuery } from "@streaks/core"
 import { EventInput } from "@streaks/core"
-import { Effect, Either, Option, Runtime } from "effect"
+import { Effect, Either, FiberRef, Option, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Cors from "./Cors.js"
 import * as Doors from "./Doors.js"
@@ -108,8 +108,11 @@ const decodeSegment = (segment: string): string => {
 
 /** The fast path over a runtime that holds the core services and the rate limiter. */
 export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
+  // No spans on the hot routes (one per SQL statement otherwise), set once on the runtime rather
+  // than per request.
+  const runCallback = Runtime.runCallback(Runtime.setFiberRef(runtime, FiberRef.currentTracerEnabled, false))
   const run = (res: ServerResponse, effect: Effect.Effect<Doors.Answer, never, Services>) =>
-    Runtime.runCallback(runtime)(Effect.withTracerEnabled(effect, false), {
+    runCallback(effect, {
       onExit: (exit) => {
         if (exit._tag === "Success") return write(res, exit.value)
         if (!res.headersSent) fail(res, 500, "INTERNAL")
