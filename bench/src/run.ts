@@ -1,7 +1,8 @@
 /**
  * `pnpm bench`: one run that measures, with the same load generator (autocannon, 50 connections,
  * 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
- * ingest, state, and a due-check sweep over 1M streak rows of which 100k are due.
+ * ingest and state for 100k members with a streak in each of 5 programs, and a due-check sweep
+ * over 1M streak rows of which 100k are due.
  * Prints requests/s, p50/p99 latency, server RSS, server CPU per request and the ratio to the baseline.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
@@ -122,6 +123,36 @@ const load = async (
   }
 }
 
+/**
+ * The 100,000 members already have a streak in each program, as in a product that has been
+ * running: active yesterday (UTC, their zone), run 3, best 5, not due during the run, and the
+ * 3-day milestone achieved (best 5 reached it). So an action extends a run of 3 to 4: counted, the
+ * row updated, milestones checked and none newly reached, as for most actions of a live product.
+ * Then the tables are analysed, as autovacuum keeps them in production: on tables filled seconds
+ * ago the planner has no statistics and may pick an index that reads a whole program per key.
+ */
+const populate = async (url: string, projectId: string, programs: ReadonlyArray<{ id: string; reached: string }>) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    await client.query(
+      `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone, due_at, updated_at)
+       select $1, p, 'm' || g, 'live', (now() at time zone 'UTC')::date - 1, 3, 5, 'UTC', now() + interval '1 day', now()
+       from unnest($2::text[]) p, generate_series(0, $3::int - 1) g`,
+      [projectId, programs.map((p) => p.id), MEMBERS]
+    )
+    await client.query(
+      `insert into streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+       select $1, p.id, 'm' || g, 'live', p.reached, now() - interval '3 days'
+       from unnest($2::text[], $3::text[]) p (id, reached), generate_series(0, $4::int - 1) g`,
+      [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
+    )
+    await client.query("analyze")
+  } finally {
+    await client.end()
+  }
+}
+
 const admin = async (base: string, path: string, body?: unknown) => {
   const r = await fetch(`${base}${path}`, {
     method: "POST",
@@ -167,6 +198,7 @@ const main = async () => {
 
     const workspace = await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
     const project = await admin(url, "/admin/projects", { workspaceId: workspace.id, name: "bench", allowedOrigins: [] })
+    const programs: Array<{ id: string; reached: string }> = []
     for (let i = 0; i < PROGRAMS; i++) {
       const program = await admin(url, "/admin/programs", {
         projectId: project.id,
@@ -175,7 +207,9 @@ const main = async () => {
         milestones: [{ target: 3, msg: "3" }, { target: 7, msg: "7", rewardType: "coupon", rewardValue: "C" }]
       })
       await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
+      programs.push({ id: program.id, reached: program.milestones.find((m: { target: number }) => m.target === 3).id })
     }
+    await populate(db.url, project.id, programs)
     const siteKey: string = project.siteKey
     const token: string = project.serverToken
     const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
@@ -234,4 +268,3 @@ main().then(() => process.exit(0), (e) => {
   process.exit(1)
 })
 
-export type { pg }
