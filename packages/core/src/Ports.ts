@@ -182,6 +182,11 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
 
 export class AchievementStore extends Context.Tag("@streaks/core/AchievementStore")<AchievementStore, {
   readonly list: (key: StreakKey) => Io<ReadonlyArray<Achievement>>
+  /**
+   * The ids of the milestones achieved on each key (a batch of actions), in input order; a key may
+   * repeat, an unknown key has none. One round trip where the store allows.
+   */
+  readonly achievedMany: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<ReadonlyArray<MilestoneId>>>
   /** MUST return `true` only the first time (key, milestone) is recorded. */
   readonly add: (key: StreakKey, milestoneId: MilestoneId, at: Date) => Io<boolean>
   readonly remove: (key: StreakKey) => Io<void>

@@ -179,6 +179,13 @@ export const makeAchievementStore = ({ sql }: Ctx): AchievementStore["Type"] => 
       sql`SELECT * FROM achievements WHERE ${whereKey(key)} ORDER BY achieved_at, milestone_id`
         .pipe(Effect.map((rows) => rows.map(decodeAchievement)), port(sql, "AchievementStore.list")),
 
+    // SQLite answers in-process, so a query per key costs no round trip.
+    achievedMany: (keys) =>
+      Effect.forEach(keys, (key) =>
+        sql`SELECT milestone_id FROM achievements WHERE ${whereKey(key)} ORDER BY milestone_id`.pipe(
+          Effect.map((rows) => rows.map((r) => r.milestone_id as MilestoneId))
+        )).pipe(port(sql, "AchievementStore.achievedMany")),
+
     add: (key, milestoneId, at) =>
       sql`INSERT INTO achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
           VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${ms(at)})

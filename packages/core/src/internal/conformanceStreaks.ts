@@ -417,6 +417,29 @@ export const achievementSuite = (it: It) =>
         assert.deepStrictEqual(yield* achievements.list(makeKey(program)), [])
       }))
 
+    it.effect("achievedMany answers each key's milestone ids in input order (repeats, unknown keys, other ledgers)", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const { program } = yield* seedTenant()
+        const [m1, m2] = program.milestones
+        const both = makeKey(program)
+        const one = makeKey(program)
+        const testLedger = makeKey(program, { userHash: both.userHash, ledger: "test" })
+        const none = makeKey(program)
+        yield* achievements.add(both, m2!.id, epoch)
+        yield* achievements.add(both, m1!.id, epoch)
+        yield* achievements.add(one, m1!.id, epoch)
+        const answered = yield* achievements.achievedMany([none, both, testLedger, one, both])
+        assert.deepStrictEqual(answered.map((ids) => [...ids].sort()), [
+          [],
+          [m1!.id, m2!.id].sort(),
+          [],
+          [m1!.id],
+          [m1!.id, m2!.id].sort()
+        ])
+        assert.deepStrictEqual(yield* achievements.achievedMany([]), [])
+      }))
+
     it.effect("of 50 concurrent adds of one milestone exactly one is true", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore

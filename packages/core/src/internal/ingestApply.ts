@@ -25,7 +25,17 @@ import {
   UsageStore
 } from "../Ports.js"
 import * as Streak from "../Streak.js"
-import { memberZone, notifiedOf, progressRow, reach, rowOf, summaryOf } from "./streakProgress.js"
+import {
+  memberZone,
+  notifiedOf,
+  type Progress,
+  progressRow,
+  reach,
+  reachesTarget,
+  rowOf,
+  stateOf,
+  summaryOf
+} from "./streakProgress.js"
 
 /** The body a door answers with (public doors add `ok: true`; the REST door does not). */
 export interface AnswerBody {
@@ -195,6 +205,7 @@ export const applyAll = (
   Effect.gen(function*() {
     const members = yield* MemberStore
     const streaks = yield* StreakStore
+    const achievements = yield* AchievementStore
     const found = yield* members.lookupMany(work.map((w) => ({ projectId: w.project.id, userHash: w.action.userHash })))
     const steps: Array<Step> = []
 
@@ -219,6 +230,7 @@ export const applyAll = (
       const moved = yield* streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day })))
       const saves: Array<StreakRow> = []
       const active: Array<UsageEntry> = []
+      const progressed: Array<{ readonly step: Step; readonly progress: Progress; readonly state: Streak.State }> = []
       for (let n = 0; n < counting.length; n++) {
         const step = counting[n]!
         const row = rows[n]!
@@ -244,9 +256,19 @@ export const applyAll = (
           ? applied.summary
           : Streak.fromDays(yield* streaks.days(step.key), step.zone, before.mode)
         const progress = { project, program: counted, key: step.key, row, summary, zone: step.zone, now }
-        step.enqueued = (yield* reach(progress)).enqueued
+        progressed.push({ step, progress, state: stateOf(progress) })
+      }
+      // One read of the achievements of every key that reaches a milestone target, not one per action.
+      const asked = progressed.filter((p) => reachesTarget(p.progress.program, p.state))
+      const achieved = asked.length === 0 ? [] : yield* achievements.achievedMany(asked.map((p) => p.progress.key))
+      const achievedOf = new Map(asked.map((p, n) => [p, achieved[n]!]))
+      for (const p of progressed) {
+        const { progress, state, step } = p
+        step.enqueued = (yield* reach(progress, { state, achieved: achievedOf.get(p) ?? [] })).enqueued
         saves.push(progressRow(progress))
-        if (step.plan.ledger === "live") active.push(Metering.activeEntry(project.workspaceId, project.id, step.userHash, step.at))
+        if (step.plan.ledger === "live") {
+          active.push(Metering.activeEntry(progress.project.workspaceId, progress.project.id, step.userHash, step.at))
+        }
       }
       if (saves.length > 0) yield* streaks.saveAll(saves)
       if (active.length > 0) yield* Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active))

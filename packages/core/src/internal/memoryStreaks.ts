@@ -117,6 +117,7 @@ export const makeAchievements = (s: MemoryState, { run }: Runner): Context.Tag.S
   const j = s.journal
   return {
     list: (key) => run(() => [...(s.achievements.get(keyOf(key))?.values() ?? [])]),
+    achievedMany: (keys) => run(() => keys.map((key) => [...(s.achievements.get(keyOf(key))?.keys() ?? [])])),
     add: (key, milestoneId, at) =>
       run(() => {
         const k = keyOf(key)

@@ -6,6 +6,7 @@ import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
 import { type Program, type Project, type StreakKey, StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
+import type { MilestoneId } from "../Ids.js"
 import * as OutboundEvents from "../OutboundEvents.js"
 import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
 import * as Streak from "../Streak.js"
@@ -78,24 +79,35 @@ export interface Progress {
   readonly now: Date
 }
 
+/** The member's streak as it stands at `now` after the change (what milestones are judged on). */
+export const stateOf = ({ now, summary, zone }: Progress): Streak.State => Streak.evaluate(summary, now, zone)
+
+/** Whether `state` reaches any milestone target of the program: only then are achievements read. */
+export const reachesTarget = (program: Program, state: Streak.State): boolean =>
+  program.milestones.some((m) => m.target <= state.current)
+
 /**
  * Records the milestones that the new `summary` of a locked row reaches. Milestones are judged on
  * the state evaluated at `now` in `zone` (the member's streak as it stands, so a late action that
  * leaves today's streak unchanged reaches nothing); each is achieved once per member and ledger,
  * and fires its events through `OutboundEvents.emit`. The caller saves the row (`progressRow`).
+ * A batch passes `known`: the state it computed and the milestones it read for many keys at once.
  */
 export const reach = (
-  input: Progress
+  input: Progress,
+  known?: { readonly state: Streak.State; readonly achieved: ReadonlyArray<MilestoneId> }
 ): Effect.Effect<Settled, StorageError, AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
   Effect.gen(function*() {
-    const { key, now, program, summary, zone } = input
-    const state = Streak.evaluate(summary, now, zone)
+    const { key, now, program } = input
+    const state = known?.state ?? stateOf(input)
     // Most actions reach no target at all: then the achievements need not be read.
-    if (!program.milestones.some((m) => m.target <= state.current)) return { state, enqueued: 0 }
+    if (!reachesTarget(program, state)) return { state, enqueued: 0 }
     const achievements = yield* AchievementStore
-    const achieved = new Set<string>((yield* achievements.list(key)).map((a) => a.milestoneId))
+    const achieved = new Set<string>(known?.achieved ?? (yield* achievements.list(key)).map((a) => a.milestoneId))
+    const crossed = Streak.newlyCrossed(program.milestones, state.current, achieved)
+    if (crossed.length === 0) return { state, enqueued: 0 }
     const events: Array<OutboundEvents.Event> = []
-    for (const milestone of Streak.newlyCrossed(program.milestones, state.current, achieved)) {
+    for (const milestone of crossed) {
       if (yield* achievements.add(key, milestone.id, now)) events.push(...OutboundEvents.milestoneEvents(milestone))
     }
     const emitted = yield* OutboundEvents.emit({

@@ -67,14 +67,16 @@ const byKey = (a: { readonly key: StreakKey }, b: { readonly key: StreakKey }) =
   return x < y ? -1 : x > y ? 1 : 0
 }
 
+/** The four key columns of many keys as arrays, for `unnest`. */
+const keyArraysOf = (sql: Ctx["sql"], keys: ReadonlyArray<Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">>) =>
+  sql`${keys.map((k) => k.projectId)}::text[], ${keys.map((k) => k.programId)}::text[],
+    ${keys.map((k) => k.userHash)}::text[], ${keys.map((k) => k.ledger)}::text[]`
+
 export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
   const cols = sql.literal(streakColumns)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
-  /** The four key columns of many keys as arrays, for `unnest`. */
-  const keyArrays = (keys: ReadonlyArray<StreakKey>) =>
-    sql`${keys.map((k) => k.projectId)}::text[], ${keys.map((k) => k.programId)}::text[],
-      ${keys.map((k) => k.userHash)}::text[], ${keys.map((k) => k.ledger)}::text[]`
+  const keyArrays = (keys: ReadonlyArray<StreakKey>) => keyArraysOf(sql, keys)
 
   // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
   // (new rows are locked by their inserting transaction), and the locking select returns the
@@ -257,6 +259,26 @@ export const makeAchievementStore = ({ sql, t }: Ctx): AchievementStore["Type"] 
     list: (key) =>
       sql`SELECT * FROM ${t.achievements} WHERE ${whereKey(key)} ORDER BY achieved_at, milestone_id`
         .pipe(Effect.map((rows) => rows.map(decodeAchievement)), io("AchievementStore.list")),
+
+    // One primary-key range seek per key (LATERAL), whatever the planner believes of the table.
+    achievedMany: (keys) =>
+      keys.length === 0 ? Effect.succeed([]) :
+      sql`SELECT k.n, a.milestone_id
+          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
+          CROSS JOIN LATERAL (
+            SELECT milestone_id FROM ${t.achievements} a
+            WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
+              AND a.ledger = k.ledger
+          ) a
+          ORDER BY k.n, a.milestone_id`
+        .pipe(
+          Effect.map((rows) => {
+            const achieved = keys.map((): Array<MilestoneId> => [])
+            for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
+            return achieved
+          }),
+          io("AchievementStore.achievedMany")
+        ),
 
     add: (key, milestoneId, at) =>
       sql`INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
