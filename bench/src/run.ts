@@ -3,10 +3,11 @@
  * 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
  * ingest and state for 100k members with a streak in each of 5 programs, and a due-check sweep
  * over 1M streak rows of which 100k are due.
- * Prints requests/s, p50/p99 latency, server RSS, server CPU per request and the ratio to the baseline.
+ * Prints requests/s, p50/p99 latency, server RSS, server and Postgres CPU per request and the ratio to
+ * the baseline.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import autocannon from "autocannon"
@@ -78,6 +79,30 @@ const cpuOf = (pid: number): number => {
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
+/**
+ * CPU seconds (by pid) of every Postgres process on the machine (the embedded cluster's or the
+ * machine's own): what the database spends per request, beside the server's own figure.
+ */
+const postgresCpu = (): Map<number, number> => {
+  const byPid = new Map<number, number>()
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      if (readFileSync(`/proc/${entry}/stat`, "utf8").includes("(postgres)")) byPid.set(Number(entry), cpuOf(Number(entry)))
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return byPid
+}
+
+/** Postgres CPU seconds between two snapshots (a process started meanwhile counts in full). */
+const postgresCpuSince = (before: Map<number, number>): number => {
+  let total = 0
+  for (const [pid, cpu] of postgresCpu()) total += cpu - (before.get(pid) ?? 0)
+  return total
+}
+
 interface Result {
   readonly name: string
   readonly rps: number
@@ -88,6 +113,8 @@ interface Result {
   readonly rssMb?: number
   /** Server CPU milliseconds per request: what the process itself spends, whoever else runs. */
   readonly cpuMs?: number
+  /** Postgres CPU milliseconds per request (all its processes). */
+  readonly dbCpuMs: number
 }
 
 const rand = (n: number) => Math.floor(Math.random() * n)
@@ -109,8 +136,10 @@ const load = async (
   let rss = 0
   const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
   const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
+  const dbBefore = postgresCpu()
   const r: any = await run(DURATION)
   const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
+  const dbCpu = postgresCpuSince(dbBefore)
   if (sampler !== undefined) clearInterval(sampler)
   return {
     name,
@@ -119,6 +148,7 @@ const load = async (
     p99: r.latency.p99,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
+    dbCpuMs: (dbCpu * 1000) / Math.max(1, r.requests.total),
     ...(pid !== undefined ? { rssMb: Math.round(rss), cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) } : {})
   }
 }
@@ -236,12 +266,12 @@ const main = async () => {
     }
 
     console.log("")
-    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | ratio to baseline |")
-    console.log("|---|---|---|---|---|---|---|---|---|")
+    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | ratio to baseline |")
+    console.log("|---|---|---|---|---|---|---|---|---|---|")
     for (const [base, ours] of results) {
       for (const r of [base, ours]) {
         const ratio = r === ours ? (ours.rps / base.rps).toFixed(2) + "×" : "1.00×"
-        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${ratio} |`)
+        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${ratio} |`)
       }
     }
 
