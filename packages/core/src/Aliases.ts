@@ -111,6 +111,7 @@ export const make: Effect.Effect<Aliases["Type"], never, Requirements> = Effect.
   const context = yield* Effect.context<Requirements>()
   const transactor = yield* Transactor
   const members = yield* MemberStore
+  const directory = yield* DirectoryStore
   const box = yield* SecretBox
   const signal = yield* OutboxSignal
 
@@ -145,14 +146,14 @@ export const make: Effect.Effect<Aliases["Type"], never, Requirements> = Effect.
     Effect.gen(function*() {
       const anonymousId = yield* EventInput.decodeUserHash("anonymousId", input.anonymousId)
       const userHash = yield* EventInput.decodeUserHash("userHash", input.userHash)
-      return yield* linkIds(yield* resolveProject(input.siteKey), anonymousId, userHash)
+      return yield* linkIds(yield* resolveProject(directory, input.siteKey), anonymousId, userHash)
     }).pipe(Effect.provide(context))
 
   const invalidToken = new InvalidAliasToken({ message: "alias token is invalid or expired" })
 
   const linkWithToken = (input: { readonly siteKey: string; readonly token: string }) =>
     Effect.gen(function*() {
-      const project = yield* resolveProject(input.siteKey)
+      const project = yield* resolveProject(directory, input.siteKey)
       const secret = box.open(project.signingSecretSealed)
       if (secret === undefined) return yield* invalidToken
       const claims = yield* Credentials.verifyAliasToken(input.token, secret, project.siteKey)

@@ -31,8 +31,23 @@ export const randomPart = (millis: number): string => {
     bytes[i] = t % 256
     t = Math.floor(t / 256)
   }
-  bytes.set(randomBytes(10), 6)
+  bytes.set(random(10), 6)
   return encode(bytes)
+}
+
+// Random bytes are drawn 4 KiB at a time: one `randomBytes` call per id cost more than the rest
+// of making it (every action makes one). The pool is consumed once, never reused.
+const POOL = 4096
+let pool = randomBytes(POOL)
+let used = 0
+
+const random = (n: number): Uint8Array => {
+  if (used + n > POOL) {
+    pool = randomBytes(POOL)
+    used = 0
+  }
+  used += n
+  return pool.subarray(used - n, used)
 }
 
 /** Random characters for secrets: 32 bytes of entropy, base32. */

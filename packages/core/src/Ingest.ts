@@ -113,13 +113,13 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     })
 
     const resolveProject = (siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
-      Effect.provideService(resolve(siteKey), DirectoryStore, directory)
+      resolve(directory, siteKey)
 
     const record = ({ action, auth, project }: RecordInput): Effect.Effect<IngestAnswer, RecordError | StorageError> =>
       Effect.gen(function*() {
         // Step 2 again: embedders may build actions without the decode helpers.
         yield* EventInput.checkNotInFuture(action)
-        const { deprecation, program } = yield* authorize(project, action, auth)
+        const { deprecation, program } = yield* authorize(directory, project, action, auth)
         const now = yield* nowDate
         const work = { project, program, action, door: auth.door, now }
         const key = action.idempotencyKey
@@ -139,7 +139,7 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
           Effect.onError(() => Effect.ignore(idempotency.release(project.id, key)))
         )
         return { body: done.body, deprecation }
-      }).pipe(Effect.provideService(DirectoryStore, directory))
+      })
 
     return Ingest.of({ resolveProject, record })
   })

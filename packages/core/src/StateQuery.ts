@@ -153,9 +153,9 @@ export const make: Effect.Effect<StateQuery["Type"], never, Requirements> = Effe
   const state = (request: StateRequest): Effect.Effect<StateAnswer, StateError | StorageError> =>
     Effect.gen(function*() {
       const userHash = yield* EventInput.decodeUserHash("userHash", request.userHash)
-      const project = yield* resolveProject(request.siteKey)
+      const project = yield* resolveProject(directory, request.siteKey)
       const { deprecation } = yield* browserAuth(project, request.origin, request.serverToken)
-      const program = yield* programOf(project, request.event)
+      const program = yield* programOf(directory, project, request.event)
       const { evaluated, standing } = yield* read(project, program, userHash)
       const achieved = new Set<string>(standing.achieved)
       const secretValues = program.milestones.some((m) =>
@@ -181,7 +181,7 @@ export const make: Effect.Effect<StateQuery["Type"], never, Requirements> = Effe
         }
       }
       return { body, deprecation }
-    }).pipe(Effect.provideService(DirectoryStore, directory))
+    })
 
   const memberStreak = (programId: string, userHash: string) =>
     Effect.gen(function*() {

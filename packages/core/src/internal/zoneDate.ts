@@ -57,11 +57,32 @@ const fromParts = (f: Intl.DateTimeFormat, ms: number): string => {
   return format(get("year"), get("month"), get("day"))
 }
 
-/** "YYYY-MM-DD" of the instant `ms` in `zone`; throws a RangeError outside years 1..9999. */
-export const zoneDate = (ms: number, zone: string): string => {
-  if (!(ms >= MIN_MS && ms <= MAX_MS)) throw new RangeError(`Invalid or out-of-range instant: ${ms}`)
+const formatDate = (ms: number, zone: string): string => {
   const f = formatter(zone)
   const m = US_DATE.exec(f.format(ms))
   // Should an ICU release ever decorate the short form, the structured form still works.
   return m === null ? fromParts(f, ms) : format(Number(m[3]), Number(m[1]), Number(m[2]))
+}
+
+// Most instants asked about are "now", so each zone remembers the date of the last quarter hour
+// it was asked about. A quarter hour is remembered only when its first and last millisecond have
+// the same date: the local date never goes backwards as time goes forward, so every instant
+// between them has it too, whatever the zone's offset (even the odd ones of history).
+const QUARTER = 15 * 60_000
+const lastQuarter = new Map<string, { readonly quarter: number; readonly date: string }>()
+
+/** "YYYY-MM-DD" of the instant `ms` in `zone`; throws a RangeError outside years 1..9999. */
+export const zoneDate = (ms: number, zone: string): string => {
+  if (!(ms >= MIN_MS && ms <= MAX_MS)) throw new RangeError(`Invalid or out-of-range instant: ${ms}`)
+  const quarter = Math.floor(ms / QUARTER)
+  const hit = lastQuarter.get(zone)
+  if (hit !== undefined && hit.quarter === quarter) return hit.date
+  const date = formatDate(ms, zone)
+  const start = quarter * QUARTER
+  const end = start + QUARTER - 1
+  if (start >= MIN_MS && end <= MAX_MS && formatDate(start, zone) === date && formatDate(end, zone) === date) {
+    if (lastQuarter.size >= MAX_CACHED) lastQuarter.clear()
+    lastQuarter.set(zone, { quarter, date })
+  }
+  return date
 }

@@ -293,7 +293,7 @@ export const makeUsageStore = ({ sql, t }: Ctx): UsageStore["Type"] => {
   const markActiveMany = (inputs: ReadonlyArray<UsageEntry>) => {
       const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
         `${i.workspaceId}\u0000${i.month}\u0000${i.member}`
-      const sorted = [...inputs].sort((a, b) => keyOf(a) < keyOf(b) ? -1 : keyOf(a) > keyOf(b) ? 1 : 0)
+      const sorted = inputs.map((i) => ({ ...i, key: keyOf(i) })).sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
       return Effect.map(
         sql`INSERT INTO ${t.usage} (workspace_id, month, member)
             SELECT * FROM unnest(${sorted.map((i) => i.workspaceId)}::text[], ${sorted.map((i) => i.month)}::text[],

@@ -61,11 +61,7 @@ interface LockInput {
   readonly timezone: string
 }
 
-const byKey = (a: { readonly key: StreakKey }, b: { readonly key: StreakKey }) => {
-  const x = keyOf(a.key)
-  const y = keyOf(b.key)
-  return x < y ? -1 : x > y ? 1 : 0
-}
+const byKey = ([x]: readonly [string, unknown], [y]: readonly [string, unknown]) => (x < y ? -1 : x > y ? 1 : 0)
 
 /** The four key columns of many keys as arrays, for `unnest`. */
 const keyArraysOf = (sql: Ctx["sql"], keys: ReadonlyArray<Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">>) =>
@@ -109,7 +105,7 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
     Effect.gen(function*() {
       const now = new Date(yield* Clock.currentTimeMillis)
       const found = new Map<string, StreakRow>()
-      let missing = [...new Map(inputs.map((i) => [keyOf(i.key), i])).values()].sort(byKey)
+      let missing = [...new Map(inputs.map((i) => [keyOf(i.key), i]))].sort(byKey).map(([, i]) => i)
       for (let attempt = 1; attempt <= lockAttempts && missing.length > 0; attempt++) {
         for (const r of yield* lockOnce(missing, now)) {
           const row = decodeStreakRow(r)
