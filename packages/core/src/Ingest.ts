@@ -12,7 +12,19 @@ import { type AnswerBody, type Applied, applyAll as applyInOrder, type ApplyServ
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
 import { nowDate } from "./internal/streakProgress.js"
 import { OutboxSignal } from "./OutboundEvents.js"
-import { DirectoryStore, IdempotencyStore, Transactor } from "./Ports.js"
+import {
+  AchievementStore,
+  ActionLog,
+  DirectoryStore,
+  ExperimentStore,
+  IdempotencyStore,
+  MemberStore,
+  Outbox,
+  StreakStore,
+  SubscriptionStore,
+  Transactor,
+  UsageStore
+} from "./Ports.js"
 
 export type { AnswerBody } from "./internal/ingestApply.js"
 export { type Auth, browserAuth, originAllowed } from "./internal/ingestAuth.js"
@@ -85,7 +97,21 @@ export interface BatchOptions {
 
 export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], never, Requirements | Scope.Scope> =>
   Effect.gen(function*() {
-    const context = yield* Effect.context<Requirements>()
+    // Only the services a batch uses: its fiber's services are copied once per SQL statement.
+    const context = Context.pick(
+      DirectoryStore,
+      MemberStore,
+      StreakStore,
+      AchievementStore,
+      ActionLog,
+      SubscriptionStore,
+      Outbox,
+      UsageStore,
+      ExperimentStore,
+      IdempotencyStore,
+      Transactor,
+      OutboxSignal
+    )(yield* Effect.context<Requirements>())
     const directory = yield* DirectoryStore
     const transactor = yield* Transactor
     const idempotency = yield* IdempotencyStore

@@ -4,16 +4,15 @@
  * HTTP pipeline (see docs/decisions/0002) but calls the same `Doors` as the HttpApi handlers,
  * with the same schemas, limits and error bodies. Anything else falls through to HttpApi.
  */
-import type { Aliases, Ingest, StateQuery } from "@streaks/core"
-import { EventInput } from "@streaks/core"
-import { Effect, Either, FiberRef, Option, Runtime } from "effect"
+import { Aliases, EventInput, Ingest, StateQuery } from "@streaks/core"
+import { Context, Effect, Either, FiberRef, Option, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Cors from "./Cors.js"
 import * as Doors from "./Doors.js"
 import { errorBody, maxBodyBytes } from "./HttpErrors.js"
 import * as JsonLimits from "./JsonLimits.js"
 import type { FastPath } from "./NodeServer.js"
-import type { RateLimiter } from "./RateLimit.js"
+import { RateLimiter } from "./RateLimit.js"
 
 export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimiter | Aliases.Aliases
 
@@ -181,9 +180,18 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
   }
 }
 
-/** The fast path built from the services in context (for `NodeServer.layerHttpApi`'s `front`). */
+/**
+ * The fast path built from the services in context (for `NodeServer.layerHttpApi`'s `front`).
+ * Requests run with just the four services they use: a fiber's services are copied whenever one is
+ * provided or a scope opened inside it (once per SQL statement), and the server's are many.
+ */
 export const front = (api: (req: IncomingMessage, res: ServerResponse) => void) =>
-  Effect.map(Effect.runtime<Services>(), (runtime) => {
+  Effect.map(Effect.runtime<Services>(), (all) => {
+    const runtime = Runtime.make({
+      context: Context.pick(Ingest.Ingest, StateQuery.StateQuery, RateLimiter, Aliases.Aliases)(all.context),
+      fiberRefs: all.fiberRefs,
+      runtimeFlags: all.runtimeFlags
+    })
     const fast = make(runtime)
     return (req: IncomingMessage, res: ServerResponse) => {
       if (!fast(req, res)) api(req, res)

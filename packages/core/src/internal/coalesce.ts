@@ -2,7 +2,7 @@
  * Work that many fibers submit at once, run in batches: each worker takes everything waiting and
  * runs it together, so what arrives while a batch is busy shares the next one (group commit).
  */
-import { Effect, Exit, Runtime, type Scope } from "effect"
+import { Context, Effect, Exit, Runtime, type Scope } from "effect"
 
 export interface Options {
   /** Batches run at the same time. */
@@ -31,8 +31,13 @@ export const make = <I, A, E>(
   options: Options
 ): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    // Batches run on the runtime the front was made in (its services and fiber refs).
-    const runCallback = Runtime.runCallback(yield* Effect.runtime<never>())
+    // Batches run with the fiber refs of the front's maker and no services (`run` needs none): a
+    // fiber's services are copied whenever a service is provided or a scope opened inside it, once
+    // per SQL statement, so the smaller the cheaper.
+    const runtime = yield* Effect.runtime<never>()
+    const runCallback = Runtime.runCallback(
+      Runtime.make({ context: Context.empty(), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags })
+    )
     const workers = Math.max(1, options.workers)
     const waiting: Array<Job<I, A, E>> = []
     let busy = 0
