@@ -118,7 +118,11 @@ const prefixOf = (kind: Kind): string => {
 
 /** A fresh id of the given kind; time comes from `Clock` so ids follow `TestClock` in tests. */
 export const make = <K extends Kind>(kind: K): Effect.Effect<Branded<K>> =>
-  Effect.map(Clock.currentTimeMillis, (ms) => `${prefixOf(kind)}${randomPart(ms)}` as Branded<K>)
+  Effect.map(Clock.currentTimeMillis, (ms) => makeAt(kind, ms))
+
+/** A fresh id of the given kind made at `millis` (from `Clock`), for many ids at one instant. */
+export const makeAt = <K extends Kind>(kind: K, millis: number): Branded<K> =>
+  `${prefixOf(kind)}${randomPart(millis)}` as Branded<K>
 
 /** Makes an id from a string known to be valid (e.g. read back from storage). */
 export const unsafe = <K extends Kind>(_kind: K, value: string): Branded<K> => value as Branded<K>

@@ -2,7 +2,7 @@
  * The unit of work of accepted actions (CONTRACT §2–§4, §6–§8, §11): which ledger each feeds, the
  * per-day dedup, the streak rows, milestones, usage and the action log. Runs inside one transaction.
  */
-import { Effect, Option } from "effect"
+import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
 import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey, type StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
@@ -264,7 +264,11 @@ export const applyAll = (
       const achievedOf = new Map(asked.map((p, n) => [p, achieved[n]!]))
       for (const p of progressed) {
         const { progress, state, step } = p
-        step.enqueued = (yield* reach(progress, { state, achieved: achievedOf.get(p) ?? [] })).enqueued
+        const known = achievedOf.get(p)
+        // Most actions cross no new milestone: then there is nothing to record or fire.
+        if (known !== undefined && Streak.newlyCrossed(progress.program.milestones, state.current, new Set(known)).length > 0) {
+          step.enqueued = (yield* reach(progress, { state, achieved: known })).enqueued
+        }
         saves.push(progressRow(progress))
         if (step.plan.ledger === "live") {
           active.push(Metering.activeEntry(progress.project.workspaceId, progress.project.id, step.userHash, step.at))
@@ -274,8 +278,8 @@ export const applyAll = (
       if (active.length > 0) yield* Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active))
     }
 
-    const records: Array<ActionRecord> = []
-    for (const step of steps) records.push(recordOf(step, yield* Ids.make("EventId")))
+    const millis = yield* Clock.currentTimeMillis
+    const records = steps.map((step) => recordOf(step, Ids.makeAt("EventId", millis)))
     yield* Effect.flatMap(ActionLog, (log) => log.appendAll(records))
 
     const answers = new Array<Applied>(work.length)
