@@ -8,6 +8,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import pg from "pg"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
+import * as Pools from "./internal/Pools.js"
 import { PreparingClient } from "./internal/Prepared.js"
 
 export interface PoolOptions {
@@ -47,12 +48,13 @@ const millis = (d: Duration.DurationInput | undefined) => (d === undefined ? und
  */
 export const make = (
   config: PgClient.PgClientConfig & { readonly prepare?: boolean }
-): Effect.Effect<PgClient.PgClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> =>
-  PgClient.fromPool({
+): Effect.Effect<PgClient.PgClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> => {
+  let created: pg.Pool | undefined
+  return PgClient.fromPool({
     acquire: Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
-          const pool = new pg.Pool({
+          const pool = created = new pg.Pool({
             ...(config.prepare === false ? {} : { Client: PreparingClient }),
             connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
             host: config.host,
@@ -77,7 +79,10 @@ export const make = (
       (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
     ),
     ...(config.applicationName !== undefined ? { applicationName: config.applicationName } : {})
-  })
+  }).pipe(Effect.tap((client) => {
+    if (created !== undefined) Pools.register(client, created)
+  }))
+}
 
 /** `make` as a layer. */
 const layerClient = (config: Parameters<typeof make>[0]) =>

@@ -31,7 +31,8 @@ import * as Migrations from "./Migrations.js"
 import { makeActionLog, makeIdempotencyStore } from "./internal/Actions.js"
 import { makeCredentialStore, makeDirectoryStore, makeMemberStore, makeUsageStore } from "./internal/Directory.js"
 import { makeExperimentStore, makeOutbox, makeSubscriptionStore } from "./internal/Delivery.js"
-import { type Ctx, makeTables, storageError } from "./internal/Sql.js"
+import * as Pools from "./internal/Pools.js"
+import { type Ctx, makeHot, makeTables, storageError } from "./internal/Sql.js"
 import { makeAchievementStore, makeStreakStore } from "./internal/Streaks.js"
 
 export interface Options {
@@ -61,7 +62,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string = Migrations.defau
   // Our statements name their columns in snake_case; a client configured with name transforms
   // (camelCase results, say) must not rewrite them.
   const raw = sql.withoutTransforms()
-  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix) }
+  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), hot: makeHot(Pools.poolOf(sql)) }
   return Context.empty().pipe(
     Context.add(Transactor, makeTransactor(raw)),
     Context.add(DirectoryStore, makeDirectoryStore(ctx)),

@@ -11,7 +11,7 @@ import { type Ctx, io, jsonParam, toLocalDate, toOptionalString } from "./Sql.js
 const recordLifetime = "24 hours"
 const claimLifetime = "30 seconds"
 
-export const makeActionLog = ({ sql, t }: Ctx): ActionLog["Type"] => {
+export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
   const where = (q: ActionQuery) =>
     sql`program_id = ANY(${[...q.programIds]}::text[]) AND ledger = ${q.ledger} AND ts >= ${q.from} AND ts < ${q.to}`
 
@@ -19,7 +19,7 @@ export const makeActionLog = ({ sql, t }: Ctx): ActionLog["Type"] => {
   const appendAll = (records: ReadonlyArray<ActionRecord>) => {
     const col = <A>(f: (a: ActionRecord) => A) => records.map(f)
     return Effect.as(
-      sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
+      hot(sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
             received_at, local_date, timezone, counted, source, external_service, integration_id, session_id,
             idempotency_key, extra)
           SELECT project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
@@ -33,7 +33,7 @@ export const makeActionLog = ({ sql, t }: Ctx): ActionLog["Type"] => {
             ${col((a) => a.sessionId ?? null)}::text[], ${col((a) => a.idempotencyKey ?? null)}::text[],
             ${col((a) => a.extra === undefined ? null : jsonParam(a.extra))}::text[])
             AS a (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
-              timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra)`,
+              timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra)`),
       undefined
     )
   }

@@ -206,15 +206,15 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
       .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setWebhookSecretHash"))
 })
 
-export const makeMemberStore = ({ sql, t }: Ctx): MemberStore["Type"] => {
+export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] => {
   // One round trip for a batch: resolve each id's alias (if any), then the canonical member's zone.
   const lookupMany = (inputs: ReadonlyArray<MemberRef>) =>
       Effect.map(
-        sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
+        hot(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
             FROM unnest(${inputs.map((i) => i.projectId)}::text[], ${inputs.map((i) => i.userHash)}::text[],
               ${inputs.map((_, n) => n)}::int[]) AS i (project_id, user_hash, n)
             LEFT JOIN ${t.aliases} a ON a.project_id = i.project_id AND a.anonymous_id = i.user_hash
-            LEFT JOIN ${t.members} m ON m.project_id = i.project_id AND m.user_hash = coalesce(a.user_hash, i.user_hash)`,
+            LEFT JOIN ${t.members} m ON m.project_id = i.project_id AND m.user_hash = coalesce(a.user_hash, i.user_hash)`),
         (rows) => {
           const out = inputs.map((i) => ({ userHash: i.userHash, timezone: Option.none<string>() }))
           for (const r of rows) {
@@ -288,17 +288,17 @@ export const makeCredentialStore = ({ sql, t }: Ctx): CredentialStore["Type"] =>
       .pipe(Effect.map((rows) => first(rows, decodeGrant)), io("CredentialStore.revokeGrant"))
 })
 
-export const makeUsageStore = ({ sql, t }: Ctx): UsageStore["Type"] => {
+export const makeUsageStore = ({ hot, sql, t }: Ctx): UsageStore["Type"] => {
   // One statement for a batch, inserting in one order so that concurrent batches cannot deadlock.
   const markActiveMany = (inputs: ReadonlyArray<UsageEntry>) => {
       const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
         `${i.workspaceId}\u0000${i.month}\u0000${i.member}`
       const sorted = inputs.map((i) => ({ ...i, key: keyOf(i) })).sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
       return Effect.map(
-        sql`INSERT INTO ${t.usage} (workspace_id, month, member)
+        hot(sql`INSERT INTO ${t.usage} (workspace_id, month, member)
             SELECT * FROM unnest(${sorted.map((i) => i.workspaceId)}::text[], ${sorted.map((i) => i.month)}::text[],
               ${sorted.map((i) => i.member)}::text[])
-            ON CONFLICT DO NOTHING RETURNING workspace_id, month, member`,
+            ON CONFLICT DO NOTHING RETURNING workspace_id, month, member`),
         (rows) =>
           firstOccurrences(inputs, keyOf, new Set(rows.map((r) => keyOf({
             workspaceId: r.workspace_id as string,

@@ -3,12 +3,14 @@
  * of every `SqlError` to core's `StorageError`, and the small value conversions that node-postgres
  * needs (dates, JSON, optional columns).
  */
-import type * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import type { Fragment } from "@effect/sql/Statement"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { StorageError } from "@streaks/core/Errors"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
+import type pg from "pg"
 
 /** The table names of the schema, without prefix. */
 export const tableNames = [
@@ -48,7 +50,38 @@ export const makeTables = (sql: SqlClient.SqlClient, prefix: string): Tables =>
 export interface Ctx {
   readonly sql: SqlClient.SqlClient
   readonly t: Tables
+  /** Runs a per-request statement the lean way (see `makeHot`). */
+  readonly hot: Hot
 }
+
+type Row = Record<string, unknown>
+
+export type Hot = (statement: Statement.Statement<Row>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+
+/**
+ * Runs a statement on the transaction's connection inside `withTransaction`, else straight on the
+ * pool behind the client (when `PgConnection` made it), skipping what running a `sql\`…\``
+ * statement costs on every call besides the query (a span, a scope and a connection acquirer):
+ * measured 40 to 70 µs of server CPU per statement under load, as much as node-postgres itself.
+ * Rows and failures are the same; a client made elsewhere runs the statement as usual.
+ */
+export const makeHot = (pool: pg.Pool | undefined): Hot => (statement) =>
+  Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (tx) => {
+    if (Option.isSome(tx)) {
+      const [text, params] = statement.compile()
+      return tx.value[0].execute(text, params, undefined)
+    }
+    if (pool === undefined) return statement
+    const [text, params] = statement.compile()
+    return Effect.async<ReadonlyArray<Row>, SqlError>((resume) => {
+      pool.query(text, params as Array<unknown>, (cause: Error | undefined, result: pg.QueryResult<Row>) =>
+        resume(
+          cause === undefined || cause === null
+            ? Effect.succeed(result.rows)
+            : Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
+        ))
+    })
+  })
 
 const describe = (error: SqlError): string => {
   const cause = error.cause as { readonly message?: unknown; readonly code?: unknown } | undefined

@@ -68,7 +68,7 @@ const keyArraysOf = (sql: Ctx["sql"], keys: ReadonlyArray<Pick<StreakKey, "proje
   sql`${keys.map((k) => k.projectId)}::text[], ${keys.map((k) => k.programId)}::text[],
     ${keys.map((k) => k.userHash)}::text[], ${keys.map((k) => k.ledger)}::text[]`
 
-export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
+export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   const cols = sql.literal(streakColumns)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
@@ -107,7 +107,7 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
       const found = new Map<string, StreakRow>()
       let missing = [...new Map(inputs.map((i) => [keyOf(i.key), i]))].sort(byKey).map(([, i]) => i)
       for (let attempt = 1; attempt <= lockAttempts && missing.length > 0; attempt++) {
-        for (const r of yield* lockOnce(missing, now)) {
+        for (const r of yield* hot(lockOnce(missing, now))) {
           const row = decodeStreakRow(r)
           found.set(keyOf(row), row)
         }
@@ -136,10 +136,10 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
   }
   const addDays = (inputs: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) =>
     Effect.map(
-      sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
+      hot(sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
           SELECT * FROM unnest(${keyArrays(inputs.map((i) => i.key))}, ${inputs.map((i) => i.day)}::date[])
           ON CONFLICT DO NOTHING
-          RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`,
+          RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`),
       (rows) =>
         firstOccurrences(
           inputs,
@@ -159,10 +159,10 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
         .pipe(Effect.map((rows) => rows.length > 0 ? Option.some(decodeStreakRow(rows[0]!)) : Option.none()),
           io("StreakStore.get")),
 
-    save: (row) => saveRows([row]).pipe(Effect.asVoid, io("StreakStore.save")),
+    save: (row) => hot(saveRows([row])).pipe(Effect.asVoid, io("StreakStore.save")),
 
     // The due sweep's write: one statement for a whole batch.
-    saveAll: (rows) => rows.length === 0 ? Effect.void : saveRows(rows).pipe(Effect.asVoid, io("StreakStore.saveAll")),
+    saveAll: (rows) => rows.length === 0 ? Effect.void : hot(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.saveAll")),
 
     addDay: (key, day) => Effect.map(addDays([{ key, day }]), (added) => added[0]!).pipe(io("StreakStore.addDay")),
 
@@ -180,7 +180,7 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
     // The widget's read in one statement: the alias, the member's zone, the row, the week's days
     // and the achievements, each a primary-key seek.
     standing: (ref, from, to) =>
-      sql`SELECT m.member_hash, z.timezone AS member_zone, s.*,
+      hot(sql`SELECT m.member_hash, z.timezone AS member_zone, s.*,
             ARRAY(SELECT to_char(day, 'YYYY-MM-DD') FROM ${t.activity_days} d
               WHERE d.project_id = ${ref.projectId} AND d.program_id = ${ref.programId} AND d.user_hash = m.member_hash
                 AND d.ledger = ${ref.ledger} AND d.day BETWEEN ${from}::date AND ${to}::date ORDER BY day) AS days,
@@ -193,8 +193,7 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
           LEFT JOIN ${t.members} z ON z.project_id = ${ref.projectId} AND z.user_hash = m.member_hash
           LEFT JOIN LATERAL (SELECT ${cols} FROM ${t.streaks}
             WHERE project_id = ${ref.projectId} AND program_id = ${ref.programId} AND user_hash = m.member_hash
-              AND ledger = ${ref.ledger}) s ON true`
-        .pipe(
+              AND ledger = ${ref.ledger}) s ON true`).pipe(
           Effect.map(([r]) => ({
             member: {
               userHash: r!.member_hash as UserHash,
@@ -248,7 +247,7 @@ export const makeStreakStore = ({ sql, t }: Ctx): StreakStore["Type"] => {
   }
 }
 
-export const makeAchievementStore = ({ sql, t }: Ctx): AchievementStore["Type"] => {
+export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Type"] => {
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
   return {
@@ -259,15 +258,14 @@ export const makeAchievementStore = ({ sql, t }: Ctx): AchievementStore["Type"] 
     // One primary-key range seek per key (LATERAL), whatever the planner believes of the table.
     achievedMany: (keys) =>
       keys.length === 0 ? Effect.succeed([]) :
-      sql`SELECT k.n, a.milestone_id
+      hot(sql`SELECT k.n, a.milestone_id
           FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           CROSS JOIN LATERAL (
             SELECT milestone_id FROM ${t.achievements} a
             WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
               AND a.ledger = k.ledger
           ) a
-          ORDER BY k.n, a.milestone_id`
-        .pipe(
+          ORDER BY k.n, a.milestone_id`).pipe(
           Effect.map((rows) => {
             const achieved = keys.map((): Array<MilestoneId> => [])
             for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
