@@ -45,8 +45,9 @@ import type {
 type Io<A> = Effect.Effect<A, StorageError>
 
 /**
- * Runs a unit of work atomically. Every port call made inside `withTransaction` (on the same
- * fiber) MUST commit together or not at all; nested calls join the outer transaction.
+ * Runs a unit of work atomically. Every port call made inside `withTransaction` (on its fiber or
+ * on fibers forked inside it, which issue calls side by side) MUST commit together or not at all;
+ * nested calls join the outer transaction.
  */
 export class Transactor extends Context.Tag("@streaks/core/Transactor")<Transactor, {
   readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageError, R>

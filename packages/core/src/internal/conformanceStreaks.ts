@@ -33,6 +33,36 @@ export const transactorSuite = (it: It) =>
         assert.strictEqual((yield* achievements.list(key)).length, 1)
       }))
 
+    it.effect("calls issued side by side inside a unit of work join it: they commit, or roll back, with it", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const achievements = yield* AchievementStore
+        const { program } = yield* seedTenant()
+        const [kept, undone] = [makeKey(program), makeKey(program)]
+        // Ingest issues independent statements of a batch this way (forked fibers), in order.
+        const sideBySide = (key: typeof kept) =>
+          Effect.zipRight(
+            streaks.lock(key, "UTC"),
+            Effect.all([
+              streaks.addDays([{ key, day: day("2024-03-01") }, { key, day: day("2024-03-02") }]),
+              achievements.add(key, program.milestones[0]!.id, epoch),
+              streaks.saveAll([makeRow(key, { run: 2, best: 2, lastActiveDay: day("2024-03-02") })])
+            ], { concurrency: "unbounded" })
+          )
+        const [added] = yield* tx.withTransaction(sideBySide(kept))
+        assert.deepStrictEqual(added, [true, true])
+        assert.strictEqual(Option.getOrThrow(yield* streaks.get(kept)).run, 2)
+        assert.deepStrictEqual(yield* streaks.days(kept), [day("2024-03-01"), day("2024-03-02")])
+        assert.strictEqual((yield* achievements.list(kept)).length, 1)
+
+        const exit = yield* Effect.exit(tx.withTransaction(Effect.zipRight(sideBySide(undone), new Boom())))
+        assert.isTrue(exit._tag === "Failure")
+        assert.isTrue(Option.isNone(yield* streaks.get(undone)))
+        assert.deepStrictEqual(yield* streaks.days(undone), [])
+        assert.deepStrictEqual(yield* achievements.list(undone), [])
+      }))
+
     it.effect("a unit of work that dies changes nothing", () =>
       Effect.gen(function*() {
         const tx = yield* Transactor

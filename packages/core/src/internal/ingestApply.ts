@@ -193,6 +193,14 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
 }
 
 /**
+ * Runs statements of one transaction side by side. They are issued in order, and a store that
+ * pipelines (Postgres) sends them in one round trip and runs them in that order; only statements
+ * that do not read each other's effects go together.
+ */
+const together = <R>(effects: ReadonlyArray<Effect.Effect<unknown, StorageError, R>>) =>
+  effects.length === 0 ? Effect.void : Effect.all(effects, { concurrency: "unbounded", discard: true })
+
+/**
  * Applies authorised actions inside the caller's transaction, with the same outcome as applying
  * them one after another in input order, but with a few multi-row statements per round instead of
  * several statements per action. The zone of an action is its `tz` (which also becomes the
@@ -211,6 +219,8 @@ export const applyAll = (
 
     // A member's zone as it stands after their earlier actions of this batch.
     const zones = new Map<string, Option.Option<string>>()
+    // Writes whose answers nothing waits for, issued together at the next read or at the end.
+    const writes: Array<Effect.Effect<unknown, StorageError, ApplyServices>> = []
     const whoOf = (i: number) => `${work[i]!.project.id} ${found[i]!.userHash}`
 
     for (const round of roundsOf(work, found)) {
@@ -226,8 +236,14 @@ export const applyAll = (
       }
       const counting = here.filter((s) => s.plan.counting)
       if (counting.length === 0) continue
-      const rows = yield* streaks.lockMany(counting.map((s) => ({ key: s.key, timezone: s.zone })))
-      const moved = yield* streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day })))
+      // The rows an earlier round saved are read again by this one.
+      yield* together(writes.splice(0))
+      // Independent statements of one transaction are issued together: a store that pipelines
+      // (Postgres) sends them in one round trip and still runs them in this order.
+      const [rows, moved] = yield* Effect.all([
+        streaks.lockMany(counting.map((s) => ({ key: s.key, timezone: s.zone }))),
+        streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day })))
+      ], { concurrency: "unbounded" })
       const saves: Array<StreakRow> = []
       const active: Array<UsageEntry> = []
       const progressed: Array<{ readonly step: Step; readonly progress: Progress; readonly state: Streak.State }> = []
@@ -274,13 +290,13 @@ export const applyAll = (
           active.push(Metering.activeEntry(progress.project.workspaceId, progress.project.id, step.userHash, step.at))
         }
       }
-      if (saves.length > 0) yield* streaks.saveAll(saves)
-      if (active.length > 0) yield* Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active))
+      if (saves.length > 0) writes.push(streaks.saveAll(saves))
+      if (active.length > 0) writes.push(Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active)))
     }
 
     const millis = yield* Clock.currentTimeMillis
     const records = steps.map((step) => recordOf(step, Ids.makeAt("EventId", millis)))
-    yield* Effect.flatMap(ActionLog, (log) => log.appendAll(records))
+    writes.push(Effect.flatMap(ActionLog, (log) => log.appendAll(records)))
 
     const answers = new Array<Applied>(work.length)
     for (const { enqueued, i, moved, plan: p, work: w } of steps) {
@@ -288,9 +304,11 @@ export const applyAll = (
       answers[i] = { body, enqueued }
       // Storing the answer in the same transaction makes "done" and "answer stored" one fact.
       if (w.idempotencyKey !== undefined) {
-        yield* Effect.flatMap(IdempotencyStore, (keys) =>
-          keys.complete(w.project.id, w.idempotencyKey!, { status: 202, body }, w.now))
+        writes.push(Effect.flatMap(IdempotencyStore, (keys) =>
+          keys.complete(w.project.id, w.idempotencyKey!, { status: 202, body }, w.now)))
       }
     }
+    // The last writes need no answer before the commit, so they go out together.
+    yield* together(writes)
     return answers
   })
