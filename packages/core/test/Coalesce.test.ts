@@ -1,0 +1,75 @@
+/**
+ * The group-commit front of `Ingest`: what arrives while a batch runs shares the next batch, each
+ * caller gets its own answer, a defect fails only its batch, and closing waits for work in flight.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import * as Coalesce from "../src/internal/coalesce.js"
+
+/** A `run` that records each batch and waits for `gate` before answering `input * 10`. */
+const recorder = (gate: Deferred.Deferred<void>) => {
+  const batches: Array<ReadonlyArray<number>> = []
+  const run = (inputs: ReadonlyArray<number>) =>
+    Effect.gen(function*() {
+      batches.push(inputs)
+      if (inputs.includes(13)) return yield* Effect.die("unlucky batch")
+      yield* Deferred.await(gate)
+      return inputs.map((n) => Exit.succeed(n * 10))
+    })
+  return { batches, run }
+}
+
+describe("Coalesce", () => {
+  it.live("a lone call is a batch of one; calls made while it runs share the next batch, each with its own answer", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { batches, run } = recorder(gate)
+      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 })
+      const first = yield* Effect.fork(submit(1))
+      yield* Effect.sleep("20 millis")
+      const rest = yield* Effect.fork(Effect.all([2, 3, 4].map(submit), { concurrency: "unbounded" }))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(batches, [[1]], "the first batch started alone and the others wait for it")
+      yield* Deferred.succeed(gate, undefined)
+      assert.strictEqual(yield* Fiber.join(first), 10)
+      assert.deepStrictEqual(yield* Fiber.join(rest), [20, 30, 40])
+      assert.deepStrictEqual(batches, [[1], [2, 3, 4]])
+    }).pipe(Effect.scoped))
+
+  it.live("maxBatch bounds a batch; a defect fails the calls of its batch and no other", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      yield* Deferred.succeed(gate, undefined)
+      const { batches, run } = recorder(gate)
+      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 2 })
+      const exits = yield* Effect.all([10, 11, 12, 13, 14].map((n) => Effect.exit(submit(n))), {
+        concurrency: "unbounded"
+      })
+      assert.isTrue(batches.every((b) => b.length <= 2))
+      const failed = exits.flatMap((exit, i) => (Exit.isFailure(exit) ? [[10, 11, 12, 13, 14][i]] : []))
+      const unlucky = batches.find((b) => b.includes(13))!
+      assert.deepStrictEqual(failed, [...unlucky], "exactly the calls that shared the failing batch fail")
+      assert.deepStrictEqual(
+        exits.filter(Exit.isSuccess).map((e) => e.value),
+        [10, 11, 12, 13, 14].filter((n) => !unlucky.includes(n)).map((n) => n * 10)
+      )
+      // The front keeps working after a defect.
+      assert.strictEqual(yield* submit(5), 50)
+    }).pipe(Effect.scoped))
+
+  it.live("closing the scope waits for the batch in flight, whose caller still gets its answer", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { run } = recorder(gate)
+      const scope = yield* Scope.make()
+      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 }).pipe(Scope.extend(scope))
+      const call = yield* Effect.fork(submit(7))
+      yield* Effect.sleep("20 millis")
+      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      yield* Effect.sleep("20 millis")
+      assert.isTrue((yield* Fiber.poll(closing))._tag === "None", "close returned while a batch was running")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(closing)
+      assert.strictEqual(yield* Fiber.join(call), 70)
+    }))
+})
