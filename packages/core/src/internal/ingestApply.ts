@@ -2,7 +2,7 @@
  * The unit of work of accepted actions (CONTRACT §2–§4, §6–§8, §11): which ledger each feeds, the
  * per-day dedup, the streak rows, milestones, usage and the action log. Runs inside one transaction.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Either, Option } from "effect"
 import * as Calendar from "../Calendar.js"
 import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey, type StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
@@ -193,12 +193,23 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
 }
 
 /**
- * Runs statements of one transaction side by side. They are issued in order, and a store that
- * pipelines (Postgres) sends them in one round trip and runs them in that order; only statements
- * that do not read each other's effects go together.
+ * Runs statements of one transaction side by side and answers their results in order, or the first
+ * failure. They are issued in order, and a store that pipelines (Postgres) sends them in one round
+ * trip and runs them in that order; only statements that do not read each other's effects go
+ * together. Each runs to its end even when another fails: interrupting a statement already on the
+ * wire would cost a cancel request, and the transaction is rolled back anyway.
  */
-const together = <R>(effects: ReadonlyArray<Effect.Effect<unknown, StorageError, R>>) =>
-  effects.length === 0 ? Effect.void : Effect.all(effects, { concurrency: "unbounded", discard: true })
+const together = <R>(
+  effects: ReadonlyArray<Effect.Effect<unknown, StorageError, R>>
+): Effect.Effect<ReadonlyArray<unknown>, StorageError, R> =>
+  Effect.flatMap(Effect.all(effects.map(Effect.either), { concurrency: "unbounded" }), (results) => {
+    const failed = results.find(Either.isLeft)
+    return failed === undefined ? Effect.succeed(results.map((r) => Either.getOrThrow(r))) : Effect.fail(failed.left)
+  })
+
+/** `together` of two statements, with their results. */
+const both = <A, B, R>(first: Effect.Effect<A, StorageError, R>, second: Effect.Effect<B, StorageError, R>) =>
+  Effect.map(together<R>([first, second]), ([a, b]) => [a as A, b as B] as const)
 
 /**
  * Applies authorised actions inside the caller's transaction, with the same outcome as applying
@@ -240,10 +251,10 @@ export const applyAll = (
       yield* together(writes.splice(0))
       // Independent statements of one transaction are issued together: a store that pipelines
       // (Postgres) sends them in one round trip and still runs them in this order.
-      const [rows, moved] = yield* Effect.all([
+      const [rows, moved] = yield* both(
         streaks.lockMany(counting.map((s) => ({ key: s.key, timezone: s.zone }))),
         streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day })))
-      ], { concurrency: "unbounded" })
+      )
       const saves: Array<StreakRow> = []
       const active: Array<UsageEntry> = []
       const progressed: Array<{ readonly step: Step; readonly progress: Progress; readonly state: Streak.State }> = []
