@@ -58,7 +58,8 @@ export const make = (
             ...(config.prepare === false ? {} : { Client: PreparingClient }),
             // Statements issued together on one connection (a transaction's independent writes) go
             // out at once instead of one round trip each; Postgres still runs them in order.
-            // (node-postgres 8.23 option, not yet in its type definitions.)
+            // (node-postgres 8.23 option, not yet in its type definitions.) Pipelined connections
+            // cannot stream through a cursor (`sql\`…\`.stream`): nothing here does.
             ...({ pipeline: true } as {}),
             connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
             host: config.host,
