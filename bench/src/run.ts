@@ -18,7 +18,7 @@ import * as Db from "./db.js"
 const root = resolve(import.meta.dirname, "../..")
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10)
-const WARMUP = 3
+const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
 /** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
 const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
 const MEMBERS = 100_000
