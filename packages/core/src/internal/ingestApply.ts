@@ -30,8 +30,8 @@ import {
   notifiedOf,
   type Progress,
   progressRow,
-  reach,
   reachesTarget,
+  recordCrossed,
   rowOf,
   stateOf,
   summaryOf
@@ -230,7 +230,8 @@ export const applyAll = (
 
     // A member's zone as it stands after their earlier actions of this batch.
     const zones = new Map<string, Option.Option<string>>()
-    // Writes whose answers nothing waits for, issued together at the next read or at the end.
+    // Writes whose answers nothing waits for: issued together before the next round reads its
+    // rows, or at the end.
     const writes: Array<Effect.Effect<unknown, StorageError, ApplyServices>> = []
     const whoOf = (i: number) => `${work[i]!.project.id} ${found[i]!.userHash}`
 
@@ -291,11 +292,12 @@ export const applyAll = (
       const achievedOf = new Map(asked.map((p, n) => [p, achieved[n]!]))
       for (const p of progressed) {
         const { progress, state, step } = p
-        const known = achievedOf.get(p)
+        const achievedHere = achievedOf.get(p)
+        const crossed = achievedHere === undefined
+          ? []
+          : Streak.newlyCrossed(progress.program.milestones, state.current, new Set(achievedHere))
         // Most actions cross no new milestone: then there is nothing to record or fire.
-        if (known !== undefined && Streak.newlyCrossed(progress.program.milestones, state.current, new Set(known)).length > 0) {
-          step.enqueued = (yield* reach(progress, { state, achieved: known })).enqueued
-        }
+        if (crossed.length > 0) step.enqueued = yield* recordCrossed(progress, state, crossed)
         saves.push(progressRow(progress))
         if (step.plan.ledger === "live") {
           active.push(Metering.activeEntry(progress.project.workspaceId, progress.project.id, step.userHash, step.at))

@@ -4,9 +4,8 @@
  */
 import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
-import { type Program, type Project, type StreakKey, StreakRow } from "../Domain.js"
+import { type Milestone, type Program, type Project, type StreakKey, StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
-import type { MilestoneId } from "../Ids.js"
 import * as OutboundEvents from "../OutboundEvents.js"
 import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
 import * as Streak from "../Streak.js"
@@ -91,21 +90,33 @@ export const reachesTarget = (program: Program, state: Streak.State): boolean =>
  * the state evaluated at `now` in `zone` (the member's streak as it stands, so a late action that
  * leaves today's streak unchanged reaches nothing); each is achieved once per member and ledger,
  * and fires its events through `OutboundEvents.emit`. The caller saves the row (`progressRow`).
- * A batch passes `known`: the state it computed and the milestones it read for many keys at once.
  */
 export const reach = (
-  input: Progress,
-  known?: { readonly state: Streak.State; readonly achieved: ReadonlyArray<MilestoneId> }
+  input: Progress
 ): Effect.Effect<Settled, StorageError, AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
   Effect.gen(function*() {
-    const { key, now, program } = input
-    const state = known?.state ?? stateOf(input)
+    const state = stateOf(input)
     // Most actions reach no target at all: then the achievements need not be read.
-    if (!reachesTarget(program, state)) return { state, enqueued: 0 }
+    if (!reachesTarget(input.program, state)) return { state, enqueued: 0 }
     const achievements = yield* AchievementStore
-    const achieved = new Set<string>(known?.achieved ?? (yield* achievements.list(key)).map((a) => a.milestoneId))
-    const crossed = Streak.newlyCrossed(program.milestones, state.current, achieved)
-    if (crossed.length === 0) return { state, enqueued: 0 }
+    const achieved = new Set<string>((yield* achievements.list(input.key)).map((a) => a.milestoneId))
+    const crossed = Streak.newlyCrossed(input.program.milestones, state.current, achieved)
+    return { state, enqueued: crossed.length === 0 ? 0 : yield* recordCrossed(input, state, crossed) }
+  })
+
+/**
+ * Records `crossed`, the milestones `state` newly reaches on the locked row of `input` (see
+ * `reach`), and fires their events; answers the outbox messages written. A batch that read the
+ * achievements of many keys at once calls it directly.
+ */
+export const recordCrossed = (
+  input: Progress,
+  state: Streak.State,
+  crossed: ReadonlyArray<Milestone>
+): Effect.Effect<number, StorageError, AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
+  Effect.gen(function*() {
+    const { key, now, program } = input
+    const achievements = yield* AchievementStore
     const events: Array<OutboundEvents.Event> = []
     for (const milestone of crossed) {
       if (yield* achievements.add(key, milestone.id, now)) events.push(...OutboundEvents.milestoneEvents(milestone))
@@ -117,7 +128,7 @@ export const reach = (
       ledger: key.ledger,
       streak: { current: state.current, best: state.best }
     }, events)
-    return { state, enqueued: emitted.enqueued }
+    return emitted.enqueued
   })
 
 /** The row to save after `reach`: the new summary, with what was notified kept. */

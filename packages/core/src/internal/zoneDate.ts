@@ -64,25 +64,35 @@ const formatDate = (ms: number, zone: string): string => {
   return m === null ? fromParts(f, ms) : format(Number(m[3]), Number(m[1]), Number(m[2]))
 }
 
-// Most instants asked about are "now", so each zone remembers the date of the last quarter hour
-// it was asked about. A quarter hour is remembered only when its first and last millisecond have
-// the same date: the local date never goes backwards as time goes forward, so every instant
-// between them has it too, whatever the zone's offset (even the odd ones of history).
+// Most instants asked about are "now", so each zone remembers the date of its last quarter hour.
+// A quarter hour asked about a second time is checked once: when its first and last millisecond
+// have the same date, every instant between them has it too (the local date never goes backwards
+// as time goes forward, whatever the zone's offset, even the odd ones of history). One-off
+// instants (a bisection, a report's history) cost one format, as without the memo.
 const QUARTER = 15 * 60_000
-const lastQuarter = new Map<string, { readonly quarter: number; readonly date: string }>()
+/** date: the quarter's date; null: the quarter spans two dates; undefined: seen once, not checked. */
+const lastQuarter = new Map<string, { readonly quarter: number; readonly date: string | null | undefined }>()
+
+const dateOfQuarter = (quarter: number, date: string, zone: string): string | null => {
+  const start = quarter * QUARTER
+  const end = start + QUARTER - 1
+  return start >= MIN_MS && end <= MAX_MS && formatDate(start, zone) === date && formatDate(end, zone) === date
+    ? date
+    : null
+}
 
 /** "YYYY-MM-DD" of the instant `ms` in `zone`; throws a RangeError outside years 1..9999. */
 export const zoneDate = (ms: number, zone: string): string => {
   if (!(ms >= MIN_MS && ms <= MAX_MS)) throw new RangeError(`Invalid or out-of-range instant: ${ms}`)
   const quarter = Math.floor(ms / QUARTER)
-  const hit = lastQuarter.get(zone)
-  if (hit !== undefined && hit.quarter === quarter) return hit.date
+  const seen = lastQuarter.get(zone)
+  if (seen !== undefined && seen.quarter === quarter && typeof seen.date === "string") return seen.date
   const date = formatDate(ms, zone)
-  const start = quarter * QUARTER
-  const end = start + QUARTER - 1
-  if (start >= MIN_MS && end <= MAX_MS && formatDate(start, zone) === date && formatDate(end, zone) === date) {
+  if (seen !== undefined && seen.quarter === quarter) {
+    if (seen.date === undefined) lastQuarter.set(zone, { quarter, date: dateOfQuarter(quarter, date, zone) })
+  } else {
     if (lastQuarter.size >= MAX_CACHED) lastQuarter.clear()
-    lastQuarter.set(zone, { quarter, date })
+    lastQuarter.set(zone, { quarter, date: undefined })
   }
   return date
 }

@@ -72,7 +72,6 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   const cols = sql.literal(streakColumns)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
-  const keyArrays = (keys: ReadonlyArray<StreakKey>) => keyArraysOf(sql, keys)
 
   // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
   // (new rows are locked by their inserting transaction), and the locking select returns the
@@ -83,7 +82,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   // snapshot) for those keys then finds and locks them.
   const lockOnce = (inputs: ReadonlyArray<LockInput>, now: Date) =>
     sql`WITH input AS (
-          SELECT * FROM unnest(${keyArrays(inputs.map((i) => i.key))}, ${inputs.map((i) => i.timezone)}::text[])
+          SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.timezone)}::text[])
             AS i (project_id, program_id, user_hash, ledger, zone)
         ), ins AS (
           INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at)
@@ -123,7 +122,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
     const rows = [...new Map(all.map((r) => [keyOf(r), r])).values()]
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, due_at, updated_at)
-          SELECT * FROM unnest(${keyArrays(rows)},
+          SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
             ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${rows.map((r) => r.brokenNotifiedAfter ?? null)}::date[],
@@ -137,7 +136,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   const addDays = (inputs: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) =>
     Effect.map(
       hot(sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
-          SELECT * FROM unnest(${keyArrays(inputs.map((i) => i.key))}, ${inputs.map((i) => i.day)}::date[])
+          SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.day)}::date[])
           ON CONFLICT DO NOTHING
           RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`),
       (rows) =>
