@@ -98,7 +98,7 @@ export interface StandingRef {
   readonly userHash: UserHash
 }
 
-/** What a member's widget shows, read at once: see `StreakStore.standing`. */
+/** What a member's widget shows, read at once: see `StreakStore.standingMany`. */
 export interface Standing {
   readonly member: Member
   readonly row: Option.Option<StreakRow>
@@ -161,11 +161,13 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
   /** Active days in [from, to] inclusive, ascending. */
   readonly daysBetween: (key: StreakKey, from: LocalDate, to: LocalDate) => Io<ReadonlyArray<LocalDate>>
   /**
-   * The read of `GET /v1/state`: the member behind `ref.userHash` (as `MemberStore.lookup`), and for
-   * that member's key in `ref.programId` on `ref.ledger` the row (if any), the active days in
-   * [from, to] and the achieved milestones. One consistent read, one round trip where the store allows.
+   * The read of `GET /v1/state`, for many requests at once (the reads that arrive together share
+   * it), answers in input order; a ref may repeat. For each ref: the member behind `ref.userHash`
+   * (as `MemberStore.lookup`), and for that member's key in `ref.programId` on `ref.ledger` the row
+   * (if any), the active days in [from, to] and the achieved milestones. One consistent read, one
+   * round trip where the store allows.
    */
-  readonly standing: (ref: StandingRef, from: LocalDate, to: LocalDate) => Io<Standing>
+  readonly standingMany: (refs: ReadonlyArray<StandingRef>, from: LocalDate, to: LocalDate) => Io<ReadonlyArray<Standing>>
   /** Every streak key of a member in a project (all programs, both ledgers). */
   readonly keysOfMember: (projectId: ProjectId, userHash: UserHash) => Io<ReadonlyArray<StreakKey>>
   /** Removes the row and the days of `key` (used when an anonymous id is merged away). */

@@ -2,7 +2,7 @@
  * Reading a member's streak: the widget's `GET /v1/state` (spec §2.6, CONTRACT §5, §7) and the
  * customer REST member view (CONTRACT §9), on the ledger that matches the program's status.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Exit, Layer, Option, type Scope } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
 import type { Milestone, Program, Project } from "./Domain.js"
@@ -18,9 +18,10 @@ import {
 import * as EventInput from "./EventInput.js"
 import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
+import * as Coalesce from "./internal/coalesce.js"
 import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js"
 import { memberZone, nowDate, summaryOf } from "./internal/streakProgress.js"
-import { DirectoryStore, StreakStore } from "./Ports.js"
+import { DirectoryStore, type Standing, type StandingRef, StreakStore } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 import * as Streak from "./Streak.js"
 
@@ -96,113 +97,151 @@ const API_VERSION = "1" as const
 
 export type Requirements = DirectoryStore | StreakStore | SecretBox
 
-export const make: Effect.Effect<StateQuery["Type"], never, Requirements> = Effect.gen(function*() {
-  const directory = yield* DirectoryStore
-  const streaks = yield* StreakStore
-  const box = yield* SecretBox
+/**
+ * Reads that arrive together share one `StreakStore.standingMany` (as actions share a transaction
+ * in `Ingest`): while a read is out, the next ones gather, so a busy widget costs one statement per
+ * batch rather than one per request. A lone read waits for nothing. Reads do not join a
+ * transaction their caller has open.
+ */
+export interface ReadOptions {
+  /** Batches read at the same time (default 1: in `pnpm bench`, 2 gave 8 % fewer reads per second and 4 gave 25 % fewer, each batch smaller for the same fixed cost). */
+  readonly workers?: number
+  /** Most reads in one batch (default 100). */
+  readonly maxBatch?: number
+}
 
-  /**
-   * The member behind `userHash` (aliases resolved), their zone, their streak on the program's
-   * ledger, their days around today and their achievements: one storage read.
-   */
-  const read = (project: Project, program: Program, userHash: UserHash) =>
-    Effect.gen(function*() {
-      const now = yield* nowDate
-      // Today in any zone is within a day of today in UTC, and its ISO week within six days of
-      // today: this range holds the week the widget shows, whatever the member's zone.
-      const utcToday = Calendar.localDate(now, "UTC")
-      const standing = yield* streaks.standing(
-        { projectId: project.id, programId: program.id, ledger: program.status, userHash },
-        Calendar.addDays(utcToday, -7),
-        Calendar.addDays(utcToday, 7)
+interface Read {
+  readonly ref: StandingRef
+  readonly from: Calendar.LocalDate
+  readonly to: Calendar.LocalDate
+}
+
+const earliest = (reads: ReadonlyArray<Read>) => reads.reduce((d, r) => (r.from < d ? r.from : d), reads[0]!.from)
+const latest = (reads: ReadonlyArray<Read>) => reads.reduce((d, r) => (r.to > d ? r.to : d), reads[0]!.to)
+
+export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"], never, Requirements | Scope.Scope> =>
+  Effect.gen(function*() {
+    const directory = yield* DirectoryStore
+    const streaks = yield* StreakStore
+    const box = yield* SecretBox
+
+    // A batch reads the union of its reads' ranges (they differ only across midnight) and gives
+    // each read the days of its own range.
+    const readAll = (reads: ReadonlyArray<Read>): Effect.Effect<ReadonlyArray<Exit.Exit<Standing, StorageError>>> =>
+      streaks.standingMany(reads.map((r) => r.ref), earliest(reads), latest(reads)).pipe(
+        Effect.map((standings) =>
+          standings.map((s, i) => {
+            const { from, to } = reads[i]!
+            return Exit.succeed(s.days.every((d) => d >= from && d <= to) ? s : { ...s, days: s.days.filter((d) => d >= from && d <= to) })
+          })
+        ),
+        Effect.catchAll((error) => Effect.succeed(reads.map(() => Exit.fail(error))))
       )
-      const zone = memberZone(standing.member.timezone, project)
-      const row = Option.getOrUndefined(standing.row)
-      const summary = row === undefined ? Streak.empty : summaryOf(row, program.mode)
-      const evaluated = Streak.evaluate(summary, now, zone)
-      return { standing, summary, evaluated }
+    const standing = yield* Coalesce.make(readAll, { workers: options.workers ?? 1, maxBatch: options.maxBatch ?? 100 })
+
+    /**
+     * The member behind `userHash` (aliases resolved), their zone, their streak on the program's
+     * ledger, their days around today and their achievements: one storage read.
+     */
+    const read = (project: Project, program: Program, userHash: UserHash) =>
+      Effect.gen(function*() {
+        const now = yield* nowDate
+        // Today in any zone is within a day of today in UTC, and its ISO week within six days of
+        // today: this range holds the week the widget shows, whatever the member's zone.
+        const utcToday = Calendar.localDate(now, "UTC")
+        const found = yield* standing({
+          ref: { projectId: project.id, programId: program.id, ledger: program.status, userHash },
+          from: Calendar.addDays(utcToday, -7),
+          to: Calendar.addDays(utcToday, 7)
+        })
+        const zone = memberZone(found.member.timezone, project)
+        const row = Option.getOrUndefined(found.row)
+        const summary = row === undefined ? Streak.empty : summaryOf(row, program.mode)
+        const evaluated = Streak.evaluate(summary, now, zone)
+        return { standing: found, summary, evaluated }
+      })
+
+    /**
+     * Coupon and link values are revealed only to the member they belong to (a valid identity token
+     * for the requested id or the member it is linked to) and only once earned; message values are
+     * shown to everyone, they are the widget's copy.
+     */
+    const identified = (project: Project, token: string | undefined, ids: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        if (token === undefined) return false
+        const secret = box.open(project.signingSecretSealed)
+        if (secret === undefined) return false
+        for (const userHash of new Set(ids)) {
+          if (yield* Credentials.verifyIdentityToken(token, secret, { userHash, siteKey: project.siteKey })) return true
+        }
+        return false
+      })
+
+    const milestoneView = (m: Milestone, achieved: boolean, reveal: boolean) => ({
+      id: m.id,
+      target: m.target,
+      msg: m.msg,
+      achieved,
+      rewardType: m.rewardType,
+      ...(m.rewardValue !== undefined && (m.rewardType === "message" || (achieved && reveal))
+        ? { rewardValue: m.rewardValue }
+        : {})
     })
 
-  /**
-   * Coupon and link values are revealed only to the member they belong to (a valid identity token
-   * for the requested id or the member it is linked to) and only once earned; message values are
-   * shown to everyone, they are the widget's copy.
-   */
-  const identified = (project: Project, token: string | undefined, ids: ReadonlyArray<string>) =>
-    Effect.gen(function*() {
-      if (token === undefined) return false
-      const secret = box.open(project.signingSecretSealed)
-      if (secret === undefined) return false
-      for (const userHash of new Set(ids)) {
-        if (yield* Credentials.verifyIdentityToken(token, secret, { userHash, siteKey: project.siteKey })) return true
-      }
-      return false
-    })
+    const state = (request: StateRequest): Effect.Effect<StateAnswer, StateError | StorageError> =>
+      Effect.gen(function*() {
+        const userHash = yield* EventInput.decodeUserHash("userHash", request.userHash)
+        const project = yield* resolveProject(directory, request.siteKey)
+        const { deprecation } = yield* browserAuth(project, request.origin, request.serverToken)
+        const program = yield* programOf(directory, project, request.event)
+        const { evaluated, standing } = yield* read(project, program, userHash)
+        const achieved = new Set<string>(standing.achieved)
+        const secretValues = program.milestones.some((m) =>
+          m.rewardType !== "message" && m.rewardValue !== undefined && achieved.has(m.id)
+        )
+        const reveal = secretValues && (yield* identified(project, request.identityToken, [userHash, standing.member.userHash]))
 
-  const milestoneView = (m: Milestone, achieved: boolean, reveal: boolean) => ({
-    id: m.id,
-    target: m.target,
-    msg: m.msg,
-    achieved,
-    rewardType: m.rewardType,
-    ...(m.rewardValue !== undefined && (m.rewardType === "message" || (achieved && reveal))
-      ? { rewardValue: m.rewardValue }
-      : {})
-  })
+        const body: StateBody = {
+          meta: { apiVersion: API_VERSION, isLive: program.status === "live" },
+          streak: {
+            mode: evaluated.mode,
+            current: evaluated.current,
+            best: evaluated.best,
+            todayDone: evaluated.todayDone,
+            pending: evaluated.pending
+          },
+          week: Streak.week(evaluated.today, new Set<string>(standing.days)),
+          milestones: program.milestones.map((m) => milestoneView(m, achieved.has(m.id), reveal)),
+          settings: {
+            theme: { name: program.settings.theme.name },
+            position: program.settings.position,
+            mainMessage: program.settings.mainMessage
+          }
+        }
+        return { body, deprecation }
+      })
 
-  const state = (request: StateRequest): Effect.Effect<StateAnswer, StateError | StorageError> =>
-    Effect.gen(function*() {
-      const userHash = yield* EventInput.decodeUserHash("userHash", request.userHash)
-      const project = yield* resolveProject(directory, request.siteKey)
-      const { deprecation } = yield* browserAuth(project, request.origin, request.serverToken)
-      const program = yield* programOf(directory, project, request.event)
-      const { evaluated, standing } = yield* read(project, program, userHash)
-      const achieved = new Set<string>(standing.achieved)
-      const secretValues = program.milestones.some((m) =>
-        m.rewardType !== "message" && m.rewardValue !== undefined && achieved.has(m.id)
-      )
-      const reveal = secretValues && (yield* identified(project, request.identityToken, [userHash, standing.member.userHash]))
-
-      const body: StateBody = {
-        meta: { apiVersion: API_VERSION, isLive: program.status === "live" },
-        streak: {
-          mode: evaluated.mode,
+    const memberStreak = (programId: string, userHash: string) =>
+      Effect.gen(function*() {
+        const hash = yield* EventInput.decodeUserHash("userHash", userHash)
+        const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
+        const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
+        if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
+        const { evaluated, summary } = yield* read(project, program, hash)
+        return {
+          programId: program.id,
+          userHash: hash,
           current: evaluated.current,
           best: evaluated.best,
           todayDone: evaluated.todayDone,
-          pending: evaluated.pending
-        },
-        week: Streak.week(evaluated.today, new Set<string>(standing.days)),
-        milestones: program.milestones.map((m) => milestoneView(m, achieved.has(m.id), reveal)),
-        settings: {
-          theme: { name: program.settings.theme.name },
-          position: program.settings.position,
-          mainMessage: program.settings.mainMessage
+          pending: evaluated.pending,
+          lastActiveDate: summary.lastActiveDay ?? null,
+          isLive: program.status === "live"
         }
-      }
-      return { body, deprecation }
-    })
+      })
 
-  const memberStreak = (programId: string, userHash: string) =>
-    Effect.gen(function*() {
-      const hash = yield* EventInput.decodeUserHash("userHash", userHash)
-      const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
-      const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
-      if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
-      const { evaluated, summary } = yield* read(project, program, hash)
-      return {
-        programId: program.id,
-        userHash: hash,
-        current: evaluated.current,
-        best: evaluated.best,
-        todayDone: evaluated.todayDone,
-        pending: evaluated.pending,
-        lastActiveDate: summary.lastActiveDay ?? null,
-        isLive: program.status === "live"
-      }
-    })
+    return StateQuery.of({ state, memberStreak })
+  })
 
-  return StateQuery.of({ state, memberStreak })
-})
-
-export const layer: Layer.Layer<StateQuery, never, Requirements> = Layer.effect(StateQuery, make)
+/** `StateQuery` with the default read batching. */
+export const layer: Layer.Layer<StateQuery, never, Requirements> = Layer.scoped(StateQuery, make())

@@ -118,20 +118,21 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), port(sql, "StreakStore.daysBetween")),
 
     // Several statements in one exclusive unit: the same consistent read as a single query.
-    standing: (ref, from, to) =>
-      Effect.gen(function*() {
-        const member = yield* lookup(sql, ref.projectId, ref.userHash)
-        const key = new StreakKey({ ...ref, userHash: member.userHash }, trusted)
-        const rows = yield* sql`SELECT * FROM streaks WHERE ${whereKey(key)}`
-        const days = yield* sql`SELECT day FROM activity_days WHERE ${whereKey(key)} AND day BETWEEN ${from} AND ${to} ORDER BY day`
-        const achieved = yield* sql`SELECT milestone_id FROM achievements WHERE ${whereKey(key)} ORDER BY milestone_id`
-        return {
-          member,
-          row: rows.length === 0 ? Option.none() : Option.some(decodeRow(rows[0]!)),
-          days: days.map((r) => toLocalDate(r.day)),
-          achieved: achieved.map((r) => r.milestone_id as MilestoneId)
-        }
-      }).pipe(port(sql, "StreakStore.standing")),
+    standingMany: (refs, from, to) =>
+      Effect.forEach(refs, (ref) =>
+        Effect.gen(function*() {
+          const member = yield* lookup(sql, ref.projectId, ref.userHash)
+          const key = new StreakKey({ ...ref, userHash: member.userHash }, trusted)
+          const rows = yield* sql`SELECT * FROM streaks WHERE ${whereKey(key)}`
+          const days = yield* sql`SELECT day FROM activity_days WHERE ${whereKey(key)} AND day BETWEEN ${from} AND ${to} ORDER BY day`
+          const achieved = yield* sql`SELECT milestone_id FROM achievements WHERE ${whereKey(key)} ORDER BY milestone_id`
+          return {
+            member,
+            row: rows.length === 0 ? Option.none() : Option.some(decodeRow(rows[0]!)),
+            days: days.map((r) => toLocalDate(r.day)),
+            achieved: achieved.map((r) => r.milestone_id as MilestoneId)
+          }
+        })).pipe(port(sql, "StreakStore.standingMany")),
 
     // Keys come from rows and also from days without a row (addDay without lock), as in the
     // reference adapter.

@@ -55,17 +55,19 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     addDays: (days) => run(() => days.map((d) => addDay(d.key, d.day))),
     days: (key) => run(() => sortedDays(keyOf(key))),
     daysBetween: (key, from, to) => run(() => sortedDays(keyOf(key)).filter((d) => d >= from && d <= to)),
-    standing: (ref, from, to) =>
-      run(() => {
-        const userHash = s.aliases.get(pair(ref.projectId, ref.userHash)) ?? ref.userHash
-        const k = keyOf({ ...ref, userHash })
-        return {
-          member: { userHash, timezone: Option.fromNullable(s.timezones.get(pair(ref.projectId, userHash))) },
-          row: Option.fromNullable(s.streaks.get(k)),
-          days: sortedDays(k).filter((d) => d >= from && d <= to),
-          achieved: [...(s.achievements.get(k)?.keys() ?? [])]
-        }
-      }),
+    standingMany: (refs, from, to) =>
+      run(() =>
+        refs.map((ref) => {
+          const userHash = s.aliases.get(pair(ref.projectId, ref.userHash)) ?? ref.userHash
+          const k = keyOf({ ...ref, userHash })
+          return {
+            member: { userHash, timezone: Option.fromNullable(s.timezones.get(pair(ref.projectId, userHash))) },
+            row: Option.fromNullable(s.streaks.get(k)),
+            days: sortedDays(k).filter((d) => d >= from && d <= to),
+            achieved: [...(s.achievements.get(k)?.keys() ?? [])]
+          }
+        })
+      ),
     keysOfMember: (projectId, userHash) =>
       run(() => {
         // Rows and days both name keys: a key with days but no row (addDay without lock) still counts.

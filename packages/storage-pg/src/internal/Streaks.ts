@@ -178,31 +178,38 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
 
     // The widget's read in one statement: the alias, the member's zone, the row, the week's days
     // and the achievements, each a primary-key seek.
-    standing: (ref, from, to) =>
-      hot(sql`SELECT m.member_hash, z.timezone AS member_zone, s.*,
+    // One statement for the whole batch: each ref resolves its alias, then seeks its member's zone,
+    // row, days in range and achievements by primary key (LATERAL, as `lockMany`).
+    standingMany: (refs, from, to) =>
+      refs.length === 0 ? Effect.succeed([]) :
+      hot(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
             ARRAY(SELECT to_char(day, 'YYYY-MM-DD') FROM ${t.activity_days} d
-              WHERE d.project_id = ${ref.projectId} AND d.program_id = ${ref.programId} AND d.user_hash = m.member_hash
-                AND d.ledger = ${ref.ledger} AND d.day BETWEEN ${from}::date AND ${to}::date ORDER BY day) AS days,
+              WHERE d.project_id = k.project_id AND d.program_id = k.program_id AND d.user_hash = m.member_hash
+                AND d.ledger = k.ledger AND d.day BETWEEN ${from}::date AND ${to}::date ORDER BY day) AS days,
             ARRAY(SELECT milestone_id FROM ${t.achievements} a
-              WHERE a.project_id = ${ref.projectId} AND a.program_id = ${ref.programId} AND a.user_hash = m.member_hash
-                AND a.ledger = ${ref.ledger} ORDER BY milestone_id) AS achieved
-          FROM (SELECT coalesce(
-            (SELECT user_hash FROM ${t.aliases} WHERE project_id = ${ref.projectId} AND anonymous_id = ${ref.userHash}),
-            ${ref.userHash}::text) AS member_hash) m
-          LEFT JOIN ${t.members} z ON z.project_id = ${ref.projectId} AND z.user_hash = m.member_hash
+              WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = m.member_hash
+                AND a.ledger = k.ledger ORDER BY milestone_id) AS achieved
+          FROM unnest(${keyArraysOf(sql, refs)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
+          CROSS JOIN LATERAL (SELECT coalesce(
+            (SELECT user_hash FROM ${t.aliases} WHERE project_id = k.project_id AND anonymous_id = k.user_hash),
+            k.user_hash) AS member_hash) m
+          LEFT JOIN ${t.members} z ON z.project_id = k.project_id AND z.user_hash = m.member_hash
           LEFT JOIN LATERAL (SELECT ${cols} FROM ${t.streaks}
-            WHERE project_id = ${ref.projectId} AND program_id = ${ref.programId} AND user_hash = m.member_hash
-              AND ledger = ${ref.ledger}) s ON true`).pipe(
-          Effect.map(([r]) => ({
-            member: {
-              userHash: r!.member_hash as UserHash,
-              timezone: Option.fromNullable(r!.member_zone as string | null)
-            },
-            row: r!.project_id == null ? Option.none() : Option.some(decodeStreakRow(r!)),
-            days: (r!.days as Array<string>).map(toLocalDate),
-            achieved: r!.achieved as Array<MilestoneId>
-          })),
-          io("StreakStore.standing")
+            WHERE project_id = k.project_id AND program_id = k.program_id AND user_hash = m.member_hash
+              AND ledger = k.ledger) s ON true
+          ORDER BY k.n`).pipe(
+          Effect.map((rows) =>
+            rows.map((r) => ({
+              member: {
+                userHash: r.member_hash as UserHash,
+                timezone: Option.fromNullable(r.member_zone as string | null)
+              },
+              row: r.project_id == null ? Option.none() : Option.some(decodeStreakRow(r)),
+              days: (r.days as Array<string>).map(toLocalDate),
+              achieved: r.achieved as Array<MilestoneId>
+            }))
+          ),
+          io("StreakStore.standingMany")
         ),
 
     // Keys come from the member's rows, and also from activity days without a row (as the
