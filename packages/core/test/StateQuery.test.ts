@@ -1,11 +1,14 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Context, Effect, Layer, Ref, TestClock } from "effect"
 import { unsafeLocalDate } from "../src/Calendar.js"
 import * as Credentials from "../src/Credentials.js"
 import { defaultSettings, ProgramSettings } from "../src/Domain.js"
-import { StateQuery, type StateRequest } from "../src/StateQuery.js"
+import * as Ingest from "../src/Ingest.js"
+import * as StateQuery from "../src/StateQuery.js"
+import type { StateRequest } from "../src/StateQuery.js"
+import { StreakStore } from "../src/Ports.js"
 import { makeMilestone, type Tenant } from "../src/testing.js"
-import { api, at, codeOf, layer, ORIGIN, server, SERVER_TOKEN, SIGNING_SECRET, tenant } from "./support/pipeline.js"
+import { api, at, base, codeOf, layer, ORIGIN, server, SERVER_TOKEN, SIGNING_SECRET, tenant } from "./support/pipeline.js"
 
 // Wednesday 2026-05-13, noon UTC.
 const WED = at("2026-05-13T12:00:00Z")
@@ -22,7 +25,7 @@ const request = (t: Tenant, extra: Partial<StateRequest> = {}): StateRequest => 
 })
 
 const stateOf = (t: Tenant, extra: Partial<StateRequest> = {}) =>
-  Effect.flatMap(StateQuery, (q) => q.state(request(t, extra)))
+  Effect.flatMap(StateQuery.StateQuery, (q) => q.state(request(t, extra)))
 
 const act = (t: Tenant, ms: number, extra: Record<string, unknown> = {}) =>
   server({ siteKey: t.project.siteKey, userHash: "u1", event: t.program.eventKey, ts: new Date(ms).toISOString(), ...extra })
@@ -33,6 +36,27 @@ const rewards = [
   makeMilestone({ target: 3, msg: "Three days", rewardType: "link", rewardValue: "https://x.example/gift" }),
   makeMilestone({ target: 30, msg: "A month", rewardType: "coupon", rewardValue: "MONTH50" })
 ]
+
+/** The sizes of the `standingMany` calls; each call yields first, as a store's round trip would. */
+class StandingCalls extends Context.Tag("test/StandingCalls")<StandingCalls, Ref.Ref<ReadonlyArray<number>>>() {}
+
+const countedStreaks = Layer.effect(
+  StreakStore,
+  Effect.gen(function*() {
+    const real = yield* StreakStore
+    const calls = yield* StandingCalls
+    return {
+      ...real,
+      standingMany: (refs, from, to) =>
+        Effect.zipRight(Ref.update(calls, (c) => [...c, refs.length]), Effect.zipRight(Effect.yieldNow(), real.standingMany(refs, from, to)))
+    }
+  })
+)
+
+const layerCounted = Layer.mergeAll(Ingest.layer, StateQuery.layer).pipe(
+  Layer.provideMerge(countedStreaks.pipe(Layer.provideMerge(base))),
+  Layer.provideMerge(Layer.effect(StandingCalls, Ref.make<ReadonlyArray<number>>([])))
+)
 
 describe("StateQuery", () => {
   it.effect("a fresh member gets exactly the documented shape: zeros, the ISO week Mon..Sun, milestones, settings", () =>
@@ -151,7 +175,7 @@ describe("StateQuery", () => {
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live", settings: defaultSettings } })
       yield* TestClock.setTime(WED)
-      const q = yield* StateQuery
+      const q = yield* StateQuery.StateQuery
       assert.deepStrictEqual(yield* q.memberStreak(t.program.id, "nobody"), {
         programId: t.program.id,
         userHash: "nobody",
@@ -175,4 +199,23 @@ describe("StateQuery", () => {
       })
       assert.strictEqual(yield* codeOf(q.memberStreak("prg_missing", "u1")), "NOT_FOUND")
     }).pipe(Effect.provide(layer)))
+  it.effect("concurrent reads share storage reads, and each still gets its own member's answer", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant({ program: { status: "live" } })
+      yield* TestClock.setTime(WED)
+      const members = Array.from({ length: 12 }, (_, i) => `m${i}`)
+      // Member i was active on the last i % 4 days, so the answers differ.
+      for (const [i, m] of members.entries()) {
+        for (let back = 1; back <= i % 4; back++) yield* act(t, WED - back * DAY, { userHash: m })
+      }
+      const alone = yield* Effect.forEach(members, (m) => stateOf(t, { userHash: m }))
+      const calls = yield* StandingCalls
+      yield* Ref.set(calls, [])
+      const together = yield* Effect.forEach([...members, ...members], (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+      assert.deepStrictEqual(together, [...alone, ...alone])
+      assert.deepStrictEqual(alone.map((a) => a.body.streak.current), members.map((_, i) => i % 4))
+      const sizes = yield* Ref.get(calls)
+      assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 24)
+      assert.isBelow(sizes.length, 24 / 2)
+    }).pipe(Effect.provide(layerCounted)))
 })

@@ -32,7 +32,8 @@ const signal = Layer.effect(
   Effect.map(Nudges, (ref) => ({ notify: Ref.update(ref, (n) => n + 1) }))
 )
 
-const base = Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, signal).pipe(
+/** The in-memory store, an ephemeral secret box and a counted outbox signal: what the services need. */
+export const base = Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, signal).pipe(
   Layer.provideMerge(Layer.effect(Nudges, Ref.make(0)))
 )
 
