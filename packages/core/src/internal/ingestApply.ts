@@ -195,21 +195,19 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
 /**
  * Runs statements of one transaction side by side and answers their results in order, or the first
  * failure. They are issued in order, and a store that pipelines (Postgres) sends them in one round
- * trip and runs them in that order; only statements that do not read each other's effects go
+ * trip and runs them in that order; only statements that do not need each other's answers go
  * together. Each runs to its end even when another fails: interrupting a statement already on the
  * wire would cost a cancel request, and the transaction is rolled back anyway.
  */
-const together = <R>(
-  effects: ReadonlyArray<Effect.Effect<unknown, StorageError, R>>
-): Effect.Effect<ReadonlyArray<unknown>, StorageError, R> =>
+const together = <const T extends ReadonlyArray<Effect.Effect<unknown, StorageError, ApplyServices>>>(
+  effects: T
+): Effect.Effect<{ -readonly [K in keyof T]: Effect.Effect.Success<T[K]> }, StorageError, ApplyServices> =>
   Effect.flatMap(Effect.all(effects.map(Effect.either), { concurrency: "unbounded" }), (results) => {
     const failed = results.find(Either.isLeft)
-    return failed === undefined ? Effect.succeed(results.map((r) => Either.getOrThrow(r))) : Effect.fail(failed.left)
+    return failed === undefined
+      ? Effect.succeed(results.map((r) => Either.getOrThrow(r)) as { -readonly [K in keyof T]: Effect.Effect.Success<T[K]> })
+      : Effect.fail(failed.left)
   })
-
-/** `together` of two statements, with their results. */
-const both = <A, B, R>(first: Effect.Effect<A, StorageError, R>, second: Effect.Effect<B, StorageError, R>) =>
-  Effect.map(together<R>([first, second]), ([a, b]) => [a as A, b as B] as const)
 
 /**
  * Applies authorised actions inside the caller's transaction, with the same outcome as applying
@@ -251,11 +249,16 @@ export const applyAll = (
       // The rows an earlier round saved are read again by this one.
       yield* together(writes.splice(0))
       // Independent statements of one transaction are issued together: a store that pipelines
-      // (Postgres) sends them in one round trip and still runs them in this order.
-      const [rows, moved] = yield* both(
+      // (Postgres) sends them in one round trip and still runs them in this order. The
+      // achievements of every key that may cross a milestone are read with them, after the lock:
+      // a seek per key that crosses nothing costs less than one more round trip for those that do.
+      const asked = counting.filter((s) => s.work.program.milestones.length > 0)
+      const [rows, moved, achieved] = yield* together([
         streaks.lockMany(counting.map((s) => ({ key: s.key, timezone: s.zone }))),
-        streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day })))
-      )
+        streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day }))),
+        asked.length === 0 ? Effect.succeed([]) : achievements.achievedMany(asked.map((s) => s.key))
+      ])
+      const achievedOf = new Map(asked.map((s, n) => [s, achieved[n]!]))
       const saves: Array<StreakRow> = []
       const active: Array<UsageEntry> = []
       const progressed: Array<{ readonly step: Step; readonly progress: Progress; readonly state: Streak.State }> = []
@@ -286,14 +289,9 @@ export const applyAll = (
         const progress = { project, program: counted, key: step.key, row, summary, zone: step.zone, now }
         progressed.push({ step, progress, state: stateOf(progress) })
       }
-      // One read of the achievements of every key that reaches a milestone target, not one per action.
-      const asked = progressed.filter((p) => reachesTarget(p.progress.program, p.state))
-      const achieved = asked.length === 0 ? [] : yield* achievements.achievedMany(asked.map((p) => p.progress.key))
-      const achievedOf = new Map(asked.map((p, n) => [p, achieved[n]!]))
-      for (const p of progressed) {
-        const { progress, state, step } = p
-        const achievedHere = achievedOf.get(p)
-        const crossed = achievedHere === undefined
+      for (const { progress, state, step } of progressed) {
+        const achievedHere = achievedOf.get(step)
+        const crossed = achievedHere === undefined || !reachesTarget(progress.program, state)
           ? []
           : Streak.newlyCrossed(progress.program.milestones, state.current, new Set(achievedHere))
         // Most actions cross no new milestone: then there is nothing to record or fire.
