@@ -36,12 +36,14 @@ export const make = (directory: DirectoryStore["Type"], options: Options = {}): 
   // Bumped by every write, so that a read which started before a write does not keep what it read.
   let generation = 0
 
-  const cached = <A>(key: string, load: Effect.Effect<Option.Option<A>, StorageError>) =>
+  // `load` is only built on a miss: building a storage call (an SQL statement, say) on every hit
+  // cost as much as the lookup itself.
+  const cached = <A>(key: string, load: () => Effect.Effect<Option.Option<A>, StorageError>) =>
     Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Option.Option<A>, StorageError> => {
       const hit = entries.get(key)
       if (hit !== undefined && hit.until > now) return Effect.succeed(Option.some(hit.value as A))
       const started = generation
-      return Effect.tap(load, (found) => {
+      return Effect.tap(load(), (found) => {
         if (Option.isNone(found) || started !== generation) return
         if (entries.size >= max) entries.clear()
         entries.set(key, { until: now + ttl, value: found.value })
@@ -57,11 +59,11 @@ export const make = (directory: DirectoryStore["Type"], options: Options = {}): 
 
   return {
     ...directory,
-    project: (id) => cached<Project>(`project ${id}`, directory.project(id)),
-    projectBySiteKey: (siteKey) => cached<Project>(`site ${siteKey}`, directory.projectBySiteKey(siteKey)),
-    program: (id) => cached<Program>(`program ${id}`, directory.program(id)),
+    project: (id) => cached<Project>(`project ${id}`, () => directory.project(id)),
+    projectBySiteKey: (siteKey) => cached<Project>(`site ${siteKey}`, () => directory.projectBySiteKey(siteKey)),
+    program: (id) => cached<Program>(`program ${id}`, () => directory.program(id)),
     programByEventKey: (projectId, eventKey) =>
-      cached<Program>(`event ${projectId} ${eventKey}`, directory.programByEventKey(projectId, eventKey)),
+      cached<Program>(`event ${projectId} ${eventKey}`, () => directory.programByEventKey(projectId, eventKey)),
     createWorkspace: (w) => write(directory.createWorkspace(w)),
     setPlan: (id, plan) => write(directory.setPlan(id, plan)),
     createProject: (p) => write(directory.createProject(p)),
