@@ -10,7 +10,6 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import type { MigrationError } from "@effect/sql/Migrator"
-import { StorageError } from "@streaks/core/Errors"
 import {
   AchievementStore,
   ActionLog,
@@ -32,7 +31,8 @@ import { makeActionLog, makeIdempotencyStore } from "./internal/Actions.js"
 import { makeCredentialStore, makeDirectoryStore, makeMemberStore, makeUsageStore } from "./internal/Directory.js"
 import { makeExperimentStore, makeOutbox, makeSubscriptionStore } from "./internal/Delivery.js"
 import * as Pools from "./internal/Pools.js"
-import { type Ctx, makeHot, makeTables, storageError } from "./internal/Sql.js"
+import { type Ctx, makeHot, makeTables } from "./internal/Sql.js"
+import * as Transactions from "./internal/Transactions.js"
 import { makeAchievementStore, makeStreakStore } from "./internal/Streaks.js"
 
 export interface Options {
@@ -40,31 +40,16 @@ export interface Options {
   readonly prefix?: string | undefined
 }
 
-const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
-
-/**
- * `sql.withTransaction`: nested calls become savepoints of the outer transaction, so they commit
- * with it. The transaction's own SqlErrors (BEGIN, and COMMIT, which the client reports as a
- * defect) become StorageError; the unit of work's errors pass through unchanged.
- */
-const makeTransactor = (sql: SqlClient.SqlClient): Transactor["Type"] => ({
-  withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
-    sql.withTransaction(self).pipe(
-      Effect.mapError((e): E | StorageError => isSqlError(e) ? storageError("Transactor.withTransaction", e) : e as E),
-      Effect.catchAllDefect((defect) =>
-        isSqlError(defect) ? Effect.fail(storageError("Transactor.withTransaction", defect)) : Effect.die(defect)
-      )
-    )
-})
-
 /** Builds every port over `sql` and the tables under `prefix`, without running migrations. */
 export const make = (sql: SqlClient.SqlClient, prefix: string = Migrations.defaultPrefix): Context.Context<Storage> => {
   // Our statements name their columns in snake_case; a client configured with name transforms
   // (camelCase results, say) must not rewrite them.
   const raw = sql.withoutTransforms()
-  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), hot: makeHot(Pools.poolOf(sql)) }
+  const pool = Pools.poolOf(sql)
+  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), hot: makeHot(pool) }
   return Context.empty().pipe(
-    Context.add(Transactor, makeTransactor(raw)),
+    // Pools registered by PgConnection pipeline their connections.
+    Context.add(Transactor, Transactions.make(raw, pool !== undefined)),
     Context.add(DirectoryStore, makeDirectoryStore(ctx)),
     Context.add(MemberStore, makeMemberStore(ctx)),
     Context.add(StreakStore, makeStreakStore(ctx)),
