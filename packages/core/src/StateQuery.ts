@@ -245,3 +245,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
 
 /** `StateQuery` with the default read batching. */
 export const layer: Layer.Layer<StateQuery, never, Requirements> = Layer.scoped(StateQuery, make())
+
+/** `StateQuery` with chosen read batching. */
+export const layerWith = (options: ReadOptions): Layer.Layer<StateQuery, never, Requirements> =>
+  Layer.scoped(StateQuery, make(options))

@@ -53,10 +53,12 @@ const countedStreaks = Layer.effect(
   })
 )
 
-const layerCounted = Layer.mergeAll(Ingest.layer, StateQuery.layer).pipe(
-  Layer.provideMerge(countedStreaks.pipe(Layer.provideMerge(base))),
-  Layer.provideMerge(Layer.effect(StandingCalls, Ref.make<ReadonlyArray<number>>([])))
-)
+const countedWith = (reads: Layer.Layer<StateQuery.StateQuery, never, StateQuery.Requirements>) =>
+  Layer.mergeAll(Ingest.layer, reads).pipe(
+    Layer.provideMerge(countedStreaks.pipe(Layer.provideMerge(base))),
+    Layer.provideMerge(Layer.effect(StandingCalls, Ref.make<ReadonlyArray<number>>([])))
+  )
+const layerCounted = countedWith(StateQuery.layer)
 
 describe("StateQuery", () => {
   it.effect("a fresh member gets exactly the documented shape: zeros, the ISO week Mon..Sun, milestones, settings", () =>
@@ -218,4 +220,15 @@ describe("StateQuery", () => {
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 24)
       assert.isBelow(sizes.length, 24 / 2)
     }).pipe(Effect.provide(layerCounted)))
+
+  it.effect("layerWith bounds a read batch: with maxBatch 5, 12 concurrent reads take at least 3 storage reads of at most 5", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant({ program: { status: "live" } })
+      yield* TestClock.setTime(WED)
+      yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => `m${i}`), (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+      const sizes = yield* Ref.get(yield* StandingCalls)
+      assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 12)
+      assert.isAtLeast(sizes.length, 3)
+      assert.isAtMost(Math.max(...sizes), 5)
+    }).pipe(Effect.provide(countedWith(StateQuery.layerWith({ maxBatch: 5 })))))
 })
