@@ -2,7 +2,7 @@
  * Reading a member's streak: the widget's `GET /v1/state` (spec §2.6, CONTRACT §5, §7) and the
  * customer REST member view (CONTRACT §9), on the ledger that matches the program's status.
  */
-import { Context, Effect, Exit, Layer, Option, type Scope } from "effect"
+import { Cause, Context, Effect, Exit, Layer, Option, type Scope } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
 import type { Milestone, Program, Project } from "./Domain.js"
@@ -126,7 +126,9 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     const box = yield* SecretBox
 
     // A batch reads the union of its reads' ranges (they differ only across midnight) and gives
-    // each read the days of its own range.
+    // each read the days of its own range. A storage failure fails the whole batch (the store is
+    // down for all of them); a defect (a row that cannot be read, say) is retried one read at a
+    // time, so that it fails only the read it belongs to.
     const readAll = (reads: ReadonlyArray<Read>): Effect.Effect<ReadonlyArray<Exit.Exit<Standing, StorageError>>> =>
       streaks.standingMany(reads.map((r) => r.ref), earliest(reads), latest(reads)).pipe(
         Effect.map((standings) =>
@@ -135,7 +137,11 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
             return Exit.succeed(s.days.every((d) => d >= from && d <= to) ? s : { ...s, days: s.days.filter((d) => d >= from && d <= to) })
           })
         ),
-        Effect.catchAll((error) => Effect.succeed(reads.map(() => Exit.fail(error))))
+        Effect.catchAllCause((cause) =>
+          reads.length > 1 && Cause.isDie(cause) && !Cause.isFailure(cause)
+            ? Effect.forEach(reads, (r) => Effect.map(readAll([r]), (exits) => exits[0]!))
+            : Effect.succeed(reads.map(() => Exit.failCause(cause)))
+        )
       )
     const standing = yield* Coalesce.make(readAll, { workers: options.workers ?? 1, maxBatch: options.maxBatch ?? 100 })
 

@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Layer, Ref, TestClock } from "effect"
+import { Context, Effect, Exit, Layer, Ref, TestClock } from "effect"
 import { unsafeLocalDate } from "../src/Calendar.js"
 import * as Credentials from "../src/Credentials.js"
 import { defaultSettings, ProgramSettings } from "../src/Domain.js"
@@ -52,6 +52,20 @@ const countedStreaks = Layer.effect(
     }
   })
 )
+
+/** A store whose batch read dies when it holds the member "poison" (a row it cannot read). */
+const poisonedStreaks = Layer.effect(
+  StreakStore,
+  Effect.map(StreakStore, (real) => ({
+    ...real,
+    standingMany: (refs, from, to) =>
+      Effect.zipRight(
+        Effect.yieldNow(),
+        refs.some((r) => r.userHash === "poison") ? Effect.die("unreadable row") : real.standingMany(refs, from, to)
+      )
+  }))
+)
+const layerPoisonedReads = Layer.mergeAll(Ingest.layer, StateQuery.layer).pipe(Layer.provideMerge(poisonedStreaks.pipe(Layer.provideMerge(base))))
 
 const countedWith = (reads: Layer.Layer<StateQuery.StateQuery, never, StateQuery.Requirements>) =>
   Layer.mergeAll(Ingest.layer, reads).pipe(
@@ -220,6 +234,20 @@ describe("StateQuery", () => {
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 24)
       assert.isBelow(sizes.length, 24 / 2)
     }).pipe(Effect.provide(layerCounted)))
+
+  it.effect("a read that cannot be answered fails alone: the others of its batch get their answers", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant({ program: { status: "live" } })
+      yield* TestClock.setTime(WED)
+      yield* act(t, WED, { userHash: "m1" })
+      const results = yield* Effect.forEach(
+        ["m0", "m1", "poison", "m2"],
+        (m) => Effect.exit(stateOf(t, { userHash: m })),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(results.map((r) => r._tag), ["Success", "Success", "Failure", "Success"])
+      assert.deepStrictEqual(results.map((r) => Exit.isSuccess(r) ? r.value.body.streak.current : -1), [0, 1, -1, 0])
+    }).pipe(Effect.provide(layerPoisonedReads)))
 
   it.effect("layerWith bounds a read batch: with maxBatch 5, 12 concurrent reads take at least 3 storage reads of at most 5", () =>
     Effect.gen(function*() {
