@@ -176,10 +176,8 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
           WHERE ${whereKey(key)} AND day BETWEEN ${from}::date AND ${to}::date ORDER BY day`
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.daysBetween")),
 
-    // The widget's read in one statement: the alias, the member's zone, the row, the week's days
-    // and the achievements, each a primary-key seek.
-    // One statement for the whole batch: each ref resolves its alias, then seeks its member's zone,
-    // row, days in range and achievements by primary key (LATERAL, as `lockMany`).
+    // The widgets' reads of a batch in one statement: per ref the alias, then the member's zone,
+    // row, days in range and achievements, each a primary-key seek (LATERAL, as `lockMany`).
     standingMany: (refs, from, to) =>
       refs.length === 0 ? Effect.succeed([]) :
       hot(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
