@@ -49,37 +49,48 @@ const run = (client: pg.PoolClient, text: string): Effect.Effect<void, SqlError>
 export const make = (sql: SqlClient.SqlClient, pipelined: boolean): Transactor["Type"] => {
   const standard = <A, E, R>(self: Effect.Effect<A, E, R>) => mapped(sql.withTransaction(self))
   if (!pipelined) return { withTransaction: standard }
+  // Cleared if a reserved connection ever shows no node-postgres client (another driver version):
+  // then every transaction takes the standard way.
+  let early = true
 
-  const early = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
+  /** The unit of work on a reserved connection with `BEGIN` sent ahead; `undefined`: no client to send it on. */
+  const onReserved = <A, E, R>(
+    restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>,
+    self: Effect.Effect<A, E, R>
+  ): Effect.Effect<Exit.Exit<A, E | SqlError> | undefined, SqlError, R> =>
+    Effect.scoped(Effect.flatMap(sql.reserve, (connection) => {
+      const client = clientOf(connection)
+      if (client === undefined) return Effect.succeed(undefined)
+      let begun: Exit.Exit<void, SqlError> | undefined
+      // Sent now, so it goes out ahead of whatever `self` sends first.
+      client.query("BEGIN", (cause: Error | undefined) => {
+        begun = cause ? Exit.fail(new SqlError({ cause, message: "Failed to BEGIN" })) : Exit.void
+      })
+      return Effect.flatMap(
+        Effect.exit(Effect.provideService(restore(self), SqlClient.TransactionConnection, [connection, 0])),
+        (exit) =>
+          // COMMIT answers after BEGIN (the connection answers in order), so `begun` is known then.
+          Effect.map(Effect.exit(run(client, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), (ended) => {
+            if (begun !== undefined && Exit.isFailure(begun)) return Exit.failCause(begun.cause)
+            return Exit.isFailure(ended) ? Exit.failCause(ended.cause) : exit
+          })
+      )
+    }))
+
+  const outermost = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | StorageError, R> =>
     Effect.uninterruptibleMask((restore) =>
-      Effect.scoped(Effect.flatMap(sql.reserve, (connection): Effect.Effect<A, E | SqlError | StorageError, R> => {
-        const client = clientOf(connection)
-        if (client === undefined) return standard(self)
-        let begun: Exit.Exit<void, SqlError> | undefined
-        // Sent now, so it goes out ahead of whatever `self` sends first.
-        client.query("BEGIN", (cause: Error | undefined) => {
-          begun = cause ? Exit.fail(new SqlError({ cause, message: "Failed to BEGIN" })) : Exit.void
-        })
-        return Effect.flatMap(
-          Effect.exit(Effect.provideService(restore(self), SqlClient.TransactionConnection, [connection, 0])),
-          (exit) =>
-            // COMMIT answers after BEGIN (the connection answers in order), so `begun` is known then.
-            Effect.flatMap(
-              Effect.exit(run(client, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")),
-              (ended): Effect.Effect<A, E | SqlError> => {
-                if (begun !== undefined && Exit.isFailure(begun)) return Exit.failCause(begun.cause)
-                return Exit.isFailure(ended) ? Exit.failCause(ended.cause) : exit
-              }
-            )
-        )
-      }))
+      Effect.flatMap(onReserved(restore, self), (exit): Effect.Effect<A, E | SqlError | StorageError, R> => {
+        if (exit !== undefined) return exit
+        early = false
+        return restore(standard(self))
+      })
     ).pipe(mapped)
 
   return {
     withTransaction: (self) =>
       Effect.flatMap(
         Effect.serviceOption(SqlClient.TransactionConnection),
-        (outer) => Option.isSome(outer) ? standard(self) : early(self)
+        (outer) => Option.isSome(outer) || !early ? standard(self) : outermost(self)
       )
   }
 }
