@@ -97,6 +97,14 @@ export interface BatchOptions {
   readonly workers?: number
   /** Most actions in one transaction (default 100). */
   readonly maxBatch?: number
+  /**
+   * How a committed batch hands the answers back to its callers (default: at once). The next batch
+   * has already started when this runs. On Node, `(answer) => process.nextTick(answer)` lets the
+   * next batch's first statement go out before the callers resume and write their responses: the
+   * reference server does this (in `pnpm bench`, a batch's first statement left after 0.1 ms
+   * instead of 0.5, and ingest gained about 5 %).
+   */
+  readonly handOff?: ((answer: () => void) => void) | undefined
 }
 
 export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], never, Requirements | Scope.Scope> =>
@@ -139,7 +147,8 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
 
     const submit = yield* Coalesce.make(runBatch, {
       workers: options.workers ?? 1,
-      maxBatch: options.maxBatch ?? 100
+      maxBatch: options.maxBatch ?? 100,
+      handOff: options.handOff
     })
 
     const resolveProject = (siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError> =>

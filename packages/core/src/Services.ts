@@ -26,15 +26,26 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
 
-export const layer = Layer.mergeAll(
-  Ingest.layer,
-  StateQuery.layer,
-  Aliases.layer,
-  DueChecks.layer,
-  Credentials.layer,
-  Provisioning.layer,
-  Metering.layer,
-  Experiments.layer,
-  Subscriptions.layer,
-  Reports.layer
-)
+/** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
+export interface Options {
+  readonly ingest?: Ingest.BatchOptions
+  readonly state?: StateQuery.ReadOptions
+}
+
+/** Every core service, with chosen batching. */
+export const layerWith = (options: Options) =>
+  Layer.mergeAll(
+    Ingest.layerWith(options.ingest ?? {}),
+    StateQuery.layerWith(options.state ?? {}),
+    Aliases.layer,
+    DueChecks.layer,
+    Credentials.layer,
+    Provisioning.layer,
+    Metering.layer,
+    Experiments.layer,
+    Subscriptions.layer,
+    Reports.layer
+  )
+
+/** Every core service, with the default batching. */
+export const layer = layerWith({})

@@ -57,6 +57,36 @@ describe("Coalesce", () => {
       assert.strictEqual(yield* submit(5), 50)
     }).pipe(Effect.scoped))
 
+  it.live("handOff: a finished batch's callers resume only when it says, and the next batch has started by then", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { batches, run } = recorder(gate)
+      const answers: Array<() => void> = []
+      const startedWhenHandedOff: Array<number> = []
+      const submit = yield* Coalesce.make(run, {
+        workers: 1,
+        maxBatch: 100,
+        handOff: (answer) => {
+          startedWhenHandedOff.push(batches.length)
+          answers.push(answer)
+        }
+      })
+      const first = yield* Effect.fork(submit(1))
+      yield* Effect.sleep("20 millis")
+      const rest = yield* Effect.fork(Effect.all([2, 3].map(submit), { concurrency: "unbounded" }))
+      yield* Effect.sleep("20 millis")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Effect.sleep("20 millis")
+      // Both batches are done, but nobody has been answered.
+      assert.deepStrictEqual(batches, [[1], [2, 3]])
+      assert.deepStrictEqual(startedWhenHandedOff, [2, 2], "the second batch had started when the first handed off")
+      assert.isNull(first.unsafePoll())
+      assert.isNull(rest.unsafePoll())
+      answers.forEach((answer) => answer())
+      assert.strictEqual(yield* Fiber.join(first), 10)
+      assert.deepStrictEqual(yield* Fiber.join(rest), [20, 30])
+    }).pipe(Effect.scoped))
+
   it.live("closing the scope waits for the batch in flight, whose caller still gets its answer", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()

@@ -31,7 +31,10 @@ export const layerCore = (config: ServerConfig) => {
   )
   const dispatcher = Dispatcher.layer().pipe(Layer.provide(NodeHttpClient.layerUndici))
   const base = Layer.mergeAll(storage, secretBox)
-  return Services.layer.pipe(
+  // A committed ingest batch's callers resume one tick later: by then the next batch's first
+  // statement is on the wire, so Postgres works on it while this batch's responses are written
+  // (measured in docs/performance.md; for state reads the same cost throughput).
+  return Services.layerWith({ ingest: { handOff: (answer) => process.nextTick(answer) } }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     Layer.provideMerge(dispatcher),

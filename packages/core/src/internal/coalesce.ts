@@ -9,6 +9,11 @@ export interface Options {
   readonly workers: number
   /** Most inputs in one batch. */
   readonly maxBatch: number
+  /**
+   * How a finished batch hands its answers to its callers (default: at once). The next batch has
+   * started, up to its first wait, before this is called; see `Ingest.BatchOptions.handOff`.
+   */
+  readonly handOff?: ((answer: () => void) => void) | undefined
 }
 
 interface Job<I, A, E> {
@@ -43,20 +48,26 @@ export const make = <I, A, E>(
     let busy = 0
     let onIdle: (() => void) | undefined
 
+    const handOff = options.handOff ?? ((answer: () => void) => answer())
+
     const batch = (jobs: ReadonlyArray<Job<I, A, E>>) =>
       run(jobs.map((j) => j.input)).pipe(
         // A defect fails the calls of its batch, never the front.
-        Effect.catchAllCause((cause) => Effect.succeed(jobs.map(() => Exit.failCause(cause)))),
-        Effect.map((exits) => jobs.forEach((j, i) => j.resume(exits[i]!)))
+        Effect.catchAllCause((cause) => Effect.succeed(jobs.map(() => Exit.failCause(cause))))
       )
 
     const pump = (): void => {
       while (busy < workers && waiting.length > 0) {
         busy++
-        runCallback(batch(waiting.splice(0, options.maxBatch)), {
-          onExit: () => {
+        const jobs = waiting.splice(0, options.maxBatch)
+        runCallback(batch(jobs), {
+          onExit: (exit) => {
             busy--
+            // The next batch starts first, so that what it sends can go out before this batch's
+            // callers take the thread.
             pump()
+            const exits = Exit.isSuccess(exit) ? exit.value : jobs.map(() => Exit.failCause(exit.cause))
+            handOff(() => jobs.forEach((j, i) => j.resume(exits[i]!)))
           }
         })
       }
