@@ -73,14 +73,30 @@ export const makeHot = (pool: pg.Pool | undefined): Hot => (statement) =>
     }
     if (pool === undefined) return statement
     const [text, params] = statement.compile()
-    return Effect.async<ReadonlyArray<Row>, SqlError>((resume) => {
-      pool.query(text, params as Array<unknown>, (cause: Error | undefined, result: pg.QueryResult<Row>) =>
-        resume(
-          cause === undefined || cause === null
-            ? Effect.succeed(result.rows)
-            : Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
-        ))
-    })
+    return rawQuery(pool, text, params)
+  })
+
+type Queryable = {
+  readonly query: (
+    text: string,
+    values: ReadonlyArray<unknown> | undefined,
+    callback: (cause: Error | undefined | null, result: pg.QueryResult<Row>) => void
+  ) => void
+}
+
+/** One statement straight on a node-postgres pool or client, its rows or its failure as `SqlError`. */
+export const rawQuery = (
+  target: pg.Pool | pg.PoolClient,
+  text: string,
+  params?: ReadonlyArray<unknown>
+): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
+  Effect.async((resume) => {
+    ;(target as unknown as Queryable).query(text, params, (cause, result) =>
+      resume(
+        cause === undefined || cause === null
+          ? Effect.succeed(result.rows)
+          : Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
+      ))
   })
 
 const describe = (error: SqlError): string => {

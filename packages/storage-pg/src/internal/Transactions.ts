@@ -9,7 +9,7 @@ import { StorageError } from "@streaks/core/Errors"
 import type { Transactor } from "@streaks/core/Ports"
 import { Effect, Exit, Option } from "effect"
 import type pg from "pg"
-import { storageError } from "./Sql.js"
+import { rawQuery, storageError } from "./Sql.js"
 
 const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
 
@@ -29,12 +29,6 @@ const clientOf = (connection: unknown): pg.PoolClient | undefined => {
     ? client as pg.PoolClient
     : undefined
 }
-
-const run = (client: pg.PoolClient, text: string): Effect.Effect<void, SqlError> =>
-  Effect.async((resume) => {
-    client.query(text, (cause: Error | undefined) =>
-      resume(cause ? Effect.fail(new SqlError({ cause, message: `Failed to ${text}` })) : Effect.void))
-  })
 
 /**
  * Nested calls become savepoints of the outer transaction (through `sql.withTransaction`), so
@@ -70,7 +64,7 @@ export const make = (sql: SqlClient.SqlClient, pipelined: boolean): Transactor["
         Effect.exit(Effect.provideService(restore(self), SqlClient.TransactionConnection, [connection, 0])),
         (exit) =>
           // COMMIT answers after BEGIN (the connection answers in order), so `begun` is known then.
-          Effect.map(Effect.exit(run(client, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), (ended) => {
+          Effect.map(Effect.exit(rawQuery(client, Exit.isSuccess(exit) ? "COMMIT" : "ROLLBACK")), (ended) => {
             if (begun !== undefined && Exit.isFailure(begun)) return Exit.failCause(begun.cause)
             return Exit.isFailure(ended) ? Exit.failCause(ended.cause) : exit
           })
