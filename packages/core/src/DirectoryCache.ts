@@ -2,7 +2,7 @@
  * A short-lived in-process cache in front of `DirectoryStore`: every action and state read looks up
  * its project (by siteKey) and program (by event key), which change rarely.
  */
-import { Clock, Duration, Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option } from "effect"
 import type { Program, Project } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import { DirectoryStore } from "./Ports.js"
@@ -38,8 +38,10 @@ export const make = (directory: DirectoryStore["Type"], options: Options = {}): 
 
   // `load` is only built on a miss: building a storage call (an SQL statement, say) on every hit
   // cost as much as the lookup itself.
+  // A hit costs one operation: the clock is read inside `clockWith`, not as an effect of its own.
   const cached = <A>(key: string, load: () => Effect.Effect<Option.Option<A>, StorageError>) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now): Effect.Effect<Option.Option<A>, StorageError> => {
+    Effect.clockWith((clock): Effect.Effect<Option.Option<A>, StorageError> => {
+      const now = clock.unsafeCurrentTimeMillis()
       const hit = entries.get(key)
       if (hit !== undefined && hit.until > now) return Effect.succeed(Option.some(hit.value as A))
       const started = generation

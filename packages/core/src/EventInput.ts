@@ -241,7 +241,7 @@ const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
 const decodeRecord = decoder(EventRecord)
 const decodeWebhook = decoder(WebhookEvent)
 const decodeCount = decoder(CountAction)
-const decodeHash = decoder(UserHash)
+const decodeHash = Schema.decodeUnknownEither(UserHash, { errors: "first" })
 
 /** Parsed JSON of `/v1/e` or `/v1/server/e` → its action, or InvalidBody naming the field. */
 export const decodeEventRecord = (u: unknown): Effect.Effect<Action, InvalidBody> =>
@@ -255,6 +255,12 @@ export const decodeWebhookEvent = (u: unknown): Effect.Effect<Action, InvalidBod
 export const decodeCountAction = (u: unknown): Effect.Effect<Action, InvalidBody> =>
   Effect.flatMap(decodeCount(u), fromCountAction)
 
-/** A member id from a query or admin body (≤ 256 characters, not an e-mail), else InvalidBody. */
-export const decodeUserHash = (field: string, u: unknown): Effect.Effect<UserHash, InvalidBody> =>
-  decodeHash(u, field)
+/**
+ * A member id from a query or admin body (≤ 256 characters, not an e-mail), else InvalidBody. An
+ * `Either` (itself an effect): the read path checks it without running an operation.
+ */
+export const checkUserHash = (field: string, u: unknown): Either.Either<UserHash, InvalidBody> =>
+  Either.mapLeft(decodeHash(u), (e) => invalidBody(e, field))
+
+/** `checkUserHash` as an effect. */
+export const decodeUserHash = (field: string, u: unknown): Effect.Effect<UserHash, InvalidBody> => checkUserHash(field, u)

@@ -152,13 +152,31 @@ export const evaluate = (summary: Summary, now: Date | number, zone: string): St
 
 /** The week strip of `today`'s ISO week, marking the days found in `activeDays`. */
 export const week = (today: LocalDate, activeDays: ReadonlySet<string>): ReadonlyArray<WeekEntry> =>
-  Calendar.isoWeek(today).map((isoDate) => ({
+  weekDays(today).map(({ dayNumber, isoDate, label }) => ({
     isoDate,
-    label: Calendar.weekdayLabel(isoDate),
-    dayNumber: Calendar.dayOfMonth(isoDate),
+    label,
+    dayNumber,
     isToday: isoDate === today,
     isCheckedIn: activeDays.has(isoDate)
   }))
+
+// Every widget read shows the week of a today that rarely changes (a few at once, across zones):
+// its dates and labels are worked out once per today rather than once per read.
+const weeks = new Map<LocalDate, ReadonlyArray<Omit<WeekEntry, "isToday" | "isCheckedIn">>>()
+
+const weekDays = (today: LocalDate) => {
+  let days = weeks.get(today)
+  if (days === undefined) {
+    if (weeks.size >= 64) weeks.clear()
+    days = Calendar.isoWeek(today).map((isoDate) => ({
+      isoDate,
+      label: Calendar.weekdayLabel(isoDate),
+      dayNumber: Calendar.dayOfMonth(isoDate)
+    }))
+    weeks.set(today, days)
+  }
+  return days
+}
 
 /** Milestones whose target `current` has reached and that are not achieved yet, lowest target first. */
 export const newlyCrossed = <M extends { readonly id: string; readonly target: number }>(

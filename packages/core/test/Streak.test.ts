@@ -275,6 +275,20 @@ describe("week and milestones", () => {
     ])
   })
 
+  it("week answers each today with its own week when reads of different todays interleave (the week is kept per today)", () => {
+    const days = new Set(["2026-03-02", "2026-03-09"])
+    const weekOf = (today: string) => Streak.week(d(today), days).map((e) => [e.isoDate, e.isToday, e.isCheckedIn])
+    const first = weekOf("2026-03-02")
+    const second = weekOf("2026-03-10")
+    assert.deepStrictEqual(second[0], ["2026-03-09", false, true])
+    assert.deepStrictEqual(second[1], ["2026-03-10", true, false])
+    // Asked again, the first today gets its own week back, today and check-ins marked afresh.
+    assert.deepStrictEqual(weekOf("2026-03-02"), first)
+    assert.deepStrictEqual(first[0], ["2026-03-02", true, true])
+    // The same today with other check-ins: only the dates are kept, not the marks.
+    assert.deepStrictEqual(Streak.week(d("2026-03-02"), new Set())[0], { isoDate: "2026-03-02", label: "Mon", dayNumber: 2, isToday: true, isCheckedIn: false })
+  })
+
   it("newlyCrossed returns reached, not yet achieved milestones, lowest target first", () => {
     const ms = [{ id: "a", target: 7 }, { id: "b", target: 3 }, { id: "c", target: 30 }, { id: "d", target: 1 }, { id: "e", target: 7 }]
     assert.deepStrictEqual(Streak.newlyCrossed(ms, 7, new Set(["d"])).map((m) => m.id), ["b", "a", "e"])

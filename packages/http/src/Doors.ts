@@ -4,7 +4,7 @@
  * handlers call them, so the two give the same statuses, bodies and headers by construction.
  */
 import { Aliases, Errors, type EventInput, Ingest, StateQuery } from "@streaks/core"
-import { Effect, Either } from "effect"
+import { Context, Effect } from "effect"
 import { statusOf } from "./Api.js"
 import * as Cors from "./Cors.js"
 import { RateLimiter } from "./RateLimit.js"
@@ -44,13 +44,12 @@ const settle = <A, R>(
   ok: (a: A) => Answer,
   headers: () => Readonly<Record<string, string>>
 ): Effect.Effect<Answer, never, R> =>
-  Effect.flatMap(Effect.either(self), (result) => {
-    if (Either.isRight(result)) return Effect.succeed(ok(result.right))
-    const e = result.left
-    if (e._tag === "StorageError") {
-      return Effect.as(Effect.logError("storage failure on a public door", e), errorAnswer(storageDown, headers()))
-    }
-    return Effect.succeed(errorAnswer(e, headers()))
+  Effect.matchEffect(self, {
+    onSuccess: (a) => Effect.succeed(ok(a)),
+    onFailure: (e) =>
+      e._tag === "StorageError"
+        ? Effect.as(Effect.logError("storage failure on a public door", e), errorAnswer(storageDown, headers()))
+        : Effect.succeed(errorAnswer(e, headers()))
   })
 
 const rateLimit = (kind: "ip" | "site", key: string) =>
@@ -112,35 +111,34 @@ export const state = (
   query: { readonly siteKey: string; readonly userHash: string; readonly event: string | undefined; readonly kind: string | undefined },
   facts: StateFacts
 ): Effect.Effect<Answer, never, StateQuery.StateQuery | Ingest.Ingest> =>
-  Effect.gen(function*() {
-    const service = yield* StateQuery.StateQuery
-    const ingestService = yield* Ingest.Ingest
+  // Plain `flatMap`s rather than generators: every widget load runs this.
+  Effect.contextWithEffect((services: Context.Context<StateQuery.StateQuery | Ingest.Ingest>) => {
     let cors: Record<string, string> = {}
     const event = query.event ?? query.kind
-    const work = Effect.gen(function*() {
-      if (event === undefined || event === "" || (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)) {
-        return yield* new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })
-      }
-      if (facts.origin !== undefined) {
-        // Only for the CORS headers: an unknown siteKey is the state query's to report, after its
-        // body checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY, CONTRACT §2).
-        const project = yield* ingestService.resolveProject(query.siteKey).pipe(
-          Effect.catchTag("InvalidSiteKey", () => Effect.succeed(undefined))
-        )
-        if (project !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
-      }
-      return yield* service.state({
-        siteKey: query.siteKey,
-        userHash: query.userHash,
-        event,
-        origin: facts.origin,
-        serverToken: facts.serverToken,
-        identityToken: facts.identityToken
-      })
+    if (event === undefined || event === "" || (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)) {
+      return Effect.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })))
+    }
+    const read = Context.get(services, StateQuery.StateQuery).state({
+      siteKey: query.siteKey,
+      userHash: query.userHash,
+      event,
+      origin: facts.origin,
+      serverToken: facts.serverToken,
+      identityToken: facts.identityToken
     })
-    return yield* settle(
+    // Only for the CORS headers: an unknown siteKey is the state query's to report, after its
+    // body checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY, CONTRACT §2).
+    const origin = facts.origin
+    const work = origin === undefined ? read : Context.get(services, Ingest.Ingest).resolveProject(query.siteKey).pipe(
+      Effect.catchTag("InvalidSiteKey", () => Effect.succeed(undefined)),
+      Effect.flatMap((project) => {
+        if (project !== undefined) cors = Cors.actualHeaders(origin, project.allowedOrigins)
+        return read
+      })
+    )
+    return settle(
       work,
-      (answer) => ({ status: 200, body: answer.body, headers: { ...cors, ...deprecation(answer.deprecation) } }),
+      (answer) => ({ status: 200, body: answer.body, headers: answer.deprecation ? { ...cors, ...deprecation(true) } : cors }),
       () => cors
     )
   })

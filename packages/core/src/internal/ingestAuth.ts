@@ -2,7 +2,7 @@
  * Who may call which ingest door (CONTRACT §2 steps 3, 5, 6 and §5): origin allowed-lists, the
  * server token, the webhook secret of the counting program, and the program an action feeds.
  */
-import { Effect, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import * as Credentials from "../Credentials.js"
 import type { Program, Project } from "../Domain.js"
 import {
@@ -65,6 +65,9 @@ export const originAllowed = (origin: string, allowed: ReadonlyArray<string>): b
   })
 }
 
+const allowed = { deprecation: false } as const
+const deprecated = { deprecation: true } as const
+
 /**
  * The browser rule of `/v1/e` and `/v1/state` (spec §5 rule 1): an `Origin` must be allowed; a call
  * without one must carry the project's server token, unless the deprecated `legacyNoOriginIngest`
@@ -74,16 +77,17 @@ export const browserAuth = (
   project: Project,
   origin: string | undefined,
   serverToken: string | undefined
-): Effect.Effect<{ readonly deprecation: boolean }, ForbiddenOrigin | ServerTokenRequired> => {
+): Either.Either<{ readonly deprecation: boolean }, ForbiddenOrigin | ServerTokenRequired> => {
+  // An `Either` (itself an effect), so that the read path can check it without an operation.
   if (origin !== undefined) {
     return originAllowed(origin, project.allowedOrigins)
-      ? Effect.succeed({ deprecation: false })
-      : Effect.fail(new ForbiddenOrigin({ message: "origin is not in the project's allowed origins" }))
+      ? Either.right(allowed)
+      : Either.left(new ForbiddenOrigin({ message: "origin is not in the project's allowed origins" }))
   }
-  if (Credentials.matches(serverToken, project.serverTokenHash)) return Effect.succeed({ deprecation: false })
+  if (Credentials.matches(serverToken, project.serverTokenHash)) return Either.right(allowed)
   return project.legacyNoOriginIngest
-    ? Effect.succeed({ deprecation: true })
-    : Effect.fail(new ServerTokenRequired({ message: "a call without Origin needs X-Streak-Server-Token" }))
+    ? Either.right(deprecated)
+    : Either.left(new ServerTokenRequired({ message: "a call without Origin needs X-Streak-Server-Token" }))
 }
 
 const eventOf = (action: Action): Effect.Effect<string, InvalidBody> =>
