@@ -2,7 +2,7 @@
  * The wire bodies of the ingest doors (spec §2.1, §2.3, §2.4; CONTRACT §1–§2) as `Schema`s shared
  * by the HTTP layer and by embedders, and their normalisation into one `Action` command.
  */
-import { Clock, Effect, Either, ParseResult, Schema } from "effect"
+import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Calendar from "./Calendar.js"
 import { EventType, Source } from "./Domain.js"
 import { InvalidBody } from "./Errors.js"
@@ -154,6 +154,13 @@ const extraOf = (parts: Record<string, unknown>): Record<string, unknown> | unde
 
 const tsOf = (ts: string | undefined): Date | undefined => (ts === undefined ? undefined : parseTimestamp(ts))
 
+/** Whether an action is dated more than {@link maxFutureSkewMillis} after `now`. */
+export const isInFuture = (action: { readonly ts?: Date | undefined }, now: Date): boolean =>
+  action.ts !== undefined && action.ts.getTime() > now.getTime() + maxFutureSkewMillis
+
+/** The answer to an action dated too far ahead. */
+export const tooFarAhead = (): InvalidBody => new InvalidBody({ message: "ts: is more than 5 minutes in the future" })
+
 /**
  * Refuses an action dated more than {@link maxFutureSkewMillis} after now (`Clock`). Part of body
  * validation (step 2 of CONTRACT §2), so every `from…`/`decode…` helper applies it.
@@ -161,10 +168,9 @@ const tsOf = (ts: string | undefined): Date | undefined => (ts === undefined ? u
 export const checkNotInFuture = <A extends { readonly ts?: Date | undefined }>(action: A): Effect.Effect<A, InvalidBody> =>
   action.ts === undefined
     ? Effect.succeed(action)
-    : Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      action.ts!.getTime() > now + maxFutureSkewMillis
-        ? Effect.fail(new InvalidBody({ message: "ts: is more than 5 minutes in the future" }))
-        : Effect.succeed(action))
+    : Effect.clockWith((clock) =>
+      isInFuture(action, new Date(clock.unsafeCurrentTimeMillis())) ? Effect.fail(tooFarAhead()) : Effect.succeed(action)
+    )
 
 /** The action of an already decoded `EventRecord`. */
 export const fromEventRecord = (r: EventRecord): Effect.Effect<Action, InvalidBody> =>

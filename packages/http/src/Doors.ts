@@ -70,21 +70,21 @@ export const ingest = (
   action: EventInput.Action,
   facts: Facts
 ): Effect.Effect<Answer, never, Ingest.Ingest | RateLimiter> =>
-  Effect.gen(function*() {
-    const service = yield* Ingest.Ingest
+  // Plain `flatMap`s rather than generators: every action runs this.
+  Effect.contextWithEffect((services: Context.Context<Ingest.Ingest>) => {
+    const service = Context.get(services, Ingest.Ingest)
     let cors: Record<string, string> = {}
-    const work = Effect.gen(function*() {
-      const project = yield* service.resolveProject(action.siteKey ?? "")
-      if (door === "browser" && facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
-      if (door === "browser") yield* limited(facts.ip, project.siteKey)
-      const auth = door === "browser"
-        ? { door, origin: facts.origin, serverToken: facts.serverToken } as const
-        : { door, serverToken: facts.serverToken } as const
-      return yield* service.record({ project, action, auth })
+    const work = Effect.flatMap(service.resolveProject(action.siteKey ?? ""), (project) => {
+      if (door === "server") return service.record({ project, action, auth: { door, serverToken: facts.serverToken } })
+      if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
+      return Effect.zipRight(
+        limited(facts.ip, project.siteKey),
+        service.record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } })
+      )
     })
-    return yield* settle(
+    return settle(
       work,
-      (answer) => ({ status: 202, body: answer.body, headers: { ...cors, ...deprecation(answer.deprecation) } }),
+      (answer) => ({ status: 202, body: answer.body, headers: answer.deprecation ? { ...cors, ...deprecation(true) } : cors }),
       () => cors
     )
   })

@@ -90,10 +90,7 @@ export const browserAuth = (
     : Either.left(new ServerTokenRequired({ message: "a call without Origin needs X-Streak-Server-Token" }))
 }
 
-const eventOf = (action: Action): Effect.Effect<string, InvalidBody> =>
-  action.event === undefined
-    ? Effect.fail(new InvalidBody({ message: "event: is missing" }))
-    : Effect.succeed(action.event)
+const missingEvent = () => new InvalidBody({ message: "event: is missing" })
 
 /** Step 6: the program counting exactly this event key, else INVALID_WIDGET_KIND. */
 export const programOf = (
@@ -106,6 +103,14 @@ export const programOf = (
     onSome: Effect.succeed
   }))
 
+/** The program of the action's event (step 6), after checking that it names one. */
+const programFor = (
+  directory: Directory,
+  project: Project,
+  action: Action
+): Effect.Effect<Program, InvalidBody | InvalidWidgetKind | StorageError> =>
+  action.event === undefined ? Effect.fail(missingEvent()) : programOf(directory, project, action.event)
+
 export type AuthError =
   | InvalidBody
   | SiteKeyMismatch
@@ -115,43 +120,50 @@ export type AuthError =
   | InvalidWidgetKind
   | NotFound
 
-/** Steps 3, 5 and 6 of CONTRACT §2 for one door: the program the action feeds, or the first failure. */
+type Authorized = { readonly program: Program; readonly deprecation: boolean }
+
+/**
+ * Steps 3, 5 and 6 of CONTRACT §2 for one door: the program the action feeds, or the first failure.
+ * Plain `flatMap`s over checks that are values, not a generator: every action runs this.
+ */
 export const authorize = (
   directory: Directory,
   project: Project,
   action: Action,
   auth: Auth
-): Effect.Effect<{ readonly program: Program; readonly deprecation: boolean }, AuthError | StorageError> =>
-  Effect.gen(function*() {
-    switch (auth.door) {
-      case "browser": {
-        const { deprecation } = yield* browserAuth(project, auth.origin, auth.serverToken)
-        return { program: yield* programOf(directory, project, yield* eventOf(action)), deprecation }
-      }
-      case "server": {
-        if (!Credentials.matches(auth.serverToken, project.serverTokenHash)) {
-          return yield* new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" })
-        }
-        return { program: yield* programOf(directory, project, yield* eventOf(action)), deprecation: false }
-      }
-      case "webhook": {
-        if ((action.siteKey !== undefined && action.siteKey !== auth.urlSiteKey) || project.siteKey !== auth.urlSiteKey) {
-          return yield* new SiteKeyMismatch({ message: "siteKey in the body differs from the URL's" })
-        }
-        const event = yield* eventOf(action)
-        const program = Option.getOrUndefined(yield* directory.programByEventKey(project.id, event))
-        // Unknown event and wrong secret look the same, so the secret guards the event keys too.
-        if (program === undefined || !Credentials.matches(auth.secret, program.webhookSecretHash)) {
-          return yield* new WebhookSecretRequired({ message: "X-Streak-Webhook-Secret is missing or wrong" })
-        }
-        return { program, deprecation: false }
-      }
-      case "api": {
-        const program = Option.getOrUndefined(yield* directory.program(auth.programId))
-        if (program === undefined || program.projectId !== project.id) {
-          return yield* new NotFound({ message: "program not found" })
-        }
-        return { program, deprecation: false }
-      }
+): Effect.Effect<Authorized, AuthError | StorageError> => {
+  switch (auth.door) {
+    case "browser": {
+      const access = browserAuth(project, auth.origin, auth.serverToken)
+      if (Either.isLeft(access)) return Effect.fail(access.left)
+      const { deprecation } = access.right
+      return Effect.map(programFor(directory, project, action), (program) => ({ program, deprecation }))
     }
-  })
+    case "server": {
+      if (!Credentials.matches(auth.serverToken, project.serverTokenHash)) {
+        return Effect.fail(new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" }))
+      }
+      return Effect.map(programFor(directory, project, action), (program) => ({ program, deprecation: false }))
+    }
+    case "webhook": {
+      if ((action.siteKey !== undefined && action.siteKey !== auth.urlSiteKey) || project.siteKey !== auth.urlSiteKey) {
+        return Effect.fail(new SiteKeyMismatch({ message: "siteKey in the body differs from the URL's" }))
+      }
+      if (action.event === undefined) return Effect.fail(missingEvent())
+      return Effect.flatMap(directory.programByEventKey(project.id, action.event), (found) => {
+        const program = Option.getOrUndefined(found)
+        // Unknown event and wrong secret look the same, so the secret guards the event keys too.
+        return program === undefined || !Credentials.matches(auth.secret, program.webhookSecretHash)
+          ? Effect.fail(new WebhookSecretRequired({ message: "X-Streak-Webhook-Secret is missing or wrong" }))
+          : Effect.succeed({ program, deprecation: false })
+      })
+    }
+    case "api":
+      return Effect.flatMap(directory.program(auth.programId), (found) => {
+        const program = Option.getOrUndefined(found)
+        return program === undefined || program.projectId !== project.id
+          ? Effect.fail(new NotFound({ message: "program not found" }))
+          : Effect.succeed({ program, deprecation: false })
+      })
+  }
+}
