@@ -9,7 +9,6 @@
 import { Context, Clock, Effect, Layer, Option } from "effect"
 import { SignJWT, jwtVerify, type JWTPayload } from "jose"
 import * as crypto from "node:crypto"
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto"
 import type { CredentialRef, Program, Project, Workspace } from "./Domain.js"
 import { NotFound, Unauthorized, type StorageError } from "./Errors.js"
 import { secretPart, type ProgramId, type WorkspaceId } from "./Ids.js"
@@ -36,17 +35,17 @@ export const prefixes: Record<TokenKind, string> = {
  */
 export const generate = (kind: TokenKind): string =>
   kind === "subscription"
-    ? `${prefixes.subscription}${randomBytes(24).toString("base64")}`
+    ? `${prefixes.subscription}${crypto.randomBytes(24).toString("base64")}`
     : `${prefixes[kind]}${secretPart()}`
 
 /** SHA-256 hex of a token: enough for high-entropy secrets (CONTRACT §1), and what storage keeps. */
-export const hashToken = (token: string): string => createHash("sha256").update(token, "utf8").digest("hex")
+export const hashToken = (token: string): string => crypto.createHash("sha256").update(token, "utf8").digest("hex")
 
 // Every server-door action and widget read checks a token: the one-shot `crypto.hash` (Node
 // 20.12+) takes half the time of a `Hash` object; older Node falls back to one.
-const oneShot = (crypto as { hash?: (algorithm: string, data: string, encoding: "buffer") => Buffer }).hash
+const oneShot = (crypto as { readonly hash?: (algorithm: string, data: string, encoding: "buffer") => Buffer }).hash
 const sha256 = (token: string): Buffer =>
-  oneShot !== undefined ? oneShot("sha256", token, "buffer") : createHash("sha256").update(token, "utf8").digest()
+  oneShot !== undefined ? oneShot("sha256", token, "buffer") : crypto.createHash("sha256").update(token, "utf8").digest()
 
 /**
  * Whether `token` hashes to `hash`, compared in constant time (the comparison is on fixed-length
@@ -58,7 +57,7 @@ export const matches = (token: string | undefined, hash: string): boolean => {
   const actual = sha256(token)
   const expected = Buffer.from(hash, "hex")
   // A malformed stored hash must not match anything; the length check only ever fails on it.
-  return expected.length === actual.length && timingSafeEqual(actual, expected)
+  return expected.length === actual.length && crypto.timingSafeEqual(actual, expected)
 }
 
 // --- Identity and alias tokens (HS256) ------------------------------------------------------------

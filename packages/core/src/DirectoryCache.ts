@@ -36,9 +36,8 @@ export const make = (directory: DirectoryStore["Type"], options: Options = {}): 
   // Bumped by every write, so that a read which started before a write does not keep what it read.
   let generation = 0
 
-  // `load` is only built on a miss: building a storage call (an SQL statement, say) on every hit
-  // cost as much as the lookup itself.
-  // A hit costs one operation: the clock is read inside `clockWith`, not as an effect of its own.
+  // A hit costs one operation (the clock is read inside `clockWith`), and `load` is only built on
+  // a miss: building a storage call (an SQL statement, say) on every hit cost as much as the lookup.
   const cached = <A>(key: string, load: () => Effect.Effect<Option.Option<A>, StorageError>) =>
     Effect.clockWith((clock): Effect.Effect<Option.Option<A>, StorageError> => {
       const now = clock.unsafeCurrentTimeMillis()

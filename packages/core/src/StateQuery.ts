@@ -234,23 +234,29 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
         m.rewardType !== "message" && m.rewardValue !== undefined && found.achieved.includes(m.id)
       )
 
-    // Written as plain `flatMap`s over checks that are values (`Either`s), not a generator: this runs
-    // on every widget load, and each operation and allocation saved shows in `pnpm bench`.
-    const state = (request: StateRequest): Effect.Effect<StateAnswer, StateError | StorageError> => {
+    type Answer = Effect.Effect<StateAnswer, StateError | StorageError>
+
+    /** After the checks: the program, the member's standing, and the body. */
+    const answer = (project: Project, request: StateRequest, userHash: UserHash, deprecation: boolean): Answer =>
+      Effect.flatMap(programOf(directory, project, request.event), (program) =>
+        Effect.flatMap(read(project, program, userHash), ({ evaluated, standing: found }) =>
+          holdsSecrets(program, found)
+            ? Effect.map(
+              identified(project, request.identityToken, [userHash, found.member.userHash]),
+              (reveal) => ({ body: body(program, found, evaluated, reveal), deprecation })
+            )
+            : Effect.succeed({ body: body(program, found, evaluated, false), deprecation })))
+
+    // Plain `flatMap`s over checks that are values (`Either`s), not a generator: this runs on every
+    // widget load, and each operation and allocation saved shows in `pnpm bench`.
+    const state = (request: StateRequest): Answer => {
       const userHash = EventInput.checkUserHash("userHash", request.userHash)
       if (Either.isLeft(userHash)) return Effect.fail(userHash.left)
-      return Effect.flatMap(resolveProject(directory, request.siteKey), (project): Effect.Effect<StateAnswer, StateError | StorageError> => {
+      return Effect.flatMap(resolveProject(directory, request.siteKey), (project): Answer => {
         const access = browserAuth(project, request.origin, request.serverToken)
-        if (Either.isLeft(access)) return Effect.fail(access.left)
-        const { deprecation } = access.right
-        return Effect.flatMap(programOf(directory, project, request.event), (program) =>
-          Effect.flatMap(read(project, program, userHash.right), ({ evaluated, standing: found }) =>
-            holdsSecrets(program, found)
-              ? Effect.map(
-                identified(project, request.identityToken, [userHash.right, found.member.userHash]),
-                (reveal) => ({ body: body(program, found, evaluated, reveal), deprecation })
-              )
-              : Effect.succeed({ body: body(program, found, evaluated, false), deprecation })))
+        return Either.isLeft(access)
+          ? Effect.fail(access.left)
+          : answer(project, request, userHash.right, access.right.deprecation)
       })
     }
 
