@@ -64,7 +64,8 @@ export class Ingest extends Context.Tag("@streaks/core/Ingest")<Ingest, {
    *
    * Concurrent calls share transactions (see `BatchOptions`), with each member's actions applied
    * in arrival order; so a call commits on its own and does not join a transaction its caller
-   * has open.
+   * has open. An action is committed once submitted, even if its caller is interrupted while it
+   * waits for the answer.
    */
   readonly record: (input: RecordInput) => Effect.Effect<IngestAnswer, RecordError | StorageError>
 }>() {}

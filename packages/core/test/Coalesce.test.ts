@@ -57,6 +57,24 @@ describe("Coalesce", () => {
       assert.strictEqual(yield* submit(5), 50)
     }).pipe(Effect.scoped))
 
+  it.live("a caller that stops waiting does not stop its work: the batch runs its input to the end", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { batches, run } = recorder(gate)
+      const finished: Array<number> = []
+      const submit = yield* Coalesce.make(
+        (inputs: ReadonlyArray<number>) => Effect.tap(run(inputs), () => Effect.sync(() => finished.push(...inputs))),
+        { workers: 1, maxBatch: 100 }
+      )
+      const caller = yield* Effect.fork(submit(7))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(batches, [[7]], "the call's batch has started")
+      yield* Fiber.interrupt(caller)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(finished, [7], "Ingest relies on this: a submitted action commits")
+    }).pipe(Effect.scoped))
+
   it.live("handOff: a finished batch's callers resume only when it says, and the next batch has started by then", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
