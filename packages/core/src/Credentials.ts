@@ -38,14 +38,14 @@ export const generate = (kind: TokenKind): string =>
     ? `${prefixes.subscription}${crypto.randomBytes(24).toString("base64")}`
     : `${prefixes[kind]}${secretPart()}`
 
-/** SHA-256 hex of a token: enough for high-entropy secrets (CONTRACT §1), and what storage keeps. */
-export const hashToken = (token: string): string => crypto.createHash("sha256").update(token, "utf8").digest("hex")
-
 // Every server-door action and widget read checks a token: the one-shot `crypto.hash` (Node
 // 20.12+) takes half the time of a `Hash` object; older Node falls back to one.
 const oneShot = (crypto as { readonly hash?: (algorithm: string, data: string, encoding: "buffer") => Buffer }).hash
 const sha256 = (token: string): Buffer =>
   oneShot !== undefined ? oneShot("sha256", token, "buffer") : crypto.createHash("sha256").update(token, "utf8").digest()
+
+/** SHA-256 hex of a token: enough for high-entropy secrets (CONTRACT §1), and what storage keeps. */
+export const hashToken = (token: string): string => sha256(token).toString("hex")
 
 /**
  * Whether `token` hashes to `hash`, compared in constant time (the comparison is on fixed-length

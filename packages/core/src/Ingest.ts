@@ -10,6 +10,7 @@ import type { Action } from "./EventInput.js"
 import * as Coalesce from "./internal/coalesce.js"
 import { type AnswerBody, type Applied, applyAll as applyInOrder, type ApplyServices, type Work } from "./internal/ingestApply.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
+import { withNow } from "./internal/streakProgress.js"
 import { OutboxSignal } from "./OutboundEvents.js"
 import {
   AchievementStore,
@@ -174,8 +175,7 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     // operation saved shows in `pnpm bench`. Once submitted, an action is committed whether or not
     // its caller still waits (Coalesce), so that wait needs no protection from interruption.
     const record = ({ action, auth, project }: RecordInput): Effect.Effect<IngestAnswer, RecordError | StorageError> =>
-      Effect.clockWith((clock) => {
-        const now = new Date(clock.unsafeCurrentTimeMillis())
+      withNow((now) => {
         // Step 2 again: embedders may build actions without the decode helpers.
         if (EventInput.isInFuture(action, now)) return Effect.fail(EventInput.tooFarAhead())
         return Effect.flatMap(authorize(directory, project, action, auth), ({ deprecation, program }) => {

@@ -20,7 +20,7 @@ import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
 import * as Coalesce from "./internal/coalesce.js"
 import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js"
-import { memberZone, summaryOf } from "./internal/streakProgress.js"
+import { memberZone, summaryOf, withNow } from "./internal/streakProgress.js"
 import { DirectoryStore, type Standing, type StandingRef, StreakStore } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 import * as Streak from "./Streak.js"
@@ -160,8 +160,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
      * ledger, their days around today and their achievements: one storage read.
      */
     const read = (project: Project, program: Program, userHash: UserHash) =>
-      Effect.clockWith((clock) => {
-        const now = new Date(clock.unsafeCurrentTimeMillis())
+      withNow((now) => {
         // Today in any zone is within a day of today in UTC, and its ISO week within six days of
         // today: this range holds the week the widget shows, whatever the member's zone.
         const utcToday = Calendar.localDate(now, "UTC")

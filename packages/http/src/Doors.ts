@@ -62,7 +62,9 @@ const rateLimit = (kind: "ip" | "site", key: string) =>
 /** Limits of `/v1/e` and `/v1/alias` (CONTRACT §2 step 4): per IP, then per site. */
 const limited = (ip: string, siteKey: string) => Effect.zipRight(rateLimit("ip", ip), rateLimit("site", siteKey))
 
-const deprecation = (on: boolean): Record<string, string> => (on ? { deprecation: "true" } : {})
+/** The door's headers, with `Deprecation: true` when the deprecated no-origin mode let the call through. */
+const withDeprecation = (headers: Record<string, string>, deprecated: boolean): Record<string, string> =>
+  deprecated ? { ...headers, deprecation: "true" } : headers
 
 /** `POST /v1/e` and `POST /v1/server/e` with a decoded action. */
 export const ingest = (
@@ -84,7 +86,7 @@ export const ingest = (
     })
     return settle(
       work,
-      (answer) => ({ status: 202, body: answer.body, headers: answer.deprecation ? { ...cors, ...deprecation(true) } : cors }),
+      (answer) => ({ status: 202, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
       () => cors
     )
   })
@@ -138,7 +140,7 @@ export const state = (
     )
     return settle(
       work,
-      (answer) => ({ status: 200, body: answer.body, headers: answer.deprecation ? { ...cors, ...deprecation(true) } : cors }),
+      (answer) => ({ status: 200, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
       () => cors
     )
   })
