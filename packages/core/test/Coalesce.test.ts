@@ -1,6 +1,7 @@
 /**
- * The group-commit front of `Ingest`: what arrives while a batch runs shares the next batch, each
- * caller gets its own answer, a defect fails only its batch, and closing waits for work in flight.
+ * The group-commit front of `Ingest` and of state reads: what arrives while a batch runs shares the
+ * next batch, each caller (a fiber or a callback) gets its own answer, a defect fails only its
+ * batch, and closing waits for work in flight.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
@@ -103,6 +104,30 @@ describe("Coalesce", () => {
       answers.forEach((answer) => answer())
       assert.strictEqual(yield* Fiber.join(first), 10)
       assert.deepStrictEqual(yield* Fiber.join(rest), [20, 30])
+    }).pipe(Effect.scoped))
+
+  it.live("submit: a caller that is not a fiber shares the batch and gets its own exit through its callback", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { batches, run } = recorder(gate)
+      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 })
+      const first = yield* Effect.fork(submit(1))
+      yield* Effect.sleep("20 millis")
+      const called: Array<Exit.Exit<number>> = []
+      submit.submit(2, (exit) => called.push(exit))
+      submit.submit(13, (exit) => called.push(exit))
+      const third = yield* Effect.fork(submit(3))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(called, [], "no answer before its batch ran")
+      yield* Deferred.succeed(gate, undefined)
+      assert.strictEqual(yield* Fiber.join(first), 10)
+      assert.isTrue(Exit.isFailure(yield* Fiber.await(third)), "13 makes its batch die, which fails all of it")
+      assert.deepStrictEqual(batches, [[1], [2, 13, 3]])
+      assert.strictEqual(called.length, 2)
+      assert.isTrue(called.every(Exit.isFailure))
+      submit.submit(4, (exit) => called.push(exit))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(called[2], Exit.succeed(40))
     }).pipe(Effect.scoped))
 
   it.live("closing the scope waits for the batch in flight, whose caller still gets its answer", () =>

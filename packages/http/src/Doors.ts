@@ -3,8 +3,8 @@
  * as plain functions from request facts to an `Answer`. Both the lean fast path and the HttpApi
  * handlers call them, so the two give the same statuses, bodies and headers by construction.
  */
-import { Aliases, Errors, type EventInput, Ingest, StateQuery } from "@streaks/core"
-import { Context, Effect } from "effect"
+import { Aliases, Errors, type EventInput, Finished, Ingest, StateQuery } from "@streaks/core"
+import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { statusOf } from "./Api.js"
 import * as Cors from "./Cors.js"
 import { RateLimiter } from "./RateLimit.js"
@@ -108,42 +108,79 @@ export interface StateFacts extends Facts {
   readonly identityToken: string | undefined
 }
 
-/** `GET /v1/state` with its query already read. */
-export const state = (
-  query: { readonly siteKey: string; readonly userHash: string; readonly event: string | undefined; readonly kind: string | undefined },
-  facts: StateFacts
-): Effect.Effect<Answer, never, StateQuery.StateQuery | Ingest.Ingest> =>
-  // Plain `flatMap`s rather than generators: every widget load runs this.
-  Effect.contextWithEffect((services: Context.Context<StateQuery.StateQuery | Ingest.Ingest>) => {
-    let cors: Record<string, string> = {}
-    const event = query.event ?? query.kind
-    if (event === undefined || event === "" || (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)) {
-      return Effect.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })))
-    }
-    const read = Context.get(services, StateQuery.StateQuery).state({
+/** What `GET /v1/state` reads from its URL. */
+export interface StateQueryParams {
+  readonly siteKey: string
+  readonly userHash: string
+  readonly event: string | undefined
+  readonly kind: string | undefined
+}
+
+type StateServices = StateQuery.StateQuery | Ingest.Ingest
+
+/**
+ * `GET /v1/state` with its query already read, for a caller that is not a fiber (the fast path):
+ * `onExit` gets the answer, or the defect that stopped it, at once when nothing had to wait. With
+ * a warm directory cache a read runs no fiber of its own (`StateQuery.stateCallback`); `runtime`
+ * runs what must (a cache miss, the log of a storage failure).
+ */
+export const stateCallback = (
+  runtime: Runtime.Runtime<StateServices>,
+  query: StateQueryParams,
+  facts: StateFacts,
+  onExit: (exit: Exit.Exit<Answer>) => void
+): void => {
+  const event = query.event ?? query.kind
+  if (event === undefined || event === "" || (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)) {
+    return onExit(Exit.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" }))))
+  }
+  const read = (cors: Record<string, string>) =>
+    Context.get(runtime.context, StateQuery.StateQuery).stateCallback({
       siteKey: query.siteKey,
       userHash: query.userHash,
       event,
       origin: facts.origin,
       serverToken: facts.serverToken,
       identityToken: facts.identityToken
-    })
-    // Only for the CORS headers: an unknown siteKey is the state query's to report, after its
-    // body checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY, CONTRACT §2).
-    const origin = facts.origin
-    const work = origin === undefined ? read : Context.get(services, Ingest.Ingest).resolveProject(query.siteKey).pipe(
-      Effect.catchTag("InvalidSiteKey", () => Effect.succeed(undefined)),
-      Effect.flatMap((project) => {
-        if (project !== undefined) cors = Cors.actualHeaders(origin, project.allowedOrigins)
-        return read
-      })
-    )
-    return settle(
-      work,
-      (answer) => ({ status: 200, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
-      () => cors
-    )
+    }, (exit) =>
+      onExit(
+        Exit.isSuccess(exit)
+          ? Exit.succeed({ status: 200, body: exit.value.body, headers: withDeprecation(cors, exit.value.deprecation) })
+          : failureAnswer(runtime, exit.cause, cors)
+      ))
+  const origin = facts.origin
+  if (origin === undefined) return read({})
+  // Only for the CORS headers: an unknown siteKey is the state query's to report, after its body
+  // checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY, CONTRACT §2). A cache hit is a
+  // finished `Exit`, which needs no fiber.
+  Finished.runner(runtime)(Context.get(runtime.context, Ingest.Ingest).resolveProject(query.siteKey), (found) => {
+    if (Exit.isSuccess(found)) return read(Cors.actualHeaders(origin, found.value.allowedOrigins))
+    const error = Cause.failureOption(found.cause)
+    if (Option.isSome(error) && error.value._tag === "InvalidSiteKey") return read({})
+    onExit(failureAnswer(runtime, found.cause, {}))
   })
+}
+
+/**
+ * `settle`'s failure half for a caller that is not a fiber: a client error answers its code, a
+ * storage failure 503 (logged on `runtime`); a defect is passed on for the caller to answer.
+ */
+const failureAnswer = (
+  runtime: Runtime.Runtime<never>,
+  cause: Cause.Cause<Errors.ClientError | Errors.StorageError>,
+  headers: Readonly<Record<string, string>>
+): Exit.Exit<Answer> => {
+  const error = Cause.failureOption(cause)
+  if (Option.isNone(error)) return Exit.failCause(cause as Cause.Cause<never>)
+  if (error.value._tag !== "StorageError") return Exit.succeed(errorAnswer(error.value, headers))
+  Runtime.runFork(runtime)(Effect.logError("storage failure on a public door", error.value))
+  return Exit.succeed(errorAnswer(storageDown, headers))
+}
+
+/** `GET /v1/state` with its query already read (the HttpApi handler; the fast path calls `stateCallback`). */
+export const state = (query: StateQueryParams, facts: StateFacts): Effect.Effect<Answer, never, StateServices> =>
+  Effect.flatMap(Effect.runtime<StateServices>(), (runtime) =>
+    Effect.async<Answer>((resume) => stateCallback(runtime, query, facts, resume)))
 
 /** `POST /v1/alias`: a short-lived alias token links an anonymous visitor (CONTRACT §10). */
 export const alias = (

@@ -5,7 +5,7 @@
  * with the same schemas, limits and error bodies. Anything else falls through to HttpApi.
  */
 import { Aliases, EventInput, Ingest, StateQuery } from "@streaks/core"
-import { Context, Effect, Either, FiberRef, Option, Runtime } from "effect"
+import { Cause, Context, Effect, Either, Exit, FiberRef, Option, Runtime } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Cors from "./Cors.js"
 import * as Doors from "./Doors.js"
@@ -109,14 +109,17 @@ const decodeSegment = (segment: string): string => {
 export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
   // No spans on the hot routes (one per SQL statement otherwise), set once on the runtime rather
   // than per request.
-  const runCallback = Runtime.runCallback(Runtime.setFiberRef(runtime, FiberRef.currentTracerEnabled, false))
+  const quiet = Runtime.setFiberRef(runtime, FiberRef.currentTracerEnabled, false)
+  const runCallback = Runtime.runCallback(quiet)
+  const logDefect = Runtime.runFork(quiet)
+  /** Writes the answer; a defect answers 500 INTERNAL and is logged, as HttpErrors does for HttpApi. */
+  const respond = (res: ServerResponse) => (exit: Exit.Exit<Doors.Answer>): void => {
+    if (Exit.isSuccess(exit)) return write(res, exit.value)
+    if (!Cause.isInterruptedOnly(exit.cause)) logDefect(Effect.logError("defect on a public door", exit.cause))
+    if (!res.headersSent) fail(res, 500, "INTERNAL")
+  }
   const run = (res: ServerResponse, effect: Effect.Effect<Doors.Answer, never, Services>) =>
-    runCallback(effect, {
-      onExit: (exit) => {
-        if (exit._tag === "Success") return write(res, exit.value)
-        if (!res.headersSent) fail(res, 500, "INTERNAL")
-      }
-    })
+    runCallback(effect, { onExit: respond(res) })
 
   const ingest = (req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
     readBody(req, res, (text) => {
@@ -150,12 +153,11 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
     const userHash = q.get("userHash")
     if (siteKey === null || userHash === null) return fail(res, 400, "INVALID_BODY")
     const facts = factsOf(req)
-    run(
-      res,
-      Doors.state(
-        { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
-        { ...facts, identityToken: facts.identityToken ?? q.get("identity") ?? undefined }
-      )
+    Doors.stateCallback(
+      quiet,
+      { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
+      { ...facts, identityToken: facts.identityToken ?? q.get("identity") ?? undefined },
+      respond(res)
     )
   }
 

@@ -16,6 +16,16 @@ export interface Options {
   readonly handOff?: ((answer: () => void) => void) | undefined
 }
 
+/** Submits inputs: as an effect that waits for the input's batch, or with a callback, without a fiber. */
+export interface Front<I, A, E> {
+  (input: I): Effect.Effect<A, E>
+  /**
+   * Submits `input` and calls `onExit` with its exit when its batch is done (it may be at once,
+   * within this call). For callers that are not fibers; `onExit` must not throw.
+   */
+  readonly submit: (input: I, onExit: (exit: Exit.Exit<A, E>) => void) => void
+}
+
 interface Job<I, A, E> {
   readonly input: I
   readonly resume: (exit: Exit.Exit<A, E>) => void
@@ -34,7 +44,7 @@ interface Job<I, A, E> {
 export const make = <I, A, E>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
   options: Options
-): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, Scope.Scope> =>
+): Effect.Effect<Front<I, A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     // Batches run with the fiber refs of the front's maker and no services (`run` needs none): a
     // fiber's services are copied whenever a service is provided or a scope opened inside it, once
@@ -85,9 +95,9 @@ export const make = <I, A, E>(
       })
     )
 
-    return (input: I) =>
-      Effect.async<A, E>((resume) => {
-        waiting.push({ input, resume })
-        pump()
-      })
+    const submit = (input: I, onExit: (exit: Exit.Exit<A, E>) => void): void => {
+      waiting.push({ input, resume: onExit })
+      pump()
+    }
+    return Object.assign((input: I) => Effect.async<A, E>((resume) => submit(input, resume)), { submit })
   })

@@ -2,7 +2,7 @@
  * Who may call which ingest door (CONTRACT §2 steps 3, 5, 6 and §5): origin allowed-lists, the
  * server token, the webhook secret of the counting program, and the program an action feeds.
  */
-import { Effect, Either, Option } from "effect"
+import { Effect, Either, Exit, Option } from "effect"
 import * as Credentials from "../Credentials.js"
 import type { Program, Project } from "../Domain.js"
 import {
@@ -20,6 +20,7 @@ import type { Action } from "../EventInput.js"
 import type { ProgramId } from "../Ids.js"
 import type { DirectoryStore } from "../Ports.js"
 import { normalizeOrigin } from "../Provisioning.js"
+import * as Finished from "../Finished.js"
 
 /** How a call reached the pipeline, with the credentials its door carries (CONTRACT §5). */
 export type Auth =
@@ -37,13 +38,22 @@ type Directory = DirectoryStore["Type"]
 
 /** The project of a siteKey, else INVALID_SITE_KEY (step 3 of CONTRACT §2, also `/v1/state` and aliases). */
 export const resolveProject = (directory: Directory, siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
-  // A malformed key cannot exist: answer without a storage round trip.
-  (SITE_KEY.test(siteKey) ? directory.projectBySiteKey(siteKey as Project["siteKey"]) : Effect.succeedNone).pipe(
-    Effect.flatMap(Option.match({
-      onNone: () => Effect.fail(new InvalidSiteKey({ message: "unknown siteKey" })),
-      onSome: Effect.succeed
-    }))
+  // A malformed key cannot exist: answer without a storage round trip. On a cache hit the answer
+  // is a finished `Exit` (see `Finished`).
+  Finished.andThen(
+    SITE_KEY.test(siteKey) ? directory.projectBySiteKey(siteKey as Project["siteKey"]) : Effect.succeedNone,
+    projectOrInvalid
   )
+
+// Made once rather than per call (`Option.match` with an object literal allocates its handlers).
+const projectOrInvalid = Option.match({
+  onNone: () => Exit.fail(new InvalidSiteKey({ message: "unknown siteKey" })),
+  onSome: (project: Project) => Exit.succeed(project)
+})
+const programOrInvalid = Option.match({
+  onNone: () => Exit.fail(new InvalidWidgetKind({ message: "no program of this project counts this event" })),
+  onSome: (program: Program) => Exit.succeed(program)
+})
 
 const HTTPS_WILDCARD = "https://*"
 
@@ -98,10 +108,7 @@ export const programOf = (
   project: Project,
   event: string
 ): Effect.Effect<Program, InvalidWidgetKind | StorageError> =>
-  Effect.flatMap(directory.programByEventKey(project.id, event), Option.match({
-    onNone: () => Effect.fail(new InvalidWidgetKind({ message: "no program of this project counts this event" })),
-    onSome: Effect.succeed
-  }))
+  Finished.andThen(directory.programByEventKey(project.id, event), programOrInvalid)
 
 /** The program of the action's event (step 6), after checking that it names one. */
 const programFor = (
