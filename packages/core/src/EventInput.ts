@@ -6,6 +6,7 @@ import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Calendar from "./Calendar.js"
 import { EventType, Source } from "./Domain.js"
 import { InvalidBody } from "./Errors.js"
+import * as Ids from "./Ids.js"
 import { UserHash } from "./Ids.js"
 
 /** A `ts` may run this far ahead of the server clock (client clock skew); further is refused. */
@@ -266,7 +267,7 @@ export const decodeCountAction = (u: unknown): Effect.Effect<Action, InvalidBody
  * `Either` (itself an effect): the read path checks it without running an operation.
  */
 export const checkUserHash = (field: string, u: unknown): Either.Either<UserHash, InvalidBody> =>
-  Either.mapLeft(decodeHash(u), (e) => invalidBody(e, field))
+  Ids.isUserHash(u) ? Either.right(u) : Either.mapLeft(decodeHash(u), (e) => invalidBody(e, field))
 
 /** `checkUserHash` as an effect. */
 export const decodeUserHash = (field: string, u: unknown): Effect.Effect<UserHash, InvalidBody> => checkUserHash(field, u)

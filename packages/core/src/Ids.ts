@@ -83,14 +83,24 @@ export type MessageId = typeof MessageId.Type
 export const SiteKey = id("SiteKey", "site_")
 export type SiteKey = typeof SiteKey.Type
 
+const USER_HASH_MAX = 256
+const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
+
 /** A member's stable opaque id within a project (a hash chosen by the customer, never an e-mail). */
 export const UserHash = Schema.String.pipe(
   Schema.minLength(1),
-  Schema.maxLength(256),
-  Schema.filter((s) => !/^[^@\s]+@[^@\s]+\.[^@\s]+$/.test(s) || "userHash must not be a raw e-mail address"),
+  Schema.maxLength(USER_HASH_MAX),
+  Schema.filter((s) => !EMAIL.test(s) || "userHash must not be a raw e-mail address"),
   Schema.brand("UserHash")
 )
 export type UserHash = typeof UserHash.Type
+
+/**
+ * `UserHash`'s rules as a plain test, for the read path of every widget load (the schema's decode
+ * allocated a result per refinement). The schema stays the source of the error messages.
+ */
+export const isUserHash = (u: unknown): u is UserHash =>
+  typeof u === "string" && u.length >= 1 && u.length <= USER_HASH_MAX && !EMAIL.test(u)
 
 /** Every id kind with its schema: the prefix lives in one place, the schema's `startsWith`. */
 const kinds = {

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect, FastCheck as fc, Schema, TestClock } from "effect"
 import * as EventInput from "../src/EventInput.js"
+import { isUserHash, UserHash } from "../src/Ids.js"
 
 const NOW = Date.UTC(2026, 4, 10, 12)
 const base = { siteKey: "site_abc", userHash: "u_1", event: "lesson_done" }
@@ -66,6 +67,16 @@ describe("EventInput", () => {
       assert.strictEqual((yield* EventInput.decodeEventRecord({ ...base, userHash: "x".repeat(256) })).userHash.length, 256)
       assert.strictEqual((yield* EventInput.decodeEventRecord({ ...base, userHash: "team@slack" })).userHash, "team@slack")
     }))
+
+  it("the read path's plain userHash test agrees with the UserHash schema", () => {
+    const is = Schema.is(UserHash)
+    const samples = ["u1", "", "x".repeat(256), "x".repeat(257), "jane.doe@example.com", "team@slack", "a b@c.d", "a@b.c d", 42, null]
+    for (const u of samples) assert.strictEqual(isUserHash(u), is(u), JSON.stringify(u))
+    fc.assert(fc.property(
+      fc.oneof(fc.string({ maxLength: 300 }), fc.emailAddress(), fc.tuple(fc.string(), fc.string()).map(([a, b]) => `${a}@${b}`)),
+      (u) => isUserHash(u) === is(u)
+    ))
+  })
 
   it.effect("event over 128 characters and idempotencyKey over 255 are INVALID_BODY", () =>
     Effect.gen(function*() {
