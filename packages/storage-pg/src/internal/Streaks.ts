@@ -188,9 +188,9 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
             (SELECT string_agg(to_char(day, 'YYYY-MM-DD'), ',' ORDER BY day) FROM ${t.activity_days} d
               WHERE d.project_id = k.project_id AND d.program_id = k.program_id AND d.user_hash = m.member_hash
                 AND d.ledger = k.ledger AND d.day BETWEEN ${from}::date AND ${to}::date) AS days,
-            ARRAY(SELECT milestone_id FROM ${t.achievements} a
+            to_json(ARRAY(SELECT milestone_id FROM ${t.achievements} a
               WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = m.member_hash
-                AND a.ledger = k.ledger ORDER BY milestone_id) AS achieved
+                AND a.ledger = k.ledger ORDER BY milestone_id)) AS achieved
           FROM unnest(${keyArraysOf(sql, refs)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           CROSS JOIN LATERAL (SELECT coalesce(
             (SELECT user_hash FROM ${t.aliases} WHERE project_id = k.project_id AND anonymous_id = k.user_hash),
@@ -207,7 +207,8 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
                 timezone: Option.fromNullable(r.member_zone as string | null)
               },
               row: r.project_id == null ? Option.none() : Option.some(decodeStreakRow(r)),
-              // One comma-joined text rather than a date[]: node-postgres parses arrays character by character.
+              // Days as one comma-joined text and ids as JSON rather than arrays, which node-postgres
+              // parses character by character.
               days: r.days === null ? [] : (r.days as string).split(",") as Array<LocalDate>,
               achieved: r.achieved as Array<MilestoneId>
             }))
