@@ -57,12 +57,19 @@ export const makeServer = (handler?: Handler, options: ServerOptions = {}): Serv
   const server = createServer(options)
   const state: State = { closing: false, inFlight: new Set() }
   states.set(server, state)
+  // One listener for every response, not a closure per request (this runs on every request).
+  const settled = function(this: ServerResponse) {
+    state.inFlight.delete(this)
+  }
   server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
-    keepSocketOnBodyAbort(req, res)
+    // Only a request with a body can be cut off at the body limit.
+    if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) {
+      keepSocketOnBodyAbort(req, res)
+    }
     // During a graceful close, a request on a kept-alive socket is its last one.
     if (state.closing) res.shouldKeepAlive = false
     state.inFlight.add(res)
-    res.once("close", () => state.inFlight.delete(res))
+    res.on("close", settled)
   })
   if (handler !== undefined) server.on("request", handler)
   return server
