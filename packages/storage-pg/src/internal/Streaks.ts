@@ -246,8 +246,10 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
     // so a sweep reads only due rows; SKIP LOCKED hands each row to one claimer.
     claimDue: (now, limit) =>
       limit <= 0 ? Effect.succeed([]) :
-      sql`SELECT ${cols} FROM ${t.streaks} WHERE due_at <= ${now}
-          ORDER BY due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+      // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
+      // column (no index, a sort of every due row) over the table's.
+      sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
+          ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
         .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue")),
 
     rowsOfProgram: (programId, ledger) =>
