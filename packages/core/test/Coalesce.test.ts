@@ -20,14 +20,20 @@ const recorder = (gate: Deferred.Deferred<void>) => {
   return { batches, run }
 }
 
+/** A front over `recorder` whose first batch, `[1]`, has started and waits for `gate`. */
+const firstBatchRunning = Effect.gen(function*() {
+  const gate = yield* Deferred.make<void>()
+  const { batches, run } = recorder(gate)
+  const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 })
+  const first = yield* Effect.fork(submit(1))
+  yield* Effect.sleep("20 millis")
+  return { batches, first, gate, submit }
+})
+
 describe("Coalesce", () => {
   it.live("a lone call is a batch of one; calls made while it runs share the next batch, each with its own answer", () =>
     Effect.gen(function*() {
-      const gate = yield* Deferred.make<void>()
-      const { batches, run } = recorder(gate)
-      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 })
-      const first = yield* Effect.fork(submit(1))
-      yield* Effect.sleep("20 millis")
+      const { batches, first, gate, submit } = yield* firstBatchRunning
       const rest = yield* Effect.fork(Effect.all([2, 3, 4].map(submit), { concurrency: "unbounded" }))
       yield* Effect.sleep("20 millis")
       assert.deepStrictEqual(batches, [[1]], "the first batch started alone and the others wait for it")
@@ -108,11 +114,7 @@ describe("Coalesce", () => {
 
   it.live("submit: a caller that is not a fiber shares the batch and gets its own exit through its callback", () =>
     Effect.gen(function*() {
-      const gate = yield* Deferred.make<void>()
-      const { batches, run } = recorder(gate)
-      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 })
-      const first = yield* Effect.fork(submit(1))
-      yield* Effect.sleep("20 millis")
+      const { batches, first, gate, submit } = yield* firstBatchRunning
       const called: Array<Exit.Exit<number>> = []
       submit.submit(2, (exit) => called.push(exit))
       submit.submit(13, (exit) => called.push(exit))
