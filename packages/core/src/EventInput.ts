@@ -173,23 +173,24 @@ export const checkNotInFuture = <A extends { readonly ts?: Date | undefined }>(a
       isInFuture(action, new Date(clock.unsafeCurrentTimeMillis())) ? Effect.fail(tooFarAhead()) : Effect.succeed(action)
     )
 
+const actionOfRecord = (r: EventRecord): Action => ({
+  siteKey: r.siteKey,
+  userHash: r.userHash,
+  event: r.event ?? r.kind,
+  eventType: r.eventType ?? "streak_interaction",
+  ts: tsOf(r.ts),
+  tz: r.tz,
+  idempotencyKey: r.idempotencyKey,
+  sessionId: r.sessionId,
+  source: r.source,
+  externalService: r.externalService,
+  integrationId: r.integrationId,
+  test: r.test === true,
+  extra: extraOf({ meta: r.meta, details: r.details, performance: r.performance, error: r.error, consent: r.consent })
+})
+
 /** The action of an already decoded `EventRecord`. */
-export const fromEventRecord = (r: EventRecord): Effect.Effect<Action, InvalidBody> =>
-  checkNotInFuture<Action>({
-    siteKey: r.siteKey,
-    userHash: r.userHash,
-    event: r.event ?? r.kind,
-    eventType: r.eventType ?? "streak_interaction",
-    ts: tsOf(r.ts),
-    tz: r.tz,
-    idempotencyKey: r.idempotencyKey,
-    sessionId: r.sessionId,
-    source: r.source,
-    externalService: r.externalService,
-    integrationId: r.integrationId,
-    test: r.test === true,
-    extra: extraOf({ meta: r.meta, details: r.details, performance: r.performance, error: r.error, consent: r.consent })
-  })
+export const fromEventRecord = (r: EventRecord): Effect.Effect<Action, InvalidBody> => checkNotInFuture(actionOfRecord(r))
 
 /** The action of an already decoded `WebhookEvent` (always a streak action, never a test). */
 export const fromWebhookEvent = (r: WebhookEvent): Effect.Effect<Action, InvalidBody> =>
@@ -235,14 +236,29 @@ export const invalidBody = (error: ParseResult.ParseError, field?: string): Inva
   })
 }
 
+const eitherOptions = { errors: "first", onExcessProperty: "ignore" } as const
+
 // Compiled once per schema: decoding is on the hot path of every door.
 const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
-  const decode = Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "ignore" })
+  const decode = Schema.decodeUnknownEither(schema, eitherOptions)
   return (u: unknown, field?: string): Effect.Effect<A, InvalidBody> =>
     Either.match(decode(u), {
       onLeft: (e) => Effect.fail(invalidBody(e, field)),
       onRight: Effect.succeed
     })
+}
+
+const decodeRecordEither = Schema.decodeUnknownEither(EventRecord, eitherOptions)
+
+/**
+ * `decodeEventRecord` with `now` given, as a value: for a caller that is not a fiber (the
+ * server's fast path), which reads the clock itself.
+ */
+export const checkEventRecord = (u: unknown, now: Date): Either.Either<Action, InvalidBody> => {
+  const decoded = decodeRecordEither(u)
+  if (Either.isLeft(decoded)) return Either.left(invalidBody(decoded.left))
+  const action = actionOfRecord(decoded.right)
+  return isInFuture(action, now) ? Either.left(tooFarAhead()) : Either.right(action)
 }
 
 const decodeRecord = decoder(EventRecord)

@@ -6,11 +6,11 @@ import { Context, Effect, Exit, Layer, type Scope } from "effect"
 import type { Project } from "./Domain.js"
 import { IdempotencyKeyInProgress, type InvalidSiteKey, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
+import * as Finished from "./Finished.js"
 import type { Action } from "./EventInput.js"
 import * as Coalesce from "./internal/coalesce.js"
 import { type AnswerBody, type Applied, applyAll as applyInOrder, type ApplyServices, type Work } from "./internal/ingestApply.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
-import { withNow } from "./internal/streakProgress.js"
 import { OutboxSignal } from "./OutboundEvents.js"
 import {
   AchievementStore,
@@ -65,10 +65,21 @@ export class Ingest extends Context.Tag("@streaks/core/Ingest")<Ingest, {
    *
    * Concurrent calls share transactions (see `BatchOptions`), with each member's actions applied
    * in arrival order; so a call commits on its own and does not join a transaction its caller
-   * has open. An action is committed once submitted, even if its caller is interrupted while it
-   * waits for the answer.
+   * has open. Once called, an action that passes its checks is committed, even if its caller is
+   * interrupted while it waits for the answer (see `recordCallback`).
    */
   readonly record: (input: RecordInput) => Effect.Effect<IngestAnswer, RecordError | StorageError>
+  /**
+   * `record` for a caller that is not a fiber (the server's fast path): `onExit` gets the exit
+   * when the action's batch has committed, or at once when a check fails. With a warm directory
+   * cache and no idempotency key, an action runs no fiber of its own; it joins the next batch
+   * through a callback. Time is the `Clock` in context when the service was made. `onExit` must
+   * not throw.
+   */
+  readonly recordCallback: (
+    input: RecordInput,
+    onExit: (exit: Exit.Exit<IngestAnswer, RecordError | StorageError>) => void
+  ) => void
 }>() {}
 
 /**
@@ -171,23 +182,35 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
         return { body: done.body, deprecation }
       })
 
-    // Plain `flatMap`s rather than a generator on the path of every action without a key: each
-    // operation saved shows in `pnpm bench`. Once submitted, an action is committed whether or not
-    // its caller still waits (Coalesce), so that wait needs no protection from interruption.
-    const record = ({ action, auth, project }: RecordInput): Effect.Effect<IngestAnswer, RecordError | StorageError> =>
-      withNow((now) => {
-        // Step 2 again: embedders may build actions without the decode helpers.
-        if (EventInput.isInFuture(action, now)) return Effect.fail(EventInput.tooFarAhead())
-        return Effect.flatMap(authorize(directory, project, action, auth), ({ deprecation, program }) => {
-          const work = { project, program, action, door: auth.door, now }
-          const key = action.idempotencyKey
-          return key === undefined
-            ? Effect.map(submit({ ...work, idempotencyKey: undefined }), (done) => ({ body: done.body, deprecation }))
-            : recordOnce(work, key, deprecation, auth.door)
-        })
-      })
+    const clock = yield* Effect.clock
+    const run = Finished.runner(yield* Effect.runtime<never>())
 
-    return Ingest.of({ resolveProject, record })
+    // Callbacks over checks that are values and a cached program that is a finished exit, not a
+    // fiber per action: every action runs this, and a fiber waiting for its batch was the largest
+    // cost left in front of it. Once submitted, an action is committed whether or not anyone still
+    // waits for the answer (Coalesce).
+    const recordCallback = (
+      { action, auth, project }: RecordInput,
+      done: (exit: Exit.Exit<IngestAnswer, RecordError | StorageError>) => void
+    ): void => {
+      const now = new Date(clock.unsafeCurrentTimeMillis())
+      // Step 2 again: embedders may build actions without the decode helpers.
+      if (EventInput.isInFuture(action, now)) return done(Exit.fail(EventInput.tooFarAhead()))
+      run(authorize(directory, project, action, auth), (authorized) => {
+        if (Exit.isFailure(authorized)) return done(Exit.failCause(authorized.cause))
+        const { deprecation, program } = authorized.value
+        const work = { project, program, action, door: auth.door, now }
+        const key = action.idempotencyKey
+        if (key !== undefined) return run(recordOnce(work, key, deprecation, auth.door), done)
+        submit.submit({ ...work, idempotencyKey: undefined }, (exit) =>
+          done(Exit.isSuccess(exit) ? Exit.succeed({ body: exit.value.body, deprecation }) : Exit.failCause(exit.cause)))
+      })
+    }
+
+    const record = (input: RecordInput) =>
+      Effect.async<IngestAnswer, RecordError | StorageError>((resume) => recordCallback(input, resume))
+
+    return Ingest.of({ resolveProject, record, recordCallback })
   })
 
 /** `Ingest` with the default batching. */

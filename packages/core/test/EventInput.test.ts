@@ -1,5 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, FastCheck as fc, Schema, TestClock } from "effect"
+import { Effect, Either, FastCheck as fc, Schema, TestClock } from "effect"
 import * as EventInput from "../src/EventInput.js"
 import { isUserHash, UserHash } from "../src/Ids.js"
 
@@ -66,6 +66,28 @@ describe("EventInput", () => {
       }
       assert.strictEqual((yield* EventInput.decodeEventRecord({ ...base, userHash: "x".repeat(256) })).userHash.length, 256)
       assert.strictEqual((yield* EventInput.decodeEventRecord({ ...base, userHash: "team@slack" })).userHash, "team@slack")
+    }))
+
+  it.effect("checkEventRecord (the fast path's decode, with now given) answers as decodeEventRecord does", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW)
+      const bodies = [
+        { ...base, ts: new Date(NOW + 4 * 60_000).toISOString(), tz: "Europe/Paris", meta: { a: 1 } },
+        { ...base, ts: new Date(NOW + 6 * 60_000).toISOString() },
+        { ...base, userHash: "" },
+        { ...base, kind: "quiz" },
+        { siteKey: "site_a" },
+        "not an object"
+      ]
+      for (const body of bodies) {
+        const expected = yield* Effect.either(EventInput.decodeEventRecord(body))
+        const actual = EventInput.checkEventRecord(body, new Date(NOW))
+        assert.deepStrictEqual(
+          Either.match(actual, { onLeft: (e) => e.message, onRight: (a) => a }),
+          Either.match(expected, { onLeft: (e) => e.message, onRight: (a) => a }),
+          JSON.stringify(body)
+        )
+      }
     }))
 
   it("the read path's plain userHash test agrees with the UserHash schema", () => {

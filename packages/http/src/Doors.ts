@@ -52,44 +52,62 @@ const settle = <A, R>(
         : Effect.succeed(errorAnswer(e, headers()))
   })
 
-const rateLimit = (kind: "ip" | "site", key: string) =>
-  Effect.flatMap(RateLimiter, (limiter) => limiter.take(kind, key)).pipe(
-    Effect.flatMap((d) =>
-      d.allowed ? Effect.void : Effect.fail(new Errors.RateLimited({ retryAfterSeconds: d.retryAfterSeconds }))
-    )
-  )
+const rateLimit = (limiter: RateLimiter["Type"], kind: "ip" | "site", key: string) =>
+  Effect.flatMap(limiter.take(kind, key), (d) =>
+    d.allowed ? Effect.void : Effect.fail(new Errors.RateLimited({ retryAfterSeconds: d.retryAfterSeconds })))
 
 /** Limits of `/v1/e` and `/v1/alias` (CONTRACT §2 step 4): per IP, then per site. */
-const limited = (ip: string, siteKey: string) => Effect.zipRight(rateLimit("ip", ip), rateLimit("site", siteKey))
+const limited = (limiter: RateLimiter["Type"], ip: string, siteKey: string) =>
+  Effect.zipRight(rateLimit(limiter, "ip", ip), rateLimit(limiter, "site", siteKey))
 
 /** The door's headers, with `Deprecation: true` when the deprecated no-origin mode let the call through. */
 const withDeprecation = (headers: Record<string, string>, deprecated: boolean): Record<string, string> =>
   deprecated ? { ...headers, deprecation: "true" } : headers
 
-/** `POST /v1/e` and `POST /v1/server/e` with a decoded action. */
+type IngestServices = Ingest.Ingest | RateLimiter
+
+/**
+ * `POST /v1/e` and `POST /v1/server/e` with a decoded action, for a caller that is not a fiber
+ * (the fast path): `onExit` gets the answer, or the defect that stopped it. With a warm directory
+ * cache an action on the server door runs no fiber of its own (`Ingest.recordCallback`); `runtime`
+ * runs what must (a cache miss, the browser door's rate limits, the log of a storage failure).
+ */
+export const ingestCallback = (
+  runtime: Runtime.Runtime<IngestServices>,
+  door: "browser" | "server",
+  action: EventInput.Action,
+  facts: Facts,
+  onExit: (exit: Exit.Exit<Answer>) => void
+): void => {
+  const service = Context.get(runtime.context, Ingest.Ingest)
+  const run = Finished.runner(runtime)
+  let cors: Record<string, string> = {}
+  const answer = (exit: Exit.Exit<Ingest.IngestAnswer, Ingest.RecordError | Errors.StorageError>) =>
+    onExit(
+      Exit.isSuccess(exit)
+        ? Exit.succeed({ status: 202, body: exit.value.body, headers: withDeprecation(cors, exit.value.deprecation) })
+        : failureAnswer(runtime, exit.cause, cors)
+    )
+  run(service.resolveProject(action.siteKey ?? ""), (found) => {
+    if (Exit.isFailure(found)) return onExit(failureAnswer(runtime, found.cause, cors))
+    const project = found.value
+    if (door === "server") return service.recordCallback({ project, action, auth: { door, serverToken: facts.serverToken } }, answer)
+    if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
+    run(limited(Context.get(runtime.context, RateLimiter), facts.ip, project.siteKey), (allowed) => {
+      if (Exit.isFailure(allowed)) return onExit(failureAnswer(runtime, allowed.cause, cors))
+      service.recordCallback({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } }, answer)
+    })
+  })
+}
+
+/** `POST /v1/e` and `POST /v1/server/e` with a decoded action (the HttpApi handlers; the fast path calls `ingestCallback`). */
 export const ingest = (
   door: "browser" | "server",
   action: EventInput.Action,
   facts: Facts
-): Effect.Effect<Answer, never, Ingest.Ingest | RateLimiter> =>
-  // Plain `flatMap`s rather than generators: every action runs this.
-  Effect.contextWithEffect((services: Context.Context<Ingest.Ingest>) => {
-    const service = Context.get(services, Ingest.Ingest)
-    let cors: Record<string, string> = {}
-    const work = Effect.flatMap(service.resolveProject(action.siteKey ?? ""), (project) => {
-      if (door === "server") return service.record({ project, action, auth: { door, serverToken: facts.serverToken } })
-      if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
-      return Effect.zipRight(
-        limited(facts.ip, project.siteKey),
-        service.record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } })
-      )
-    })
-    return settle(
-      work,
-      (answer) => ({ status: 202, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
-      () => cors
-    )
-  })
+): Effect.Effect<Answer, never, IngestServices> =>
+  Effect.flatMap(Effect.runtime<IngestServices>(), (runtime) =>
+    Effect.async<Answer>((resume) => ingestCallback(runtime, door, action, facts, resume)))
 
 /** `POST /v1/webhook/:siteKey/e` with a decoded action. */
 export const webhook = (
@@ -190,11 +208,12 @@ export const alias = (
   Effect.gen(function*() {
     const aliases = yield* Aliases.Aliases
     const ingestService = yield* Ingest.Ingest
+    const limiter = yield* RateLimiter
     let cors: Record<string, string> = {}
     const work = Effect.gen(function*() {
       const project = yield* ingestService.resolveProject(body.siteKey)
       if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
-      yield* limited(facts.ip, project.siteKey)
+      yield* limited(limiter, facts.ip, project.siteKey)
       yield* aliases.linkWithToken(body)
     })
     return yield* settle(

@@ -121,17 +121,16 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
   const run = (res: ServerResponse, effect: Effect.Effect<Doors.Answer, never, Services>) =>
     runCallback(effect, { onExit: respond(res) })
 
+  // The hot doors run on callbacks, without a fiber per request (`Doors.ingestCallback`,
+  // `Doors.stateCallback`); time for the body's `ts` check is the runtime's clock.
+  const clock = Runtime.runSync(runtime)(Effect.clock)
   const ingest = (req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
     readBody(req, res, (text) => {
       const body = parse(text)
       if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
-      run(
-        res,
-        EventInput.decodeEventRecord(body.right).pipe(
-          Effect.flatMap((action) => Doors.ingest(door, action, factsOf(req))),
-          Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
-        )
-      )
+      const action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
+      if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
+      Doors.ingestCallback(quiet, door, action.right, factsOf(req), respond(res))
     })
 
   const webhook = (req: IncomingMessage, res: ServerResponse, siteKey: string) =>

@@ -116,7 +116,7 @@ const programFor = (
   project: Project,
   action: Action
 ): Effect.Effect<Program, InvalidBody | InvalidWidgetKind | StorageError> =>
-  action.event === undefined ? Effect.fail(missingEvent()) : programOf(directory, project, action.event)
+  action.event === undefined ? Exit.fail(missingEvent()) : programOf(directory, project, action.event)
 
 export type AuthError =
   | InvalidBody
@@ -131,7 +131,9 @@ type Authorized = { readonly program: Program; readonly deprecation: boolean }
 
 /**
  * Steps 3, 5 and 6 of CONTRACT §2 for one door: the program the action feeds, or the first failure.
- * Plain `flatMap`s over checks that are values, not a generator: every action runs this.
+ * Plain `flatMap`s over checks that are values, not a generator: every action runs this. Checks
+ * fail with finished exits and a cached program is one, so on a warm cache the answer is a
+ * finished `Exit` (see `Finished`).
  */
 export const authorize = (
   directory: Directory,
@@ -142,35 +144,35 @@ export const authorize = (
   switch (auth.door) {
     case "browser": {
       const access = browserAuth(project, auth.origin, auth.serverToken)
-      if (Either.isLeft(access)) return Effect.fail(access.left)
+      if (Either.isLeft(access)) return Exit.fail(access.left)
       const { deprecation } = access.right
-      return Effect.map(programFor(directory, project, action), (program) => ({ program, deprecation }))
+      return Finished.andThen(programFor(directory, project, action), (program) => Exit.succeed({ program, deprecation }))
     }
     case "server": {
       if (!Credentials.matches(auth.serverToken, project.serverTokenHash)) {
-        return Effect.fail(new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" }))
+        return Exit.fail(new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" }))
       }
-      return Effect.map(programFor(directory, project, action), (program) => ({ program, deprecation: false }))
+      return Finished.andThen(programFor(directory, project, action), (program) => Exit.succeed({ program, deprecation: false }))
     }
     case "webhook": {
       if ((action.siteKey !== undefined && action.siteKey !== auth.urlSiteKey) || project.siteKey !== auth.urlSiteKey) {
-        return Effect.fail(new SiteKeyMismatch({ message: "siteKey in the body differs from the URL's" }))
+        return Exit.fail(new SiteKeyMismatch({ message: "siteKey in the body differs from the URL's" }))
       }
-      if (action.event === undefined) return Effect.fail(missingEvent())
-      return Effect.flatMap(directory.programByEventKey(project.id, action.event), (found) => {
+      if (action.event === undefined) return Exit.fail(missingEvent())
+      return Finished.andThen(directory.programByEventKey(project.id, action.event), (found) => {
         const program = Option.getOrUndefined(found)
         // Unknown event and wrong secret look the same, so the secret guards the event keys too.
         return program === undefined || !Credentials.matches(auth.secret, program.webhookSecretHash)
-          ? Effect.fail(new WebhookSecretRequired({ message: "X-Streak-Webhook-Secret is missing or wrong" }))
-          : Effect.succeed({ program, deprecation: false })
+          ? Exit.fail(new WebhookSecretRequired({ message: "X-Streak-Webhook-Secret is missing or wrong" }))
+          : Exit.succeed({ program, deprecation: false })
       })
     }
     case "api":
-      return Effect.flatMap(directory.program(auth.programId), (found) => {
+      return Finished.andThen(directory.program(auth.programId), (found) => {
         const program = Option.getOrUndefined(found)
         return program === undefined || program.projectId !== project.id
-          ? Effect.fail(new NotFound({ message: "program not found" }))
-          : Effect.succeed({ program, deprecation: false })
+          ? Exit.fail(new NotFound({ message: "program not found" }))
+          : Exit.succeed({ program, deprecation: false })
       })
   }
 }
