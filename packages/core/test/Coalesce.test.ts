@@ -4,7 +4,7 @@
  * batch, and closing waits for work in flight.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Logger, Scope } from "effect"
 import * as Coalesce from "../src/internal/coalesce.js"
 
 /** A `run` that records each batch and waits for `gate` before answering `input * 10`. */
@@ -130,6 +130,26 @@ describe("Coalesce", () => {
       submit.submit(4, (exit) => called.push(exit))
       yield* Effect.sleep("20 millis")
       assert.deepStrictEqual(called[2], Exit.succeed(40))
+    }).pipe(Effect.scoped))
+
+  it.live("submit: a callback that throws is logged, and the other callers of its batch still get their answers", () =>
+    Effect.gen(function*() {
+      const logged: Array<string> = []
+      const logger = Logger.make(({ cause, message }) => logged.push(`${String(message)} ${Cause.pretty(cause)}`))
+      const { first, gate, submit } = yield* firstBatchRunning.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      const answered: Array<number> = []
+      submit.submit(2, () => {
+        throw new Error("caller broke")
+      })
+      submit.submit(3, (exit) => answered.push(Exit.isSuccess(exit) ? exit.value : -1))
+      const fourth = yield* Effect.fork(submit(4))
+      yield* Effect.sleep("20 millis")
+      yield* Deferred.succeed(gate, undefined)
+      assert.strictEqual(yield* Fiber.join(first), 10)
+      assert.strictEqual(yield* Fiber.join(fourth), 40)
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(answered, [30])
+      assert.isTrue(logged.some((l) => l.includes("threw while taking its answer") && l.includes("caller broke")))
     }).pipe(Effect.scoped))
 
   it.live("closing the scope waits for the batch in flight, whose caller still gets its answer", () =>

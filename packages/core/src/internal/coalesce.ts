@@ -2,7 +2,7 @@
  * Work that many fibers submit at once, run in batches: each worker takes everything waiting and
  * runs it together, so what arrives while a batch is busy shares the next one (group commit).
  */
-import { Context, Effect, Exit, Runtime, type Scope } from "effect"
+import { Cause, Context, Effect, Exit, Runtime, type Scope } from "effect"
 
 export interface Options {
   /** Batches run at the same time. */
@@ -21,7 +21,8 @@ export interface Front<I, A, E> {
   (input: I): Effect.Effect<A, E>
   /**
    * Submits `input` and calls `onExit` with its exit when its batch is done (it may be at once,
-   * within this call). For callers that are not fibers; `onExit` must not throw.
+   * within this call). For callers that are not fibers; should `onExit` throw, the error is logged
+   * and the batch's other callers still get their answers.
    */
   readonly submit: (input: I, onExit: (exit: Exit.Exit<A, E>) => void) => void
 }
@@ -50,9 +51,9 @@ export const make = <I, A, E>(
     // fiber's services are copied whenever a service is provided or a scope opened inside it, once
     // per SQL statement, so the smaller the cheaper.
     const runtime = yield* Effect.runtime<never>()
-    const runCallback = Runtime.runCallback(
-      Runtime.make({ context: Context.empty(), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags })
-    )
+    const batchRuntime = Runtime.make({ context: Context.empty(), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags })
+    const runCallback = Runtime.runCallback(batchRuntime)
+    const runFork = Runtime.runFork(batchRuntime)
     const workers = Math.max(1, options.workers)
     const waiting: Array<Job<I, A, E>> = []
     let busy = 0
@@ -66,6 +67,17 @@ export const make = <I, A, E>(
         Effect.catchAllCause((cause) => Effect.succeed(jobs.map(() => Exit.failCause(cause))))
       )
 
+    // A callback that throws must not keep the callers after it from their answers; it is logged.
+    const answerAll = (jobs: ReadonlyArray<Job<I, A, E>>, exits: ReadonlyArray<Exit.Exit<A, E>>) => {
+      for (let i = 0; i < jobs.length; i++) {
+        try {
+          jobs[i]!.resume(exits[i]!)
+        } catch (defect) {
+          runFork(Effect.logError("a caller of a batch threw while taking its answer", Cause.die(defect)))
+        }
+      }
+    }
+
     const pump = (): void => {
       while (busy < workers && waiting.length > 0) {
         busy++
@@ -77,7 +89,7 @@ export const make = <I, A, E>(
             // callers take the thread.
             pump()
             const exits = Exit.isSuccess(exit) ? exit.value : jobs.map(() => Exit.failCause(exit.cause))
-            handOff(() => jobs.forEach((j, i) => j.resume(exits[i]!)))
+            handOff(() => answerAll(jobs, exits))
           }
         })
       }
