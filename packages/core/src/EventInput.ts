@@ -261,14 +261,13 @@ export const checkEventRecord = (u: unknown, now: Date): Either.Either<Action, I
   return isInFuture(action, now) ? Either.left(tooFarAhead()) : Either.right(action)
 }
 
-const decodeRecord = decoder(EventRecord)
 const decodeWebhook = decoder(WebhookEvent)
 const decodeCount = decoder(CountAction)
 const decodeHash = Schema.decodeUnknownEither(UserHash, { errors: "first" })
 
 /** Parsed JSON of `/v1/e` or `/v1/server/e` → its action, or InvalidBody naming the field. */
 export const decodeEventRecord = (u: unknown): Effect.Effect<Action, InvalidBody> =>
-  Effect.flatMap(decodeRecord(u), fromEventRecord)
+  Effect.clockWith((clock) => checkEventRecord(u, new Date(clock.unsafeCurrentTimeMillis())))
 
 /** Parsed JSON of `/v1/webhook/:siteKey/e` → its action, or InvalidBody naming the field. */
 export const decodeWebhookEvent = (u: unknown): Effect.Effect<Action, InvalidBody> =>

@@ -21,7 +21,7 @@ import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
 import * as Coalesce from "./internal/coalesce.js"
 import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js"
-import { memberZone, summaryOf, withNow } from "./internal/streakProgress.js"
+import { memberZone, nowDate, summaryOf } from "./internal/streakProgress.js"
 import { DirectoryStore, type Standing, type StandingRef, StreakStore } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 import * as Streak from "./Streak.js"
@@ -189,7 +189,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     }
 
     const read = (project: Project, program: Program, userHash: UserHash) =>
-      withNow((now) => Effect.map(standing(readOf(project, program, userHash, now)), (found) => evaluate(project, program, found, now)))
+      Effect.flatMap(nowDate, (now) => Effect.map(standing(readOf(project, program, userHash, now)), (found) => evaluate(project, program, found, now)))
 
     /**
      * Coupon and link values are revealed only to the member they belong to (a valid identity token

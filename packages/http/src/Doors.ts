@@ -44,13 +44,11 @@ const settle = <A, R>(
   ok: (a: A) => Answer,
   headers: () => Readonly<Record<string, string>>
 ): Effect.Effect<Answer, never, R> =>
-  Effect.matchEffect(self, {
-    onSuccess: (a) => Effect.succeed(ok(a)),
-    onFailure: (e) =>
-      e._tag === "StorageError"
-        ? Effect.as(Effect.logError("storage failure on a public door", e), errorAnswer(storageDown, headers()))
-        : Effect.succeed(errorAnswer(e, headers()))
-  })
+  Effect.flatMap(Effect.runtime<never>(), (runtime) =>
+    Effect.matchCauseEffect(self, {
+      onSuccess: (a) => Effect.succeed(ok(a)),
+      onFailure: (cause) => failureAnswer(runtime, cause, headers())
+    }))
 
 const rateLimit = (limiter: RateLimiter["Type"], kind: "ip" | "site", key: string) =>
   Effect.flatMap(limiter.take(kind, key), (d) =>
@@ -180,8 +178,9 @@ export const stateCallback = (
 }
 
 /**
- * `settle`'s failure half for a caller that is not a fiber: a client error answers its code, a
- * storage failure 503 (logged on `runtime`); a defect is passed on for the caller to answer.
+ * How every door answers a failure (`settle` for the doors that run in a fiber, the callbacks of
+ * the hot doors directly): a client error answers its code, a storage failure 503 (logged on
+ * `runtime`); a defect is passed on for the caller to answer.
  */
 const failureAnswer = (
   runtime: Runtime.Runtime<never>,

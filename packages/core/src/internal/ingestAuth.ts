@@ -102,6 +102,8 @@ export const browserAuth = (
 
 const missingEvent = () => new InvalidBody({ message: "event: is missing" })
 
+type Authorized = { readonly program: Program; readonly deprecation: boolean }
+
 /** Step 6: the program counting exactly this event key, else INVALID_WIDGET_KIND. */
 export const programOf = (
   directory: Directory,
@@ -114,9 +116,12 @@ export const programOf = (
 const programFor = (
   directory: Directory,
   project: Project,
-  action: Action
-): Effect.Effect<Program, InvalidBody | InvalidWidgetKind | StorageError> =>
-  action.event === undefined ? Exit.fail(missingEvent()) : programOf(directory, project, action.event)
+  action: Action,
+  deprecation: boolean
+): Effect.Effect<Authorized, InvalidBody | InvalidWidgetKind | StorageError> =>
+  action.event === undefined
+    ? Exit.fail(missingEvent())
+    : Finished.andThen(programOf(directory, project, action.event), (program) => Exit.succeed({ program, deprecation }))
 
 export type AuthError =
   | InvalidBody
@@ -127,7 +132,6 @@ export type AuthError =
   | InvalidWidgetKind
   | NotFound
 
-type Authorized = { readonly program: Program; readonly deprecation: boolean }
 
 /**
  * Steps 3, 5 and 6 of CONTRACT §2 for one door: the program the action feeds, or the first failure.
@@ -145,14 +149,13 @@ export const authorize = (
     case "browser": {
       const access = browserAuth(project, auth.origin, auth.serverToken)
       if (Either.isLeft(access)) return Exit.fail(access.left)
-      const { deprecation } = access.right
-      return Finished.andThen(programFor(directory, project, action), (program) => Exit.succeed({ program, deprecation }))
+      return programFor(directory, project, action, access.right.deprecation)
     }
     case "server": {
       if (!Credentials.matches(auth.serverToken, project.serverTokenHash)) {
         return Exit.fail(new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" }))
       }
-      return Finished.andThen(programFor(directory, project, action), (program) => Exit.succeed({ program, deprecation: false }))
+      return programFor(directory, project, action, false)
     }
     case "webhook": {
       if ((action.siteKey !== undefined && action.siteKey !== auth.urlSiteKey) || project.siteKey !== auth.urlSiteKey) {

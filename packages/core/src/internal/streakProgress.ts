@@ -13,10 +13,6 @@ import * as Streak from "../Streak.js"
 /** The current instant from `Clock`, as a Date (tests drive it with `TestClock`). */
 export const nowDate: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
-/** `f` of the current instant, in one operation rather than `nowDate`'s three (for the hot paths). */
-export const withNow = <A, E, R>(f: (now: Date) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.clockWith((clock) => f(new Date(clock.unsafeCurrentTimeMillis())))
-
 /** The zone used when neither the event, the member nor the project names a valid one. */
 export const defaultZone = "UTC"
 
