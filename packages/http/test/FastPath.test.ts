@@ -1,30 +1,32 @@
 /**
  * The fast path's own answers, over real HTTP with stand-in services: a defect behind a public door
- * answers 500 `{"error":"INTERNAL"}` and is logged (the HttpApi routes do the same, see
- * HttpErrors.test.ts), whether the door ran in a fiber (ingest) or on callbacks (state).
+ * answers 500 `{"error":"INTERNAL"}` and a storage failure 503 `{"error":"SERVICE_UNAVAILABLE"}`,
+ * each logged (the HttpApi routes do the same, see HttpErrors.test.ts), whether the door runs on
+ * callbacks (state, server ingest) or in a fiber (webhook).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Aliases, Ingest, StateQuery } from "@streaks/core"
+import { Aliases, Errors, Ingest, StateQuery } from "@streaks/core"
 import { Effect, Exit, Layer, Logger } from "effect"
 import * as FastPath from "../src/FastPath.js"
 import * as NodeServer from "../src/NodeServer.js"
 import * as RateLimit from "../src/RateLimit.js"
 
-const broken = () => Effect.die(new Error("broken for the test"))
-
-const services = Layer.mergeAll(
-  Layer.succeed(StateQuery.StateQuery, StateQuery.StateQuery.of({
-    state: broken,
-    stateCallback: (_request, onExit) => onExit(Exit.die(new Error("broken for the test"))),
-    memberStreak: broken
-  })),
-  Layer.succeed(Ingest.Ingest, {
-    resolveProject: broken,
-    record: broken
-  } as unknown as Ingest.Ingest["Type"]),
-  Layer.succeed(Aliases.Aliases, {} as Aliases.Aliases["Type"]),
-  RateLimit.layer({ ipPerSecond: 100, sitePerSecond: 100 })
-)
+/** Services whose every call ends with `failure`. */
+const servicesFailingWith = (failure: Exit.Exit<never, Errors.StorageError>) =>
+  Layer.mergeAll(
+    Layer.succeed(StateQuery.StateQuery, StateQuery.StateQuery.of({
+      state: () => failure,
+      stateCallback: (_request, onExit) => onExit(failure),
+      memberStreak: () => failure
+    })),
+    Layer.succeed(Ingest.Ingest, Ingest.Ingest.of({
+      resolveProject: () => failure,
+      record: () => failure,
+      recordCallback: (_input, onExit) => onExit(failure)
+    })),
+    Layer.succeed(Aliases.Aliases, {} as Aliases.Aliases["Type"]),
+    RateLimit.layer({ ipPerSecond: 100, sitePerSecond: 100 })
+  )
 
 const logs: Array<string> = []
 const captureLogs = Logger.replace(
@@ -33,33 +35,49 @@ const captureLogs = Logger.replace(
 )
 
 /** A server whose only routes are the fast path's; anything else answers 404. */
-const serve = Effect.gen(function*() {
-  const fast = yield* FastPath.front((_req, res) => {
-    res.writeHead(404)
-    res.end()
-  })
-  return yield* NodeServer.serve(fast, { port: 0 })
-}).pipe(Effect.provide(Layer.merge(services, captureLogs)))
+const serve = (failure: Exit.Exit<never, Errors.StorageError>) =>
+  Effect.gen(function*() {
+    const fast = yield* FastPath.front((_req, res) => {
+      res.writeHead(404)
+      res.end()
+    })
+    return yield* NodeServer.serve(fast, { port: 0 })
+  }).pipe(Effect.provide(Layer.merge(servicesFailingWith(failure), captureLogs)))
+
+const action = JSON.stringify({ siteKey: "site_x", userHash: "u1", event: "e" })
+
+/** `GET /v1/state`, `POST /v1/server/e` and `POST /v1/webhook/site_x/e`: status and body of each. */
+const callDoors = (url: string) =>
+  Effect.promise(() =>
+    Promise.all([
+      fetch(`${url}/v1/state?siteKey=site_x&userHash=u1&event=e`),
+      fetch(`${url}/v1/server/e`, { method: "POST", headers: { "content-type": "application/json" }, body: action }),
+      fetch(`${url}/v1/webhook/site_x/e`, { method: "POST", headers: { "content-type": "application/json" }, body: action })
+    ].map(async (reply) => {
+      const r = await reply
+      return { status: r.status, body: await r.json() }
+    }))
+  )
 
 describe("FastPath", () => {
-  it.live("a defect answers 500 INTERNAL and is logged, on the callback door (state) and the fiber door (ingest)", () =>
+  it.live("a defect answers 500 INTERNAL and is logged, on the callback doors and the fiber door", () =>
     Effect.gen(function*() {
-      const server = yield* serve
+      const server = yield* serve(Exit.die(new Error("broken for the test")))
       logs.length = 0
-      const state = yield* Effect.promise(() => fetch(`${server.url}/v1/state?siteKey=site_x&userHash=u1&event=e`))
-      assert.strictEqual(state.status, 500)
-      assert.deepStrictEqual(yield* Effect.promise(() => state.json()), { error: "INTERNAL" })
-      const ingest = yield* Effect.promise(() =>
-        fetch(`${server.url}/v1/server/e`, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ siteKey: "site_x", userHash: "u1", event: "e" })
-        })
-      )
-      assert.strictEqual(ingest.status, 500)
-      assert.deepStrictEqual(yield* Effect.promise(() => ingest.json()), { error: "INTERNAL" })
+      const replies = yield* callDoors(server.url)
+      assert.deepStrictEqual(replies, Array(3).fill({ status: 500, body: { error: "INTERNAL" } }))
       // The log is written by a forked fiber, after the answer.
       yield* Effect.sleep("20 millis")
-      assert.strictEqual(logs.filter((l) => l.startsWith("defect on a public door") && l.includes("broken for the test")).length, 2)
+      assert.strictEqual(logs.filter((l) => l.startsWith("defect on a public door") && l.includes("broken for the test")).length, 3)
+    }).pipe(Effect.scoped))
+
+  it.live("a storage failure answers 503 SERVICE_UNAVAILABLE and is logged, on the callback doors and the fiber door", () =>
+    Effect.gen(function*() {
+      const server = yield* serve(Exit.fail(new Errors.StorageError({ message: "store down for the test" })))
+      logs.length = 0
+      const replies = yield* callDoors(server.url)
+      assert.deepStrictEqual(replies, Array(3).fill({ status: 503, body: { error: "SERVICE_UNAVAILABLE" } }))
+      yield* Effect.sleep("20 millis")
+      assert.strictEqual(logs.filter((l) => l.startsWith("storage failure on a public door")).length, 3)
     }).pipe(Effect.scoped))
 })
