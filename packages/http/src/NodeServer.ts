@@ -12,7 +12,7 @@ import {
 } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Context, Duration, Effect, Layer, type Scope } from "effect"
-import { createServer, type IncomingMessage, type Server, type ServerOptions, type ServerResponse } from "node:http"
+import { createServer, IncomingMessage, type Server, type ServerOptions, ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import * as HttpErrors from "./HttpErrors.js"
 
@@ -27,44 +27,97 @@ export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean
  * at the size limit it calls `req.destroy()`, which would reset the socket before the 413 is
  * written (chunked bodies). Instead: discard the rest of the body, let the 413 go out with
  * `Connection: close`. Node's own aborts (which pass an error, or come after the body ended)
- * keep their behaviour. This patches a Node object, so keep it to this one place.
+ * keep their behaviour. For servers not made by `makeServer`, which has the same guard built in
+ * (`GuardedRequest`) without a closure per request.
  */
 export const keepSocketOnBodyAbort = (req: IncomingMessage, res: ServerResponse): void => {
   const destroy = req.destroy.bind(req)
-  req.destroy = (error?: Error) => {
-    if (error === undefined && !req.complete && !req.socket.destroyed) {
-      res.shouldKeepAlive = false
-      req.removeAllListeners("data")
-      req.resume()
-      return req
-    }
-    return destroy(error)
+  req.destroy = (error?: Error) => discardOnAbort(req, res, error) ? req : destroy(error)
+}
+
+/** The guard's one decision: an abort without an error before the body ended keeps the socket. */
+const discardOnAbort = (req: IncomingMessage, res: ServerResponse, error: Error | undefined): boolean => {
+  if (error !== undefined || req.complete || req.socket.destroyed) return false
+  res.shouldKeepAlive = false
+  req.removeAllListeners("data")
+  req.resume()
+  return true
+}
+
+/**
+ * The requests of `makeServer`: `keepSocketOnBodyAbort` as a method, armed with the request's
+ * response when the request has a body.
+ *
+ * Why subclasses rather than properties set per request: objects that a request reaches from a
+ * long-lived one outlive the scavenges of V8's young generation and die in the old one, which
+ * grows the heap (docs/performance.md, "Objects of a request outlive two scavenges").
+ */
+export class GuardedRequest extends IncomingMessage {
+  response: ServerResponse | undefined = undefined
+  override destroy(error?: Error): this {
+    if (this.response !== undefined && discardOnAbort(this, this.response, error)) return this
+    return super.destroy(error)
+  }
+}
+
+/**
+ * The responses of `makeServer`: each knows its slot among the responses in flight. (Node passes
+ * the request to the constructor; the field is set before any listener runs.)
+ */
+export class TrackedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+  slot = -1
+}
+
+/**
+ * The responses in flight, each in a slot that is emptied when it settles. Not a `Set`: V8 keeps
+ * a long-lived `Set`'s replaced tables, with the entries they held, until the next full
+ * collection, so a `Set` that every request passed through kept whole requests alive into the
+ * old generation (each scavenge promoted about 0.5 MB of them on reads; docs/performance.md).
+ * An emptied slot holds nothing.
+ */
+class InFlight {
+  private readonly slots: Array<TrackedResponse | undefined> = []
+  private readonly free: Array<number> = []
+  add(res: TrackedResponse): void {
+    const slot = this.free.pop() ?? this.slots.length
+    this.slots[slot] = res
+    res.slot = slot
+  }
+  delete(res: TrackedResponse): void {
+    if (res.slot < 0 || this.slots[res.slot] !== res) return
+    this.slots[res.slot] = undefined
+    this.free.push(res.slot)
+    res.slot = -1
+  }
+  forEach(f: (res: ServerResponse) => void): void {
+    for (const res of this.slots) if (res !== undefined) f(res)
   }
 }
 
 // Per server made by `makeServer`: the responses in flight, and whether a graceful close began.
 interface State {
   closing: boolean
-  readonly inFlight: Set<ServerResponse>
+  readonly inFlight: InFlight
 }
 const states = new WeakMap<Server, State>()
 
 /**
- * A node:http server with the body-abort guard installed ahead of any other request listener,
- * and `handler` (if given) as its request listener.
+ * A node:http server with the body-abort guard (`GuardedRequest`) and the tracking of responses
+ * in flight for a graceful `close` (`TrackedResponse`), and `handler` (if given) as its request
+ * listener. `options` may not replace the two classes.
  */
 export const makeServer = (handler?: Handler, options: ServerOptions = {}): Server => {
-  const server = createServer(options)
-  const state: State = { closing: false, inFlight: new Set() }
+  const server = createServer({ ...options, IncomingMessage: GuardedRequest, ServerResponse: TrackedResponse })
+  const state: State = { closing: false, inFlight: new InFlight() }
   states.set(server, state)
   // One listener for every response, not a closure per request (this runs on every request).
-  const settled = function(this: ServerResponse) {
+  const settled = function(this: TrackedResponse) {
     state.inFlight.delete(this)
   }
-  server.prependListener("request", (req: IncomingMessage, res: ServerResponse) => {
+  server.prependListener("request", (req: GuardedRequest, res: TrackedResponse) => {
     // Only a request with a body can be cut off at the body limit.
     if (req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined) {
-      keepSocketOnBodyAbort(req, res)
+      req.response = res
     }
     // During a graceful close, a request on a kept-alive socket is its last one.
     if (state.closing) res.shouldKeepAlive = false
@@ -104,13 +157,13 @@ export const close = (server: Server, timeout: Duration.DurationInput = "10 seco
     const state = states.get(server)
     if (state !== undefined) {
       state.closing = true
-      for (const res of state.inFlight) {
+      state.inFlight.forEach((res) => {
         // Node keeps a socket alive after its in-flight answer even while closing; make each
         // in-flight answer the socket's last, so close() completes when the last one is sent.
         if (!res.headersSent) res.shouldKeepAlive = false
         else if (res.writableFinished) setImmediate(() => server.closeIdleConnections())
         else res.once("finish", () => setImmediate(() => server.closeIdleConnections()))
-      }
+      })
     }
     const timer = setTimeout(() => server.closeAllConnections(), Duration.toMillis(timeout))
     if (!server.listening) {

@@ -325,6 +325,36 @@ describe("NodeServer graceful close", () => {
       assert.strictEqual(after._tag, "Failure")
     }))
 
+  it.live("after many requests have come and gone, closing still waits for each one in flight", () =>
+    Effect.gen(function*() {
+      const inFlight: Array<Promise<number>> = []
+      let started = 0
+      yield* Effect.scoped(Effect.gen(function*() {
+        let arrivedSlow = 0
+        let bothArrived = () => {}
+        const arrived = new Promise<void>((resolve) => bothArrived = resolve)
+        const handler: NodeServer.Handler = (req, res) => {
+          if (req.url === "/quick") return void res.writeHead(200).end("quick")
+          if (++arrivedSlow === 2) bothArrived()
+          slow(300)(req, res)
+        }
+        const { url } = yield* NodeServer.serve(handler, { port: 0, shutdownTimeout: "5 seconds" })
+        // Responses come and go (their places among those in flight are reused), then two stay.
+        for (let round = 0; round < 3; round++) {
+          yield* Effect.all(Array.from({ length: 10 }, () => send(url, "GET", "/quick")), { concurrency: "unbounded" })
+        }
+        for (let i = 0; i < 2; i++) inFlight.push(fetch(`${url}/slow`).then((r) => r.status))
+        yield* Effect.promise(() => arrived)
+        started = Date.now()
+      }))
+      // Both answered, and both sockets closed after their answer: not the 5 s keep-alive or
+      // shutdown timeout, which a response missing from those in flight would cost.
+      const closedAfter = Date.now() - started
+      const statuses = yield* Effect.promise(() => Promise.all(inFlight))
+      assert.deepStrictEqual(statuses, [200, 200])
+      assert.isBelow(closedAfter, 3000)
+    }))
+
   it.live("closing cuts requests still running at the shutdown timeout", () =>
     Effect.gen(function*() {
       let started = 0
