@@ -313,11 +313,14 @@ layer(testServer(), { timeout: 120_000 })("health, readiness and documentation o
       expect(api).toEqual(expect.arrayContaining(["/v1/api/me", "/v1/api/programs", "/v1/api/hooks", "/v1/api/programs/{programId}/events"]))
     }))
 
-  it.effect("GET /docs answers 200 with an HTML page", () =>
+  it.effect("GET /docs answers 200 with an HTML page: the API's spec and the pinned viewer script", () =>
     Effect.gen(function*() {
       const reply = yield* request("/docs")
       expect(reply.status).toBe(200)
       expect(reply.headers.get("content-type")).toMatch(/text\/html/)
       expect(reply.text.toLowerCase()).toContain("<html")
+      expect(reply.text).toContain("/v1/state")
+      // Loaded by the browser, not held by the server (Http.ts, scalarVersion).
+      expect(reply.text).toContain(`<script src="https://cdn.jsdelivr.net/npm/@scalar/api-reference@1.39.3/dist/browser/standalone.min.js"`)
     }))
 })
