@@ -9,7 +9,7 @@ import { Context, Duration, Effect, Layer, Option, Redacted, type Scope } from "
 import pg from "pg"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
 import * as Pools from "./internal/Pools.js"
-import { PreparingClient } from "./internal/Prepared.js"
+import { LeanClient, PreparingClient } from "./internal/Clients.js"
 
 export interface PoolOptions {
   /** Per process; N replicas use N × this many connections. Default 10. */
@@ -43,7 +43,7 @@ const millis = (d: Duration.DurationInput | undefined) => (d === undefined ? und
 
 /**
  * A `PgClient` as `PgClient.make` builds it, on a pool whose connections prepare each parameterised
- * statement once (`internal/Prepared.ts`): Postgres then skips parsing and planning on every call,
+ * statement once (`internal/Clients.ts`): Postgres then skips parsing and planning on every call,
  * the larger part of its CPU for our short primary-key statements.
  */
 export const make = (
@@ -55,7 +55,7 @@ export const make = (
       Effect.tryPromise({
         try: async () => {
           const pool = created = new pg.Pool({
-            ...(config.prepare === false ? {} : { Client: PreparingClient }),
+            Client: config.prepare === false ? LeanClient : PreparingClient,
             // Statements issued together on one connection (a transaction's independent writes) go
             // out at once instead of one round trip each; Postgres still runs them in order.
             // (node-postgres 8.23 option, not yet in its type definitions.) Pipelined connections

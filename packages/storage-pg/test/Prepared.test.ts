@@ -74,3 +74,28 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       }))
     }))
 })
+
+/** Values that an array literal must quote or escape, each of which must come back as it was sent. */
+const awkward = ["plain", "", "NULL", null, "say \"hi\"", "C:\\dir\\", "a,b", "{x}", " padded ", "é😀", "'quoted'"]
+
+const roundTrip = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ readonly v: string | null; readonly n: number }>`SELECT v, n::int FROM unnest(${awkward}::text[], ${[1.5, -2, 3]}::float8[]) WITH ORDINALITY AS t (v, f, n) /* prep_arrays */`,
+    (rows) => rows.map((r) => r.v)
+  )
+
+layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection array parameters", (it) => {
+  it.effect("arrays reach Postgres element for element on the service's pool", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      assert.deepStrictEqual(yield* roundTrip(sql), awkward)
+      assert.deepStrictEqual(yield* sql.withTransaction(roundTrip(sql)), awkward)
+    }))
+
+  it.scoped("and with prepare: false", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.url
+      const sql = yield* PgConnection.make({ url, maxConnections: 1, prepare: false }).pipe(Effect.provide(Reactivity.layer))
+      assert.deepStrictEqual(yield* roundTrip(sql), awkward)
+    }))
+})

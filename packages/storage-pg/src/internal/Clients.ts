@@ -1,8 +1,11 @@
 /**
- * A `pg` client that turns each parameterised statement into a named prepared statement of its
- * connection, so Postgres parses and plans a hot statement once per connection, not per call.
+ * The node-postgres clients of the service's pool: both send array parameters as literals built
+ * in one pass (`ArrayLiteral`); `PreparingClient` also turns each parameterised statement into a
+ * named prepared statement of its connection, so Postgres parses and plans a hot statement once
+ * per connection, not per call.
  */
 import pg from "pg"
+import * as ArrayLiteral from "./ArrayLiteral.js"
 
 /**
  * Statement texts that get a name, process-wide. Our SQL is a fixed set of templates (multi-row
@@ -23,6 +26,15 @@ const nameOf = (text: string): string | undefined => {
 
 type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
 
+const query: Query = pg.Client.prototype.query as Query
+
+/** For `new pg.Pool({ Client })` when statements must not be prepared (see `PgConnection.PoolOptions.prepare`). */
+export class LeanClient extends pg.Client {}
+
+;(LeanClient.prototype as unknown as { query: Query }).query = function(this: pg.Client, config, values, callback) {
+  return query.call(this, config, Array.isArray(values) ? ArrayLiteral.params(values) : values, callback)
+}
+
 /**
  * For `new pg.Pool({ Client })`. Only `query(text, values[, callback])` with at least one value is
  * named (that is how `@effect/sql-pg` runs statements); statements without values keep the simple
@@ -30,11 +42,9 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
  */
 export class PreparingClient extends pg.Client {}
 
-const query: Query = pg.Client.prototype.query as Query
 ;(PreparingClient.prototype as unknown as { query: Query }).query = function(this: pg.Client, config, values, callback) {
-  if (typeof config === "string" && Array.isArray(values) && values.length > 0) {
-    const name = nameOf(config)
-    if (name !== undefined) return query.call(this, { name, text: config, values }, callback)
-  }
-  return query.call(this, config, values, callback)
+  if (!Array.isArray(values)) return query.call(this, config, values, callback)
+  const name = typeof config === "string" && values.length > 0 ? nameOf(config) : undefined
+  if (name !== undefined) return query.call(this, { name, text: config, values: ArrayLiteral.params(values) }, callback)
+  return query.call(this, config, ArrayLiteral.params(values), callback)
 }
