@@ -2,7 +2,7 @@
  * The unit of work of accepted actions (CONTRACT §2–§4, §6–§8, §11): which ledger each feeds, the
  * per-day dedup, the streak rows, milestones, usage and the action log. Runs inside one transaction.
  */
-import { Clock, Effect, Either, Option } from "effect"
+import { Clock, Effect, Exit, Option, Runtime } from "effect"
 import * as Calendar from "../Calendar.js"
 import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey, type StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
@@ -199,15 +199,34 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
  * together. Each runs to its end even when another fails: interrupting a statement already on the
  * wire would cost a cancel request, and the transaction is rolled back anyway.
  */
-const together = <const T extends ReadonlyArray<Effect.Effect<unknown, StorageError, ApplyServices>>>(
-  effects: T
-): Effect.Effect<{ -readonly [K in keyof T]: Effect.Effect.Success<T[K]> }, StorageError, ApplyServices> =>
-  Effect.flatMap(Effect.all(effects.map(Effect.either), { concurrency: "unbounded" }), (results) => {
-    const failed = results.find(Either.isLeft)
-    return failed === undefined
-      ? Effect.succeed(results.map((r) => Either.getOrThrow(r)) as { -readonly [K in keyof T]: Effect.Effect.Success<T[K]> })
-      : Effect.fail(failed.left)
-  })
+type Statements = ReadonlyArray<Effect.Effect<unknown, StorageError, ApplyServices>>
+type Successes<T extends Statements> = { -readonly [K in keyof T]: Effect.Effect.Success<T[K]> }
+
+const together = <const T extends Statements>(effects: T): Effect.Effect<Successes<T>, StorageError, ApplyServices> =>
+  // A fiber per statement on the caller's runtime (its transaction and services), joined through
+  // one callback. `Effect.all` with concurrency forked one fiber more per call and kept sets,
+  // arrays and scheduler tasks per statement: measured 11 % of the server's CPU per action.
+  // Uninterruptible, as the statements are: the caller waits for every one of them.
+  Effect.uninterruptible(Effect.flatMap(Effect.runtime<ApplyServices>(), (runtime) =>
+    Effect.async<Successes<T>, StorageError>((resume) => {
+      const exits = new Array<Exit.Exit<unknown, StorageError>>(effects.length)
+      let left = effects.length
+      const settle = () => {
+        const failed = exits.find(Exit.isFailure)
+        resume(failed ?? Effect.succeed(exits.map((e) => (e as Exit.Success<unknown, never>).value) as Successes<T>))
+      }
+      if (left === 0) return settle()
+      const run = Runtime.runCallback(runtime)
+      effects.forEach((effect, i) =>
+        run(effect, {
+          onExit: (exit) => {
+            exits[i] = exit
+            if (--left === 0) settle()
+          }
+        })
+      )
+    })
+  ))
 
 /**
  * Applies authorised actions inside the caller's transaction, with the same outcome as applying
