@@ -4,7 +4,7 @@
  */
 import { Clock, Effect, Exit, Option, Runtime } from "effect"
 import * as Calendar from "../Calendar.js"
-import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey, type StreakRow } from "../Domain.js"
+import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey, type StreakRow, unsafeMake } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
 import type { Action } from "../EventInput.js"
 import * as Ids from "../Ids.js"
@@ -124,11 +124,8 @@ const roundsOf = (work: ReadonlyArray<Work>, members: ReadonlyArray<Member>): Ar
   return rounds
 }
 
-/**
- * The hot path builds its records from parts that were validated already (the decoded action, the
- * directory's rows, the calculus' output), so the Schema classes skip re-checking them.
- */
-const prevalidated = true
+// The hot path builds its keys and records from parts that were validated already (the decoded
+// action, the directory's rows, the calculus' output): `unsafeMake`, not the Schema constructor.
 
 /** One action within its round: where and when it counts, and what it did. */
 interface Step {
@@ -157,10 +154,7 @@ const stepOf = (i: number, work: Work, member: Member): Step => {
     at,
     day: Calendar.localDate(at, zone),
     plan: p,
-    key: new StreakKey(
-      { projectId: project.id, programId: program.id, userHash: member.userHash, ledger: p.ledger },
-      prevalidated
-    ),
+    key: unsafeMake(StreakKey, { projectId: project.id, programId: program.id, userHash: member.userHash, ledger: p.ledger }),
     moved: false,
     enqueued: 0
   }
@@ -168,7 +162,7 @@ const stepOf = (i: number, work: Work, member: Member): Step => {
 
 const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: Ids.EventId): ActionRecord => {
   const { action, door, now, program, project } = work
-  return new ActionRecord({
+  return unsafeMake(ActionRecord, {
     id,
     projectId: project.id,
     programId: program.id,
@@ -189,7 +183,7 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
     ...(action.sessionId === undefined ? {} : { sessionId: action.sessionId }),
     ...(action.idempotencyKey === undefined ? {} : { idempotencyKey: action.idempotencyKey }),
     ...(action.extra === undefined ? {} : { extra: action.extra })
-  }, prevalidated)
+  })
 }
 
 /**
@@ -212,7 +206,7 @@ const together = <const T extends Statements>(effects: T): Effect.Effect<Success
       const exits = new Array<Exit.Exit<unknown, StorageError>>(effects.length)
       let left = effects.length
       const settle = () => {
-        const failed = exits.find(Exit.isFailure)
+        const failed = exits.find(Exit.isFailure) as Exit.Failure<never, StorageError> | undefined
         resume(failed ?? Effect.succeed(exits.map((e) => (e as Exit.Success<unknown, never>).value) as Successes<T>))
       }
       if (left === 0) return settle()

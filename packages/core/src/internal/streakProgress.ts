@@ -4,7 +4,7 @@
  */
 import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
-import { type Milestone, type Program, type Project, type StreakKey, StreakRow } from "../Domain.js"
+import { type Milestone, type Program, type Project, type StreakKey, StreakRow, unsafeMake } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
 import * as OutboundEvents from "../OutboundEvents.js"
 import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
@@ -47,7 +47,8 @@ export const rowOf = (
   now: Date
 ): StreakRow => {
   const dueAt = Streak.nextDueAt(summary, zone, notified)
-  return new StreakRow({
+  // Built from a validated key and the calculus' output: no constructor on the hot path.
+  return unsafeMake(StreakRow, {
     projectId: key.projectId,
     programId: key.programId,
     userHash: key.userHash,
@@ -60,7 +61,7 @@ export const rowOf = (
     ...(notified.brokenAfter === undefined ? {} : { brokenNotifiedAfter: notified.brokenAfter }),
     ...(dueAt === undefined ? {} : { dueAt }),
     updatedAt: now
-  }, true) // built from a validated key and the calculus' output: no re-check on the hot path
+  })
 }
 
 export interface Settled {

@@ -3,7 +3,7 @@
  * activity days, achievements, and the scheduler's claim of due rows with SKIP LOCKED.
  */
 import { SqlError } from "@effect/sql/SqlError"
-import { Achievement, StreakKey, StreakRow } from "@streaks/core/Domain"
+import { Achievement, StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
 import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
@@ -23,8 +23,9 @@ const streakColumns = `project_id, program_id, user_hash, ledger, to_char(last_a
   timezone, to_char(at_risk_notified_for, 'YYYY-MM-DD') AS at_risk_notified_for,
   to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, ${isoInstant("due_at")}, ${isoInstant("updated_at")}`
 
+// Rows of the hot statements (every action locks one) skip the Schema constructor: `unsafeMake`.
 export const decodeStreakRow = (r: Row): StreakRow =>
-  new StreakRow({
+  unsafeMake(StreakRow, {
     projectId: r.project_id as ProjectId,
     programId: r.program_id as ProgramId,
     userHash: r.user_hash as UserHash,
@@ -37,15 +38,15 @@ export const decodeStreakRow = (r: Row): StreakRow =>
     ...opt("brokenNotifiedAfter", toOptionalLocalDate(r.broken_notified_after)),
     ...opt("dueAt", toOptionalDate(r.due_at)),
     updatedAt: toDate(r.updated_at)
-  }, trusted)
+  })
 
 const decodeKey = (r: Row): StreakKey =>
-  new StreakKey({
+  unsafeMake(StreakKey, {
     projectId: r.project_id as ProjectId,
     programId: r.program_id as ProgramId,
     userHash: r.user_hash as UserHash,
     ledger: r.ledger as Ledger
-  }, trusted)
+  })
 
 const decodeAchievement = (r: Row): Achievement =>
   new Achievement({
