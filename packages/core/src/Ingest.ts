@@ -199,10 +199,10 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
       run(authorize(directory, project, action, auth), (authorized) => {
         if (Exit.isFailure(authorized)) return done(Exit.failCause(authorized.cause))
         const { deprecation, program } = authorized.value
-        const work = { project, program, action, door: auth.door, now }
         const key = action.idempotencyKey
+        const work = { project, program, action, door: auth.door, now, idempotencyKey: undefined }
         if (key !== undefined) return run(recordOnce(work, key, deprecation, auth.door), done)
-        submit.submit({ ...work, idempotencyKey: undefined }, (exit) =>
+        submit.submit(work, (exit) =>
           done(Exit.isSuccess(exit) ? Exit.succeed({ body: exit.value.body, deprecation }) : Exit.failCause(exit.cause)))
       })
     }

@@ -155,7 +155,12 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
     Doors.stateCallback(
       quiet,
       { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
-      { ...facts, identityToken: facts.identityToken ?? q.get("identity") ?? undefined },
+      {
+        origin: facts.origin,
+        serverToken: facts.serverToken,
+        identityToken: facts.identityToken ?? q.get("identity") ?? undefined,
+        ip: facts.ip
+      },
       respond(res)
     )
   }

@@ -84,12 +84,15 @@ export const plan = (project: Project, program: Program, action: Action, door: D
     : { ledger: "test", counting: true, promote: false }
 }
 
-const answer = (door: Door, counted: boolean, reason: string | undefined, duplicate: boolean): AnswerBody => ({
-  ...(door === "api" ? {} : { ok: true as const }),
-  counted,
-  ...(reason === undefined ? {} : { reason }),
-  ...(duplicate ? { duplicate: true } : {})
-})
+// Built without a leading spread, which costs a promotion per answer on V8 11 (see `Streak.ts`).
+const answer = (door: Door, counted: boolean, reason: string | undefined, duplicate: boolean): AnswerBody => {
+  const body: { ok?: true; counted: boolean; reason?: string; duplicate?: true } = door === "api"
+    ? { counted }
+    : { ok: true, counted }
+  if (reason !== undefined) body.reason = reason
+  if (duplicate) body.duplicate = true
+  return body
+}
 
 export interface Applied {
   readonly body: AnswerBody
