@@ -38,19 +38,22 @@ export class LeanClient extends pg.Client {}
 /**
  * For `new pg.Pool({ Client })`. Only `query(text, values[, callback])` with at least one value is
  * named (that is how `@effect/sql-pg` runs statements); statements without values keep the simple
- * protocol, which migrations need for several statements in one text.
+ * protocol, which migrations need for several statements in one text. Everything else goes the
+ * `LeanClient` way.
  */
-export class PreparingClient extends pg.Client {}
+export class PreparingClient extends LeanClient {}
+
+const lean: Query = LeanClient.prototype.query as Query
 
 ;(PreparingClient.prototype as unknown as { query: Query }).query = function(this: pg.Client, config, values, callback) {
-  if (!Array.isArray(values)) return query.call(this, config, values, callback)
-  const name = typeof config === "string" && values.length > 0 ? nameOf(config) : undefined
-  if (name === undefined) return query.call(this, config, ArrayLiteral.params(values), callback)
-  if (typeof callback !== "function") return query.call(this, { name, text: config, values: ArrayLiteral.params(values) })
+  const name = typeof config === "string" && Array.isArray(values) && values.length > 0 ? nameOf(config) : undefined
+  if (name === undefined) return lean.call(this, config, values, callback)
+  const params = ArrayLiteral.params(values as ReadonlyArray<unknown>)
+  if (typeof callback !== "function") return query.call(this, { name, text: config, values: params })
   // With a callback (how statements run), a `Query` built from the text and named afterwards: a
   // config object is copied property by property, descriptors and all, on every call (1 % of the
   // server's CPU under ingest); a `Query` is taken as it is.
-  const named = new pg.Query(config as string, ArrayLiteral.params(values) as Array<unknown>, callback as never)
+  const named = new pg.Query(config as string, params as Array<unknown>, callback as never)
   ;(named as unknown as { name: string }).name = name
   return query.call(this, named)
 }

@@ -293,7 +293,9 @@ export const makeUsageStore = ({ hot, sql, t }: Ctx): UsageStore["Type"] => {
   const markActiveMany = (inputs: ReadonlyArray<UsageEntry>) => {
       const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
         `${i.workspaceId}\u0000${i.month}\u0000${i.member}`
-      const sorted = inputs.map((i) => ({ workspaceId: i.workspaceId, month: i.month, member: i.member, key: keyOf(i) })).sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+      const sorted = inputs
+        .map((i) => ({ workspaceId: i.workspaceId, month: i.month, member: i.member, key: keyOf(i) }))
+        .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
       return Effect.map(
         hot(sql`INSERT INTO ${t.usage} (workspace_id, month, member)
             SELECT * FROM unnest(${sorted.map((i) => i.workspaceId)}::text[], ${sorted.map((i) => i.month)}::text[],
