@@ -3,8 +3,8 @@
  * 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
  * ingest and state for 100k members with a streak in each of 5 programs, and a due-check sweep
  * over 1M streak rows of which 100k are due.
- * Prints requests/s, p50/p99 latency, server RSS, server and Postgres CPU per request and the ratio to
- * the baseline.
+ * Prints requests/s, p50/p99 latency, server RSS, server and Postgres CPU per request, WAL bytes per
+ * request and the ratio to the baseline.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
@@ -115,12 +115,30 @@ interface Result {
   readonly cpuMs?: number
   /** Postgres CPU milliseconds per request (all its processes). */
   readonly dbCpuMs: number
+  /**
+   * Bytes of WAL Postgres wrote per request: what the writes cost, independent of how fast the host
+   * runs today (full-page images after a checkpoint count too).
+   */
+  readonly walBytes: number
+}
+
+/** The cluster's WAL insert position in bytes (the runs are sequential, so a difference is one run's). */
+const walPosition = async (url: string): Promise<number> => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const { rows } = await client.query("select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 as b")
+    return Number(rows[0].b)
+  } finally {
+    await client.end()
+  }
 }
 
 const rand = (n: number) => Math.floor(Math.random() * n)
 
 const load = async (
   name: string,
+  dbUrl: string,
   url: string,
   request: () => { method: "GET" | "POST"; path: string; body?: string; headers?: Record<string, string> },
   pid?: number
@@ -137,9 +155,11 @@ const load = async (
   const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
   const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
   const dbBefore = postgresCpu()
+  const walBefore = await walPosition(dbUrl)
   const r: any = await run(DURATION)
   const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
   const dbCpu = postgresCpuSince(dbBefore)
+  const wal = (await walPosition(dbUrl)) - walBefore
   if (sampler !== undefined) clearInterval(sampler)
   return {
     name,
@@ -149,6 +169,7 @@ const load = async (
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
     dbCpuMs: (dbCpu * 1000) / Math.max(1, r.requests.total),
+    walBytes: wal / Math.max(1, r.requests.total),
     ...(pid !== undefined ? { rssMb: Math.round(rss), cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) } : {})
   }
 }
@@ -160,6 +181,7 @@ const load = async (
  * row updated, milestones checked and none newly reached, as for most actions of a live product.
  * Then the tables are analysed, as autovacuum keeps them in production: on tables filled seconds
  * ago the planner has no statistics and may pick an index that reads a whole program per key.
+ * Then a checkpoint (below).
  */
 const populate = async (url: string, projectId: string, programs: ReadonlyArray<{ id: string; reached: string }>) => {
   const client = new pg.Client({ connectionString: url })
@@ -178,6 +200,10 @@ const populate = async (url: string, projectId: string, programs: ReadonlyArray<
       [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
     )
     await client.query("analyze")
+    // The runs start from a checkpoint taken after the fill, so each pays the full-page images of
+    // the pages it is first to touch. Otherwise whether the fill's WAL happened to trigger a
+    // checkpoint decided that: about 4 KB of WAL per action, and the ingest rate with it.
+    await client.query("checkpoint")
   } finally {
     await client.end()
   }
@@ -246,10 +272,10 @@ const main = async () => {
 
     const results: Array<[Result, Result]> = []
     if (ONLY.has("ingest")) {
-      const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", baseUrl, () => ({
+      const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", db.url, baseUrl, () => ({
         method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
       }), baseline.pid)
-      const ingest = await load("streaks POST /v1/server/e (full ingest)", url, () => ({
+      const ingest = await load("streaks POST /v1/server/e (full ingest)", db.url, url, () => ({
         method: "POST", path: "/v1/server/e", body: event(),
         headers: { "content-type": "application/json", "x-streak-server-token": token }
       }), server.pid)
@@ -258,20 +284,20 @@ const main = async () => {
 
     const query = () => `siteKey=${siteKey}&userHash=m${rand(MEMBERS)}&event=e${rand(PROGRAMS)}`
     if (ONLY.has("state")) {
-      const stateBase = await load("baseline GET /state (bare SELECT)", baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
-      const state = await load("streaks GET /v1/state", url, () => ({
+      const stateBase = await load("baseline GET /state (bare SELECT)", db.url, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
+      const state = await load("streaks GET /v1/state", db.url, url, () => ({
         method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
       }), server.pid)
       results.push([stateBase, state])
     }
 
     console.log("")
-    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | ratio to baseline |")
-    console.log("|---|---|---|---|---|---|---|---|---|---|")
+    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | WAL bytes/req | ratio to baseline |")
+    console.log("|---|---|---|---|---|---|---|---|---|---|---|")
     for (const [base, ours] of results) {
       for (const r of [base, ours]) {
         const ratio = r === ours ? (ours.rps / base.rps).toFixed(2) + "×" : "1.00×"
-        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${ratio} |`)
+        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${Math.round(r.walBytes)} | ${ratio} |`)
       }
     }
 
