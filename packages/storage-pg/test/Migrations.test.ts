@@ -23,14 +23,17 @@ const applied = (prefix: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.map(sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM "${prefix}migrations"`), (rows) => Number(rows[0]?.n)))
 
+/** Every migration's id, in order. */
+const ids = Object.keys(Migrations.migrations("x_")).map((key) => Number(key.slice(0, 4)))
+
 layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
   it.effect("running the migrations twice applies them once and then does nothing", () =>
     Effect.gen(function*() {
       const first = yield* Migrations.run({ prefix: "twice_" })
       const second = yield* Migrations.run({ prefix: "twice_" })
-      assert.deepStrictEqual(first.map(([id]) => id), [1])
+      assert.deepStrictEqual(first.map(([id]) => id), ids)
       assert.deepStrictEqual(second, [])
-      assert.strictEqual(yield* applied("twice_"), 1)
+      assert.strictEqual(yield* applied("twice_"), ids.length)
     }))
 
   it.scoped("concurrent runs on two pools (as replicas starting at once) all succeed and migrate once", () =>
@@ -41,8 +44,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
         [runOn(a, { prefix: "race_" }), runOn(b, { prefix: "race_" }), runOn(a, { prefix: "race_" }), runOn(b, { prefix: "race_" })],
         { concurrency: "unbounded" }
       )
-      assert.strictEqual(results.reduce((n, r) => n + r.length, 0), 1)
-      assert.strictEqual(yield* applied("race_"), 1)
+      assert.strictEqual(results.reduce((n, r) => n + r.length, 0), ids.length)
+      assert.strictEqual(yield* applied("race_"), ids.length)
       assert.isTrue(yield* exists("race_streaks"))
     }))
 
@@ -88,5 +91,18 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
         "SELECT id FROM plan_outbox WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY next_attempt_at, created_at, id LIMIT 10 FOR UPDATE SKIP LOCKED"
       )
       assert.include(outbox, "plan_outbox_due")
+    }))
+
+  it.effect("an action pays only the indexes that something reads: the streak row's key and due_at, the log's by program", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrations.run({ prefix: "idx_" })
+      const indexes = (table: string) =>
+        Effect.map(
+          sql<{ readonly indexname: string }>`SELECT indexname FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`,
+          (rows) => rows.map((r) => r.indexname)
+        )
+      assert.deepStrictEqual(yield* indexes("idx_streaks"), ["idx_streaks_due", "idx_streaks_pkey"])
+      assert.deepStrictEqual(yield* indexes("idx_actions"), ["idx_actions_program_ts"])
     }))
 })

@@ -218,17 +218,19 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
         ),
 
     // Keys come from the member's rows, and also from activity days without a row (as the
-    // reference adapter does). Days are probed per program of the project and ledger, each probe a
+    // reference adapter does). Both are probed per program of the project and ledger, each probe a
     // primary-key seek (LIMIT 1 keeps the planner from turning it into a scan of the project's
-    // days), so a merge costs the same in a small project and in a huge one.
+    // days), so a merge costs the same in a small project and in a huge one. The streaks table has
+    // no index by member (migration 0002): programs are never deleted, so every row is found.
     keysOfMember: (projectId, userHash) =>
-      sql`SELECT project_id, program_id, user_hash, ledger FROM ${t.streaks}
-            WHERE project_id = ${projectId} AND user_hash = ${userHash}
-          UNION
-          SELECT p.project_id, p.id, ${userHash}::text, l.ledger
+      sql`SELECT p.project_id, p.id AS program_id, ${userHash}::text AS user_hash, l.ledger
             FROM ${t.programs} p
             CROSS JOIN (VALUES ('live'), ('test')) AS l (ledger)
             CROSS JOIN LATERAL (
+              SELECT 1 FROM ${t.streaks} s
+              WHERE s.project_id = p.project_id AND s.program_id = p.id AND s.user_hash = ${userHash}
+                AND s.ledger = l.ledger
+              UNION ALL
               SELECT 1 FROM ${t.activity_days} d
               WHERE d.project_id = p.project_id AND d.program_id = p.id AND d.user_hash = ${userHash}
                 AND d.ledger = l.ledger
@@ -253,8 +255,12 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
           ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
         .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue")),
 
+    // A range of the primary key (project, program): the table has no index by program (migration
+    // 0002), and the project comes from the program's row.
     rowsOfProgram: (programId, ledger) =>
-      sql`SELECT ${cols} FROM ${t.streaks} WHERE program_id = ${programId} AND ledger = ${ledger}
+      sql`SELECT ${cols} FROM ${t.streaks}
+          WHERE project_id IN (SELECT project_id FROM ${t.programs} WHERE id = ${programId})
+            AND program_id = ${programId} AND ledger = ${ledger}
           ORDER BY user_hash`
         .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rowsOfProgram"))
   }
