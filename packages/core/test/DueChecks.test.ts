@@ -84,6 +84,29 @@ describe("DueChecks (CONTRACT §8)", () => {
       assert.deepStrictEqual(atRisk, ["2026-05-11", "2026-05-12"])
     }).pipe(Effect.provide(layer)))
 
+  it.effect("a member who acts daily after the day's at-risk keeps the due instant the sweep set", () =>
+    // The Postgres adapter relies on this: the row's update then changes no indexed column (HOT).
+    Effect.gen(function*() {
+      const t = yield* liveTenant()
+      yield* TestClock.setTime(at("2026-05-10T12:00:00Z"))
+      yield* act(t, "u1", "2026-05-10T12:00:00Z", "Asia/Tokyo")
+      for (const [sweptAt, actedAt] of [
+        ["2026-05-10T15:00:00Z", "2026-05-11T03:00:00Z"],
+        ["2026-05-11T15:00:00Z", "2026-05-12T09:00:00Z"]
+      ] as const) {
+        assert.deepStrictEqual(yield* sweep(sweptAt), { atRisk: 1, broken: 0 })
+        const swept = yield* rowOf(t, "u1", "live")
+        yield* TestClock.setTime(at(actedAt))
+        yield* act(t, "u1", actedAt)
+        const acted = yield* rowOf(t, "u1", "live")
+        assert.strictEqual(acted?.run, (swept?.run ?? 0) + 1)
+        assert.isDefined(swept?.dueAt)
+        assert.deepStrictEqual(acted?.dueAt, swept?.dueAt)
+      }
+      // The start of May 13 in Tokyo: at-risk for the day after the last action.
+      assert.strictEqual((yield* rowOf(t, "u1", "live"))?.dueAt?.getTime(), at("2026-05-12T15:00:00Z"))
+    }).pipe(Effect.provide(layer)))
+
   it.effect("broken fires once per ended run: a new run that ends breaks again", () =>
     Effect.gen(function*() {
       const t = yield* liveTenant()

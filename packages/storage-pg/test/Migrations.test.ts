@@ -93,7 +93,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
       assert.include(outbox, "plan_outbox_due")
     }))
 
-  it.effect("an action pays only the indexes that something reads: the streak row's key and due_at, the log's by program", () =>
+  it.effect("an action pays only the indexes that something reads, and a streak row has room for a HOT update", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "idx_" })
@@ -102,7 +102,11 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
           sql<{ readonly indexname: string }>`SELECT indexname FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`,
           (rows) => rows.map((r) => r.indexname)
         )
+      // The streak row's key and due instant; the log's by program (reports).
       assert.deepStrictEqual(yield* indexes("idx_streaks"), ["idx_streaks_due", "idx_streaks_pkey"])
       assert.deepStrictEqual(yield* indexes("idx_actions"), ["idx_actions_program_ts"])
+      const [options] = yield* sql<{ readonly reloptions: ReadonlyArray<string> | null }>`
+        SELECT reloptions FROM pg_class WHERE relname = 'idx_streaks'`
+      assert.deepStrictEqual(options?.reloptions, ["fillfactor=80"])
     }))
 })
