@@ -176,9 +176,11 @@ const load = async (
 
 /**
  * The 100,000 members already have a streak in each program, as in a product that has been
- * running: active yesterday (UTC, their zone), run 3, best 5, not due during the run, and the
- * 3-day milestone achieved (best 5 reached it). So an action extends a run of 3 to 4: counted, the
- * row updated, milestones checked and none newly reached, as for most actions of a live product.
+ * running: active yesterday (UTC, their zone), run 3, best 5, and the 3-day milestone achieved
+ * (best 5 reached it). The hourly sweep has passed since today began: it sent today's at-risk and
+ * moved the row to the start of tomorrow (when the run breaks), so nothing is due during the run.
+ * So an action extends a run of 3 to 4: counted, the row updated (its due instant stays the start
+ * of tomorrow), milestones checked and none newly reached, as for most actions of a live product.
  * Then the tables are analysed, as autovacuum keeps them in production: on tables filled seconds
  * ago the planner has no statistics and may pick an index that reads a whole program per key.
  * Then a checkpoint (below).
@@ -188,9 +190,10 @@ const populate = async (url: string, projectId: string, programs: ReadonlyArray<
   await client.connect()
   try {
     await client.query(
-      `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone, due_at, updated_at)
-       select $1, p, 'm' || g, 'live', (now() at time zone 'UTC')::date - 1, 3, 5, 'UTC', now() + interval '1 day', now()
-       from unnest($2::text[]) p, generate_series(0, $3::int - 1) g`,
+      `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+         at_risk_notified_for, due_at, updated_at)
+       select $1, p, 'm' || g, 'live', today - 1, 3, 5, 'UTC', today, (today + 1)::timestamp at time zone 'UTC', now()
+       from (select (now() at time zone 'UTC')::date as today) t, unnest($2::text[]) p, generate_series(0, $3::int - 1) g`,
       [projectId, programs.map((p) => p.id), MEMBERS]
     )
     await client.query(
