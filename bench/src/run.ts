@@ -176,16 +176,21 @@ const load = async (
 
 /**
  * The 100,000 members already have a streak in each program, as in a product that has been
- * running: active yesterday (UTC, their zone), run 3, best 5, and the 3-day milestone achieved
- * (best 5 reached it). The hourly sweep has passed since today began: it sent today's at-risk and
- * moved the row to the start of tomorrow (when the run breaks), so nothing is due during the run.
- * So an action extends a run of 3 to 4: counted, the row updated (its due instant stays the start
+ * running: active yesterday (UTC, their zone), run 3, best 5, the 3-day milestone achieved (best 5
+ * reached it), and metered active in yesterday's month. The hourly sweep has passed since today
+ * began: it sent today's at-risk and moved the row to the start of tomorrow (when the run breaks),
+ * so nothing is due during the run. So an action extends a run of 3 to 4: counted, the row updated (its due instant stays the start
  * of tomorrow), milestones checked and none newly reached, as for most actions of a live product.
  * Then the tables are analysed, as autovacuum keeps them in production: on tables filled seconds
  * ago the planner has no statistics and may pick an index that reads a whole program per key.
  * Then a checkpoint (below).
  */
-const populate = async (url: string, projectId: string, programs: ReadonlyArray<{ id: string; reached: string }>) => {
+const populate = async (
+  url: string,
+  workspaceId: string,
+  projectId: string,
+  programs: ReadonlyArray<{ id: string; reached: string }>
+) => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
@@ -201,6 +206,13 @@ const populate = async (url: string, projectId: string, programs: ReadonlyArray<
        select $1, p.id, 'm' || g, 'live', p.reached, now() - interval '3 days'
        from unnest($2::text[], $3::text[]) p (id, reached), generate_series(0, $4::int - 1) g`,
       [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
+    )
+    // Yesterday's actions marked each member active in yesterday's month (UTC), as metering does.
+    await client.query(
+      `insert into streaks_usage (workspace_id, month, member)
+       select $1, to_char((now() at time zone 'UTC')::date - 1, 'YYYY-MM'), $2 || ':m' || g
+       from generate_series(0, $3::int - 1) g`,
+      [workspaceId, projectId, MEMBERS]
     )
     await client.query("analyze")
     // The runs start from a checkpoint taken after the fill, so each pays the full-page images of
@@ -268,7 +280,7 @@ const main = async () => {
       await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
       programs.push({ id: program.id, reached: program.milestones.find((m: { target: number }) => m.target === 3).id })
     }
-    await populate(db.url, project.id, programs)
+    await populate(db.url, workspace.id, project.id, programs)
     const siteKey: string = project.siteKey
     const token: string = project.serverToken
     const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
