@@ -40,6 +40,11 @@ const SERVER = process.env.BENCH_SERVER ?? "packages/server/dist/bin.mjs"
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
 /** `BENCH_PROFILE=dir` writes a V8 CPU profile of the streaks server into `dir` when it stops. */
 const PROFILE = process.env.BENCH_PROFILE
+/**
+ * `BENCH_WAL=1` prints each run's WAL by record type (Postgres 15+ with `pg_walinspect`): which
+ * writes an action costs, and how many full-page images.
+ */
+let walByType = process.env.BENCH_WAL !== undefined
 
 const start = (file: string, env: Record<string, string>, args: Array<string> = [], flags: Array<string> = []): ChildProcess =>
   spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
@@ -120,6 +125,32 @@ interface Result {
    * runs today (full-page images after a checkpoint count too).
    */
   readonly walBytes: number
+  /** With `BENCH_WAL`: the run's WAL records per request by type (and full-page image bytes). */
+  readonly walRecords?: ReadonlyArray<{ readonly type: string; readonly perReq: number; readonly bytes: number; readonly fpiBytes: number }>
+}
+
+const lsn = (bytes: number) => `${Math.floor(bytes / 2 ** 32).toString(16)}/${(bytes % 2 ** 32).toString(16)}`
+
+const walRecordsOf = async (url: string, from: number, to: number, requests: number) => {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  try {
+    const { rows } = await client.query(
+      `select "resource_manager/record_type" as type, count, record_size, fpi_size
+       from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc`,
+      [lsn(from), lsn(to)]
+    )
+    return rows
+      .map((r) => ({
+        type: String(r.type),
+        perReq: Number(r.count) / requests,
+        bytes: Number(r.record_size) / requests,
+        fpiBytes: Number(r.fpi_size) / requests
+      }))
+      .filter((r) => r.perReq >= 0.01)
+  } finally {
+    await client.end()
+  }
 }
 
 /** The cluster's WAL insert position in bytes (the runs are sequential, so a difference is one run's). */
@@ -159,7 +190,10 @@ const load = async (
   const r: any = await run(DURATION)
   const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
   const dbCpu = postgresCpuSince(dbBefore)
-  const wal = (await walPosition(dbUrl)) - walBefore
+  const walAfter = await walPosition(dbUrl)
+  const wal = walAfter - walBefore
+  // Read at once: the segments are recycled after the next checkpoint.
+  const walRecords = walByType ? await walRecordsOf(dbUrl, walBefore, walAfter, Math.max(1, r.requests.total)) : undefined
   if (sampler !== undefined) clearInterval(sampler)
   return {
     name,
@@ -170,6 +204,7 @@ const load = async (
     non2xx: r.non2xx,
     dbCpuMs: (dbCpu * 1000) / Math.max(1, r.requests.total),
     walBytes: wal / Math.max(1, r.requests.total),
+    ...(walRecords !== undefined ? { walRecords } : {}),
     ...(pid !== undefined ? { rssMb: Math.round(rss), cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) } : {})
   }
 }
@@ -181,8 +216,9 @@ const load = async (
  * began: it sent today's at-risk and moved the row to the start of tomorrow (when the run breaks),
  * so nothing is due during the run. So an action extends a run of 3 to 4: counted, the row updated (its due instant stays the start
  * of tomorrow), milestones checked and none newly reached, as for most actions of a live product.
- * Then the tables are analysed, as autovacuum keeps them in production: on tables filled seconds
- * ago the planner has no statistics and may pick an index that reads a whole program per key.
+ * Then the tables are vacuumed and analysed, as autovacuum keeps them in production: on tables
+ * filled seconds ago the planner has no statistics and may pick an index that reads a whole
+ * program per key, and autovacuum would set about them during the first runs.
  * Then a checkpoint (below).
  */
 const populate = async (
@@ -214,7 +250,7 @@ const populate = async (
        from generate_series(0, $3::int - 1) g`,
       [workspaceId, projectId, MEMBERS]
     )
-    await client.query("analyze")
+    await client.query("vacuum analyze")
     // The runs start from a checkpoint taken after the fill, so each pays the full-page images of
     // the pages it is first to touch. Otherwise whether the fill's WAL happened to trigger a
     // checkpoint decided that: about 4 KB of WAL per action, and the ingest rate with it.
@@ -236,6 +272,18 @@ const admin = async (base: string, path: string, body?: unknown) => {
 
 const main = async () => {
   const db = await Db.open()
+  if (walByType) {
+    const client = new pg.Client({ connectionString: db.url })
+    await client.connect()
+    try {
+      await client.query("create extension if not exists pg_walinspect")
+    } catch (e) {
+      console.log(`# BENCH_WAL: no pg_walinspect here (${(e as Error).message}); WAL by type not shown`)
+      walByType = false
+    } finally {
+      await client.end()
+    }
+  }
   const children: Array<ChildProcess> = []
   const dataDir = mkdtempSync(join(tmpdir(), "streaks-bench-"))
   try {
@@ -313,6 +361,18 @@ const main = async () => {
       for (const r of [base, ours]) {
         const ratio = r === ours ? (ours.rps / base.rps).toFixed(2) + "×" : "1.00×"
         console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${Math.round(r.walBytes)} | ${ratio} |`)
+      }
+    }
+
+    for (const r of results.flat()) {
+      if (r.walRecords === undefined) continue
+      console.log("")
+      console.log(`WAL of ${r.name}, per request:`)
+      console.log("")
+      console.log("| record type | records | bytes | full-page image bytes |")
+      console.log("|---|---|---|---|")
+      for (const w of r.walRecords) {
+        console.log(`| ${w.type} | ${w.perReq.toFixed(2)} | ${Math.round(w.bytes)} | ${Math.round(w.fpiBytes)} |`)
       }
     }
 
