@@ -132,6 +132,7 @@ interface Result {
 const lsn = (bytes: number) => `${Math.floor(bytes / 2 ** 32).toString(16)}/${(bytes % 2 ** 32).toString(16)}`
 
 const walRecordsOf = async (url: string, from: number, to: number, requests: number) => {
+  if (to <= from) return []
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {
