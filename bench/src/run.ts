@@ -226,12 +226,12 @@ const load = async (
  * running: active yesterday (UTC, their zone), run 3, best 5, the 3-day milestone achieved (best 5
  * reached it), and metered active in yesterday's month. The hourly sweep has passed since today
  * began: it sent today's at-risk and moved the row to the start of tomorrow (when the run breaks),
- * so nothing is due during the run. So an action extends a run of 3 to 4: counted, the row updated (its due instant stays the start
- * of tomorrow), milestones checked and none newly reached, as for most actions of a live product.
- * Then the tables are vacuumed and analysed, as autovacuum keeps them in production: on tables
- * filled seconds ago the planner has no statistics and may pick an index that reads a whole
- * program per key, and autovacuum would set about them during the first runs.
- * Then a checkpoint (below).
+ * so nothing is due during the run. So an action extends a run of 3 to 4: counted, the row
+ * updated (its due instant stays the start of tomorrow), milestones checked and none newly
+ * reached, as for most actions of a live product. Then the tables are vacuumed and analysed, as
+ * autovacuum keeps them in production: on tables filled seconds ago the planner has no statistics
+ * and may pick an index that reads a whole program per key, and autovacuum would set about them
+ * during the first runs. Then a checkpoint (below).
  */
 const populate = async (
   url: string,
