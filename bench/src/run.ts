@@ -131,52 +131,40 @@ interface Result {
 
 const lsn = (bytes: number) => `${Math.floor(bytes / 2 ** 32).toString(16)}/${(bytes % 2 ** 32).toString(16)}`
 
-const walRecordsOf = async (url: string, from: number, to: number, requests: number) => {
+const walRecordsOf = async (client: pg.Client, from: number, to: number, requests: number) => {
   if (to <= from) return []
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    // Postgres 15 reads only WAL already flushed; the WAL writer flushes within a fraction of a second.
-    for (let tries = 0; tries < 50; tries++) {
-      const { rows } = await client.query("select pg_current_wal_flush_lsn() >= $1::pg_lsn as flushed", [lsn(to)])
-      if (rows[0].flushed === true) break
-      await new Promise((ok) => setTimeout(ok, 100))
-    }
-    const { rows } = await client.query(
-      `select "resource_manager/record_type" as type, count, record_size, fpi_size
-       from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc`,
-      [lsn(from), lsn(to)]
-    )
-    return rows
-      .map((r) => ({
-        type: String(r.type),
-        perReq: Number(r.count) / requests,
-        bytes: Number(r.record_size) / requests,
-        fpiBytes: Number(r.fpi_size) / requests
-      }))
-      .filter((r) => r.perReq >= 0.01)
-  } finally {
-    await client.end()
+  // Postgres 15 reads only WAL already flushed; the WAL writer flushes within a fraction of a second.
+  for (let tries = 0; tries < 50; tries++) {
+    const { rows } = await client.query("select pg_current_wal_flush_lsn() >= $1::pg_lsn as flushed", [lsn(to)])
+    if (rows[0].flushed === true) break
+    await new Promise((ok) => setTimeout(ok, 100))
   }
+  const { rows } = await client.query(
+    `select "resource_manager/record_type" as type, count, record_size, fpi_size
+     from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc`,
+    [lsn(from), lsn(to)]
+  )
+  return rows
+    .map((r) => ({
+      type: String(r.type),
+      perReq: Number(r.count) / requests,
+      bytes: Number(r.record_size) / requests,
+      fpiBytes: Number(r.fpi_size) / requests
+    }))
+    .filter((r) => r.perReq >= 0.01)
 }
 
 /** The cluster's WAL insert position in bytes (the runs are sequential, so a difference is one run's). */
-const walPosition = async (url: string): Promise<number> => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    const { rows } = await client.query("select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 as b")
-    return Number(rows[0].b)
-  } finally {
-    await client.end()
-  }
+const walPosition = async (client: pg.Client): Promise<number> => {
+  const { rows } = await client.query("select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 as b")
+  return Number(rows[0].b)
 }
 
 const rand = (n: number) => Math.floor(Math.random() * n)
 
 const load = async (
   name: string,
-  dbUrl: string,
+  db: pg.Client,
   url: string,
   request: () => { method: "GET" | "POST"; path: string; body?: string; headers?: Record<string, string> },
   pid?: number
@@ -193,15 +181,15 @@ const load = async (
   const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
   const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
   const dbBefore = postgresCpu()
-  const walBefore = await walPosition(dbUrl)
+  const walBefore = await walPosition(db)
   const r: any = await run(DURATION)
   const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
   const dbCpu = postgresCpuSince(dbBefore)
-  const walAfter = await walPosition(dbUrl)
+  const walAfter = await walPosition(db)
   const wal = walAfter - walBefore
   // Read at once: the segments are recycled after the next checkpoint.
   const walRecords = walByType
-    ? await walRecordsOf(dbUrl, walBefore, walAfter, Math.max(1, r.requests.total)).catch((e: Error) => {
+    ? await walRecordsOf(db, walBefore, walAfter, Math.max(1, r.requests.total)).catch((e: Error) => {
       console.log(`# BENCH_WAL: WAL by type of "${name}" not read (${e.message})`)
       return undefined
     })
@@ -234,46 +222,40 @@ const load = async (
  * during the first runs. Then a checkpoint (below).
  */
 const populate = async (
-  url: string,
+  client: pg.Client,
   workspaceId: string,
   projectId: string,
   programs: ReadonlyArray<{ id: string; reached: string }>
 ) => {
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
-  try {
-    await client.query(
-      `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-         at_risk_notified_for, due_at, updated_at)
-       select $1, p, 'm' || g, 'live', today - 1, 3, 5, 'UTC', today, (today + 1)::timestamp at time zone 'UTC', now()
-       from (select (now() at time zone 'UTC')::date as today) t, unnest($2::text[]) p, generate_series(0, $3::int - 1) g`,
-      [projectId, programs.map((p) => p.id), MEMBERS]
-    )
-    await client.query(
-      `insert into streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
-       select $1, p.id, 'm' || g, 'live', p.reached, now() - interval '3 days'
-       from unnest($2::text[], $3::text[]) p (id, reached), generate_series(0, $4::int - 1) g`,
-      [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
-    )
-    // Yesterday's actions marked each member active in yesterday's month (UTC), as metering does.
-    await client.query(
-      `insert into streaks_usage (workspace_id, month, member)
-       select $1, to_char((now() at time zone 'UTC')::date - 1, 'YYYY-MM'), $2 || ':m' || g
-       from generate_series(0, $3::int - 1) g`,
-      [workspaceId, projectId, MEMBERS]
-    )
-    await client.query("vacuum analyze")
-    // The runs start from a checkpoint taken after the fill, so each pays the full-page images of
-    // the pages it is first to touch. Otherwise whether the fill's WAL happened to trigger a
-    // checkpoint decided that: about 4 KB of WAL per action, and the ingest rate with it.
-    await client.query("checkpoint").catch((e: Error) =>
-      // CHECKPOINT needs a superuser or pg_checkpoint: without it the figures stay comparable only
-      // within one run.
-      console.log(`# no checkpoint after the fill (${e.message}): full-page images left to chance`)
-    )
-  } finally {
-    await client.end()
-  }
+  await client.query(
+    `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+       at_risk_notified_for, due_at, updated_at)
+     select $1, p, 'm' || g, 'live', today - 1, 3, 5, 'UTC', today, (today + 1)::timestamp at time zone 'UTC', now()
+     from (select (now() at time zone 'UTC')::date as today) t, unnest($2::text[]) p, generate_series(0, $3::int - 1) g`,
+    [projectId, programs.map((p) => p.id), MEMBERS]
+  )
+  await client.query(
+    `insert into streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+     select $1, p.id, 'm' || g, 'live', p.reached, now() - interval '3 days'
+     from unnest($2::text[], $3::text[]) p (id, reached), generate_series(0, $4::int - 1) g`,
+    [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
+  )
+  // Yesterday's actions marked each member active in yesterday's month (UTC), as metering does.
+  await client.query(
+    `insert into streaks_usage (workspace_id, month, member)
+     select $1, to_char((now() at time zone 'UTC')::date - 1, 'YYYY-MM'), $2 || ':m' || g
+     from generate_series(0, $3::int - 1) g`,
+    [workspaceId, projectId, MEMBERS]
+  )
+  await client.query("vacuum analyze")
+  // The runs start from a checkpoint taken after the fill, so each pays the full-page images of
+  // the pages it is first to touch. Otherwise whether the fill's WAL happened to trigger a
+  // checkpoint decided that: about 4 KB of WAL per action, and the ingest rate with it.
+  await client.query("checkpoint").catch((e: Error) =>
+    // CHECKPOINT needs a superuser or pg_checkpoint: without it the figures stay comparable only
+    // within one run.
+    console.log(`# no checkpoint after the fill (${e.message}): full-page images left to chance`)
+  )
 }
 
 const admin = async (base: string, path: string, body?: unknown) => {
@@ -288,21 +270,18 @@ const admin = async (base: string, path: string, body?: unknown) => {
 
 const main = async () => {
   const db = await Db.open()
-  if (walByType) {
-    const client = new pg.Client({ connectionString: db.url })
-    await client.connect()
-    try {
-      await client.query("create extension if not exists pg_walinspect")
-    } catch (e) {
-      console.log(`# BENCH_WAL: no pg_walinspect here (${(e as Error).message}); WAL by type not shown`)
-      walByType = false
-    } finally {
-      await client.end()
-    }
-  }
+  // The bench's own statements (the fill, WAL positions) on one connection.
+  const sql = new pg.Client({ connectionString: db.url })
   const children: Array<ChildProcess> = []
   const dataDir = mkdtempSync(join(tmpdir(), "streaks-bench-"))
   try {
+    await sql.connect()
+    if (walByType) {
+      await sql.query("create extension if not exists pg_walinspect").catch((e: Error) => {
+        console.log(`# BENCH_WAL: no pg_walinspect here (${e.message}); WAL by type not shown`)
+        walByType = false
+      })
+    }
     console.log(`# Streaks benchmark — ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
     console.log(`# database: ${db.description}`)
     if (process.env.BENCH_SERVER === undefined) {
@@ -344,17 +323,17 @@ const main = async () => {
       await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
       programs.push({ id: program.id, reached: program.milestones.find((m: { target: number }) => m.target === 3).id })
     }
-    await populate(db.url, workspace.id, project.id, programs)
+    await populate(sql, workspace.id, project.id, programs)
     const siteKey: string = project.siteKey
     const token: string = project.serverToken
     const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
 
     const results: Array<[Result, Result]> = []
     if (ONLY.has("ingest")) {
-      const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", db.url, baseUrl, () => ({
+      const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", sql, baseUrl, () => ({
         method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
       }), baseline.pid)
-      const ingest = await load("streaks POST /v1/server/e (full ingest)", db.url, url, () => ({
+      const ingest = await load("streaks POST /v1/server/e (full ingest)", sql, url, () => ({
         method: "POST", path: "/v1/server/e", body: event(),
         headers: { "content-type": "application/json", "x-streak-server-token": token }
       }), server.pid)
@@ -363,8 +342,8 @@ const main = async () => {
 
     const query = () => `siteKey=${siteKey}&userHash=m${rand(MEMBERS)}&event=e${rand(PROGRAMS)}`
     if (ONLY.has("state")) {
-      const stateBase = await load("baseline GET /state (bare SELECT)", db.url, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
-      const state = await load("streaks GET /v1/state", db.url, url, () => ({
+      const stateBase = await load("baseline GET /state (bare SELECT)", sql, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
+      const state = await load("streaks GET /v1/state", sql, url, () => ({
         method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
       }), server.pid)
       results.push([stateBase, state])
@@ -410,6 +389,7 @@ const main = async () => {
   } finally {
     for (const child of children) child.kill("SIGTERM")
     rmSync(dataDir, { recursive: true, force: true })
+    await sql.end().catch(() => undefined)
     await db.close()
   }
 }
