@@ -45,6 +45,12 @@ const PROFILE = process.env.BENCH_PROFILE
  * writes an action costs, and how many full-page images.
  */
 let walByType = process.env.BENCH_WAL !== undefined
+/**
+ * `BENCH_BUFFERS=1` prints each run's pages read into shared buffers per request, by relation: what
+ * did not fit in them. Postgres reports a backend's counts up to 10 s late once it idles, so each
+ * run is followed by an 11 s wait.
+ */
+const BUFFERS = process.env.BENCH_BUFFERS !== undefined
 
 const start = (file: string, env: Record<string, string>, args: Array<string> = [], flags: Array<string> = []): ChildProcess =>
   spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
@@ -127,6 +133,18 @@ interface Result {
   readonly walBytes: number
   /** With `BENCH_WAL`: the run's WAL records per request by type (and full-page image bytes). */
   readonly walRecords?: ReadonlyArray<{ readonly type: string; readonly perReq: number; readonly bytes: number; readonly fpiBytes: number }>
+  /** With `BENCH_BUFFERS`: pages read into shared buffers per request, in all and by relation. */
+  readonly bufferReads?: { readonly perReq: number; readonly byRelation: ReadonlyArray<readonly [string, number]> }
+}
+
+/** Pages read into shared buffers so far, by table and index of the bench's database, and in all. */
+const bufferReads = async (client: pg.Client): Promise<Map<string, number>> => {
+  const { rows } = await client.query(
+    `select relname as name, heap_blks_read::float8 as n from pg_statio_user_tables
+     union all select indexrelname, idx_blks_read::float8 from pg_statio_user_indexes
+     union all select '(all)', blks_read::float8 from pg_stat_database where datname = current_database()`
+  )
+  return new Map(rows.map((r: { name: string; n: number }) => [r.name, r.n]))
 }
 
 const lsn = (bytes: number) => `${Math.floor(bytes / 2 ** 32).toString(16)}/${(bytes % 2 ** 32).toString(16)}`
@@ -182,19 +200,30 @@ const load = async (
   const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
   const dbBefore = postgresCpu()
   const walBefore = await walPosition(db)
+  const readsBefore = BUFFERS ? await bufferReads(db) : undefined
   const r: any = await run(DURATION)
   const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
   const dbCpu = postgresCpuSince(dbBefore)
   const walAfter = await walPosition(db)
   const wal = walAfter - walBefore
+  const requests = Math.max(1, r.requests.total)
   // Read at once: the segments are recycled after the next checkpoint.
   const walRecords = walByType
-    ? await walRecordsOf(db, walBefore, walAfter, Math.max(1, r.requests.total)).catch((e: Error) => {
+    ? await walRecordsOf(db, walBefore, walAfter, requests).catch((e: Error) => {
       console.log(`# BENCH_WAL: WAL by type of "${name}" not read (${e.message})`)
       return undefined
     })
     : undefined
   if (sampler !== undefined) clearInterval(sampler)
+  let buffers: Result["bufferReads"]
+  if (readsBefore !== undefined) {
+    await new Promise((ok) => setTimeout(ok, 11_000))
+    const perReq = [...await bufferReads(db)].map(([name, n]) => [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const)
+    buffers = {
+      perReq: perReq.find(([name]) => name === "(all)")?.[1] ?? 0,
+      byRelation: perReq.filter(([name, n]) => name !== "(all)" && n >= 0.01).sort((a, b) => b[1] - a[1])
+    }
+  }
   return {
     name,
     rps: Math.round(r.requests.average),
@@ -202,17 +231,19 @@ const load = async (
     p99: r.latency.p99,
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
-    dbCpuMs: (dbCpu * 1000) / Math.max(1, r.requests.total),
-    walBytes: wal / Math.max(1, r.requests.total),
+    dbCpuMs: (dbCpu * 1000) / requests,
+    walBytes: wal / requests,
     ...(walRecords !== undefined ? { walRecords } : {}),
-    ...(pid !== undefined ? { rssMb: Math.round(rss), cpuMs: (cpu * 1000) / Math.max(1, r.requests.total) } : {})
+    ...(buffers !== undefined ? { bufferReads: buffers } : {}),
+    ...(pid !== undefined ? { rssMb: Math.round(rss), cpuMs: (cpu * 1000) / requests } : {})
   }
 }
 
 /**
  * The 100,000 members already have a streak in each program, as in a product that has been
  * running: active yesterday (UTC, their zone), run 3, best 5, the 3-day milestone achieved (best 5
- * reached it), and metered active in yesterday's month. The hourly sweep has passed since today
+ * reached it; in the achievements table and, as the service has recorded it since migration 0003,
+ * on the streak row), and metered active in yesterday's month. The hourly sweep has passed since today
  * began: it sent today's at-risk and moved the row to the start of tomorrow (when the run breaks),
  * so nothing is due during the run. So an action extends a run of 3 to 4: counted, the row
  * updated (its due instant stays the start of tomorrow), milestones checked and none newly
@@ -229,10 +260,12 @@ const populate = async (
 ) => {
   await client.query(
     `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-       at_risk_notified_for, due_at, updated_at)
-     select $1, p, 'm' || g, 'live', today - 1, 3, 5, 'UTC', today, (today + 1)::timestamp at time zone 'UTC', now()
-     from (select (now() at time zone 'UTC')::date as today) t, unnest($2::text[]) p, generate_series(0, $3::int - 1) g`,
-    [projectId, programs.map((p) => p.id), MEMBERS]
+       at_risk_notified_for, due_at, updated_at, achieved)
+     select $1, p.id, 'm' || g, 'live', today - 1, 3, 5, 'UTC', today, (today + 1)::timestamp at time zone 'UTC', now(),
+       array[p.reached]
+     from (select (now() at time zone 'UTC')::date as today) t, unnest($2::text[], $3::text[]) p (id, reached),
+       generate_series(0, $4::int - 1) g`,
+    [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
   )
   await client.query(
     `insert into streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
@@ -373,6 +406,13 @@ const main = async () => {
       for (const w of r.walRecords) {
         console.log(`| ${w.type} | ${w.perReq.toFixed(2)} | ${Math.round(w.bytes)} | ${Math.round(w.fpiBytes)} |`)
       }
+    }
+
+    for (const r of results.flat()) {
+      if (r.bufferReads === undefined) continue
+      console.log("")
+      console.log(`Pages read into shared buffers by ${r.name}: ${r.bufferReads.perReq.toFixed(2)} per request`)
+      for (const [name, n] of r.bufferReads.byRelation) console.log(`- ${name}: ${n.toFixed(2)}`)
     }
 
     for (const child of children) child.kill("SIGTERM")

@@ -31,7 +31,8 @@ export const lockKey = 0x73747265616b73n
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. */
 export const migrations = (prefix: string): Record<string, Effect.Effect<void, SqlError, SqlClient.SqlClient>> => ({
   "0001_initial": ddl(initial(prefix)),
-  "0002_cheaper_writes_per_action": ddl(cheaperWritesPerAction(prefix))
+  "0002_cheaper_writes_per_action": ddl(cheaperWritesPerAction(prefix)),
+  "0003_achieved_on_streak_rows": ddl(achievedOnStreakRows(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -287,6 +288,17 @@ DROP INDEX IF EXISTS ${p}streaks_member;
 DROP INDEX IF EXISTS ${p}streaks_program;
 DROP INDEX IF EXISTS ${p}actions_received;
 ALTER TABLE ${p}streaks SET (fillfactor = 80);
+`
+
+// Each action of a program with milestones asks which milestones its key already has. The answer
+// from the achievements table costs a seek into its primary key, the largest index of the schema
+// and rarely in shared buffers; a copy on the streak row (which the action has just locked, so its
+// page is in memory) answers it for free. NULL means "not known": read the table. The adapter sets
+// the copy whenever it adds an achievement and clears it whenever it removes them
+// (\`internal/Streaks.ts\`). Existing rows start at NULL, so the migration rewrites nothing;
+// operations.md shows a batched backfill.
+const achievedOnStreakRows = (p: string) => `
+ALTER TABLE ${p}streaks ADD COLUMN IF NOT EXISTS achieved text[];
 `
 
 const checkPrefix = (prefix: string) =>

@@ -109,4 +109,14 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
         SELECT reloptions FROM pg_class WHERE relname = 'idx_streaks'`
       assert.deepStrictEqual(options?.reloptions, ["fillfactor=80"])
     }))
+
+  it.effect("a streak row has room for its achieved milestones, not known (NULL) until the adapter sets it", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrations.run({ prefix: "copy_" })
+      const columns = yield* sql<{ readonly type: string; readonly nullable: string; readonly fallback: string | null }>`
+        SELECT data_type AS type, is_nullable AS nullable, column_default AS fallback FROM information_schema.columns
+        WHERE table_name = 'copy_streaks' AND column_name = 'achieved'`
+      assert.deepStrictEqual(columns, [{ type: "ARRAY", nullable: "YES", fallback: null }])
+    }))
 })

@@ -182,22 +182,24 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.daysBetween")),
 
     // The widgets' reads of a batch in one statement: per ref the alias, then the member's zone,
-    // row, days in range and achievements, each a primary-key seek (LATERAL, as `lockMany`).
+    // row, days in range and achievements, each a primary-key seek (LATERAL, as `lockMany`); the
+    // achievements from the row's copy where it is known (see `achievedMany`).
     standingMany: (refs, from, to) =>
       refs.length === 0 ? Effect.succeed([]) :
       hot(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
             (SELECT string_agg(to_char(day, 'YYYY-MM-DD'), ',' ORDER BY day) FROM ${t.activity_days} d
               WHERE d.project_id = k.project_id AND d.program_id = k.program_id AND d.user_hash = m.member_hash
                 AND d.ledger = k.ledger AND d.day BETWEEN ${from}::date AND ${to}::date) AS days,
-            to_json(ARRAY(SELECT milestone_id FROM ${t.achievements} a
-              WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = m.member_hash
-                AND a.ledger = k.ledger ORDER BY milestone_id)) AS achieved
+            to_json(CASE WHEN s.achieved_copy IS NOT NULL THEN ARRAY(SELECT unnest(s.achieved_copy) ORDER BY 1)
+              ELSE ARRAY(SELECT milestone_id FROM ${t.achievements} a
+                WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = m.member_hash
+                  AND a.ledger = k.ledger ORDER BY milestone_id) END) AS achieved
           FROM unnest(${keyArraysOf(sql, refs)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           CROSS JOIN LATERAL (SELECT coalesce(
             (SELECT user_hash FROM ${t.aliases} WHERE project_id = k.project_id AND anonymous_id = k.user_hash),
             k.user_hash) AS member_hash) m
           LEFT JOIN ${t.members} z ON z.project_id = k.project_id AND z.user_hash = m.member_hash
-          LEFT JOIN LATERAL (SELECT ${cols} FROM ${t.streaks}
+          LEFT JOIN LATERAL (SELECT ${cols}, achieved AS achieved_copy FROM ${t.streaks}
             WHERE project_id = k.project_id AND program_id = k.program_id AND user_hash = m.member_hash
               AND ledger = k.ledger) s ON true
           ORDER BY k.n`).pipe(
@@ -274,17 +276,24 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
       sql`SELECT * FROM ${t.achievements} WHERE ${whereKey(key)} ORDER BY achieved_at, milestone_id`
         .pipe(Effect.map((rows) => rows.map(decodeAchievement)), io("AchievementStore.list")),
 
-    // One primary-key range seek per key (LATERAL), whatever the planner believes of the table.
+    // Per key the copy on its streak row (migration 0003), a primary-key seek into the page the
+    // action has just locked; only where the copy is not known (NULL: no row yet, or a row from
+    // before the migration) is the achievements table read, one primary-key range seek per key
+    // (LATERAL, whatever the planner believes of the table).
     achievedMany: (keys) =>
       keys.length === 0 ? Effect.succeed([]) :
-      hot(sql`SELECT k.n, a.milestone_id
+      hot(sql`SELECT k.n, m.milestone_id
           FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
-          CROSS JOIN LATERAL (
+          LEFT JOIN LATERAL (
+            SELECT achieved FROM ${t.streaks} s
+            WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
+              AND s.ledger = k.ledger
+          ) s ON true
+          CROSS JOIN LATERAL unnest(CASE WHEN s.achieved IS NOT NULL THEN s.achieved ELSE ARRAY(
             SELECT milestone_id FROM ${t.achievements} a
             WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
-              AND a.ledger = k.ledger
-          ) a
-          ORDER BY k.n, a.milestone_id`).pipe(
+              AND a.ledger = k.ledger) END) AS m (milestone_id)
+          ORDER BY k.n, m.milestone_id`).pipe(
           Effect.map((rows) => {
             const achieved = keys.map((): Array<MilestoneId> => [])
             for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
@@ -293,13 +302,27 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
           io("AchievementStore.achievedMany")
         ),
 
+    // The streak row's copy gains the new id in the same statement. Where the copy is not known
+    // yet it is built from the table as this statement sees it (without the new row) plus the new
+    // id, so from a member's first achievement on the copy is known. A concurrent add to the same
+    // row waits for this one's row lock and then re-applies its SET to the updated copy.
     add: (key, milestoneId, at) =>
-      sql`INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
-          VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${at})
-          ON CONFLICT DO NOTHING RETURNING 1 AS ok`
+      sql`WITH added AS (
+            INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+            VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${at})
+            ON CONFLICT DO NOTHING RETURNING milestone_id
+          ), copied AS (
+            UPDATE ${t.streaks} s SET achieved = CASE WHEN s.achieved IS NOT NULL THEN s.achieved ELSE ARRAY(
+                SELECT milestone_id FROM ${t.achievements} WHERE ${whereKey(key)}) END || added.milestone_id
+            FROM added WHERE ${whereKey(key)}
+          )
+          SELECT 1 AS ok FROM added`
         .pipe(Effect.map((rows) => rows.length > 0), io("AchievementStore.add")),
 
+    // The copy becomes unknown rather than empty: "not known" is never wrong.
     remove: (key) =>
-      sql`DELETE FROM ${t.achievements} WHERE ${whereKey(key)}`.pipe(Effect.asVoid, io("AchievementStore.remove"))
+      sql`WITH removed AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)})
+          UPDATE ${t.streaks} SET achieved = NULL WHERE ${whereKey(key)} AND achieved IS NOT NULL`
+        .pipe(Effect.asVoid, io("AchievementStore.remove"))
   }
 }
