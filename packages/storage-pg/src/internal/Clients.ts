@@ -1,8 +1,8 @@
 /**
  * The node-postgres clients of the service's pool: both send array parameters as literals built
- * in one pass (`ArrayLiteral`); `PreparingClient` also turns each parameterised statement into a
- * named prepared statement of its connection, so Postgres parses and plans a hot statement once
- * per connection, not per call.
+ * in one pass (`ArrayLiteral`) and the statements issued in one tick in one write (`sendTogether`);
+ * `PreparingClient` also turns each parameterised statement into a named prepared statement of its
+ * connection, so Postgres parses and plans a hot statement once per connection, not per call.
  */
 import pg from "pg"
 import * as ArrayLiteral from "./ArrayLiteral.js"
@@ -28,10 +28,34 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
 
 const query: Query = pg.Client.prototype.query as Query
 
+type Stream = { readonly cork?: () => void; readonly uncork?: () => void }
+type Corked = pg.Client & { __corked?: boolean }
+
+/**
+ * Holds the connection's writes until the end of the current tick. node-postgres writes every
+ * statement on its own (one system call each, corked only around its own messages), and on a
+ * pipelined connection each of those writes wakes the backend again: a batch's side-by-side
+ * statements (`BEGIN` with the first, the locks with the days and achievements, the writes)
+ * cost one wake-up per statement. Corked here, whatever is issued before the tick ends leaves in
+ * one write, still in order; the uncork always runs, on the next tick.
+ */
+const sendTogether = (client: Corked): void => {
+  if (client.__corked === true) return
+  const stream = (client as unknown as { readonly connection?: { readonly stream?: Stream } }).connection?.stream
+  if (stream?.cork === undefined || stream.uncork === undefined) return
+  client.__corked = true
+  stream.cork()
+  process.nextTick(() => {
+    client.__corked = false
+    stream.uncork!()
+  })
+}
+
 /** For `new pg.Pool({ Client })` when statements must not be prepared (see `PgConnection.PoolOptions.prepare`). */
 export class LeanClient extends pg.Client {}
 
 ;(LeanClient.prototype as unknown as { query: Query }).query = function(this: pg.Client, config, values, callback) {
+  sendTogether(this)
   return query.call(this, config, Array.isArray(values) ? ArrayLiteral.params(values) : values, callback)
 }
 
@@ -48,6 +72,7 @@ const lean: Query = LeanClient.prototype.query as Query
 ;(PreparingClient.prototype as unknown as { query: Query }).query = function(this: pg.Client, config, values, callback) {
   const name = typeof config === "string" && Array.isArray(values) && values.length > 0 ? nameOf(config) : undefined
   if (name === undefined) return lean.call(this, config, values, callback)
+  sendTogether(this)
   const params = ArrayLiteral.params(values as ReadonlyArray<unknown>)
   if (typeof callback !== "function") return query.call(this, { name, text: config, values: params })
   // With a callback (how statements run), a `Query` built from the text and named afterwards: a
