@@ -30,9 +30,13 @@ const connected = Effect.acquireRelease(
   ({ client }) => Effect.promise(() => client.end())
 )
 
+/** A statement the way `@effect/sql-pg` runs them: text, values (if any) and a callback. */
 const run = (client: pg.Client, text: string, values?: Array<unknown>) =>
-  new Promise<Array<Record<string, unknown>>>((ok, ko) =>
-    client.query(text, values, (error: Error | null, result: pg.QueryResult) => (error ? ko(error) : ok(result.rows))))
+  new Promise<Array<Record<string, unknown>>>((ok, ko) => {
+    const done = (error: Error | null, result: pg.QueryResult) => (error ? ko(error) : ok(result.rows))
+    if (values === undefined) client.query(text, done)
+    else client.query(text, values, done)
+  })
 
 layer(PgTest.layer, { timeout: "120 seconds" })("the pool's clients", (it) => {
   it.scoped("statements issued in one tick leave in one write and run in the order issued", () =>
