@@ -29,7 +29,9 @@ type Query = (config: unknown, values?: unknown, callback?: unknown) => unknown
 const query: Query = pg.Client.prototype.query as Query
 
 type Stream = { readonly cork?: () => void; readonly uncork?: () => void }
-type Corked = pg.Client & { __corked?: boolean }
+
+/** Clients whose writes are held until the end of the current tick. */
+const corked = new WeakSet<pg.Client>()
 
 /**
  * Holds the connection's writes until the end of the current tick. node-postgres writes every
@@ -39,14 +41,14 @@ type Corked = pg.Client & { __corked?: boolean }
  * cost one wake-up per statement. Corked here, whatever is issued before the tick ends leaves in
  * one write, still in order; the uncork always runs, on the next tick.
  */
-const sendTogether = (client: Corked): void => {
-  if (client.__corked === true) return
+const sendTogether = (client: pg.Client): void => {
+  if (corked.has(client)) return
   const stream = (client as unknown as { readonly connection?: { readonly stream?: Stream } }).connection?.stream
   if (stream?.cork === undefined || stream.uncork === undefined) return
-  client.__corked = true
+  corked.add(client)
   stream.cork()
   process.nextTick(() => {
-    client.__corked = false
+    corked.delete(client)
     stream.uncork!()
   })
 }
