@@ -19,6 +19,11 @@ const root = resolve(import.meta.dirname, "../..")
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const DURATION = Number(process.env.BENCH_SECONDS ?? 10)
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
+/**
+ * `BENCH_ROUNDS=3` measures each pair (baseline, then ours) that many times in turn and prints the
+ * median ratio: on a host whose speed drifts, one pair can land on either side of a change.
+ */
+const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1))
 /** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
 const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
 const MEMBERS = 100_000
@@ -252,6 +257,14 @@ const load = async (
  * and may pick an index that reads a whole program per key, and autovacuum would set about them
  * during the first runs. Then a checkpoint (below).
  */
+/**
+ * CHECKPOINT needs a superuser or pg_checkpoint: without it the figures stay comparable only
+ * within one run.
+ */
+const checkpoint = (client: pg.Client) =>
+  client.query("checkpoint").then(() => undefined, (e: Error) =>
+    console.log(`# no checkpoint (${e.message}): full-page images left to chance`))
+
 const populate = async (
   client: pg.Client,
   workspaceId: string,
@@ -284,11 +297,7 @@ const populate = async (
   // The runs start from a checkpoint taken after the fill, so each pays the full-page images of
   // the pages it is first to touch. Otherwise whether the fill's WAL happened to trigger a
   // checkpoint decided that: about 4 KB of WAL per action, and the ingest rate with it.
-  await client.query("checkpoint").catch((e: Error) =>
-    // CHECKPOINT needs a superuser or pg_checkpoint: without it the figures stay comparable only
-    // within one run.
-    console.log(`# no checkpoint after the fill (${e.message}): full-page images left to chance`)
-  )
+  await checkpoint(client)
 }
 
 const admin = async (base: string, path: string, body?: unknown) => {
@@ -362,24 +371,40 @@ const main = async () => {
     const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
 
     const results: Array<[Result, Result]> = []
+    const ratios: Array<[string, Array<number>]> = []
+    // Each pair measured ROUNDS times in turn; names carry the round when there are several.
+    const rounds = async (what: string, pair: (name: (n: string) => string) => Promise<[Result, Result]>) => {
+      const mine: Array<number> = []
+      for (let round = 1; round <= ROUNDS; round++) {
+        // Each round from a checkpoint, as the first (after the fill): it pays the same full-page
+        // images rather than finding the pages the round before already paid for.
+        if (round > 1) await checkpoint(sql)
+        const [base, ours] = await pair((n) => ROUNDS > 1 ? `${n}, round ${round}` : n)
+        results.push([base, ours])
+        mine.push(ours.rps / base.rps)
+      }
+      ratios.push([what, mine])
+    }
     if (ONLY.has("ingest")) {
-      const ingestBase = await load("baseline POST /e (bare node:http + pg upsert)", sql, baseUrl, () => ({
-        method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
-      }), baseline.pid)
-      const ingest = await load("streaks POST /v1/server/e (full ingest)", sql, url, () => ({
-        method: "POST", path: "/v1/server/e", body: event(),
-        headers: { "content-type": "application/json", "x-streak-server-token": token }
-      }), server.pid)
-      results.push([ingestBase, ingest])
+      await rounds("ingest", async (name) => [
+        await load(name("baseline POST /e (bare node:http + pg upsert)"), sql, baseUrl, () => ({
+          method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
+        }), baseline.pid),
+        await load(name("streaks POST /v1/server/e (full ingest)"), sql, url, () => ({
+          method: "POST", path: "/v1/server/e", body: event(),
+          headers: { "content-type": "application/json", "x-streak-server-token": token }
+        }), server.pid)
+      ])
     }
 
     const query = () => `siteKey=${siteKey}&userHash=m${rand(MEMBERS)}&event=e${rand(PROGRAMS)}`
     if (ONLY.has("state")) {
-      const stateBase = await load("baseline GET /state (bare SELECT)", sql, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
-      const state = await load("streaks GET /v1/state", sql, url, () => ({
-        method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
-      }), server.pid)
-      results.push([stateBase, state])
+      await rounds("state", async (name) => [
+        await load(name("baseline GET /state (bare SELECT)"), sql, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid),
+        await load(name("streaks GET /v1/state"), sql, url, () => ({
+          method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
+        }), server.pid)
+      ])
     }
 
     console.log("")
@@ -389,6 +414,16 @@ const main = async () => {
       for (const r of [base, ours]) {
         const ratio = r === ours ? (ours.rps / base.rps).toFixed(2) + "×" : "1.00×"
         console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${Math.round(r.walBytes)} | ${ratio} |`)
+      }
+    }
+    if (ROUNDS > 1) {
+      console.log("")
+      for (const [what, all] of ratios) {
+        const sorted = [...all].sort((a, b) => a - b)
+        const median = sorted.length % 2 === 1
+          ? sorted[(sorted.length - 1) / 2]!
+          : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2
+        console.log(`Median ratio of ${what} over ${ROUNDS} rounds: ${median.toFixed(2)}× (${all.map((r) => r.toFixed(2)).join(", ")})`)
       }
     }
 
