@@ -3,6 +3,7 @@
  * activity days, achievements, and the scheduler's claim of due rows with SKIP LOCKED.
  */
 import { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
 import { Achievement, StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
 import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
@@ -67,6 +68,19 @@ interface LockInput {
 }
 
 const byKey = ([x]: readonly [string, unknown], [y]: readonly [string, unknown]) => (x < y ? -1 : x > y ? 1 : 0)
+
+/**
+ * A key's achieved milestone ids as an array: the streak row's copy (migration 0003) where it is
+ * known, else the achievements table (`a`) matched by `sameKey`. The one place of that rule.
+ */
+const achievedIds = ({ sql, t }: Pick<Ctx, "sql" | "t">, copy: string, sameKey: Fragment) =>
+  sql`CASE WHEN ${sql.literal(copy)} IS NOT NULL THEN ${sql.literal(copy)}
+    ELSE ARRAY(SELECT a.milestone_id FROM ${t.achievements} a WHERE ${sameKey}) END`
+
+/** The achievements of the unnested key `k`, for a member whose hash is in `userHash`. */
+const achievementsOfK = (sql: Ctx["sql"], userHash: string) =>
+  sql.literal(`a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = ${userHash}
+    AND a.ledger = k.ledger`)
 
 /** The four key columns of many keys as arrays, for `unnest`. */
 const keyArraysOf = (sql: Ctx["sql"], keys: ReadonlyArray<Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">>) =>
@@ -190,10 +204,8 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
             (SELECT string_agg(to_char(day, 'YYYY-MM-DD'), ',' ORDER BY day) FROM ${t.activity_days} d
               WHERE d.project_id = k.project_id AND d.program_id = k.program_id AND d.user_hash = m.member_hash
                 AND d.ledger = k.ledger AND d.day BETWEEN ${from}::date AND ${to}::date) AS days,
-            to_json(CASE WHEN s.achieved_copy IS NOT NULL THEN ARRAY(SELECT unnest(s.achieved_copy) ORDER BY 1)
-              ELSE ARRAY(SELECT milestone_id FROM ${t.achievements} a
-                WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = m.member_hash
-                  AND a.ledger = k.ledger ORDER BY milestone_id) END) AS achieved
+            to_json(ARRAY(SELECT unnest(${achievedIds({ sql, t }, "s.achieved_copy", achievementsOfK(sql, "m.member_hash"))})
+              ORDER BY 1)) AS achieved
           FROM unnest(${keyArraysOf(sql, refs)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           CROSS JOIN LATERAL (SELECT coalesce(
             (SELECT user_hash FROM ${t.aliases} WHERE project_id = k.project_id AND anonymous_id = k.user_hash),
@@ -289,10 +301,8 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
             WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
               AND s.ledger = k.ledger
           ) s ON true
-          CROSS JOIN LATERAL unnest(CASE WHEN s.achieved IS NOT NULL THEN s.achieved ELSE ARRAY(
-            SELECT milestone_id FROM ${t.achievements} a
-            WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
-              AND a.ledger = k.ledger) END) AS m (milestone_id)
+          CROSS JOIN LATERAL unnest(${achievedIds({ sql, t }, "s.achieved", achievementsOfK(sql, "k.user_hash"))})
+            AS m (milestone_id)
           ORDER BY k.n, m.milestone_id`).pipe(
           Effect.map((rows) => {
             const achieved = keys.map((): Array<MilestoneId> => [])
@@ -312,8 +322,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
             VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${at})
             ON CONFLICT DO NOTHING RETURNING milestone_id
           ), copied AS (
-            UPDATE ${t.streaks} s SET achieved = CASE WHEN s.achieved IS NOT NULL THEN s.achieved ELSE ARRAY(
-                SELECT milestone_id FROM ${t.achievements} WHERE ${whereKey(key)}) END || added.milestone_id
+            UPDATE ${t.streaks} s SET achieved = ${achievedIds({ sql, t }, "s.achieved", whereKey(key))} || added.milestone_id
             FROM added WHERE ${whereKey(key)}
           )
           SELECT 1 AS ok FROM added`
