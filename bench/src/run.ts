@@ -41,6 +41,12 @@ const rssOf = (pid: number): number => {
  * `BENCH_SERVER` names another entry, e.g. `packages/server/src/bin.ts` for the sources under tsx.
  */
 const SERVER = process.env.BENCH_SERVER ?? "packages/server/dist/bin.mjs"
+/**
+ * `BENCH_AGAINST=file` also measures another build of the server (e.g. the bundle of the commit
+ * before a change, copied under `packages/server/dist/`) in every round, on the same fill: an A/B
+ * in one run. The two servers take turns going first, each from a checkpoint.
+ */
+const AGAINST = process.env.BENCH_AGAINST
 /** Extra node flags for the server process, e.g. `BENCH_NODE_FLAGS=--max-old-space-size=96`. */
 const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
 /** `BENCH_PROFILE=dir` writes a V8 CPU profile of the streaks server into `dir` when it stops. */
@@ -112,6 +118,12 @@ const postgresCpu = (): Map<number, number> => {
   return byPid
 }
 
+/** The machine's CPU ticks so far: idle (with I/O wait) and in all, from /proc/stat. */
+const machineTicks = (): { readonly idle: number; readonly total: number } => {
+  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
+  return { idle: fields[3]! + fields[4]!, total: fields.reduce((a, b) => a + b, 0) }
+}
+
 /** Postgres CPU seconds between two snapshots (a process started meanwhile counts in full). */
 const postgresCpuSince = (before: Map<number, number>): number => {
   let total = 0
@@ -131,6 +143,13 @@ interface Result {
   readonly cpuMs?: number
   /** Postgres CPU milliseconds per request (all its processes). */
   readonly dbCpuMs: number
+  /** The load generator's CPU milliseconds per request (autocannon runs in this process). */
+  readonly loadCpuMs: number
+  /**
+   * The share of the machine's CPU left idle during the run: near 0 when the machine is the limit,
+   * well above it when the requests wait on each other (latency, not CPU, bounds the rate).
+   */
+  readonly idle: number
   /**
    * Bytes of WAL Postgres wrote per request: what the writes cost, independent of how fast the host
    * runs today (full-page images after a checkpoint count too).
@@ -204,11 +223,15 @@ const load = async (
   const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
   const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
   const dbBefore = postgresCpu()
+  const loadBefore = process.cpuUsage()
+  const ticksBefore = machineTicks()
   const walBefore = await walPosition(db)
   const readsBefore = BUFFERS ? await bufferReads(db) : undefined
   const r: any = await run(DURATION)
   const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
   const dbCpu = postgresCpuSince(dbBefore)
+  const loadCpu = process.cpuUsage(loadBefore)
+  const ticksAfter = machineTicks()
   const walAfter = await walPosition(db)
   const wal = walAfter - walBefore
   const requests = Math.max(1, r.requests.total)
@@ -237,6 +260,8 @@ const load = async (
     errors: r.errors + r.timeouts,
     non2xx: r.non2xx,
     dbCpuMs: (dbCpu * 1000) / requests,
+    loadCpuMs: (loadCpu.user + loadCpu.system) / 1000 / requests,
+    idle: (ticksAfter.idle - ticksBefore.idle) / Math.max(1, ticksAfter.total - ticksBefore.total),
     walBytes: wal / requests,
     ...(walRecords !== undefined ? { walRecords } : {}),
     ...(buffers !== undefined ? { bufferReads: buffers } : {}),
@@ -351,6 +376,22 @@ const main = async () => {
     children.push(server)
     const url = `http://127.0.0.1:${port}`
     await waitFor(`${url}/health`)
+    // The other build serves the same database (and so the same project) on a port of its own.
+    const other = AGAINST === undefined ? undefined : await (async () => {
+      const otherPort = await freePort()
+      const child = start(AGAINST, {
+        DATABASE_URL: db.url,
+        PORT: String(otherPort),
+        STREAKS_ADMIN_TOKEN: ADMIN,
+        STREAKS_DATA_DIR: dataDir,
+        STREAKS_SECRET_KEY: "bench-secret-key"
+      }, ["serve"], NODE_FLAGS)
+      children.push(child)
+      const otherUrl = `http://127.0.0.1:${otherPort}`
+      await waitFor(`${otherUrl}/health`)
+      console.log(`# against: node ${AGAINST}`)
+      return { url: otherUrl, pid: child.pid }
+    })()
 
     const workspace = await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
     const project = await admin(url, "/admin/projects", { workspaceId: workspace.id, name: "bench", allowedOrigins: [] })
@@ -370,50 +411,77 @@ const main = async () => {
     const token: string = project.serverToken
     const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
 
-    const results: Array<[Result, Result]> = []
+    /** Each round: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
+    const results: Array<{ readonly base: Result; readonly ours: Result; readonly other?: Result }> = []
     const ratios: Array<[string, Array<number>]> = []
     // Each pair measured ROUNDS times in turn; names carry the round when there are several.
-    const rounds = async (what: string, pair: (name: (n: string) => string) => Promise<[Result, Result]>) => {
+    const rounds = async (
+      what: string,
+      measure: (name: (n: string) => string, at: { readonly url: string; readonly pid?: number | undefined }) => Promise<Result>,
+      baseOf: (name: (n: string) => string) => Promise<Result>
+    ) => {
       const mine: Array<number> = []
+      const theirs: Array<number> = []
       for (let round = 1; round <= ROUNDS; round++) {
         // Each round from a checkpoint, as the first (after the fill): it pays the same full-page
         // images rather than finding the pages the round before already paid for.
         if (round > 1) await checkpoint(sql)
-        const [base, ours] = await pair((n) => ROUNDS > 1 ? `${n}, round ${round}` : n)
-        results.push([base, ours])
-        mine.push(ours.rps / base.rps)
+        const name = (n: string) => ROUNDS > 1 ? `${n}, round ${round}` : n
+        const base = await baseOf(name)
+        const ourRun = () => measure(name, { url, pid: server.pid })
+        if (other === undefined) {
+          results.push({ base, ours: await ourRun() })
+        } else {
+          // The two builds alternate which goes first, and each starts from a checkpoint.
+          const otherRun = () => measure((n) => `${name(n)} [against]`, other)
+          const oursFirst = round % 2 === 1
+          await checkpoint(sql)
+          const first = oursFirst ? await ourRun() : await otherRun()
+          await checkpoint(sql)
+          const second = oursFirst ? await otherRun() : await ourRun()
+          const [ours, against] = oursFirst ? [first, second] : [second, first]
+          results.push({ base, ours, other: against })
+          theirs.push(against.rps / base.rps)
+        }
+        mine.push(results[results.length - 1]!.ours.rps / base.rps)
       }
       ratios.push([what, mine])
+      if (other !== undefined) ratios.push([`${what} [against]`, theirs])
     }
     if (ONLY.has("ingest")) {
-      await rounds("ingest", async (name) => [
-        await load(name("baseline POST /e (bare node:http + pg upsert)"), sql, baseUrl, () => ({
-          method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
-        }), baseline.pid),
-        await load(name("streaks POST /v1/server/e (full ingest)"), sql, url, () => ({
-          method: "POST", path: "/v1/server/e", body: event(),
-          headers: { "content-type": "application/json", "x-streak-server-token": token }
-        }), server.pid)
-      ])
+      await rounds(
+        "ingest",
+        (name, at) =>
+          load(name("streaks POST /v1/server/e (full ingest)"), sql, at.url, () => ({
+            method: "POST", path: "/v1/server/e", body: event(),
+            headers: { "content-type": "application/json", "x-streak-server-token": token }
+          }), at.pid),
+        (name) =>
+          load(name("baseline POST /e (bare node:http + pg upsert)"), sql, baseUrl, () => ({
+            method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
+          }), baseline.pid)
+      )
     }
 
     const query = () => `siteKey=${siteKey}&userHash=m${rand(MEMBERS)}&event=e${rand(PROGRAMS)}`
     if (ONLY.has("state")) {
-      await rounds("state", async (name) => [
-        await load(name("baseline GET /state (bare SELECT)"), sql, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid),
-        await load(name("streaks GET /v1/state"), sql, url, () => ({
-          method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
-        }), server.pid)
-      ])
+      await rounds(
+        "state",
+        (name, at) =>
+          load(name("streaks GET /v1/state"), sql, at.url, () => ({
+            method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
+          }), at.pid),
+        (name) => load(name("baseline GET /state (bare SELECT)"), sql, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
+      )
     }
 
     console.log("")
-    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | WAL bytes/req | ratio to baseline |")
-    console.log("|---|---|---|---|---|---|---|---|---|---|---|")
-    for (const [base, ours] of results) {
-      for (const r of [base, ours]) {
-        const ratio = r === ours ? (ours.rps / base.rps).toFixed(2) + "×" : "1.00×"
-        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${Math.round(r.walBytes)} | ${ratio} |`)
+    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | load generator CPU ms/req | machine idle | WAL bytes/req | ratio to baseline |")
+    console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (const { base, ours, other: against } of results) {
+      for (const r of against === undefined ? [base, ours] : [base, ours, against]) {
+        const ratio = (r.rps / base.rps).toFixed(2) + "×"
+        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${r.loadCpuMs.toFixed(3)} | ${Math.round(r.idle * 100)} % | ${Math.round(r.walBytes)} | ${ratio} |`)
       }
     }
     if (ROUNDS > 1) {
@@ -427,7 +495,8 @@ const main = async () => {
       }
     }
 
-    for (const r of results.flat()) {
+    const measured = results.flatMap((r) => r.other === undefined ? [r.base, r.ours] : [r.base, r.ours, r.other])
+    for (const r of measured) {
       if (r.walRecords === undefined) continue
       console.log("")
       if (r.walRecords.length === 0) {
@@ -443,7 +512,7 @@ const main = async () => {
       }
     }
 
-    for (const r of results.flat()) {
+    for (const r of measured) {
       if (r.bufferReads === undefined) continue
       console.log("")
       console.log(`Pages read into shared buffers by ${r.name}: ${r.bufferReads.perReq.toFixed(2)} per request`)
