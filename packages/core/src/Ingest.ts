@@ -110,11 +110,13 @@ export interface BatchOptions {
   /** Most actions in one transaction (default 100). */
   readonly maxBatch?: number
   /**
-   * How a committed batch hands the answers back to its callers (default: at once). The next batch
-   * has already started when this runs. On Node, `(answer) => process.nextTick(answer)` lets the
-   * next batch's first statement go out before the callers resume and write their responses: the
-   * reference server does this (in `pnpm bench`, a batch's first statement left after 0.1 ms
-   * instead of 0.5, and ingest gained about 5 %).
+   * How a committed batch hands each caller its answer (default: at once): called once per caller,
+   * in order, after the next batch has started. On Node, `(answer) => process.nextTick(answer)`
+   * lets the next batch's first statement go out before the callers resume and write their
+   * responses (in `pnpm bench`, a batch's first statement left after 0.1 ms instead of 0.5, and
+   * ingest gained about 5 %). The reference server goes further and queues each answer on
+   * `Turns.shared` of `@streaks/http`, a few per turn of the event loop, so that writing 25
+   * responses does not hold up the reply the next batch waits for (docs/performance.md).
    */
   readonly handOff?: ((answer: () => void) => void) | undefined
 }

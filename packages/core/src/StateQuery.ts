@@ -117,7 +117,7 @@ export interface ReadOptions {
   /** Most reads in one batch (default 100). */
   readonly maxBatch?: number
   /**
-   * How a finished batch hands the answers back to its readers (default: at once), as
+   * How a finished batch hands each reader its answer (default: at once), as
    * `Ingest.BatchOptions.handOff`. The reference server keeps the default: deferring reads by a
    * tick cost 15–18 % of state reads per second in `pnpm bench`.
    */

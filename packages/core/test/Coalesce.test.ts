@@ -82,7 +82,7 @@ describe("Coalesce", () => {
       assert.deepStrictEqual(finished, [7], "Ingest relies on this: a submitted action commits")
     }).pipe(Effect.scoped))
 
-  it.live("handOff: a finished batch's callers resume only when it says, and the next batch has started by then", () =>
+  it.live("handOff: each caller of a finished batch resumes only when its own hand-off says, and the next batch has started by then", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
       const { batches, run } = recorder(gate)
@@ -104,11 +104,16 @@ describe("Coalesce", () => {
       yield* Effect.sleep("20 millis")
       // Both batches are done, but nobody has been answered.
       assert.deepStrictEqual(batches, [[1], [2, 3]])
-      assert.deepStrictEqual(startedWhenHandedOff, [2, 2], "the second batch had started when the first handed off")
+      assert.deepStrictEqual(startedWhenHandedOff, [2, 2, 2], "one hand-off per caller; the second batch had started when the first handed off")
       assert.isNull(first.unsafePoll())
       assert.isNull(rest.unsafePoll())
-      answers.forEach((answer) => answer())
+      // The hand-offs answer their callers one by one, in order.
+      answers[0]!()
       assert.strictEqual(yield* Fiber.join(first), 10)
+      answers[1]!()
+      yield* Effect.sleep("20 millis")
+      assert.isNull(rest.unsafePoll(), "3 has not been handed its answer yet")
+      answers[2]!()
       assert.deepStrictEqual(yield* Fiber.join(rest), [20, 30])
     }).pipe(Effect.scoped))
 

@@ -13,6 +13,7 @@ import { errorBody, maxBodyBytes } from "./HttpErrors.js"
 import * as JsonLimits from "./JsonLimits.js"
 import type { FastPath } from "./NodeServer.js"
 import { RateLimiter } from "./RateLimit.js"
+import * as Turns from "./Turns.js"
 
 export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimiter | Aliases.Aliases
 
@@ -124,14 +125,17 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
   // The hot doors run on callbacks, without a fiber per request (`Doors.ingestCallback`,
   // `Doors.stateCallback`); time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
+  // An action's front waits its turn (`Turns.shared`): it needs nothing from the batch in flight,
+  // whose next statement should not wait behind a burst of requests.
   const ingest = (req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
-    readBody(req, res, (text) => {
-      const body = parse(text)
-      if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
-      const action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
-      if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
-      Doors.ingestCallback(quiet, door, action.right, factsOf(req), respond(res))
-    })
+    readBody(req, res, (text) =>
+      Turns.shared(() => {
+        const body = parse(text)
+        if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
+        const action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
+        if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
+        Doors.ingestCallback(quiet, door, action.right, factsOf(req), respond(res))
+      }))
 
   const webhook = (req: IncomingMessage, res: ServerResponse, siteKey: string) =>
     readBody(req, res, (text) => {

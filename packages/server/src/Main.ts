@@ -5,7 +5,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
-import { Http, HttpConfig, Jobs, RateLimit } from "@streaks/http"
+import { Http, HttpConfig, Jobs, RateLimit, Turns } from "@streaks/http"
 import { Scheduler } from "@streaks/scheduler"
 import { PgConnection, PgStorage } from "@streaks/storage-pg"
 import { Dispatcher } from "@streaks/webhooks"
@@ -31,10 +31,11 @@ export const layerCore = (config: ServerConfig) => {
   )
   const dispatcher = Dispatcher.layer().pipe(Layer.provide(NodeHttpClient.layerUndici))
   const base = Layer.mergeAll(storage, secretBox)
-  // A committed ingest batch's callers resume one tick later: by then the next batch's first
-  // statement is on the wire, so Postgres works on it while this batch's responses are written
-  // (measured in docs/performance.md; for state reads the same cost throughput).
-  return Services.layerWith({ ingest: { handOff: (answer) => process.nextTick(answer) } }).pipe(
+  // A committed ingest batch's callers resume after the next batch's first statement is on the
+  // wire, a few per turn of the event loop (`Turns.shared`, which the fast path's intake shares),
+  // so Postgres works while the responses are written and the next batch's replies are taken
+  // between them (docs/performance.md; for state reads a deferral cost throughput).
+  return Services.layerWith({ ingest: { handOff: Turns.shared } }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     Layer.provideMerge(dispatcher),

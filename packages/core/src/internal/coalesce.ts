@@ -10,8 +10,9 @@ export interface Options {
   /** Most inputs in one batch. */
   readonly maxBatch: number
   /**
-   * How a finished batch hands its answers to its callers (default: at once). The next batch has
-   * started, up to its first wait, before this is called; see `Ingest.BatchOptions.handOff`.
+   * How a finished batch hands each caller its answer (default: at once), once per caller, in
+   * order. The next batch has started, up to its first wait, before this is called; see
+   * `Ingest.BatchOptions.handOff`.
    */
   readonly handOff?: ((answer: () => void) => void) | undefined
 }
@@ -59,7 +60,7 @@ export const make = <I, A, E>(
     let busy = 0
     let onIdle: (() => void) | undefined
 
-    const handOff = options.handOff ?? ((answer: () => void) => answer())
+    const handOff = options.handOff
 
     const batch = (jobs: ReadonlyArray<Job<I, A, E>>) =>
       run(jobs.map((j) => j.input)).pipe(
@@ -68,13 +69,11 @@ export const make = <I, A, E>(
       )
 
     // A callback that throws must not keep the callers after it from their answers; it is logged.
-    const answerAll = (jobs: ReadonlyArray<Job<I, A, E>>, exits: ReadonlyArray<Exit.Exit<A, E>>) => {
-      for (let i = 0; i < jobs.length; i++) {
-        try {
-          jobs[i]!.resume(exits[i]!)
-        } catch (defect) {
-          runFork(Effect.logError("a caller of a batch threw while taking its answer", Cause.die(defect)))
-        }
+    const answer = (job: Job<I, A, E>, exit: Exit.Exit<A, E>): void => {
+      try {
+        job.resume(exit)
+      } catch (defect) {
+        runFork(Effect.logError("a caller of a batch threw while taking its answer", Cause.die(defect)))
       }
     }
 
@@ -89,7 +88,14 @@ export const make = <I, A, E>(
             // callers take the thread.
             pump()
             const exits = Exit.isSuccess(exit) ? exit.value : jobs.map(() => Exit.failCause(exit.cause))
-            handOff(() => answerAll(jobs, exits))
+            // One hand-off per caller, so that a hand-off that spreads work over time (the
+            // reference server's) can spread a batch's answers too.
+            for (let i = 0; i < jobs.length; i++) {
+              const job = jobs[i]!
+              const outcome = exits[i]!
+              if (handOff === undefined) answer(job, outcome)
+              else handOff(() => answer(job, outcome))
+            }
           }
         })
       }

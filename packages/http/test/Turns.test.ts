@@ -1,0 +1,46 @@
+/**
+ * `Turns`: queued work runs in order, a few jobs per turn of the event loop, so that callbacks that
+ * become ready meanwhile (a database's reply) run between slices instead of after the whole queue.
+ */
+import { describe, expect, it } from "vitest"
+import * as Turns from "../src/Turns.js"
+
+/** Resolves after `n` turns of the event loop. */
+const turns = (n: number) =>
+  new Promise<void>((resolve) => {
+    const next = (left: number) => (left === 0 ? resolve() : setImmediate(() => next(left - 1)))
+    next(n)
+  })
+
+describe("Turns", () => {
+  it("runs queued jobs in order, at most the slice per turn, with what else is ready in between", async () => {
+    const later = Turns.make(4)
+    const ran: Array<string> = []
+    for (let i = 0; i < 10; i++) later(() => ran.push(`job ${i}`))
+    // Queued after the first slice was due: it runs between the first and the second slice.
+    setImmediate(() => ran.push("reply"))
+    expect(ran, "nothing runs within the call that queues").toEqual([])
+    await turns(4)
+    expect(ran).toEqual([
+      "job 0", "job 1", "job 2", "job 3",
+      "reply",
+      "job 4", "job 5", "job 6", "job 7",
+      "job 8", "job 9"
+    ])
+  })
+
+  it("a job queued by a job runs after the jobs queued before it, and the queue starts again once drained", async () => {
+    const later = Turns.make(2)
+    const ran: Array<string> = []
+    later(() => {
+      ran.push("a")
+      later(() => ran.push("c"))
+    })
+    later(() => ran.push("b"))
+    await turns(3)
+    expect(ran).toEqual(["a", "b", "c"])
+    later(() => ran.push("d"))
+    await turns(2)
+    expect(ran).toEqual(["a", "b", "c", "d"])
+  })
+})
