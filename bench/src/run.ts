@@ -362,14 +362,16 @@ const main = async () => {
     const baseUrl = `http://127.0.0.1:${basePort}`
     await waitFor(`${baseUrl}/nothing`)
 
-    const port = await freePort()
-    const server = start(SERVER, {
+    /** A measured server's environment: the bench's database, admin token and data folder. */
+    const serverEnv = (port: number) => ({
       DATABASE_URL: db.url,
       PORT: String(port),
       STREAKS_ADMIN_TOKEN: ADMIN,
       STREAKS_DATA_DIR: dataDir,
       STREAKS_SECRET_KEY: "bench-secret-key"
-    }, ["serve"], [
+    })
+    const port = await freePort()
+    const server = start(SERVER, serverEnv(port), ["serve"], [
       ...NODE_FLAGS,
       ...(PROFILE !== undefined ? ["--cpu-prof", `--cpu-prof-dir=${resolve(PROFILE)}`] : [])
     ])
@@ -379,13 +381,7 @@ const main = async () => {
     // The other build serves the same database (and so the same project) on a port of its own.
     const other = AGAINST === undefined ? undefined : await (async () => {
       const otherPort = await freePort()
-      const child = start(AGAINST, {
-        DATABASE_URL: db.url,
-        PORT: String(otherPort),
-        STREAKS_ADMIN_TOKEN: ADMIN,
-        STREAKS_DATA_DIR: dataDir,
-        STREAKS_SECRET_KEY: "bench-secret-key"
-      }, ["serve"], NODE_FLAGS)
+      const child = start(AGAINST, serverEnv(otherPort), ["serve"], NODE_FLAGS)
       children.push(child)
       const otherUrl = `http://127.0.0.1:${otherPort}`
       await waitFor(`${otherUrl}/health`)
