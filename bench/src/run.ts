@@ -408,7 +408,13 @@ const main = async () => {
     const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
 
     /** Each round: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
-    const results: Array<{ readonly base: Result; readonly ours: Result; readonly other?: Result }> = []
+    interface Round {
+      readonly base: Result
+      readonly ours: Result
+      readonly other?: Result
+    }
+    const results: Array<Round> = []
+    const runsOf = ({ base, ours, other: against }: Round) => against === undefined ? [base, ours] : [base, ours, against]
     const ratios: Array<[string, Array<number>]> = []
     // Each pair measured ROUNDS times in turn; names carry the round when there are several.
     const rounds = async (
@@ -426,20 +432,22 @@ const main = async () => {
         const base = await baseOf(name)
         const ourRun = () => measure(name, { url, pid: server.pid })
         if (other === undefined) {
-          results.push({ base, ours: await ourRun() })
-        } else {
-          // The two builds alternate which goes first, and each starts from a checkpoint.
-          const otherRun = () => measure((n) => `${name(n)} [against]`, other)
-          const oursFirst = round % 2 === 1
-          await checkpoint(sql)
-          const first = oursFirst ? await ourRun() : await otherRun()
-          await checkpoint(sql)
-          const second = oursFirst ? await otherRun() : await ourRun()
-          const [ours, against] = oursFirst ? [first, second] : [second, first]
-          results.push({ base, ours, other: against })
-          theirs.push(against.rps / base.rps)
+          const ours = await ourRun()
+          results.push({ base, ours })
+          mine.push(ours.rps / base.rps)
+          continue
         }
-        mine.push(results[results.length - 1]!.ours.rps / base.rps)
+        // The two builds alternate which goes first, and each starts from a checkpoint.
+        const otherRun = () => measure((n) => `${name(n)} [against]`, other)
+        const oursFirst = round % 2 === 1
+        await checkpoint(sql)
+        const first = oursFirst ? await ourRun() : await otherRun()
+        await checkpoint(sql)
+        const second = oursFirst ? await otherRun() : await ourRun()
+        const [ours, against] = oursFirst ? [first, second] : [second, first]
+        results.push({ base, ours, other: against })
+        mine.push(ours.rps / base.rps)
+        theirs.push(against.rps / base.rps)
       }
       ratios.push([what, mine])
       if (other !== undefined) ratios.push([`${what} [against]`, theirs])
@@ -474,9 +482,9 @@ const main = async () => {
     console.log("")
     console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | load generator CPU ms/req | machine idle | WAL bytes/req | ratio to baseline |")
     console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for (const { base, ours, other: against } of results) {
-      for (const r of against === undefined ? [base, ours] : [base, ours, against]) {
-        const ratio = (r.rps / base.rps).toFixed(2) + "×"
+    for (const round of results) {
+      for (const r of runsOf(round)) {
+        const ratio = (r.rps / round.base.rps).toFixed(2) + "×"
         console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${r.loadCpuMs.toFixed(3)} | ${Math.round(r.idle * 100)} % | ${Math.round(r.walBytes)} | ${ratio} |`)
       }
     }
@@ -491,7 +499,7 @@ const main = async () => {
       }
     }
 
-    const measured = results.flatMap((r) => r.other === undefined ? [r.base, r.ours] : [r.base, r.ours, r.other])
+    const measured = results.flatMap(runsOf)
     for (const r of measured) {
       if (r.walRecords === undefined) continue
       console.log("")
