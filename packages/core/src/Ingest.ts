@@ -144,10 +144,11 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     const signal = yield* OutboxSignal
 
     const applyAll = (work: ReadonlyArray<Work>) =>
-      Effect.provide(transactor.withTransaction(applyInOrder(work)), context)
+      Effect.provide(transactor.withTransaction(applyInOrder(work, work.length > 1)), context)
 
     // A failed batch is retried one action per transaction, so one action's failure (or a
-    // deadlock between two batches) fails only itself.
+    // deadlock between two batches) fails only itself. A lone action goes without lookahead,
+    // which asks the store about every day (see `applyAll`): so do the retries.
     const runBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Applied, StorageError>>> =>
       applyAll(jobs).pipe(
         Effect.tap((answers) => answers.some((a) => a.enqueued > 0) ? signal.notify : Effect.void),

@@ -144,6 +144,14 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * cannot deadlock); one round trip where the store allows.
    */
   readonly lockMany: (keys: ReadonlyArray<{ readonly key: StreakKey; readonly timezone: string }>) => Io<ReadonlyArray<StreakRow>>
+  /**
+   * Optional: `lockMany` without creating anything. The rows of `keys` that exist, locked as
+   * `lockMany` locks them (one deterministic order), in input order, `None` where a key has no row
+   * (a key may repeat). Ingest then locks a batch's rows in the same round trip as the members'
+   * lookup, before it knows whether an id is an alias (whose key must not get a row); without it,
+   * ingest locks after the lookup, one round trip more per batch.
+   */
+  readonly lockExisting?: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<Option.Option<StreakRow>>>
   readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>
   /** Inserts or replaces the row (all fields, including `dueAt`). */
   readonly save: (row: StreakRow) => Io<void>

@@ -5,7 +5,7 @@
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { Credentials, type Domain, EventInput, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery, Subscriptions } from "@streaks/core"
-import { Clock, Effect, Layer, Redacted } from "effect"
+import { Clock, Effect, Fiber, Layer, Redacted } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 
@@ -41,13 +41,14 @@ const provision = Effect.gen(function*() {
   }
 })
 
-const serverAction = (project: Domain.Project, serverToken: string, userHash: string, key?: string) =>
+const serverAction = (project: Domain.Project, serverToken: string, userHash: string, key?: string, ts?: number) =>
   Effect.gen(function*() {
     const action = yield* EventInput.decodeEventRecord({
       siteKey: project.siteKey,
       userHash,
       event: "lesson",
-      ...(key !== undefined ? { idempotencyKey: key } : {})
+      ...(key !== undefined ? { idempotencyKey: key } : {}),
+      ...(ts !== undefined ? { ts: new Date(ts).toISOString() } : {})
     })
     return yield* Effect.flatMap(Ingest.Ingest, (i) =>
       i.record({ project, action, auth: { door: "server", serverToken } }))
@@ -87,6 +88,59 @@ layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
       assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_usage where member like ${`${t.project.id}:crowd-%`}`), 150)
       // milestone.achieved (target 1) once per member, to the one subscription
       assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_outbox where program_id = ${t.programId}`), 150)
+    }))
+
+  it.effect("a batch after the lookup: rows locked ahead, an alias with a row of its own, a newcomer and a late day count as one by one", () =>
+    Effect.gen(function*() {
+      const t = yield* provision
+      const act = (userHash: string, ts: number) => serverAction(t.project, t.secrets[0]!, userHash, undefined, ts)
+      // Days in UTC (the project's zone), from the start of today, so the test cannot straddle midnight.
+      const DAY = 86_400_000
+      const today = Math.floor(Date.now() / DAY) * DAY
+      yield* act("member", today - 2 * DAY)
+      for (const m of ["first", "regular", "repeat", "late", "anon", "member"]) yield* act(m, today - DAY)
+      for (const m of ["repeat", "late"]) yield* act(m, today)
+      const sql = yield* SqlClient.SqlClient
+      // Linked in the table, so "anon" keeps its own row: the key locked ahead for it is the wrong one.
+      yield* sql`insert into streaks_aliases (project_id, anonymous_id, user_hash) values (${t.project.id}, 'anon', 'member')`
+      // "first"'s row is held for a while, so the batch of "first" (alone: a lone action waits for
+      // nothing) waits, and the other actions queue up into one batch meanwhile.
+      const held = yield* Effect.fork(sql.withTransaction(Effect.zipRight(
+        sql`select 1 from streaks_streaks where program_id = ${t.programId} and user_hash = 'first' for update`,
+        Effect.sleep("500 millis")
+      )))
+      yield* Effect.sleep("100 millis")
+
+      const answers = yield* Effect.all([
+        act("first", today),
+        act("regular", today),
+        act("repeat", today),
+        act("late", today - 2 * DAY),
+        act("anon", today),
+        act("newcomer", today)
+      ], { concurrency: "unbounded" })
+      yield* Fiber.join(held)
+      assert.deepStrictEqual(answers.map((a) => a.body), [
+        { ok: true, counted: true },
+        { ok: true, counted: true },
+        { ok: true, counted: true, duplicate: true },
+        { ok: true, counted: true },
+        { ok: true, counted: true },
+        { ok: true, counted: true }
+      ])
+      const rows = yield* sql<{ user_hash: string; run: number; best: number; days: number }>`
+        select s.user_hash, s.run, s.best,
+          (select count(*)::int from streaks_activity_days d where d.program_id = s.program_id and d.user_hash = s.user_hash) as days
+        from streaks_streaks s where s.program_id = ${t.programId} order by s.user_hash`
+      assert.deepStrictEqual(rows.map((r) => [r.user_hash, r.run, r.best, r.days]), [
+        ["anon", 1, 1, 1],
+        ["first", 2, 2, 2],
+        ["late", 3, 3, 3],
+        ["member", 3, 3, 3],
+        ["newcomer", 1, 1, 1],
+        ["regular", 2, 2, 2],
+        ["repeat", 2, 2, 2]
+      ])
     }))
 
   it.effect("after a full ingest, a dump of every table contains no plaintext token or secret", () =>

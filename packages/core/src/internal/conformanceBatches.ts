@@ -1,5 +1,5 @@
 /**
- * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `lockMany`,
+ * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `lockMany`, `lockExisting`,
  * `addDays`, `markActiveMany`, `appendAll`): the same answers as the single calls, in input order.
  */
 import { assert, describe } from "@effect/vitest"
@@ -72,6 +72,46 @@ export const batchSuite = (it: It) =>
             // Each caller names the keys in its own order: the store must still not deadlock.
             const order = i % 2 === 0 ? keys : [...keys].reverse()
             const rows = yield* streaks.lockMany(order.map((key) => ({ key, timezone: "UTC" })))
+            yield* Effect.yieldNow()
+            yield* streaks.saveAll(rows.map((row) => new StreakRow({ ...row, run: row.run + 1 })))
+          })))
+        for (const key of keys) assert.strictEqual(Option.getOrThrow(yield* streaks.get(key)).run, 20)
+      }))
+
+    // `lockExisting` is optional: a store without it is skipped here (ingest then locks after the lookup).
+    it.effect("lockExisting returns stored rows and None for missing keys, in input order, a repeated key twice, and creates nothing", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        if (streaks.lockExisting === undefined) return
+        const { program } = yield* seedTenant()
+        const [a, b, c] = [makeKey(program), makeKey(program), makeKey(program, { ledger: "test" })]
+        yield* streaks.save(new StreakRow({ ...(yield* streaks.lock(b, "Asia/Tokyo")), run: 4, best: 9 }))
+        yield* streaks.save(new StreakRow({ ...(yield* streaks.lock(c, "UTC")), run: 1, best: 2 }))
+        const rows = yield* tx.withTransaction(streaks.lockExisting([c, a, b, c]))
+        assert.deepStrictEqual(rows.map(Option.map((r) => [r.userHash, r.ledger, r.timezone, r.run, r.best])), [
+          Option.some([c.userHash, "test", "UTC", 1, 2]),
+          Option.none(),
+          Option.some([b.userHash, "live", "Asia/Tokyo", 4, 9]),
+          Option.some([c.userHash, "test", "UTC", 1, 2])
+        ])
+        assert.isTrue(Option.isNone(yield* streaks.get(a)))
+        assert.deepStrictEqual(yield* streaks.lockExisting([]), [])
+      }))
+
+    it.effect("lockExisting serialises like lockMany: 20 concurrent transactions in different orders each add 1 to every row", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const lockExisting = streaks.lockExisting
+        if (lockExisting === undefined) return
+        const { program } = yield* seedTenant()
+        const keys = [makeKey(program), makeKey(program), makeKey(program)]
+        for (const key of keys) yield* streaks.lock(key, "UTC")
+        yield* concurrently(20, (i) =>
+          tx.withTransaction(Effect.gen(function*() {
+            const order = i % 2 === 0 ? keys : [...keys].reverse()
+            const rows = (yield* lockExisting(order)).map(Option.getOrThrow)
             yield* Effect.yieldNow()
             yield* streaks.saveAll(rows.map((row) => new StreakRow({ ...row, run: row.run + 1 })))
           })))

@@ -2,13 +2,13 @@
  * The unit of work of accepted actions (CONTRACT §2–§4, §6–§8, §11): which ledger each feeds, the
  * per-day dedup, the streak rows, milestones, usage and the action log. Runs inside one transaction.
  */
-import { Clock, Effect, Exit, Option, Runtime } from "effect"
+import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
 import { ActionRecord, type Door, type Ledger, Program, type Project, StreakKey, type StreakRow, unsafeMake } from "../Domain.js"
-import type { StorageError } from "../Errors.js"
+import { StorageError } from "../Errors.js"
 import type { Action } from "../EventInput.js"
 import * as Ids from "../Ids.js"
-import type { UserHash } from "../Ids.js"
+import type { MilestoneId, UserHash } from "../Ids.js"
 import * as Metering from "../Metering.js"
 import {
   AchievementStore,
@@ -36,6 +36,7 @@ import {
   stateOf,
   summaryOf
 } from "./streakProgress.js"
+import { together } from "./together.js"
 
 /** The body a door answers with (public doors add `ok: true`; the REST door does not). */
 export interface AnswerBody {
@@ -189,41 +190,65 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
   })
 }
 
-/**
- * Runs statements of one transaction side by side and answers their results in order, or the first
- * failure. They are issued in order, and a store that pipelines (Postgres) sends them in one round
- * trip and runs them in that order; only statements that do not need each other's answers go
- * together. Each runs to its end even when another fails: interrupting a statement already on the
- * wire would cost a cancel request, and the transaction is rolled back anyway.
- */
-type Statements = ReadonlyArray<Effect.Effect<unknown, StorageError, ApplyServices>>
-type Successes<T extends Statements> = { -readonly [K in keyof T]: Effect.Effect.Success<T[K]> }
+/** A key locked in the first round trip, before the members' lookup said whose it is. */
+interface Ahead {
+  readonly key: StreakKey
+  readonly row: Option.Option<StreakRow>
+  /** Its achieved milestones, read when its program has any. */
+  readonly achieved: ReadonlyArray<MilestoneId> | undefined
+}
 
-const together = <const T extends Statements>(effects: T): Effect.Effect<Successes<T>, StorageError, ApplyServices> =>
-  // A fiber per statement on the caller's runtime (its transaction and services), joined through
-  // one callback. `Effect.all` with concurrency forked one fiber more per call and kept sets,
-  // arrays and scheduler tasks per statement: measured 11 % of the server's CPU per action.
-  // Uninterruptible, as the statements are: the caller waits for every one of them.
-  Effect.uninterruptible(Effect.flatMap(Effect.runtime<ApplyServices>(), (runtime) =>
-    Effect.async<Successes<T>, StorageError>((resume) => {
-      const exits = new Array<Exit.Exit<unknown, StorageError>>(effects.length)
-      let left = effects.length
-      const settle = () => {
-        const failed = exits.find(Exit.isFailure) as Exit.Failure<never, StorageError> | undefined
-        resume(failed ?? Effect.succeed(exits.map((e) => (e as Exit.Success<unknown, never>).value) as Successes<T>))
-      }
-      if (left === 0) return settle()
-      const run = Runtime.runCallback(runtime)
-      effects.forEach((effect, i) =>
-        run(effect, {
-          onExit: (exit) => {
-            exits[i] = exit
-            if (--left === 0) settle()
-          }
+/** The key of the first counting action of each id as sent: what the first round may lock ahead. */
+const aheadOf = (work: ReadonlyArray<Work>): Array<{ readonly i: number; readonly key: StreakKey }> => {
+  const seen = new Set<string>()
+  const out: Array<{ readonly i: number; readonly key: StreakKey }> = []
+  work.forEach(({ action, door, program, project }, i) => {
+    const who = `${project.id} ${action.userHash}`
+    if (seen.has(who)) return
+    seen.add(who)
+    const { counting, ledger } = plan(project, program, action, door)
+    if (!counting) return
+    out.push({ i, key: unsafeMake(StreakKey, { projectId: project.id, programId: program.id, userHash: action.userHash, ledger }) })
+  })
+  return out
+}
+
+/**
+ * The members' lookup, and with it, in the same round trip where the store can lock without
+ * creating (`lockExisting`), the rows and achievements of the keys as sent: most ids are no alias,
+ * so most of the first round's rows are then known with the lookup (see `applyAll`).
+ */
+const lookup = (work: ReadonlyArray<Work>, lookahead: boolean) =>
+  Effect.gen(function*() {
+    const members = yield* MemberStore
+    const streaks = yield* StreakStore
+    const refs = work.map((w) => ({ projectId: w.project.id, userHash: w.action.userHash }))
+    const ahead = lookahead && streaks.lockExisting !== undefined ? aheadOf(work) : []
+    if (ahead.length === 0) return { found: yield* members.lookupMany(refs), ahead: new Map<number, Ahead>() }
+    const asked = ahead.filter(({ i }) => work[i]!.program.milestones.length > 0)
+    const [found, rows, achieved] = yield* together([
+      members.lookupMany(refs),
+      streaks.lockExisting!(ahead.map((a) => a.key)),
+      asked.length === 0 ? Effect.succeed([]) : Effect.flatMap(AchievementStore, (a) => a.achievedMany(asked.map((k) => k.key)))
+    ])
+    const achievedOf = new Map(asked.map((a, n) => [a.i, achieved[n]!]))
+    return {
+      found,
+      ahead: new Map(ahead.map(({ i, key }, n) => [i, { key, row: rows[n]!, achieved: achievedOf.get(i) }]))
+    }
+  })
+
+/** An active day recorded with the writes, where the row's last active day showed it new. */
+const addNewDays = (steps: ReadonlyArray<Step>) =>
+  Effect.flatMap(StreakStore, (streaks) => streaks.addDays(steps.map((s) => ({ key: s.key, day: s.day })))).pipe(
+    Effect.flatMap((added) =>
+      added.every(Boolean) ? Effect.void : Effect.fail(
+        new StorageError({
+          message: "StreakStore: an active day after the row's last active day was already recorded (the batch is retried without lookahead)"
         })
       )
-    })
-  ))
+    )
+  )
 
 /**
  * Applies authorised actions inside the caller's transaction, with the same outcome as applying
@@ -231,15 +256,24 @@ const together = <const T extends Statements>(effects: T): Effect.Effect<Success
  * several statements per action. The zone of an action is its `tz` (which also becomes the
  * member's zone), else the member's, else the project's, else UTC; its day is the local date of
  * `ts` there. Every action is appended to the log, counted or not.
+ *
+ * With `lookahead` (and a store with `lockExisting`), the first round's rows are locked with the
+ * members' lookup, and the day of a row locked so is not asked of the store when its last active
+ * day answers it: a later day is new (it is recorded with the writes), the same day a repeat, as
+ * `Streak.applyDay` has it; only an older day is asked. So a batch of members who act daily costs
+ * three round trips with its commit, not four. Should the store hold a day after a row's last
+ * active day (nothing in this service writes one), the batch fails, and `Ingest` retries its
+ * actions one by one, each without lookahead (it asks the store about every day).
  */
 export const applyAll = (
-  work: ReadonlyArray<Work>
+  work: ReadonlyArray<Work>,
+  lookahead: boolean
 ): Effect.Effect<ReadonlyArray<Applied>, StorageError, ApplyServices> =>
   Effect.gen(function*() {
     const members = yield* MemberStore
     const streaks = yield* StreakStore
     const achievements = yield* AchievementStore
-    const found = yield* members.lookupMany(work.map((w) => ({ projectId: w.project.id, userHash: w.action.userHash })))
+    const { ahead, found } = yield* lookup(work, lookahead)
     const steps: Array<Step> = []
 
     // A member's zone as it stands after their earlier actions of this batch.
@@ -249,7 +283,7 @@ export const applyAll = (
     const writes: Array<Effect.Effect<unknown, StorageError, ApplyServices>> = []
     const whoOf = (i: number) => `${work[i]!.project.id} ${found[i]!.userHash}`
 
-    for (const round of roundsOf(work, found)) {
+    for (const [r, round] of roundsOf(work, found).entries()) {
       const here = round.map((i) =>
         stepOf(i, work[i]!, { userHash: found[i]!.userHash, timezone: zones.get(whoOf(i)) ?? found[i]!.timezone })
       )
@@ -268,21 +302,43 @@ export const applyAll = (
       // (Postgres) sends them in one round trip and still runs them in this order. The
       // achievements of every key that may cross a milestone are read with them, after the lock:
       // a seek per key that crosses nothing costs less than one more round trip for those that do.
-      const asked = counting.filter((s) => s.work.program.milestones.length > 0)
-      const [rows, moved, achieved] = yield* together([
-        streaks.lockMany(counting.map((s) => ({ key: s.key, timezone: s.zone }))),
-        streaks.addDays(counting.map((s) => ({ key: s.key, day: s.day }))),
+      // Rows locked ahead serve the first round where the lookup confirmed their key (no alias).
+      const known = new Map<Step, Ahead & { readonly row: Option.Some<StreakRow> }>()
+      for (const step of r === 0 ? counting : []) {
+        const a = ahead.get(step.i)
+        if (a !== undefined && Option.isSome(a.row) && a.key.userHash === step.key.userHash) {
+          known.set(step, a as Ahead & { readonly row: Option.Some<StreakRow> })
+        }
+      }
+      const toLock = counting.filter((s) => !known.has(s))
+      const toAsk = [...known].filter(([s, a]) => a.row.value.lastActiveDay !== undefined && s.day < a.row.value.lastActiveDay)
+        .map(([s]) => s)
+      const asked = toLock.filter((s) => s.work.program.milestones.length > 0)
+      const [locked, added, achieved] = toLock.length + toAsk.length === 0 ? [[], [], []] : yield* together([
+        toLock.length === 0 ? Effect.succeed([]) : streaks.lockMany(toLock.map((s) => ({ key: s.key, timezone: s.zone }))),
+        streaks.addDays([...toLock, ...toAsk].map((s) => ({ key: s.key, day: s.day }))),
         asked.length === 0 ? Effect.succeed([]) : achievements.achievedMany(asked.map((s) => s.key))
       ])
+      const rows = new Map(toLock.map((s, n) => [s, locked[n]!]))
+      const moved = new Map([...toLock, ...toAsk].map((s, n) => [s, added[n]!]))
       const achievedOf = new Map(asked.map((s, n) => [s, achieved[n]!]))
+      const newDays: Array<Step> = []
+      for (const [step, { achieved, row }] of known) {
+        rows.set(step, row.value)
+        if (achieved !== undefined) achievedOf.set(step, achieved)
+        if (moved.has(step)) continue
+        const last = row.value.lastActiveDay
+        moved.set(step, last === undefined || step.day > last)
+        if (last === undefined || step.day > last) newDays.push(step)
+      }
+      if (newDays.length > 0) writes.push(addNewDays(newDays))
       const saves: Array<StreakRow> = []
       const active: Array<UsageEntry> = []
       const progressed: Array<{ readonly step: Step; readonly progress: Progress; readonly state: Streak.State }> = []
-      for (let n = 0; n < counting.length; n++) {
-        const step = counting[n]!
-        const row = rows[n]!
+      for (const step of counting) {
+        const row = rows.get(step)!
         const { now, program, project } = step.work
-        step.moved = moved[n]!
+        step.moved = moved.get(step)!
         if (!step.moved) {
           // Nothing moved, but the member's zone did: due instants follow it.
           if (row.timezone !== step.zone) {

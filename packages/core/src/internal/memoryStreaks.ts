@@ -48,6 +48,7 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     lock: (key, timezone) => Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => lock(key, timezone, now))),
     lockMany: (keys) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => keys.map((k) => lock(k.key, k.timezone, now)))),
+    lockExisting: (keys) => run(() => keys.map((key) => Option.fromNullable(s.streaks.get(keyOf(key))))),
     get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
     save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
     saveAll: (rows) => run(() => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))),

@@ -88,6 +88,36 @@ export const layerPoisoned = services.pipe(
   Layer.provideMerge(Layer.effect(Transactions, Ref.make(0)))
 )
 
+export interface LockCall {
+  readonly method: "lockMany" | "lockExisting"
+  readonly userHashes: ReadonlyArray<string>
+}
+
+/** Every `lockMany` and `lockExisting` call, as the user hashes it was given. */
+export class Locks extends Context.Tag("test/Locks")<Locks, Ref.Ref<ReadonlyArray<LockCall>>>() {}
+
+const spiedStreaks = Layer.effect(
+  StreakStore,
+  Effect.gen(function*() {
+    const streaks = yield* StreakStore
+    const calls = yield* Locks
+    const note = (method: LockCall["method"], userHashes: ReadonlyArray<string>) =>
+      Ref.update(calls, (all) => [...all, { method, userHashes }])
+    return {
+      ...streaks,
+      lockMany: (keys) => Effect.zipRight(note("lockMany", keys.map((k) => k.key.userHash)), streaks.lockMany(keys)),
+      lockExisting: (keys) =>
+        Effect.zipRight(note("lockExisting", keys.map((k) => k.userHash)), streaks.lockExisting!(keys))
+    }
+  })
+)
+
+/** `layer`, with `Locks` noting how the streak rows were locked. */
+export const layerLocks = services.pipe(
+  Layer.provideMerge(spiedStreaks.pipe(Layer.provideMerge(base))),
+  Layer.provideMerge(Layer.effect(Locks, Ref.make<ReadonlyArray<LockCall>>([])))
+)
+
 type Overrides = Parameters<typeof seedTenant>[0]
 
 /**

@@ -135,6 +135,26 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
       return inputs.map((i) => found.get(keyOf(i.key))!)
     })
 
+  // The `locked` part of `lockOnce` alone: rows that exist, locked in the caller's (sorted) order.
+  const lockExisting = (keys: ReadonlyArray<StreakKey>) => {
+    const sorted = [...new Map(keys.map((k) => [keyOf(k), k]))].sort(byKey).map(([, k]) => k)
+    return Effect.map(
+      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}) AS k (project_id, program_id, user_hash, ledger)
+          CROSS JOIN LATERAL (
+            SELECT ${cols} FROM ${t.streaks} r
+            WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
+            FOR UPDATE
+          ) s`),
+      (rows) => {
+        const found = new Map(rows.map((r) => {
+          const row = decodeStreakRow(r)
+          return [keyOf(row), row]
+        }))
+        return keys.map((k) => Option.fromNullable(found.get(keyOf(k))))
+      }
+    )
+  }
+
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice).
   const saveRows = (all: ReadonlyArray<StreakRow>) => {
@@ -171,6 +191,8 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
       Effect.map(lockMany([{ key, timezone }]), (rows) => rows[0]!).pipe(io("StreakStore.lock")),
 
     lockMany: (keys) => keys.length === 0 ? Effect.succeed([]) : lockMany(keys).pipe(io("StreakStore.lockMany")),
+
+    lockExisting: (keys) => keys.length === 0 ? Effect.succeed([]) : lockExisting(keys).pipe(io("StreakStore.lockExisting")),
 
     get: (key) =>
       sql`SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)}`
