@@ -216,7 +216,8 @@ const aheadOf = (work: ReadonlyArray<Work>): Array<{ readonly i: number; readonl
 /**
  * The members' lookup, and with it, in the same round trip where the store can lock without
  * creating (`lockExisting`), the rows and achievements of the keys as sent: most ids are no alias,
- * so most of the first round's rows are then known with the lookup (see `applyAll`).
+ * so most of the first round's rows are then known with the lookup (see `applyAll`). The
+ * achievements are issued after the locks, so they include what a lock's last holder committed.
  */
 const lookup = (work: ReadonlyArray<Work>, lookahead: boolean) =>
   Effect.gen(function*() {
