@@ -299,21 +299,23 @@ export const applyAll = (
       if (counting.length === 0) continue
       // The rows an earlier round saved are read again by this one.
       yield* together(writes.splice(0))
+      // Rows locked ahead serve the first round where the lookup confirmed their key (no alias).
+      // For those the row tells the day apart, by `Streak.applyDay`'s own rule: a later day is
+      // new, the row's day a repeat, and only an older day is asked of the store.
+      const known = new Map<Step, { readonly row: StreakRow; readonly ahead: Ahead; readonly day: Streak.Applied["_tag"] }>()
+      for (const step of r === 0 ? counting : []) {
+        const a = ahead.get(step.i)
+        if (a === undefined || Option.isNone(a.row) || a.key.userHash !== step.key.userHash) continue
+        const row = a.row.value
+        const day = Streak.applyDay(summaryOf(row, step.work.program.mode), step.day, step.zone)._tag
+        known.set(step, { row, ahead: a, day })
+      }
+      const toLock = counting.filter((s) => !known.has(s))
+      const toAsk = counting.filter((s) => known.get(s)?.day === "NeedsHistory")
       // Independent statements of one transaction are issued together: a store that pipelines
       // (Postgres) sends them in one round trip and still runs them in this order. The
       // achievements of every key that may cross a milestone are read with them, after the lock:
       // a seek per key that crosses nothing costs less than one more round trip for those that do.
-      // Rows locked ahead serve the first round where the lookup confirmed their key (no alias).
-      const known = new Map<Step, Ahead & { readonly row: Option.Some<StreakRow> }>()
-      for (const step of r === 0 ? counting : []) {
-        const a = ahead.get(step.i)
-        if (a !== undefined && Option.isSome(a.row) && a.key.userHash === step.key.userHash) {
-          known.set(step, a as Ahead & { readonly row: Option.Some<StreakRow> })
-        }
-      }
-      const toLock = counting.filter((s) => !known.has(s))
-      const toAsk = [...known].filter(([s, a]) => a.row.value.lastActiveDay !== undefined && s.day < a.row.value.lastActiveDay)
-        .map(([s]) => s)
       const asked = toLock.filter((s) => s.work.program.milestones.length > 0)
       const [locked, added, achieved] = toLock.length + toAsk.length === 0 ? [[], [], []] : yield* together([
         toLock.length === 0 ? Effect.succeed([]) : streaks.lockMany(toLock.map((s) => ({ key: s.key, timezone: s.zone }))),
@@ -324,13 +326,12 @@ export const applyAll = (
       const moved = new Map([...toLock, ...toAsk].map((s, n) => [s, added[n]!]))
       const achievedOf = new Map(asked.map((s, n) => [s, achieved[n]!]))
       const newDays: Array<Step> = []
-      for (const [step, { achieved, row }] of known) {
-        rows.set(step, row.value)
+      for (const [step, { ahead: { achieved }, day, row }] of known) {
+        rows.set(step, row)
         if (achieved !== undefined) achievedOf.set(step, achieved)
-        if (moved.has(step)) continue
-        const last = row.value.lastActiveDay
-        moved.set(step, last === undefined || step.day > last)
-        if (last === undefined || step.day > last) newDays.push(step)
+        if (day === "NeedsHistory") continue
+        moved.set(step, day === "Applied")
+        if (day === "Applied") newDays.push(step)
       }
       if (newDays.length > 0) writes.push(addNewDays(newDays))
       const saves: Array<StreakRow> = []

@@ -99,6 +99,15 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   // with no row: a concurrent transaction created it after this statement's snapshot was taken,
   // so the insert yielded to it and the snapshot cannot see it; running the statement again (new
   // snapshot) for those keys then finds and locks them.
+  // The row of each key `k` locked: one primary-key seek per key, in input order (the caller
+  // sorts): a join or IN would let the planner scan the whole table while its statistics still
+  // say it is small.
+  const lockEach = sql`CROSS JOIN LATERAL (
+      SELECT ${cols} FROM ${t.streaks} r
+      WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
+      FOR UPDATE
+    ) s`
+
   const lockOnce = (inputs: ReadonlyArray<LockInput>, now: Date) =>
     sql`WITH input AS (
           SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.timezone)}::text[])
@@ -109,13 +118,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
           ON CONFLICT DO NOTHING
           RETURNING ${cols}
         ), locked AS (
-          -- One primary-key seek per key, in input order (the caller sorts): a join or IN would let
-          -- the planner scan the whole table while its statistics still say it is small.
-          SELECT s.* FROM input k CROSS JOIN LATERAL (
-            SELECT ${cols} FROM ${t.streaks} r
-            WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
-            FOR UPDATE
-          ) s
+          SELECT s.* FROM input k ${lockEach}
         )
         SELECT * FROM ins UNION ALL SELECT * FROM locked`
 
@@ -139,12 +142,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   const lockExisting = (keys: ReadonlyArray<StreakKey>) => {
     const sorted = [...new Map(keys.map((k) => [keyOf(k), k]))].sort(byKey).map(([, k]) => k)
     return Effect.map(
-      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}) AS k (project_id, program_id, user_hash, ledger)
-          CROSS JOIN LATERAL (
-            SELECT ${cols} FROM ${t.streaks} r
-            WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
-            FOR UPDATE
-          ) s`),
+      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}) AS k (project_id, program_id, user_hash, ledger) ${lockEach}`),
       (rows) => {
         const found = new Map(rows.map((r) => {
           const row = decodeStreakRow(r)
