@@ -50,7 +50,9 @@ export const make = (perTurn: number): Turns => {
 
 /**
  * The process's queue, which the fast path and the reference server's ingest hand-off share (one
- * event loop, one queue). Four jobs a turn: in `pnpm bench`, one a turn cost more CPU per action
- * than it saved in waiting, and a whole burst at once is what this avoids.
+ * event loop, one queue). Sixteen jobs a turn, about half a batch's answers: in `pnpm bench` on the
+ * twelfth session's host it served more ingest than 4, 8 or 64 (each turn costs the loop a round of
+ * its own), as much as 32, and a whole burst at once is what this avoids. The best slice moves
+ * with the host (docs/performance.md).
  */
-export const shared: Turns = make(4)
+export const shared: Turns = make(16)
