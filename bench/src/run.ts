@@ -47,8 +47,14 @@ const SERVER = process.env.BENCH_SERVER ?? "packages/server/dist/bin.mjs"
  * in one run. The two servers take turns going first, each from a checkpoint.
  */
 const AGAINST = process.env.BENCH_AGAINST
+const flagsOf = (text: string | undefined) => (text ?? "").split(" ").filter((f) => f !== "")
 /** Extra node flags for the server process, e.g. `BENCH_NODE_FLAGS=--max-old-space-size=96`. */
-const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== "")
+const NODE_FLAGS = flagsOf(process.env.BENCH_NODE_FLAGS)
+/**
+ * `BENCH_AGAINST_FLAGS` gives the other build node flags of its own instead of `BENCH_NODE_FLAGS`:
+ * with `BENCH_AGAINST=packages/server/dist/bin.mjs`, an A/B of node flags on one build.
+ */
+const AGAINST_FLAGS = process.env.BENCH_AGAINST_FLAGS === undefined ? NODE_FLAGS : flagsOf(process.env.BENCH_AGAINST_FLAGS)
 /** `BENCH_PROFILE=dir` writes a V8 CPU profile of the streaks server into `dir` when it stops. */
 const PROFILE = process.env.BENCH_PROFILE
 /**
@@ -381,11 +387,11 @@ const main = async () => {
     // The other build serves the same database (and so the same project) on a port of its own.
     const other = AGAINST === undefined ? undefined : await (async () => {
       const otherPort = await freePort()
-      const child = start(AGAINST, serverEnv(otherPort), ["serve"], NODE_FLAGS)
+      const child = start(AGAINST, serverEnv(otherPort), ["serve"], AGAINST_FLAGS)
       children.push(child)
       const otherUrl = `http://127.0.0.1:${otherPort}`
       await waitFor(`${otherUrl}/health`)
-      console.log(`# against: node ${AGAINST}`)
+      console.log(`# against: node ${AGAINST}${AGAINST_FLAGS.length > 0 ? ` (${AGAINST_FLAGS.join(" ")})` : ""}`)
       return { url: otherUrl, pid: child.pid }
     })()
 
