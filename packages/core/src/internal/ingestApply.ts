@@ -224,12 +224,15 @@ const lookup = (work: ReadonlyArray<Work>, lookahead: boolean) =>
     const members = yield* MemberStore
     const streaks = yield* StreakStore
     const refs = work.map((w) => ({ projectId: w.project.id, userHash: w.action.userHash }))
-    const ahead = lookahead && streaks.lockExisting !== undefined ? aheadOf(work) : []
-    if (ahead.length === 0) return { found: yield* members.lookupMany(refs), ahead: new Map<number, Ahead>() }
+    const lockExisting = lookahead ? streaks.lockExisting : undefined
+    const ahead = lockExisting === undefined ? [] : aheadOf(work)
+    if (lockExisting === undefined || ahead.length === 0) {
+      return { found: yield* members.lookupMany(refs), ahead: new Map<number, Ahead>() }
+    }
     const asked = ahead.filter(({ i }) => work[i]!.program.milestones.length > 0)
     const [found, rows, achieved] = yield* together([
       members.lookupMany(refs),
-      streaks.lockExisting!(ahead.map((a) => a.key)),
+      lockExisting(ahead.map((a) => a.key)),
       asked.length === 0 ? Effect.succeed([]) : Effect.flatMap(AchievementStore, (a) => a.achievedMany(asked.map((k) => k.key)))
     ])
     const achievedOf = new Map(asked.map((a, n) => [a.i, achieved[n]!]))

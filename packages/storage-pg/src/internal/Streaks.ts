@@ -67,7 +67,21 @@ interface LockInput {
   readonly timezone: string
 }
 
-const byKey = ([x]: readonly [string, unknown], [y]: readonly [string, unknown]) => (x < y ? -1 : x > y ? 1 : 0)
+/**
+ * Each key once, in the one order every locking statement takes its rows in, so that two
+ * transactions locking overlapping keys cannot deadlock.
+ */
+const inLockOrder = <I>(inputs: ReadonlyArray<I>, keyOfInput: (input: I) => StreakKey): Array<I> =>
+  [...new Map(inputs.map((i) => [keyOf(keyOfInput(i)), i]))]
+    .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
+    .map(([, i]) => i)
+
+/** Rows returned by a locking statement, by key. */
+const rowsByKey = (rows: ReadonlyArray<Record<string, unknown>>): Map<string, StreakRow> =>
+  new Map(rows.map((r) => {
+    const row = decodeStreakRow(r)
+    return [keyOf(row), row]
+  }))
 
 /**
  * A key's achieved milestone ids as an array: the streak row's copy (migration 0003) where it is
@@ -92,13 +106,6 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
 
-  // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
-  // (new rows are locked by their inserting transaction), and the locking select returns the
-  // existing ones, waiting for a concurrent holder and re-reading its committed version. Keys are
-  // locked in one order (`lockMany` sorts them), so two batches locking overlapping keys cannot deadlock. A key
-  // with no row: a concurrent transaction created it after this statement's snapshot was taken,
-  // so the insert yielded to it and the snapshot cannot see it; running the statement again (new
-  // snapshot) for those keys then finds and locks them.
   // The row of each key `k` locked: one primary-key seek per key, in input order (the caller
   // sorts): a join or IN would let the planner scan the whole table while its statistics still
   // say it is small.
@@ -108,6 +115,13 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
       FOR UPDATE
     ) s`
 
+  // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
+  // (new rows are locked by their inserting transaction), and the locking select returns the
+  // existing ones, waiting for a concurrent holder and re-reading its committed version. Keys are
+  // locked in one order (`inLockOrder`), so two batches locking overlapping keys cannot deadlock. A key
+  // with no row: a concurrent transaction created it after this statement's snapshot was taken,
+  // so the insert yielded to it and the snapshot cannot see it; running the statement again (new
+  // snapshot) for those keys then finds and locks them.
   const lockOnce = (inputs: ReadonlyArray<LockInput>, now: Date) =>
     sql`WITH input AS (
           SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.timezone)}::text[])
@@ -126,12 +140,9 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
     Effect.gen(function*() {
       const now = new Date(yield* Clock.currentTimeMillis)
       const found = new Map<string, StreakRow>()
-      let missing = [...new Map(inputs.map((i) => [keyOf(i.key), i]))].sort(byKey).map(([, i]) => i)
+      let missing = inLockOrder(inputs, (i) => i.key)
       for (let attempt = 1; attempt <= lockAttempts && missing.length > 0; attempt++) {
-        for (const r of yield* hot(lockOnce(missing, now))) {
-          const row = decodeStreakRow(r)
-          found.set(keyOf(row), row)
-        }
+        for (const [k, row] of rowsByKey(yield* hot(lockOnce(missing, now)))) found.set(k, row)
         missing = missing.filter((i) => !found.has(keyOf(i.key)))
       }
       if (missing.length > 0) return yield* new SqlError({ message: "a row vanished repeatedly while being created" })
@@ -139,19 +150,15 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
     })
 
   // The `locked` part of `lockOnce` alone: rows that exist, locked in the caller's (sorted) order.
-  const lockExisting = (keys: ReadonlyArray<StreakKey>) => {
-    const sorted = [...new Map(keys.map((k) => [keyOf(k), k]))].sort(byKey).map(([, k]) => k)
-    return Effect.map(
-      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}) AS k (project_id, program_id, user_hash, ledger) ${lockEach}`),
+  const lockExisting = (keys: ReadonlyArray<StreakKey>) =>
+    Effect.map(
+      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, inLockOrder(keys, (k) => k))})
+        AS k (project_id, program_id, user_hash, ledger) ${lockEach}`),
       (rows) => {
-        const found = new Map(rows.map((r) => {
-          const row = decodeStreakRow(r)
-          return [keyOf(row), row]
-        }))
+        const found = rowsByKey(rows)
         return keys.map((k) => Option.fromNullable(found.get(keyOf(k))))
       }
     )
-  }
 
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice).
