@@ -3,36 +3,31 @@
  * so ids sort by creation and never reveal anything about the tenant.
  */
 import { Clock, Effect, Schema } from "effect"
+import { Buffer } from "node:buffer"
 import { randomBytes } from "node:crypto"
 
 const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
+const DIGITS = Array.from(CROCKFORD, (c) => c.charCodeAt(0))
 
+// Every action makes an id: its characters are written as bytes into one reused buffer and read
+// as a string at once (appended one by one, they cost about 1 KB of short-lived strings per id).
+const chars = Buffer.alloc(64)
+
+/** Base32 of up to 40 bytes. */
 const encode = (bytes: Uint8Array): string => {
-  let out = ""
+  let n = 0
   let buffer = 0
   let bits = 0
-  for (const byte of bytes) {
-    buffer = (buffer << 8) | byte
+  for (let i = 0; i < bytes.length; i++) {
+    buffer = ((buffer << 8) | bytes[i]!) & 0xfff
     bits += 8
     while (bits >= 5) {
-      out += CROCKFORD[(buffer >>> (bits - 5)) & 31]
+      chars[n++] = DIGITS[(buffer >>> (bits - 5)) & 31]!
       bits -= 5
     }
   }
-  if (bits > 0) out += CROCKFORD[(buffer << (5 - bits)) & 31]
-  return out
-}
-
-/** A ULID-like body: 48 bits of milliseconds then 80 random bits, base32 (lowercase Crockford). */
-export const randomPart = (millis: number): string => {
-  const bytes = new Uint8Array(16)
-  let t = millis
-  for (let i = 5; i >= 0; i--) {
-    bytes[i] = t % 256
-    t = Math.floor(t / 256)
-  }
-  bytes.set(random(10), 6)
-  return encode(bytes)
+  if (bits > 0) chars[n++] = DIGITS[(buffer << (5 - bits)) & 31]!
+  return chars.toString("latin1", 0, n)
 }
 
 // Random bytes are drawn 4 KiB at a time: one `randomBytes` call per id cost more than the rest
@@ -41,13 +36,22 @@ const POOL = 4096
 let pool = randomBytes(POOL)
 let used = 0
 
-const random = (n: number): Uint8Array => {
-  if (used + n > POOL) {
+/** Reused by `randomPart`, which encodes it before it returns. */
+const body = new Uint8Array(16)
+
+/** A ULID-like body: 48 bits of milliseconds then 80 random bits, base32 (lowercase Crockford). */
+export const randomPart = (millis: number): string => {
+  let t = millis
+  for (let i = 5; i >= 0; i--) {
+    body[i] = t % 256
+    t = Math.floor(t / 256)
+  }
+  if (used + 10 > POOL) {
     pool = randomBytes(POOL)
     used = 0
   }
-  used += n
-  return pool.subarray(used - n, used)
+  for (let i = 6; i < 16; i++) body[i] = pool[used++]!
+  return encode(body)
 }
 
 /** Random characters for secrets: 32 bytes of entropy, base32. */
