@@ -19,6 +19,7 @@ const encode = (bytes: Uint8Array): string => {
   let buffer = 0
   let bits = 0
   for (let i = 0; i < bytes.length; i++) {
+    // At most 12 bits are pending (4 left over and 8 new), so that is all the buffer keeps.
     buffer = ((buffer << 8) | bytes[i]!) & 0xfff
     bits += 8
     while (bits >= 5) {
@@ -55,7 +56,12 @@ export const randomPart = (millis: number): string => {
 }
 
 /** Random characters for secrets: 32 bytes of entropy, base32. */
-export const secretPart = (): string => encode(randomBytes(32))
+export const secretPart = (): string => {
+  const secret = encode(randomBytes(32))
+  // The shared buffer lives as long as the process: no copy of a secret stays in it.
+  chars.fill(0)
+  return secret
+}
 
 const prefixes = new Map<string, string>()
 
