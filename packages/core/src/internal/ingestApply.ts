@@ -304,17 +304,17 @@ export const applyAll = (
       yield* together(writes.splice(0))
       // Rows locked ahead serve the first round where the lookup confirmed their key (no alias).
       // For those the row tells the day apart, by `Streak.applyDay`'s own rule: a later day is
-      // new, the row's day a repeat, and only an older day is asked of the store.
-      const known = new Map<Step, { readonly row: StreakRow; readonly ahead: Ahead; readonly day: Streak.Applied["_tag"] }>()
+      // new, the row's day a repeat, and only an older day is asked of the store. The verdict is
+      // kept for the step's progress below, which would otherwise work it out again.
+      const known = new Map<Step, { readonly row: StreakRow; readonly ahead: Ahead; readonly applied: Streak.Applied }>()
       for (const step of r === 0 ? counting : []) {
         const a = ahead.get(step.i)
         if (a === undefined || Option.isNone(a.row) || a.key.userHash !== step.key.userHash) continue
         const row = a.row.value
-        const day = Streak.applyDay(summaryOf(row, step.work.program.mode), step.day, step.zone)._tag
-        known.set(step, { row, ahead: a, day })
+        known.set(step, { row, ahead: a, applied: Streak.applyDay(summaryOf(row, step.work.program.mode), step.day, step.zone) })
       }
       const toLock = counting.filter((s) => !known.has(s))
-      const toAsk = counting.filter((s) => known.get(s)?.day === "NeedsHistory")
+      const toAsk = counting.filter((s) => known.get(s)?.applied._tag === "NeedsHistory")
       // Independent statements of one transaction are issued together: a store that pipelines
       // (Postgres) sends them in one round trip and still runs them in this order. The
       // achievements of every key that may cross a milestone are read with them, after the lock:
@@ -329,7 +329,7 @@ export const applyAll = (
       const moved = new Map([...toLock, ...toAsk].map((s, n) => [s, added[n]!]))
       const achievedOf = new Map(asked.map((s, n) => [s, achieved[n]!]))
       const newDays: Array<Step> = []
-      for (const [step, { ahead: { achieved }, day, row }] of known) {
+      for (const [step, { ahead: { achieved }, applied: { _tag: day }, row }] of known) {
         rows.set(step, row)
         if (achieved !== undefined) achievedOf.set(step, achieved)
         if (day === "NeedsHistory") continue
@@ -358,7 +358,7 @@ export const applyAll = (
           counted = new Program({ ...program, status: "live" })
         }
         const before = summaryOf(row, program.mode)
-        const applied = Streak.applyDay(before, step.day, step.zone)
+        const applied = known.get(step)?.applied ?? Streak.applyDay(before, step.day, step.zone)
         // A late day may join or merge older runs: only then is the history read.
         const summary = applied._tag === "Applied"
           ? applied.summary
