@@ -40,15 +40,20 @@ export const parseTimestamp = (s: string): Date | undefined => {
   return Number.isFinite(instant) ? new Date(instant) : undefined
 }
 
+// Length limits, shared by the schemas and the hand check of the usual body (`usualRecord`).
+const EVENT_KEY_MAX = 128
+const IDEMPOTENCY_KEY_MAX = 255
+const LABEL_MAX = 256
+
 /** An event key as programs configure it: 1..128 characters, matched exactly. */
 export const EventKey = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(128, { message: () => "must be at most 128 characters" })
+  Schema.maxLength(EVENT_KEY_MAX, { message: () => `must be at most ${EVENT_KEY_MAX} characters` })
 )
 
 export const IdempotencyKey = Schema.String.pipe(
   Schema.minLength(1, { message: () => "must not be empty" }),
-  Schema.maxLength(255, { message: () => "must be at most 255 characters" })
+  Schema.maxLength(IDEMPOTENCY_KEY_MAX, { message: () => `must be at most ${IDEMPOTENCY_KEY_MAX} characters` })
 )
 
 /** `ts` on the wire: kept a string (so OpenAPI shows it as sent), validated by `parseTimestamp`. */
@@ -67,7 +72,7 @@ export const TimeZone = Schema.String.pipe(
 export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 // Free-text labels feed source breakdowns; the bound keeps junk out of reports.
-const Label = Schema.String.pipe(Schema.maxLength(256, { message: () => "must be at most 256 characters" }))
+const Label = Schema.String.pipe(Schema.maxLength(LABEL_MAX, { message: () => `must be at most ${LABEL_MAX} characters` }))
 
 const common = {
   userHash: UserHash,
@@ -270,8 +275,11 @@ export const usualRecord = (u: unknown): Action | undefined => {
   if (typeof u !== "object" || u === null || Object.getPrototypeOf(u) !== Object.prototype) return undefined
   const r = u as { readonly [K in keyof EventRecord]?: unknown }
   if (typeof r.siteKey !== "string" || r.siteKey.length === 0 || !Ids.isUserHash(r.userHash)) return undefined
-  if (!isText(r.event, 1, 128) || !isText(r.kind, 1, 128) || !isText(r.idempotencyKey, 1, 255)) return undefined
-  if (!isText(r.sessionId, 0, 256) || !isText(r.externalService, 0, 256) || !isText(r.integrationId, 0, 256)) return undefined
+  if (!isText(r.event, 1, EVENT_KEY_MAX) || !isText(r.kind, 1, EVENT_KEY_MAX)) return undefined
+  if (!isText(r.idempotencyKey, 1, IDEMPOTENCY_KEY_MAX)) return undefined
+  if (!isText(r.sessionId, 0, LABEL_MAX) || !isText(r.externalService, 0, LABEL_MAX) || !isText(r.integrationId, 0, LABEL_MAX)) {
+    return undefined
+  }
   if (r.event === undefined ? r.kind === undefined : r.kind !== undefined && r.kind !== r.event) return undefined
   if (r.eventType !== undefined && !eventTypes.has(r.eventType)) return undefined
   if (r.source !== undefined && !sources.has(r.source)) return undefined
