@@ -3,5 +3,7 @@
 import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
 import * as Cli from "./Cli.js"
+import * as HeapTuning from "./HeapTuning.js"
 
+HeapTuning.apply(process.execArgv)
 Cli.run(process.argv).pipe(Effect.provide(NodeContext.layer), NodeRuntime.runMain({ disableErrorReporting: true }))
