@@ -1,25 +1,54 @@
 /**
- * V8 settings the `streaks` command applies to its own process at start (`bin.ts`):
- * allocation-site pretenuring off. An embedder's process keeps V8's defaults.
+ * V8 settings the `streaks` command applies to its own process at start (`bin.ts`), each unless
+ * node was started with a setting of its own for it. An embedder's process keeps V8's defaults.
  *
- * Why: once most objects of an allocation site survive a scavenge, V8 allocates that site's
- * objects straight in the old generation, and each of them then keeps the young objects it points
- * to alive until a full collection. Effect's fibers that wait on a callback (every batch and
- * statement waits on Postgres) trip that: the server promoted about 0.9 MB per scavenge, where the
- * bare `node:http` + `pg` baseline promotes nothing. With it off, ingest promoted 0.2 MB per
- * scavenge, the peak RSS under load fell by 30–60 MB, and the production command's smaller heap
- * stopped costing CPU (figures in docs/performance.md).
+ * - Allocation-site pretenuring off. Once most objects of an allocation site survive a scavenge,
+ *   V8 allocates that site's objects straight in the old generation, and each of them then keeps
+ *   the young objects it points to alive until a full collection. Effect's fibers that wait on a
+ *   callback (every batch and statement waits on Postgres) trip that: the server promoted about
+ *   0.9 MB per scavenge, where the bare `node:http` + `pg` baseline promotes nothing; with it off,
+ *   0.2 MB, and the peak RSS under load fell by 30–60 MB.
+ * - The heap of `--max-semi-space-size=8 --heap-growing-percent=50`, which keeps the peak under
+ *   ingest below 150 MB and, once pretenuring was off, cost ingest nothing the benchmark could
+ *   see: the old generation's limit grows by half of what a full collection leaves instead of
+ *   V8's factor, and the young generation stops growing at two 8 MB semi-spaces instead of 16.
+ *   Node takes the semi-space's maximum only on its command line, so growth is stopped at run
+ *   time instead: V8 reads its growth factor whenever the young generation would grow.
+ *
+ * Figures in docs/performance.md.
  */
-import { setFlagsFromString } from "node:v8"
+import { PerformanceObserver } from "node:perf_hooks"
+import { getHeapSpaceStatistics, setFlagsFromString } from "node:v8"
 
-/** Whether to turn pretenuring off: not when node was started with either setting of it. */
-export const wanted = (execArgv: ReadonlyArray<string>): boolean =>
-  !execArgv.some((arg) => /^--(no-?)?allocation[-_]site[-_]pretenuring$/.test(arg))
+/** Both semi-spaces, as with `--max-semi-space-size=8`. */
+const youngBytes = 16 * 1024 * 1024
+
+/** Whether node was started without a setting of its own for V8's flag `name` (either spelling). */
+export const unset = (execArgv: ReadonlyArray<string>, name: string): boolean => {
+  const flag = name.replace(/[-_]/g, "[-_]")
+  const own = new RegExp(`^--(no-?)?${flag}(=.*)?$`)
+  return !execArgv.some((arg) => own.test(arg))
+}
 
 /**
- * Turns pretenuring off unless node's own flags chose. V8 reads the flag at every collection, so
- * setting it at run time works; before the server takes load is early enough.
+ * Stops the young generation's growth at `youngBytes` and lets it grow again should V8 shrink it
+ * (it does when the process idles): after each collection, the growth factor is 1 at the cap and
+ * V8's default of 2 below it.
  */
+const capYoungGeneration = (): void => {
+  let growing = true
+  new PerformanceObserver(() => {
+    const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.space_size ?? 0
+    const grow = young < youngBytes
+    if (grow === growing) return
+    growing = grow
+    setFlagsFromString(`--semi-space-growth-factor=${grow ? 2 : 1}`)
+  }).observe({ entryTypes: ["gc"] })
+}
+
+/** Applies the settings above that node's own flags leave to it. */
 export const apply = (execArgv: ReadonlyArray<string>): void => {
-  if (wanted(execArgv)) setFlagsFromString("--no-allocation-site-pretenuring")
+  if (unset(execArgv, "allocation-site-pretenuring")) setFlagsFromString("--no-allocation-site-pretenuring")
+  if (unset(execArgv, "heap-growing-percent")) setFlagsFromString("--heap-growing-percent=50")
+  if (unset(execArgv, "max-semi-space-size") && unset(execArgv, "semi-space-growth-factor")) capYoungGeneration()
 }

@@ -1,18 +1,45 @@
-/** The `streaks` command turns V8's allocation-site pretenuring off unless node's flags chose. */
+/**
+ * The `streaks` command tunes V8's heap unless node's own flags chose: `unset` tells which of its
+ * settings node's command line left to it.
+ */
 import { assert, describe, it } from "@effect/vitest"
+import { execFileSync } from "node:child_process"
+import { fileURLToPath } from "node:url"
 import * as HeapTuning from "../src/HeapTuning.js"
 
-describe("HeapTuning.wanted", () => {
-  it("turns pretenuring off by default, whatever else node was given", () => {
-    assert.isTrue(HeapTuning.wanted([]))
-    assert.isTrue(HeapTuning.wanted(["--max-semi-space-size=8", "--heap-growing-percent=50"]))
-    assert.isTrue(HeapTuning.wanted(["--trace-gc-nvp", "--trace-pretenuring"]))
+const fixture = fileURLToPath(new URL("fixtures/youngGeneration.ts", import.meta.url))
+
+/** The young generation's size in MB once a process that applied the settings has allocated hard. */
+const youngMb = (nodeFlags: ReadonlyArray<string>): number =>
+  Number(execFileSync(process.execPath, [...nodeFlags, "--import", "tsx", fixture], { encoding: "utf8" }))
+
+describe("HeapTuning.unset", () => {
+  it("leaves a setting to the command when node was not given it, whatever else node was given", () => {
+    assert.isTrue(HeapTuning.unset([], "allocation-site-pretenuring"))
+    assert.isTrue(HeapTuning.unset(["--trace-gc-nvp", "--trace-pretenuring"], "allocation-site-pretenuring"))
+    assert.isTrue(HeapTuning.unset(["--max-old-space-size=96"], "max-semi-space-size"))
   })
 
-  it("leaves it to node's flags when they set it, either way and in either spelling", () => {
-    assert.isFalse(HeapTuning.wanted(["--allocation-site-pretenuring"]))
-    assert.isFalse(HeapTuning.wanted(["--no-allocation-site-pretenuring"]))
-    assert.isFalse(HeapTuning.wanted(["--max-semi-space-size=8", "--allocation_site_pretenuring"]))
-    assert.isFalse(HeapTuning.wanted(["--noallocation-site-pretenuring"]))
+  it("leaves it to node's flags when they set it, either way, with a value or not, in either spelling", () => {
+    assert.isFalse(HeapTuning.unset(["--allocation-site-pretenuring"], "allocation-site-pretenuring"))
+    assert.isFalse(HeapTuning.unset(["--no-allocation-site-pretenuring"], "allocation-site-pretenuring"))
+    assert.isFalse(HeapTuning.unset(["--noallocation-site-pretenuring"], "allocation-site-pretenuring"))
+    assert.isFalse(HeapTuning.unset(["--allocation_site_pretenuring"], "allocation-site-pretenuring"))
+    assert.isFalse(HeapTuning.unset(["--max-semi-space-size=4"], "max-semi-space-size"))
+    assert.isFalse(HeapTuning.unset(["--max_semi_space_size=4"], "max-semi-space-size"))
+    assert.isFalse(HeapTuning.unset(["--heap-growing-percent=80"], "heap-growing-percent"))
+  })
+})
+
+describe("HeapTuning.apply", () => {
+  it("stops the young generation at two 8 MB semi-spaces where V8 would let it grow further", () => {
+    // With a growth factor of node's own, the command leaves the young generation to V8: its
+    // default limit on this machine (two 16 MB semi-spaces with a few GB of memory).
+    const v8Default = youngMb(["--semi-space-growth-factor=2"])
+    assert.strictEqual(youngMb([]), Math.min(16, v8Default))
+  })
+
+  it("leaves the young generation's size to node's flags when they set it", () => {
+    assert.strictEqual(youngMb(["--max-semi-space-size=4"]), 8)
   })
 })
