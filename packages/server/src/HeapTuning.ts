@@ -31,9 +31,9 @@ export const unset = (execArgv: ReadonlyArray<string>, name: string): boolean =>
 }
 
 /**
- * Stops the young generation's growth at `youngBytes` and lets it grow again should V8 shrink it
- * (it does when the process idles): after each collection, the growth factor is 1 at the cap and
- * V8's default of 2 below it.
+ * Stops the young generation's growth at `youngBytes`, and lets it grow back to that should V8
+ * ever shrink it: after each collection, the growth factor is 1 at the cap and V8's default of 2
+ * below it.
  */
 const capYoungGeneration = (): void => {
   let growing = true
