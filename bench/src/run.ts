@@ -1,6 +1,6 @@
 /**
- * `pnpm bench`: one run that measures, with the same load generator (autocannon, 50 connections,
- * 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
+ * `pnpm bench`: one run that measures, with the same load generator (wrk if it is on the PATH, else
+ * autocannon; 50 connections, 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
  * ingest and state for 100k members with a streak in each of 5 programs, and a due-check sweep
  * over 1M streak rows of which 100k are due.
  * Prints requests/s, p50/p99 latency, server RSS, server and Postgres CPU per request, WAL bytes per
@@ -10,8 +10,8 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import autocannon from "autocannon"
 import pg from "pg"
+import * as Load from "./load.js"
 import * as Sweep from "./sweep.js"
 import * as Db from "./db.js"
 
@@ -25,6 +25,8 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
  */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1))
 /** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
+/** The load generator: `BENCH_LOAD=wrk|autocannon`, by default wrk when it is on the PATH. */
+const GENERATOR = Load.choose(process.env.BENCH_LOAD)
 const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
 const MEMBERS = 100_000
 const PROGRAMS = 5
@@ -149,7 +151,7 @@ interface Result {
   readonly cpuMs?: number
   /** Postgres CPU milliseconds per request (all its processes). */
   readonly dbCpuMs: number
-  /** The load generator's CPU milliseconds per request (autocannon runs in this process). */
+  /** The load generator's CPU milliseconds per request (wrk's process, or this one for autocannon). */
   readonly loadCpuMs: number
   /**
    * The share of the machine's CPU left idle during the run: near 0 when the machine is the limit,
@@ -208,39 +210,29 @@ const walPosition = async (client: pg.Client): Promise<number> => {
   return Number(rows[0].b)
 }
 
-const rand = (n: number) => Math.floor(Math.random() * n)
-
 const load = async (
   name: string,
   db: pg.Client,
   url: string,
-  request: () => { method: "GET" | "POST"; path: string; body?: string; headers?: Record<string, string> },
+  traffic: Load.Traffic,
   pid?: number
 ): Promise<Result> => {
-  const run = (duration: number) =>
-    autocannon({
-      url,
-      connections: CONNECTIONS,
-      duration,
-      requests: [{ setupRequest: (req: any) => ({ ...req, ...request() }) }]
-    } as any)
+  const run = (seconds: number) => GENERATOR.run(url, traffic, { connections: CONNECTIONS, seconds })
   await run(WARMUP)
   let rss = 0
   const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
   const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
   const dbBefore = postgresCpu()
-  const loadBefore = process.cpuUsage()
   const ticksBefore = machineTicks()
   const walBefore = await walPosition(db)
   const readsBefore = BUFFERS ? await bufferReads(db) : undefined
-  const r: any = await run(DURATION)
+  const r = await run(DURATION)
   const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
   const dbCpu = postgresCpuSince(dbBefore)
-  const loadCpu = process.cpuUsage(loadBefore)
   const ticksAfter = machineTicks()
   const walAfter = await walPosition(db)
   const wal = walAfter - walBefore
-  const requests = Math.max(1, r.requests.total)
+  const requests = Math.max(1, r.requests)
   // Read at once: the segments are recycled after the next checkpoint.
   const walRecords = walByType
     ? await walRecordsOf(db, walBefore, walAfter, requests).catch((e: Error) => {
@@ -260,13 +252,13 @@ const load = async (
   }
   return {
     name,
-    rps: Math.round(r.requests.average),
-    p50: r.latency.p50,
-    p99: r.latency.p99,
-    errors: r.errors + r.timeouts,
+    rps: r.rps,
+    p50: r.p50,
+    p99: r.p99,
+    errors: r.errors,
     non2xx: r.non2xx,
     dbCpuMs: (dbCpu * 1000) / requests,
-    loadCpuMs: (loadCpu.user + loadCpu.system) / 1000 / requests,
+    loadCpuMs: (r.cpuSeconds * 1000) / requests,
     idle: (ticksAfter.idle - ticksBefore.idle) / Math.max(1, ticksAfter.total - ticksBefore.total),
     walBytes: wal / requests,
     ...(walRecords !== undefined ? { walRecords } : {}),
@@ -355,7 +347,7 @@ const main = async () => {
         walByType = false
       })
     }
-    console.log(`# Streaks benchmark — ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
+    console.log(`# Streaks benchmark — ${GENERATOR.name}, ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
     console.log(`# database: ${db.description}`)
     if (process.env.BENCH_SERVER === undefined) {
       execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], { cwd: root, stdio: "ignore" })
@@ -411,7 +403,9 @@ const main = async () => {
     await populate(sql, workspace.id, project.id, programs)
     const siteKey: string = project.siteKey
     const token: string = project.serverToken
-    const event = () => JSON.stringify({ siteKey, userHash: `m${rand(MEMBERS)}`, event: `e${rand(PROGRAMS)}` })
+    // Each request acts for a random member in a random program (drawn by the load generator).
+    const draw = { members: MEMBERS, events: PROGRAMS }
+    const event = JSON.stringify({ siteKey, userHash: "{member}", event: "{event}" })
 
     /** Each round: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
     interface Round {
@@ -462,26 +456,26 @@ const main = async () => {
       await rounds(
         "ingest",
         (name, at) =>
-          load(name("streaks POST /v1/server/e (full ingest)"), sql, at.url, () => ({
-            method: "POST", path: "/v1/server/e", body: event(),
+          load(name("streaks POST /v1/server/e (full ingest)"), sql, at.url, {
+            ...draw, method: "POST", path: "/v1/server/e", body: event,
             headers: { "content-type": "application/json", "x-streak-server-token": token }
-          }), at.pid),
+          }, at.pid),
         (name) =>
-          load(name("baseline POST /e (bare node:http + pg upsert)"), sql, baseUrl, () => ({
-            method: "POST", path: "/e", body: event(), headers: { "content-type": "application/json" }
-          }), baseline.pid)
+          load(name("baseline POST /e (bare node:http + pg upsert)"), sql, baseUrl, {
+            ...draw, method: "POST", path: "/e", body: event, headers: { "content-type": "application/json" }
+          }, baseline.pid)
       )
     }
 
-    const query = () => `siteKey=${siteKey}&userHash=m${rand(MEMBERS)}&event=e${rand(PROGRAMS)}`
+    const query = `siteKey=${siteKey}&userHash={member}&event={event}`
     if (ONLY.has("state")) {
       await rounds(
         "state",
         (name, at) =>
-          load(name("streaks GET /v1/state"), sql, at.url, () => ({
-            method: "GET", path: `/v1/state?${query()}`, headers: { "x-streak-server-token": token }
-          }), at.pid),
-        (name) => load(name("baseline GET /state (bare SELECT)"), sql, baseUrl, () => ({ method: "GET", path: `/state?${query()}` }), baseline.pid)
+          load(name("streaks GET /v1/state"), sql, at.url, {
+            ...draw, method: "GET", path: `/v1/state?${query}`, headers: { "x-streak-server-token": token }
+          }, at.pid),
+        (name) => load(name("baseline GET /state (bare SELECT)"), sql, baseUrl, { ...draw, method: "GET", path: `/state?${query}`, headers: {} }, baseline.pid)
       )
     }
 
