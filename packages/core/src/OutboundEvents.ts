@@ -100,6 +100,8 @@ export interface Emitted {
   readonly enqueued: number
 }
 
+const none: Effect.Effect<Emitted> = Effect.succeed({ fired: 0, enqueued: 0 })
+
 /**
  * Fires `events` about `subject`: unless `fires` says no, enqueues one pending message per
  * subscription listening to each event's type, due now. Call inside the transaction of the state
@@ -109,13 +111,34 @@ export const emit = (
   subject: Subject,
   events: ReadonlyArray<Event>
 ): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox | ExperimentStore> =>
+  events.length === 0
+    ? none
+    : Effect.flatMap(fires(subject), (fire) =>
+      fire
+        ? Effect.flatMap(SubscriptionStore, (subscriptions) =>
+          Effect.flatMap(
+            Effect.forEach(events, (event) => subscriptions.forEvent(subject.program.id, event.type)),
+            (listening) =>
+              // Most events have no listener (at-risk and broken in a sweep of 100k rows, say): then
+              // no clock, ids or messages, which were most of the cost of an event.
+              listening.every((l) => l.length === 0)
+                ? Effect.succeed({ fired: events.length, enqueued: 0 })
+                : enqueue(subject, events, listening)
+          ))
+        : none)
+
+/** One pending message per listening subscription of each event, due now. */
+const enqueue = (
+  subject: Subject,
+  events: ReadonlyArray<Event>,
+  listening: ReadonlyArray<ReadonlyArray<{ readonly id: OutboxMessage["subscriptionId"] }>>
+): Effect.Effect<Emitted, StorageError, Outbox> =>
   Effect.gen(function*() {
-    if (events.length === 0 || !(yield* fires(subject))) return { fired: 0, enqueued: 0 }
-    const subscriptions = yield* SubscriptionStore
     const now = new Date(yield* Clock.currentTimeMillis)
     const messages: Array<OutboxMessage> = []
-    for (const event of events) {
-      for (const subscription of yield* subscriptions.forEvent(subject.program.id, event.type)) {
+    for (let i = 0; i < events.length; i++) {
+      const event = events[i]!
+      for (const subscription of listening[i]!) {
         const id = yield* Ids.make("MessageId")
         messages.push(
           new OutboxMessage({
