@@ -13,7 +13,9 @@
  *   see: the old generation's limit grows by half of what a full collection leaves instead of
  *   V8's factor, and the young generation stops growing at two 8 MB semi-spaces instead of 16.
  *   Node takes the semi-space's maximum only on its command line, so growth is stopped at run
- *   time instead: V8 reads its growth factor whenever the young generation would grow.
+ *   time instead: V8 reads its growth factor whenever the young generation would grow. Node
+ *   reports a collection a turn or two later, so two growths in quick succession can pass the cap
+ *   once (docs/operations.md, Memory).
  *
  * Figures in docs/performance.md.
  */
