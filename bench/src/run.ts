@@ -7,11 +7,12 @@
  * request and the ratio to the baseline.
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import pg from "pg"
 import * as Load from "./load.js"
+import * as Meters from "./meters.js"
 import * as Sweep from "./sweep.js"
 import * as Db from "./db.js"
 
@@ -24,19 +25,13 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
  * median ratio: on a host whose speed drifts, one pair can land on either side of a change.
  */
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1))
-/** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
 /** The load generator: `BENCH_LOAD=wrk|autocannon`, by default wrk when it is on the PATH. */
 const GENERATOR = Load.choose(process.env.BENCH_LOAD)
+/** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
 const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
 const MEMBERS = 100_000
 const PROGRAMS = 5
 const ADMIN = "bench-admin-token"
-
-const rssOf = (pid: number): number => {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8")
-  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0)
-  return kb / 1024
-}
 
 /**
  * The server measured: the production bundle (`pnpm build`, built here first) unless
@@ -103,42 +98,6 @@ const freePort = async (): Promise<number> => {
   })
 }
 
-/** CPU seconds (user + system) the process has used, from /proc (clock ticks of 10 ms). */
-const cpuOf = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
-  return (Number(fields[11]) + Number(fields[12])) / 100
-}
-
-/**
- * CPU seconds (by pid) of every Postgres process on the machine (the embedded cluster's or the
- * machine's own): what the database spends per request, beside the server's own figure.
- */
-const postgresCpu = (): Map<number, number> => {
-  const byPid = new Map<number, number>()
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      if (readFileSync(`/proc/${entry}/stat`, "utf8").includes("(postgres)")) byPid.set(Number(entry), cpuOf(Number(entry)))
-    } catch {
-      // the process ended meanwhile
-    }
-  }
-  return byPid
-}
-
-/** The machine's CPU ticks so far: idle (with I/O wait) and in all, from /proc/stat. */
-const machineTicks = (): { readonly idle: number; readonly total: number } => {
-  const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1, 9).map(Number)
-  return { idle: fields[3]! + fields[4]!, total: fields.reduce((a, b) => a + b, 0) }
-}
-
-/** Postgres CPU seconds between two snapshots (a process started meanwhile counts in full). */
-const postgresCpuSince = (before: Map<number, number>): number => {
-  let total = 0
-  for (const [pid, cpu] of postgresCpu()) total += cpu - (before.get(pid) ?? 0)
-  return total
-}
-
 interface Result {
   readonly name: string
   readonly rps: number
@@ -169,47 +128,6 @@ interface Result {
   readonly bufferReads?: { readonly perReq: number; readonly byRelation: ReadonlyArray<readonly [string, number]> }
 }
 
-/** Pages read into shared buffers so far, by table and index of the bench's database, and in all. */
-const bufferReads = async (client: pg.Client): Promise<Map<string, number>> => {
-  const { rows } = await client.query(
-    `select relname as name, heap_blks_read::float8 as n from pg_statio_user_tables
-     union all select indexrelname, idx_blks_read::float8 from pg_statio_user_indexes
-     union all select '(all)', blks_read::float8 from pg_stat_database where datname = current_database()`
-  )
-  return new Map(rows.map((r: { name: string; n: number }) => [r.name, r.n]))
-}
-
-const lsn = (bytes: number) => `${Math.floor(bytes / 2 ** 32).toString(16)}/${(bytes % 2 ** 32).toString(16)}`
-
-const walRecordsOf = async (client: pg.Client, from: number, to: number, requests: number) => {
-  if (to <= from) return []
-  // Postgres 15 reads only WAL already flushed; the WAL writer flushes within a fraction of a second.
-  for (let tries = 0; tries < 50; tries++) {
-    const { rows } = await client.query("select pg_current_wal_flush_lsn() >= $1::pg_lsn as flushed", [lsn(to)])
-    if (rows[0].flushed === true) break
-    await new Promise((ok) => setTimeout(ok, 100))
-  }
-  const { rows } = await client.query(
-    `select "resource_manager/record_type" as type, count, record_size, fpi_size
-     from pg_get_wal_stats($1, $2, true) where count > 0 order by combined_size desc`,
-    [lsn(from), lsn(to)]
-  )
-  return rows
-    .map((r) => ({
-      type: String(r.type),
-      perReq: Number(r.count) / requests,
-      bytes: Number(r.record_size) / requests,
-      fpiBytes: Number(r.fpi_size) / requests
-    }))
-    .filter((r) => r.perReq >= 0.01)
-}
-
-/** The cluster's WAL insert position in bytes (the runs are sequential, so a difference is one run's). */
-const walPosition = async (client: pg.Client): Promise<number> => {
-  const { rows } = await client.query("select (pg_current_wal_insert_lsn() - '0/0'::pg_lsn)::float8 as b")
-  return Number(rows[0].b)
-}
-
 const load = async (
   name: string,
   db: pg.Client,
@@ -220,22 +138,22 @@ const load = async (
   const run = (seconds: number) => GENERATOR.run(url, traffic, { connections: CONNECTIONS, seconds })
   await run(WARMUP)
   let rss = 0
-  const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, rssOf(pid))), 250)
-  const cpuBefore = pid === undefined ? 0 : cpuOf(pid)
-  const dbBefore = postgresCpu()
-  const ticksBefore = machineTicks()
-  const walBefore = await walPosition(db)
-  const readsBefore = BUFFERS ? await bufferReads(db) : undefined
+  const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, Meters.rssOf(pid))), 250)
+  const cpuBefore = pid === undefined ? 0 : Meters.cpuOf(pid)
+  const dbBefore = Meters.postgresCpu()
+  const ticksBefore = Meters.machineTicks()
+  const walBefore = await Meters.walPosition(db)
+  const readsBefore = BUFFERS ? await Meters.bufferReads(db) : undefined
   const r = await run(DURATION)
-  const cpu = pid === undefined ? 0 : cpuOf(pid) - cpuBefore
-  const dbCpu = postgresCpuSince(dbBefore)
-  const ticksAfter = machineTicks()
-  const walAfter = await walPosition(db)
+  const cpu = pid === undefined ? 0 : Meters.cpuOf(pid) - cpuBefore
+  const dbCpu = Meters.postgresCpuSince(dbBefore)
+  const ticksAfter = Meters.machineTicks()
+  const walAfter = await Meters.walPosition(db)
   const wal = walAfter - walBefore
   const requests = Math.max(1, r.requests)
   // Read at once: the segments are recycled after the next checkpoint.
   const walRecords = walByType
-    ? await walRecordsOf(db, walBefore, walAfter, requests).catch((e: Error) => {
+    ? await Meters.walRecordsOf(db, walBefore, walAfter, requests).catch((e: Error) => {
       console.log(`# BENCH_WAL: WAL by type of "${name}" not read (${e.message})`)
       return undefined
     })
@@ -244,7 +162,7 @@ const load = async (
   let buffers: Result["bufferReads"]
   if (readsBefore !== undefined) {
     await new Promise((ok) => setTimeout(ok, 11_000))
-    const perReq = [...await bufferReads(db)].map(([name, n]) => [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const)
+    const perReq = [...await Meters.bufferReads(db)].map(([name, n]) => [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const)
     buffers = {
       perReq: perReq.find(([name]) => name === "(all)")?.[1] ?? 0,
       byRelation: perReq.filter(([name, n]) => name !== "(all)" && n >= 0.01).sort((a, b) => b[1] - a[1])
