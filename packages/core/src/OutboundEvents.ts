@@ -4,7 +4,7 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { LocalDate } from "./Calendar.js"
-import { hasReward, type Ledger, type Milestone, OutboxMessage, type OutboundEventType, type Program, type Project } from "./Domain.js"
+import { hasReward, type Ledger, type Milestone, OutboxMessage, type OutboundEventType, type Program, type Project, type Subscription } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import * as Experiments from "./Experiments.js"
 import * as Ids from "./Ids.js"
@@ -111,27 +111,30 @@ export const emit = (
   subject: Subject,
   events: ReadonlyArray<Event>
 ): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox | ExperimentStore> =>
-  events.length === 0
-    ? none
-    : Effect.flatMap(fires(subject), (fire) =>
-      fire
-        ? Effect.flatMap(SubscriptionStore, (subscriptions) =>
-          Effect.flatMap(
-            Effect.forEach(events, (event) => subscriptions.forEvent(subject.program.id, event.type)),
-            (listening) =>
-              // Most events have no listener (at-risk and broken in a sweep of 100k rows, say): then
-              // no clock, ids or messages, which were most of the cost of an event.
-              listening.every((l) => l.length === 0)
-                ? Effect.succeed({ fired: events.length, enqueued: 0 })
-                : enqueue(subject, events, listening)
-          ))
-        : none)
+  // Plain `flatMap`s rather than a generator: a sweep emits for each of its rows, and a generator
+  // here cost about 7 µs more per row (100k due rows, four runs each taking turns: 6.2–7.1 s
+  // against 5.2–6.3).
+  events.length === 0 ? none : Effect.flatMap(fires(subject), (fire) => (fire ? toListeners(subject, events) : none))
+
+/**
+ * Events that fire: most have no listener (at-risk and broken in a sweep of 100k rows, say), and
+ * then they cost no clock read, ids or messages, which were most of the cost of an event.
+ */
+const toListeners = (subject: Subject, events: ReadonlyArray<Event>): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox> =>
+  Effect.flatMap(SubscriptionStore, (subscriptions) =>
+    Effect.flatMap(
+      Effect.forEach(events, (event) => subscriptions.forEvent(subject.program.id, event.type)),
+      (listening) =>
+        listening.every((l) => l.length === 0)
+          ? Effect.succeed({ fired: events.length, enqueued: 0 })
+          : enqueue(subject, events, listening)
+    ))
 
 /** One pending message per listening subscription of each event, due now. */
 const enqueue = (
   subject: Subject,
   events: ReadonlyArray<Event>,
-  listening: ReadonlyArray<ReadonlyArray<{ readonly id: OutboxMessage["subscriptionId"] }>>
+  listening: ReadonlyArray<ReadonlyArray<Subscription>>
 ): Effect.Effect<Emitted, StorageError, Outbox> =>
   Effect.gen(function*() {
     const now = new Date(yield* Clock.currentTimeMillis)
