@@ -12,11 +12,14 @@ export const rssOf = (pid: number): number => {
   return kb / 1024
 }
 
-/** CPU seconds (user + system) the process has used, from /proc (clock ticks of 10 ms). */
-export const cpuOf = (pid: number): number => {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")
+/** CPU seconds (user + system) in a /proc/<pid>/stat text (clock ticks of 10 ms). */
+const cpuOfStat = (stat: string): number => {
+  const fields = stat.split(") ")[1]!.split(" ")
   return (Number(fields[11]) + Number(fields[12])) / 100
 }
+
+/** CPU seconds (user + system) the process has used, from /proc. */
+export const cpuOf = (pid: number): number => cpuOfStat(readFileSync(`/proc/${pid}/stat`, "utf8"))
 
 /**
  * CPU seconds (by pid) of every Postgres process on the machine (the embedded cluster's or the
@@ -27,7 +30,8 @@ export const postgresCpu = (): Map<number, number> => {
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue
     try {
-      if (readFileSync(`/proc/${entry}/stat`, "utf8").includes("(postgres)")) byPid.set(Number(entry), cpuOf(Number(entry)))
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      if (stat.includes("(postgres)")) byPid.set(Number(entry), cpuOfStat(stat))
     } catch {
       // the process ended meanwhile
     }
