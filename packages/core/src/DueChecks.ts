@@ -165,11 +165,7 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
         // The sweep's caches are provided once per batch: providing services merges them into the
         // fiber's whole context, which per row cost more than the rest of a row's work.
         const advanceAll = (rows: ReadonlyArray<StreakRow>) =>
-          Effect.gen(function*() {
-            const next: Array<StreakRow> = []
-            for (const row of rows) next.push(yield* advance(row, now, programOf, projectOf, tally))
-            return next
-          }).pipe(Effect.provide(emitContext))
+          Effect.forEach(rows, (row) => advance(row, now, programOf, projectOf, tally)).pipe(Effect.provide(emitContext))
         const claimed = yield* transactor.withTransaction(Effect.gen(function*() {
           const rows = yield* streaks.claimDue(now, batch)
           const next = yield* advanceAll(rows)
