@@ -10,8 +10,9 @@ const url = process.env.DATABASE_URL!
 const port = Number(process.env.PORT ?? 0)
 const pool = new pg.Pool({ connectionString: url, max: 10 })
 
+// Its key compares bytes, as the service's do since migration 0004: both sides seek alike.
 await pool.query(`create table if not exists bench_daily_activity (
-  site_key text not null, user_hash text not null, event text not null, day date not null,
+  site_key text collate "C" not null, user_hash text collate "C" not null, event text collate "C" not null, day date not null,
   count int not null default 1, primary key (site_key, user_hash, event, day))`)
 
 const send = (res: import("node:http").ServerResponse, status: number, body: string) => {

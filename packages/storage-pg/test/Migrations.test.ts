@@ -119,4 +119,25 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
         WHERE table_name = 'copy_streaks' AND column_name = 'achieved'`
       assert.deepStrictEqual(columns, [{ type: "ARRAY", nullable: "YES", fallback: null }])
     }))
+
+  it.effect("the per-action tables compare their keys bytewise, and a seek with text parameters still uses the key", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrations.run({ prefix: "coll_" })
+      const keys = yield* sql<{ readonly table: string; readonly column: string; readonly collation: string | null }>`
+        SELECT table_name AS table, column_name AS column, collation_name AS collation FROM information_schema.columns
+        WHERE table_name IN ('coll_streaks', 'coll_activity_days', 'coll_achievements', 'coll_usage', 'coll_members', 'coll_aliases')
+          AND column_name IN ('project_id', 'program_id', 'user_hash', 'ledger', 'milestone_id', 'anonymous_id', 'workspace_id', 'month', 'member')
+        ORDER BY 1, 2`
+      assert.strictEqual(keys.length, 21)
+      assert.deepStrictEqual(keys.filter((k) => k.collation !== "C"), [])
+      // Parameters arrive as text of the database's collation; the column's "C" wins (a
+      // collation conflict would leave the key unusable and the seek a scan of the table).
+      const plan = yield* sql.unsafe<{ readonly "QUERY PLAN": string }>(
+        `EXPLAIN SELECT * FROM coll_streaks s JOIN unnest($1::text[], $2::text[]) AS k(program_id, user_hash)
+           ON s.project_id = $3 AND s.program_id = k.program_id AND s.user_hash = k.user_hash AND s.ledger = 'live'`,
+        ["{p}", "{u}", "prj"]
+      )
+      assert.include(plan.map((r) => r["QUERY PLAN"]).join("\n"), "coll_streaks_pkey")
+    }))
 })
