@@ -15,7 +15,8 @@
  *   Node takes the semi-space's maximum only on its command line, so growth is stopped at run
  *   time instead: V8 reads its growth factor whenever the young generation would grow. Node
  *   reports a collection a turn or two later, so two growths in quick succession can pass the cap
- *   once (docs/operations.md, Memory).
+ *   once, and a doubling from a size below it can end above it (10 → 20 MB seen after V8 had
+ *   shrunk it while idle; docs/operations.md, Memory).
  *
  * Figures in docs/performance.md.
  */
