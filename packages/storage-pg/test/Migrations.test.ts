@@ -23,6 +23,21 @@ const applied = (prefix: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     Effect.map(sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM "${prefix}migrations"`), (rows) => Number(rows[0]?.n)))
 
+/** How `information_schema` describes some columns of some tables, by table and column. */
+const columnsOf = (tables: ReadonlyArray<string>, columns: ReadonlyArray<string>) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{
+      readonly table: string
+      readonly column: string
+      readonly type: string
+      readonly nullable: string
+      readonly fallback: string | null
+      readonly collation: string | null
+    }>`SELECT table_name AS table, column_name AS column, data_type AS type, is_nullable AS nullable,
+        column_default AS fallback, collation_name AS collation
+      FROM information_schema.columns WHERE ${sql.in("table_name", tables)} AND ${sql.in("column_name", columns)}
+      ORDER BY 1, 2`)
+
 /** Every migration's id, in order. */
 const ids = Object.keys(Migrations.migrations("x_")).map((key) => Number(key.slice(0, 4)))
 
@@ -112,23 +127,21 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
 
   it.effect("a streak row has room for its achieved milestones, not known (NULL) until the adapter sets it", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "copy_" })
-      const columns = yield* sql<{ readonly type: string; readonly nullable: string; readonly fallback: string | null }>`
-        SELECT data_type AS type, is_nullable AS nullable, column_default AS fallback FROM information_schema.columns
-        WHERE table_name = 'copy_streaks' AND column_name = 'achieved'`
-      assert.deepStrictEqual(columns, [{ type: "ARRAY", nullable: "YES", fallback: null }])
+      const columns = yield* columnsOf(["copy_streaks"], ["achieved"])
+      assert.deepStrictEqual(columns.map(({ fallback, nullable, type }) => ({ type, nullable, fallback })), [
+        { type: "ARRAY", nullable: "YES", fallback: null }
+      ])
     }))
 
   it.effect("the per-action tables compare their keys bytewise, and a seek with text parameters still uses the key", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "coll_" })
-      const keys = yield* sql<{ readonly table: string; readonly column: string; readonly collation: string | null }>`
-        SELECT table_name AS table, column_name AS column, collation_name AS collation FROM information_schema.columns
-        WHERE table_name IN ('coll_streaks', 'coll_activity_days', 'coll_achievements', 'coll_usage', 'coll_members', 'coll_aliases')
-          AND column_name IN ('project_id', 'program_id', 'user_hash', 'ledger', 'milestone_id', 'anonymous_id', 'workspace_id', 'month', 'member')
-        ORDER BY 1, 2`
+      const keys = yield* columnsOf(
+        ["coll_streaks", "coll_activity_days", "coll_achievements", "coll_usage", "coll_members", "coll_aliases"],
+        ["project_id", "program_id", "user_hash", "ledger", "milestone_id", "anonymous_id", "workspace_id", "month", "member"]
+      )
       assert.strictEqual(keys.length, 21)
       assert.deepStrictEqual(keys.filter((k) => k.collation !== "C"), [])
       // Parameters arrive as text of the database's collation; the column's "C" wins (a
