@@ -13,10 +13,13 @@
  *   see: the old generation's limit grows by half of what a full collection leaves instead of
  *   V8's factor, and the young generation stops growing at two 8 MB semi-spaces instead of 16.
  *   Node takes the semi-space's maximum only on its command line, so growth is stopped at run
- *   time instead: V8 reads its growth factor whenever the young generation would grow. Node
- *   reports a collection a turn or two later, so two growths in quick succession can pass the cap
- *   once, and a doubling from a size below it can end above it (10 → 20 MB seen after V8 had
- *   shrunk it while idle; docs/operations.md, Memory).
+ *   time instead: V8 reads its growth factor whenever the young generation would grow. It grows
+ *   by doubling, so it may grow only while twice its size fits under the cap: after V8 has shrunk
+ *   it in an idle moment it can come back at a size that does not double onto the cap (3, 5, 10
+ *   MB), and a doubling from there would pass it (20 MB was seen under the benchmark, with more
+ *   server CPU per action than at 10: docs/performance.md). Node reports a collection a turn or
+ *   two later, so two growths in quick succession can still pass the cap once
+ *   (docs/operations.md, Memory).
  *
  * Figures in docs/performance.md.
  */
@@ -34,15 +37,15 @@ export const unset = (execArgv: ReadonlyArray<string>, name: string): boolean =>
 }
 
 /**
- * Stops the young generation's growth at `youngBytes`, and lets it grow back to that should V8
- * ever shrink it: after each collection, the growth factor is 1 at the cap and V8's default of 2
- * below it.
+ * Keeps the young generation at or under `youngBytes`, and lets it grow back towards that should
+ * V8 ever shrink it: after each collection, the growth factor is V8's default of 2 while twice the
+ * young generation fits under the cap, and 1 otherwise.
  */
 const capYoungGeneration = (): void => {
   let growing = true
   new PerformanceObserver(() => {
     const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.space_size ?? 0
-    const grow = young < youngBytes
+    const grow = young * 2 <= youngBytes
     if (grow === growing) return
     growing = grow
     setFlagsFromString(`--semi-space-growth-factor=${grow ? 2 : 1}`)

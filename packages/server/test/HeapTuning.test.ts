@@ -39,6 +39,14 @@ describe("HeapTuning.apply", () => {
     assert.strictEqual(youngMb([]), Math.min(16, v8Default))
   })
 
+  it("never doubles the young generation past the cap, from whatever size it grows", () => {
+    // A start at 3 MB semi-spaces grows 6, 12 and would double to 24 MB: as after V8 shrinks the
+    // young generation while the server idles and it grows back under load.
+    const young = youngMb(["--min-semi-space-size=3"])
+    assert.isAtMost(young, 16)
+    assert.isAbove(young, 8)
+  })
+
   it("leaves the young generation's size to node's flags when they set it", () => {
     assert.strictEqual(youngMb(["--max-semi-space-size=4"]), 8)
   })
