@@ -64,6 +64,7 @@ export const bufferReads = async (client: pg.Client): Promise<Map<string, number
 
 const lsn = (bytes: number) => `${Math.floor(bytes / 2 ** 32).toString(16)}/${(bytes % 2 ** 32).toString(16)}`
 
+/** The WAL records between two positions, per request and by record type (`pg_walinspect`, Postgres 15+). */
 export const walRecordsOf = async (client: pg.Client, from: number, to: number, requests: number) => {
   if (to <= from) return []
   // Postgres 15 reads only WAL already flushed; the WAL writer flushes within a fraction of a second.
