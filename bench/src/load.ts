@@ -23,9 +23,16 @@ export interface Traffic {
 export interface Outcome {
   readonly requests: number
   readonly rps: number
+  /** Seconds the run lasted, by the generator's own clock. */
+  readonly seconds: number
   /** Latency percentiles, milliseconds. */
   readonly p50: number
   readonly p99: number
+  /**
+   * Every latency seen, as microseconds and how many requests took that long (wrk only): so that
+   * the slices of an interleaved run add up to one distribution.
+   */
+  readonly latencies?: ReadonlyArray<readonly [number, number]>
   /** Failed connections, reads, writes and timeouts. */
   readonly errors: number
   readonly non2xx: number
@@ -52,6 +59,7 @@ export const autocannon: Generator = {
   name: "autocannon",
   run: async (url, traffic, { connections, seconds }) => {
     const before = process.cpuUsage()
+    const started = performance.now()
     const r: any = await Autocannon({
       url,
       connections,
@@ -64,6 +72,7 @@ export const autocannon: Generator = {
     return {
       requests: r.requests.total,
       rps: Math.round(r.requests.average),
+      seconds: (performance.now() - started) / 1000,
       p50: r.latency.p50,
       p99: r.latency.p99,
       errors: r.errors + r.timeouts,
@@ -81,7 +90,7 @@ const luaString = (s: string) => {
 
 /**
  * The wrk script: draws the member and event per request as autocannon's side does, and prints
- * the figures as one JSON line when the run is done.
+ * the figures as one JSON line when the run is done, with every latency seen and its count.
  */
 const script = (traffic: Traffic) => `
 math.randomseed(${rand(2 ** 31)})
@@ -97,8 +106,14 @@ request = function()
 end
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format('\\nRESULT {"requests":%d,"micros":%d,"p50":%d,"p99":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d}\\n',
-    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), e.connect, e.read, e.write, e.status, e.timeout))
+  local seen = {}
+  for i = 1, #latency do
+    local micros, count = latency(i)
+    seen[i] = string.format("[%d,%d]", micros, count)
+  end
+  io.write(string.format('\\nRESULT {"requests":%d,"micros":%d,"p50":%d,"p99":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"latencies":[%s]}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(99), e.connect, e.read, e.write, e.status, e.timeout,
+    table.concat(seen, ",")))
 end
 `
 
@@ -127,8 +142,10 @@ export const wrk: Generator = {
       return {
         requests: result.requests,
         rps: Math.round(result.requests / (result.micros / 1e6)),
+        seconds: result.micros / 1e6,
         p50: Math.round(result.p50 / 100) / 10,
         p99: Math.round(result.p99 / 100) / 10,
+        latencies: result.latencies,
         errors: result.connect + result.read + result.write + result.timeout,
         non2xx: result.status,
         // cutime + cstime, in clock ticks of 10 ms
@@ -156,4 +173,20 @@ export const choose = (wanted: string | undefined): Generator => {
   if (wanted === "wrk" || (wanted === undefined && onPath("wrk"))) return wrk
   if (wanted !== undefined) throw new Error(`BENCH_LOAD: ${wanted} is neither wrk nor autocannon`)
   return autocannon
+}
+
+/**
+ * The latency at percentile `p` of a distribution of microseconds and counts, in milliseconds to
+ * one decimal, as wrk reckons it (the smallest value whose count reaches the rank).
+ */
+export const percentileOf = (latencies: ReadonlyMap<number, number>, p: number): number => {
+  const sorted = [...latencies].sort((a, b) => a[0] - b[0])
+  const total = sorted.reduce((n, [, count]) => n + count, 0)
+  const rank = Math.round((p / 100) * total + 0.5)
+  let seen = 0
+  for (const [micros, count] of sorted) {
+    seen += count
+    if (seen >= rank) return Math.round(micros / 100) / 10
+  }
+  return 0
 }

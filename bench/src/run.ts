@@ -2,7 +2,8 @@
  * `pnpm bench`: one run that measures, with the same load generator (wrk if it is on the PATH, else
  * autocannon; 50 connections, 10 s after a 3 s warm-up), the bare baseline and the project's server on the same Postgres:
  * ingest and state for 100k members with a streak in each of 5 programs, and a due-check sweep
- * over 1M streak rows of which 100k are due.
+ * over 1M streak rows of which 100k are due. With wrk, a round's runs take turns in slices of 1 s
+ * (`BENCH_SLICE`), so that a drift of the host's speed falls on both sides of a ratio.
  * Prints requests/s, p50/p99 latency, server RSS, server and Postgres CPU per request, WAL bytes per
  * request and the ratio to the baseline.
  */
@@ -65,6 +66,15 @@ let walByType = process.env.BENCH_WAL !== undefined
  * run is followed by an 11 s wait.
  */
 const BUFFERS = process.env.BENCH_BUFFERS !== undefined
+/**
+ * `BENCH_SLICE=1`: the runs of a round (the baseline, ours, the other build) take turns in slices
+ * of this many seconds, `BENCH_SECONDS` in all each, instead of one whole run after another. This
+ * host's speed drifts by tens of percent within a minute, and a whole run catches one stretch of
+ * it: two identical servers measured back to back came out at 0.50 and 0.74 times the baseline.
+ * Slices need wrk (its latency distribution adds up across them); `BENCH_SLICE=0`, autocannon and
+ * `BENCH_BUFFERS` (whose counts are per database) measure whole runs.
+ */
+const SLICE = BUFFERS || GENERATOR !== Load.wrk ? 0 : Math.max(0, Number(process.env.BENCH_SLICE ?? 1))
 
 const start = (file: string, env: Record<string, string>, args: Array<string> = [], flags: Array<string> = []): ChildProcess =>
   spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
@@ -128,61 +138,143 @@ interface Result {
   readonly bufferReads?: { readonly perReq: number; readonly byRelation: ReadonlyArray<readonly [string, number]> }
 }
 
-const load = async (
-  name: string,
-  db: pg.Client,
-  url: string,
-  traffic: Load.Traffic,
-  pid?: number
-): Promise<Result> => {
-  const run = (seconds: number) => GENERATOR.run(url, traffic, { connections: CONNECTIONS, seconds })
-  await run(WARMUP)
-  let rss = 0
-  const sampler = pid === undefined ? undefined : setInterval(() => (rss = Math.max(rss, Meters.rssOf(pid))), 250)
+/** A server measured in a round: its name in the table, where it listens, what it is sent, its process. */
+interface Target {
+  readonly name: string
+  readonly url: string
+  readonly traffic: Load.Traffic
+  readonly pid?: number | undefined
+}
+
+/** Where a server of the project listens, and its process. */
+interface Served {
+  readonly url: string
+  readonly pid?: number | undefined
+}
+
+/** A target's measured time so far: the sums of its slices (a whole run is one slice). */
+interface Tally {
+  requests: number
+  seconds: number
+  errors: number
+  non2xx: number
+  /** The generator's own percentiles of each slice, for a generator that gives no distribution. */
+  readonly percentiles: Array<{ readonly p50: number; readonly p99: number }>
+  readonly latencies: Map<number, number>
+  loadCpu: number
+  serverCpu: number
+  dbCpu: number
+  idleTicks: number
+  ticks: number
+  wal: number
+  rss: number
+  /** With `BENCH_WAL`: records, bytes and full-page image bytes by record type. */
+  readonly walRecords: Map<string, { count: number; bytes: number; fpiBytes: number }>
+}
+
+const tally = (): Tally => ({
+  requests: 0, seconds: 0, errors: 0, non2xx: 0, percentiles: [], latencies: new Map(), loadCpu: 0, serverCpu: 0,
+  dbCpu: 0, idleTicks: 0, ticks: 0, wal: 0, rss: 0, walRecords: new Map()
+})
+
+const generate = (target: Target, seconds: number) =>
+  GENERATOR.run(target.url, target.traffic, { connections: CONNECTIONS, seconds })
+
+/** Runs the load on `target` for `seconds`, adding what it cost to `into`. */
+const measureSlice = async (db: pg.Client, target: Target, seconds: number, into: Tally): Promise<void> => {
+  const { pid } = target
+  const sampler = pid === undefined ? undefined : setInterval(() => (into.rss = Math.max(into.rss, Meters.rssOf(pid))), 250)
   const cpuBefore = pid === undefined ? 0 : Meters.cpuOf(pid)
   const dbBefore = Meters.postgresCpu()
   const ticksBefore = Meters.machineTicks()
   const walBefore = await Meters.walPosition(db)
-  const readsBefore = BUFFERS ? await Meters.bufferReads(db) : undefined
-  const r = await run(DURATION)
-  const cpu = pid === undefined ? 0 : Meters.cpuOf(pid) - cpuBefore
-  const dbCpu = Meters.postgresCpuSince(dbBefore)
+  const r = await generate(target, seconds)
+  if (pid !== undefined) into.serverCpu += Meters.cpuOf(pid) - cpuBefore
+  into.dbCpu += Meters.postgresCpuSince(dbBefore)
   const ticksAfter = Meters.machineTicks()
+  into.idleTicks += ticksAfter.idle - ticksBefore.idle
+  into.ticks += ticksAfter.total - ticksBefore.total
   const walAfter = await Meters.walPosition(db)
-  const wal = walAfter - walBefore
-  const requests = Math.max(1, r.requests)
-  // Read at once: the segments are recycled after the next checkpoint.
-  const walRecords = walByType
-    ? await Meters.walRecordsOf(db, walBefore, walAfter, requests).catch((e: Error) => {
-      console.log(`# BENCH_WAL: WAL by type of "${name}" not read (${e.message})`)
-      return undefined
-    })
-    : undefined
+  into.wal += walAfter - walBefore
   if (sampler !== undefined) clearInterval(sampler)
-  let buffers: Result["bufferReads"]
-  if (readsBefore !== undefined) {
-    await new Promise((ok) => setTimeout(ok, 11_000))
-    const perReq = [...await Meters.bufferReads(db)].map(([name, n]) => [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const)
-    buffers = {
-      perReq: perReq.find(([name]) => name === "(all)")?.[1] ?? 0,
-      byRelation: perReq.filter(([name, n]) => name !== "(all)" && n >= 0.01).sort((a, b) => b[1] - a[1])
+  into.requests += r.requests
+  into.seconds += r.seconds
+  into.errors += r.errors
+  into.non2xx += r.non2xx
+  into.loadCpu += r.cpuSeconds
+  into.percentiles.push({ p50: r.p50, p99: r.p99 })
+  for (const [micros, count] of r.latencies ?? []) into.latencies.set(micros, (into.latencies.get(micros) ?? 0) + count)
+  if (walByType) {
+    // Read at once: the segments are recycled after the next checkpoint.
+    const records = await Meters.walRecordsOf(db, walBefore, walAfter, 1).catch((e: Error) => {
+      console.log(`# BENCH_WAL: WAL by type of "${target.name}" not read (${e.message})`)
+      return []
+    })
+    for (const w of records) {
+      const sum = into.walRecords.get(w.type) ?? { count: 0, bytes: 0, fpiBytes: 0 }
+      into.walRecords.set(w.type, { count: sum.count + w.perReq, bytes: sum.bytes + w.bytes, fpiBytes: sum.fpiBytes + w.fpiBytes })
     }
   }
+}
+
+/** A target's row of the table, from its tally (and, with `BENCH_BUFFERS`, the pages it read). */
+const resultOf = (target: Target, t: Tally, bufferReads?: Result["bufferReads"]): Result => {
+  const requests = Math.max(1, t.requests)
+  // One distribution over all slices where the generator gives it; else its one run's percentiles.
+  const whole = t.latencies.size > 0
   return {
-    name,
-    rps: r.rps,
-    p50: r.p50,
-    p99: r.p99,
-    errors: r.errors,
-    non2xx: r.non2xx,
-    dbCpuMs: (dbCpu * 1000) / requests,
-    loadCpuMs: (r.cpuSeconds * 1000) / requests,
-    idle: (ticksAfter.idle - ticksBefore.idle) / Math.max(1, ticksAfter.total - ticksBefore.total),
-    walBytes: wal / requests,
-    ...(walRecords !== undefined ? { walRecords } : {}),
-    ...(buffers !== undefined ? { bufferReads: buffers } : {}),
-    ...(pid !== undefined ? { rssMb: Math.round(rss), cpuMs: (cpu * 1000) / requests } : {})
+    name: target.name,
+    rps: Math.round(t.requests / Math.max(t.seconds, 1e-9)),
+    p50: whole ? Load.percentileOf(t.latencies, 50) : t.percentiles[0]?.p50 ?? 0,
+    p99: whole ? Load.percentileOf(t.latencies, 99) : t.percentiles[0]?.p99 ?? 0,
+    errors: t.errors,
+    non2xx: t.non2xx,
+    dbCpuMs: (t.dbCpu * 1000) / requests,
+    loadCpuMs: (t.loadCpu * 1000) / requests,
+    idle: t.idleTicks / Math.max(1, t.ticks),
+    walBytes: t.wal / requests,
+    ...(walByType
+      ? {
+        walRecords: [...t.walRecords]
+          .map(([type, w]) => ({ type, perReq: w.count / requests, bytes: w.bytes / requests, fpiBytes: w.fpiBytes / requests }))
+          .filter((w) => w.perReq >= 0.01)
+          .sort((a, b) => b.bytes + b.fpiBytes - (a.bytes + a.fpiBytes))
+      }
+      : {}),
+    ...(bufferReads !== undefined ? { bufferReads } : {}),
+    ...(target.pid !== undefined ? { rssMb: Math.round(t.rss), cpuMs: (t.serverCpu * 1000) / requests } : {})
   }
+}
+
+/** A whole run: the warm-up, then `DURATION` seconds of load (and the pages read, with `BENCH_BUFFERS`). */
+const measureWhole = async (db: pg.Client, target: Target): Promise<Result> => {
+  await generate(target, WARMUP)
+  const readsBefore = BUFFERS ? await Meters.bufferReads(db) : undefined
+  const t = tally()
+  await measureSlice(db, target, DURATION, t)
+  if (readsBefore === undefined) return resultOf(target, t)
+  await new Promise((ok) => setTimeout(ok, 11_000))
+  const requests = Math.max(1, t.requests)
+  const perReq = [...await Meters.bufferReads(db)].map(([name, n]) => [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const)
+  return resultOf(target, t, {
+    perReq: perReq.find(([name]) => name === "(all)")?.[1] ?? 0,
+    byRelation: perReq.filter(([name, n]) => name !== "(all)" && n >= 0.01).sort((a, b) => b[1] - a[1])
+  })
+}
+
+/**
+ * The targets of a round interleaved: each warmed up, then `DURATION` seconds each in slices of
+ * `SLICE` seconds taken in turn, so that every target meets the host's slow and fast moments alike.
+ * The round's first target is rotated from round to round.
+ */
+const measureInterleaved = async (db: pg.Client, targets: ReadonlyArray<Target>, round: number): Promise<Array<Result>> => {
+  const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!)
+  for (const target of order) await generate(target, WARMUP)
+  const tallies = new Map(targets.map((t) => [t, tally()]))
+  for (let slice = 0; slice < Math.max(1, Math.round(DURATION / SLICE)); slice++) {
+    for (const target of order) await measureSlice(db, target, SLICE, tallies.get(target)!)
+  }
+  return targets.map((t) => resultOf(t, tallies.get(t)!))
 }
 
 /**
@@ -266,6 +358,9 @@ const main = async () => {
       })
     }
     console.log(`# Streaks benchmark — ${GENERATOR.name}, ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
+    console.log(SLICE > 0
+      ? `# each round's runs interleaved in slices of ${SLICE} s (BENCH_SLICE=0: whole runs, one after another)`
+      : "# each round's runs whole, one after another")
     console.log(`# database: ${db.description}`)
     if (process.env.BENCH_SERVER === undefined) {
       execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], { cwd: root, stdio: "ignore" })
@@ -334,12 +429,8 @@ const main = async () => {
     const results: Array<Round> = []
     const runsOf = ({ base, ours, other: against }: Round) => against === undefined ? [base, ours] : [base, ours, against]
     const ratios: Array<[string, Array<number>]> = []
-    // Each pair measured ROUNDS times in turn; names carry the round when there are several.
-    const rounds = async (
-      what: string,
-      measure: (name: (n: string) => string, at: { readonly url: string; readonly pid?: number | undefined }) => Promise<Result>,
-      baseOf: (name: (n: string) => string) => Promise<Result>
-    ) => {
+    /** A round's targets: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
+    const rounds = async (what: string, oursOf: (name: (n: string) => string, at: Served) => Target, baseOf: (name: (n: string) => string) => Target) => {
       const mine: Array<number> = []
       const theirs: Array<number> = []
       for (let round = 1; round <= ROUNDS; round++) {
@@ -347,25 +438,25 @@ const main = async () => {
         // images rather than finding the pages the round before already paid for.
         if (round > 1) await checkpoint(sql)
         const name = (n: string) => ROUNDS > 1 ? `${n}, round ${round}` : n
-        const base = await baseOf(name)
-        const ourRun = () => measure(name, { url, pid: server.pid })
-        if (other === undefined) {
-          const ours = await ourRun()
-          results.push({ base, ours })
-          mine.push(ours.rps / base.rps)
-          continue
-        }
-        // The two builds alternate which goes first, and each starts from a checkpoint.
-        const otherRun = () => measure((n) => `${name(n)} [against]`, other)
-        const oursFirst = round % 2 === 1
-        await checkpoint(sql)
-        const first = oursFirst ? await ourRun() : await otherRun()
-        await checkpoint(sql)
-        const second = oursFirst ? await otherRun() : await ourRun()
-        const [ours, against] = oursFirst ? [first, second] : [second, first]
-        results.push({ base, ours, other: against })
-        mine.push(ours.rps / base.rps)
-        theirs.push(against.rps / base.rps)
+        const base = baseOf(name)
+        const ours = oursOf(name, { url, pid: server.pid })
+        const against = other === undefined ? undefined : oursOf((n) => `${name(n)} [against]`, other)
+        const measured = SLICE > 0
+          ? await measureInterleaved(sql, against === undefined ? [base, ours] : [base, ours, against], round)
+          : await (async () => {
+            const whole = [await measureWhole(sql, base)]
+            if (against === undefined) return [...whole, await measureWhole(sql, ours)]
+            // The two builds alternate which goes first, and each starts from a checkpoint.
+            for (const target of round % 2 === 1 ? [ours, against] : [against, ours]) {
+              await checkpoint(sql)
+              whole.push(await measureWhole(sql, target))
+            }
+            return round % 2 === 1 ? whole : [whole[0]!, whole[2]!, whole[1]!]
+          })()
+        const [b, o, a] = measured
+        results.push({ base: b!, ours: o!, ...(a !== undefined ? { other: a } : {}) })
+        mine.push(o!.rps / b!.rps)
+        if (a !== undefined) theirs.push(a.rps / b!.rps)
       }
       ratios.push([what, mine])
       if (other !== undefined) ratios.push([`${what} [against]`, theirs])
@@ -373,15 +464,20 @@ const main = async () => {
     if (ONLY.has("ingest")) {
       await rounds(
         "ingest",
-        (name, at) =>
-          load(name("streaks POST /v1/server/e (full ingest)"), sql, at.url, {
+        (name, at) => ({
+          name: name("streaks POST /v1/server/e (full ingest)"),
+          ...at,
+          traffic: {
             ...draw, method: "POST", path: "/v1/server/e", body: event,
             headers: { "content-type": "application/json", "x-streak-server-token": token }
-          }, at.pid),
-        (name) =>
-          load(name("baseline POST /e (bare node:http + pg upsert)"), sql, baseUrl, {
-            ...draw, method: "POST", path: "/e", body: event, headers: { "content-type": "application/json" }
-          }, baseline.pid)
+          }
+        }),
+        (name) => ({
+          name: name("baseline POST /e (bare node:http + pg upsert)"),
+          url: baseUrl,
+          pid: baseline.pid,
+          traffic: { ...draw, method: "POST", path: "/e", body: event, headers: { "content-type": "application/json" } }
+        })
       )
     }
 
@@ -389,11 +485,17 @@ const main = async () => {
     if (ONLY.has("state")) {
       await rounds(
         "state",
-        (name, at) =>
-          load(name("streaks GET /v1/state"), sql, at.url, {
-            ...draw, method: "GET", path: `/v1/state?${query}`, headers: { "x-streak-server-token": token }
-          }, at.pid),
-        (name) => load(name("baseline GET /state (bare SELECT)"), sql, baseUrl, { ...draw, method: "GET", path: `/state?${query}`, headers: {} }, baseline.pid)
+        (name, at) => ({
+          name: name("streaks GET /v1/state"),
+          ...at,
+          traffic: { ...draw, method: "GET", path: `/v1/state?${query}`, headers: { "x-streak-server-token": token } }
+        }),
+        (name) => ({
+          name: name("baseline GET /state (bare SELECT)"),
+          url: baseUrl,
+          pid: baseline.pid,
+          traffic: { ...draw, method: "GET", path: `/state?${query}`, headers: {} }
+        })
       )
     }
 
