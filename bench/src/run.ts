@@ -13,7 +13,7 @@ import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 import pg from "pg"
 import * as Load from "./load.js"
-import * as Meters from "./meters.js"
+import * as Measure from "./measure.js"
 import * as Sweep from "./sweep.js"
 import * as Db from "./db.js"
 
@@ -108,173 +108,10 @@ const freePort = async (): Promise<number> => {
   })
 }
 
-interface Result {
-  readonly name: string
-  readonly rps: number
-  readonly p50: number
-  readonly p99: number
-  readonly errors: number
-  readonly non2xx: number
-  readonly rssMb?: number
-  /** Server CPU milliseconds per request: what the process itself spends, whoever else runs. */
-  readonly cpuMs?: number
-  /** Postgres CPU milliseconds per request (all its processes). */
-  readonly dbCpuMs: number
-  /** The load generator's CPU milliseconds per request (wrk's process, or this one for autocannon). */
-  readonly loadCpuMs: number
-  /**
-   * The share of the machine's CPU left idle during the run: near 0 when the machine is the limit,
-   * well above it when the requests wait on each other (latency, not CPU, bounds the rate).
-   */
-  readonly idle: number
-  /**
-   * Bytes of WAL Postgres wrote per request: what the writes cost, independent of how fast the host
-   * runs today (full-page images after a checkpoint count too).
-   */
-  readonly walBytes: number
-  /** With `BENCH_WAL`: the run's WAL records per request by type (and full-page image bytes). */
-  readonly walRecords?: ReadonlyArray<{ readonly type: string; readonly perReq: number; readonly bytes: number; readonly fpiBytes: number }>
-  /** With `BENCH_BUFFERS`: pages read into shared buffers per request, in all and by relation. */
-  readonly bufferReads?: { readonly perReq: number; readonly byRelation: ReadonlyArray<readonly [string, number]> }
-}
-
-/** A server measured in a round: its name in the table, where it listens, what it is sent, its process. */
-interface Target {
-  readonly name: string
-  readonly url: string
-  readonly traffic: Load.Traffic
-  readonly pid?: number | undefined
-}
-
 /** Where a server of the project listens, and its process. */
 interface Served {
   readonly url: string
   readonly pid?: number | undefined
-}
-
-/** A target's measured time so far: the sums of its slices (a whole run is one slice). */
-interface Tally {
-  requests: number
-  seconds: number
-  errors: number
-  non2xx: number
-  /** The generator's own percentiles of each slice, for a generator that gives no distribution. */
-  readonly percentiles: Array<{ readonly p50: number; readonly p99: number }>
-  readonly latencies: Map<number, number>
-  loadCpu: number
-  serverCpu: number
-  dbCpu: number
-  idleTicks: number
-  ticks: number
-  wal: number
-  rss: number
-  /** With `BENCH_WAL`: records, bytes and full-page image bytes by record type. */
-  readonly walRecords: Map<string, { count: number; bytes: number; fpiBytes: number }>
-}
-
-const tally = (): Tally => ({
-  requests: 0, seconds: 0, errors: 0, non2xx: 0, percentiles: [], latencies: new Map(), loadCpu: 0, serverCpu: 0,
-  dbCpu: 0, idleTicks: 0, ticks: 0, wal: 0, rss: 0, walRecords: new Map()
-})
-
-const generate = (target: Target, seconds: number) =>
-  GENERATOR.run(target.url, target.traffic, { connections: CONNECTIONS, seconds })
-
-/** Runs the load on `target` for `seconds`, adding what it cost to `into`. */
-const measureSlice = async (db: pg.Client, target: Target, seconds: number, into: Tally): Promise<void> => {
-  const { pid } = target
-  const sampler = pid === undefined ? undefined : setInterval(() => (into.rss = Math.max(into.rss, Meters.rssOf(pid))), 250)
-  const cpuBefore = pid === undefined ? 0 : Meters.cpuOf(pid)
-  const dbBefore = Meters.postgresCpu()
-  const ticksBefore = Meters.machineTicks()
-  const walBefore = await Meters.walPosition(db)
-  const r = await generate(target, seconds)
-  if (pid !== undefined) into.serverCpu += Meters.cpuOf(pid) - cpuBefore
-  into.dbCpu += Meters.postgresCpuSince(dbBefore)
-  const ticksAfter = Meters.machineTicks()
-  into.idleTicks += ticksAfter.idle - ticksBefore.idle
-  into.ticks += ticksAfter.total - ticksBefore.total
-  const walAfter = await Meters.walPosition(db)
-  into.wal += walAfter - walBefore
-  if (sampler !== undefined) clearInterval(sampler)
-  into.requests += r.requests
-  into.seconds += r.seconds
-  into.errors += r.errors
-  into.non2xx += r.non2xx
-  into.loadCpu += r.cpuSeconds
-  into.percentiles.push({ p50: r.p50, p99: r.p99 })
-  for (const [micros, count] of r.latencies ?? []) into.latencies.set(micros, (into.latencies.get(micros) ?? 0) + count)
-  if (walByType) {
-    // Read at once: the segments are recycled after the next checkpoint.
-    const records = await Meters.walRecordsOf(db, walBefore, walAfter, 1).catch((e: Error) => {
-      console.log(`# BENCH_WAL: WAL by type of "${target.name}" not read (${e.message})`)
-      return []
-    })
-    for (const w of records) {
-      const sum = into.walRecords.get(w.type) ?? { count: 0, bytes: 0, fpiBytes: 0 }
-      into.walRecords.set(w.type, { count: sum.count + w.perReq, bytes: sum.bytes + w.bytes, fpiBytes: sum.fpiBytes + w.fpiBytes })
-    }
-  }
-}
-
-/** A target's row of the table, from its tally (and, with `BENCH_BUFFERS`, the pages it read). */
-const resultOf = (target: Target, t: Tally, bufferReads?: Result["bufferReads"]): Result => {
-  const requests = Math.max(1, t.requests)
-  // One distribution over all slices where the generator gives it; else its one run's percentiles.
-  const whole = t.latencies.size > 0
-  return {
-    name: target.name,
-    rps: Math.round(t.requests / Math.max(t.seconds, 1e-9)),
-    p50: whole ? Load.percentileOf(t.latencies, 50) : t.percentiles[0]?.p50 ?? 0,
-    p99: whole ? Load.percentileOf(t.latencies, 99) : t.percentiles[0]?.p99 ?? 0,
-    errors: t.errors,
-    non2xx: t.non2xx,
-    dbCpuMs: (t.dbCpu * 1000) / requests,
-    loadCpuMs: (t.loadCpu * 1000) / requests,
-    idle: t.idleTicks / Math.max(1, t.ticks),
-    walBytes: t.wal / requests,
-    ...(walByType
-      ? {
-        walRecords: [...t.walRecords]
-          .map(([type, w]) => ({ type, perReq: w.count / requests, bytes: w.bytes / requests, fpiBytes: w.fpiBytes / requests }))
-          .filter((w) => w.perReq >= 0.01)
-          .sort((a, b) => b.bytes + b.fpiBytes - (a.bytes + a.fpiBytes))
-      }
-      : {}),
-    ...(bufferReads !== undefined ? { bufferReads } : {}),
-    ...(target.pid !== undefined ? { rssMb: Math.round(t.rss), cpuMs: (t.serverCpu * 1000) / requests } : {})
-  }
-}
-
-/** A whole run: the warm-up, then `DURATION` seconds of load (and the pages read, with `BENCH_BUFFERS`). */
-const measureWhole = async (db: pg.Client, target: Target): Promise<Result> => {
-  await generate(target, WARMUP)
-  const readsBefore = BUFFERS ? await Meters.bufferReads(db) : undefined
-  const t = tally()
-  await measureSlice(db, target, DURATION, t)
-  if (readsBefore === undefined) return resultOf(target, t)
-  await new Promise((ok) => setTimeout(ok, 11_000))
-  const requests = Math.max(1, t.requests)
-  const perReq = [...await Meters.bufferReads(db)].map(([name, n]) => [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const)
-  return resultOf(target, t, {
-    perReq: perReq.find(([name]) => name === "(all)")?.[1] ?? 0,
-    byRelation: perReq.filter(([name, n]) => name !== "(all)" && n >= 0.01).sort((a, b) => b[1] - a[1])
-  })
-}
-
-/**
- * The targets of a round interleaved: each warmed up, then `DURATION` seconds each in slices of
- * `SLICE` seconds taken in turn, so that every target meets the host's slow and fast moments alike.
- * The round's first target is rotated from round to round.
- */
-const measureInterleaved = async (db: pg.Client, targets: ReadonlyArray<Target>, round: number): Promise<Array<Result>> => {
-  const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!)
-  for (const target of order) await generate(target, WARMUP)
-  const tallies = new Map(targets.map((t) => [t, tally()]))
-  for (let slice = 0; slice < Math.max(1, Math.round(DURATION / SLICE)); slice++) {
-    for (const target of order) await measureSlice(db, target, SLICE, tallies.get(target)!)
-  }
-  return targets.map((t) => resultOf(t, tallies.get(t)!))
 }
 
 /**
@@ -357,6 +194,15 @@ const main = async () => {
         walByType = false
       })
     }
+    const measure = Measure.make(sql, {
+      generator: GENERATOR,
+      connections: CONNECTIONS,
+      seconds: DURATION,
+      warmup: WARMUP,
+      slice: SLICE,
+      walByType,
+      buffers: BUFFERS
+    })
     console.log(`# Streaks benchmark — ${GENERATOR.name}, ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
     console.log(SLICE > 0
       ? `# each round's runs interleaved in slices of ${SLICE} s (BENCH_SLICE=0: whole runs, one after another)`
@@ -422,15 +268,15 @@ const main = async () => {
 
     /** Each round: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
     interface Round {
-      readonly base: Result
-      readonly ours: Result
-      readonly other?: Result
+      readonly base: Measure.Result
+      readonly ours: Measure.Result
+      readonly other?: Measure.Result
     }
     const results: Array<Round> = []
     const runsOf = ({ base, ours, other: against }: Round) => against === undefined ? [base, ours] : [base, ours, against]
     const ratios: Array<[string, Array<number>]> = []
     /** A round's targets: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
-    const rounds = async (what: string, oursOf: (name: (n: string) => string, at: Served) => Target, baseOf: (name: (n: string) => string) => Target) => {
+    const rounds = async (what: string, oursOf: (name: (n: string) => string, at: Served) => Measure.Target, baseOf: (name: (n: string) => string) => Measure.Target) => {
       const mine: Array<number> = []
       const theirs: Array<number> = []
       for (let round = 1; round <= ROUNDS; round++) {
@@ -442,14 +288,14 @@ const main = async () => {
         const ours = oursOf(name, { url, pid: server.pid })
         const against = other === undefined ? undefined : oursOf((n) => `${name(n)} [against]`, other)
         const measured = SLICE > 0
-          ? await measureInterleaved(sql, against === undefined ? [base, ours] : [base, ours, against], round)
+          ? await measure.interleaved(against === undefined ? [base, ours] : [base, ours, against], round)
           : await (async () => {
-            const whole = [await measureWhole(sql, base)]
-            if (against === undefined) return [...whole, await measureWhole(sql, ours)]
+            const whole = [await measure.whole(base)]
+            if (against === undefined) return [...whole, await measure.whole(ours)]
             // The two builds alternate which goes first, and each starts from a checkpoint.
             for (const target of round % 2 === 1 ? [ours, against] : [against, ours]) {
               await checkpoint(sql)
-              whole.push(await measureWhole(sql, target))
+              whole.push(await measure.whole(target))
             }
             return round % 2 === 1 ? whole : [whole[0]!, whole[2]!, whole[1]!]
           })()
