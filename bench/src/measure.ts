@@ -66,8 +66,8 @@ interface Tally {
   seconds: number
   errors: number
   non2xx: number
-  /** The generator's own percentiles of each slice, for a generator that gives no distribution. */
-  readonly percentiles: Array<{ readonly p50: number; readonly p99: number }>
+  /** Each slice's figures as the generator gave them: a whole run's are used as they are. */
+  readonly outcomes: Array<Load.Outcome>
   readonly latencies: Map<number, number>
   loadCpu: number
   serverCpu: number
@@ -81,7 +81,7 @@ interface Tally {
 }
 
 const tally = (): Tally => ({
-  requests: 0, seconds: 0, errors: 0, non2xx: 0, percentiles: [], latencies: new Map(), loadCpu: 0, serverCpu: 0,
+  requests: 0, seconds: 0, errors: 0, non2xx: 0, outcomes: [], latencies: new Map(), loadCpu: 0, serverCpu: 0,
   dbCpu: 0, idleTicks: 0, ticks: 0, wal: 0, rss: 0, walRecords: new Map()
 })
 
@@ -115,7 +115,7 @@ export const make = (db: pg.Client, options: Options) => {
     into.errors += r.errors
     into.non2xx += r.non2xx
     into.loadCpu += r.cpuSeconds
-    into.percentiles.push({ p50: r.p50, p99: r.p99 })
+    into.outcomes.push(r)
     for (const [micros, count] of r.latencies ?? []) into.latencies.set(micros, (into.latencies.get(micros) ?? 0) + count)
     if (options.walByType) {
       // Read at once: the segments are recycled after the next checkpoint.
@@ -133,13 +133,14 @@ export const make = (db: pg.Client, options: Options) => {
   /** A target's row of the table, from its tally (and, with `BENCH_BUFFERS`, the pages it read). */
   const resultOf = (target: Target, t: Tally, bufferReads?: Result["bufferReads"]): Result => {
     const requests = Math.max(1, t.requests)
-    // One distribution over all slices where the generator gives it; else its one run's percentiles.
-    const whole = t.latencies.size > 0
+    // A whole run's rate and percentiles as the generator gave them; slices' from their sums and
+    // their latencies taken together.
+    const one = t.outcomes.length === 1 ? t.outcomes[0] : undefined
     return {
       name: target.name,
-      rps: Math.round(t.requests / Math.max(t.seconds, 1e-9)),
-      p50: whole ? Load.percentileOf(t.latencies, 50) : t.percentiles[0]?.p50 ?? 0,
-      p99: whole ? Load.percentileOf(t.latencies, 99) : t.percentiles[0]?.p99 ?? 0,
+      rps: one?.rps ?? Math.round(t.requests / Math.max(t.seconds, 1e-9)),
+      p50: one?.p50 ?? Load.percentileOf(t.latencies, 50),
+      p99: one?.p99 ?? Load.percentileOf(t.latencies, 99),
       errors: t.errors,
       non2xx: t.non2xx,
       dbCpuMs: (t.dbCpu * 1000) / requests,
