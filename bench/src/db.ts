@@ -4,7 +4,7 @@
  */
 import { EmbeddedPostgres } from "@streaks/storage-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
@@ -37,13 +37,15 @@ export const open = async (): Promise<Database> => {
     }
   }
   const scope = Effect.runSync(Scope.make())
-  const dataDir = join(mkdtempSync(join(tmpdir(), "streaks-bench-pg-")), "pg")
+  const parent = mkdtempSync(join(tmpdir(), "streaks-bench-pg-"))
+  const dataDir = join(parent, "pg")
   const info = await Effect.runPromise(
     Scope.extend(EmbeddedPostgres.make({ dataDir, persistent: false, postgresFlags: ["-c", "max_connections=200"] }), scope)
   )
   return {
     url: Redacted.value(info.url),
     description: `embedded PostgreSQL (throwaway cluster on port ${info.port})`,
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void))
+    // The cluster removes its own folder; the one made for it goes too.
+    close: () => Effect.runPromise(Scope.close(scope, Exit.void)).finally(() => rmSync(parent, { recursive: true, force: true }))
   }
 }
