@@ -5,10 +5,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
 import { Effect, Layer, Redacted } from "effect"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { SqliteStorage } from "../src/index.js"
+import * as TempFile from "./support/TempFile.js"
 
 // A fixed key: the second opening of the file must read what the first one sealed.
 const servicesOn = (filename: string) =>
@@ -19,9 +17,9 @@ const servicesOn = (filename: string) =>
   )
 
 describe("core services on SQLite", () => {
-  it.live("an action counted through Ingest is read back by StateQuery, also after reopening the file", () =>
+  it.scopedLive("an action counted through Ingest is read back by StateQuery, also after reopening the file", () =>
     Effect.gen(function*() {
-      const filename = join(mkdtempSync(join(tmpdir(), "streaks-sqlite-")), "streaks.db")
+      const filename = yield* TempFile.databaseFile
 
       const programId = yield* Effect.gen(function*() {
         const provisioning = yield* Provisioning.Provisioning

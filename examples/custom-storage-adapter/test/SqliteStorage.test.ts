@@ -3,9 +3,8 @@
  * in-memory and Postgres adapters run, on a fresh database file.
  */
 import { storageConformance } from "@streaks/core/testing"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { Effect, Layer } from "effect"
 import { SqliteStorage } from "../src/index.js"
+import * as TempFile from "./support/TempFile.js"
 
-storageConformance("sqlite", SqliteStorage.layer({ filename: join(mkdtempSync(join(tmpdir(), "streaks-sqlite-")), "streaks.db") }))
+storageConformance("sqlite", Layer.unwrapScoped(Effect.map(TempFile.databaseFile, (filename) => SqliteStorage.layer({ filename }))))

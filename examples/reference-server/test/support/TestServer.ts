@@ -7,23 +7,28 @@
 import { Main, ServerConfig } from "@streaks/server"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 
 export const ADMIN_TOKEN = "reference-server-test-admin-token"
 
 /** Provides `NodeServer` (its `url`) for the life of the layer. */
-export const layer = Layer.unwrapEffect(
+export const layer = Layer.unwrapScoped(
   Effect.gen(function*() {
     const database = yield* PgTest.PgTestDatabase
     const fromEnv = yield* ServerConfig.config
+    // Removed after the server has stopped: it was acquired first, so it is released last.
+    const dataDir = yield* Effect.acquireRelease(
+      Effect.sync(() => mkdtempSync(join(tmpdir(), "streaks-reference-"))),
+      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
+    )
     return Main.layer({
       ...fromEnv,
       port: 0,
       host: "127.0.0.1",
       databaseUrl: Option.some(database.url),
-      dataDir: mkdtempSync(join(tmpdir(), "streaks-reference-")),
+      dataDir,
       adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
       secretKey: Option.some(Redacted.make("reference-server-test-secret-key"))
     })
