@@ -118,7 +118,8 @@ export const make = (db: pg.Client, options: Options) => {
     into.outcomes.push(r)
     for (const [micros, count] of r.latencies ?? []) into.latencies.set(micros, (into.latencies.get(micros) ?? 0) + count)
     if (options.walByType) {
-      // Read at once: the segments are recycled after the next checkpoint.
+      // Read at once: the segments are recycled after the next checkpoint. Per one request, that is
+      // the slice's own counts; the target's requests divide their sums in `resultOf`.
       const records = await Meters.walRecordsOf(db, walBefore, walAfter, 1).catch((e: Error) => {
         console.log(`# BENCH_WAL: WAL by type of "${target.name}" not read (${e.message})`)
         return []
