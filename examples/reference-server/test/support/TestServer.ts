@@ -4,12 +4,11 @@
  * code for a free port of 127.0.0.1 and the throwaway database of `PgTest` (on DATABASE_URL's
  * server when set, else an embedded cluster), dropped when the layer is released.
  */
+import { FileSystem } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
 import { Main, ServerConfig } from "@streaks/server"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 
 export const ADMIN_TOKEN = "reference-server-test-admin-token"
 
@@ -19,10 +18,7 @@ export const layer = Layer.unwrapScoped(
     const database = yield* PgTest.PgTestDatabase
     const fromEnv = yield* ServerConfig.config
     // Removed after the server has stopped: it was acquired first, so it is released last.
-    const dataDir = yield* Effect.acquireRelease(
-      Effect.sync(() => mkdtempSync(join(tmpdir(), "streaks-reference-"))),
-      (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
-    )
+    const dataDir = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "streaks-reference-" }))
     return Main.layer({
       ...fromEnv,
       port: 0,
@@ -34,7 +30,7 @@ export const layer = Layer.unwrapScoped(
     })
   })
 ).pipe(
-  Layer.provide(PgTest.layer),
+  Layer.provide([PgTest.layer, NodeFileSystem.layer]),
   // Main logs where it listens and which database it uses; keep test output to warnings.
   Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
 )
