@@ -8,10 +8,40 @@ import { fileURLToPath } from "node:url"
 import * as HeapTuning from "../src/HeapTuning.js"
 
 const fixture = fileURLToPath(new URL("fixtures/youngGeneration.ts", import.meta.url))
+const scavengeFixture = fileURLToPath(new URL("fixtures/scavengeTasks.ts", import.meta.url))
 
 /** The young generation's size in MB once a process that applied the settings has allocated hard. */
 const youngMb = (nodeFlags: ReadonlyArray<string>): number =>
   Number(execFileSync(process.execPath, [...nodeFlags, "--import", "tsx", fixture], { encoding: "utf8" }))
+
+/**
+ * Scavenger tasks per scavenge in a process that applied the settings for `cores` cores. V8 prints
+ * a line per scavenge and one per scavenger task, each with its isolate; tsx's loader thread is an
+ * isolate of its own, and the first scavenges come before the settings are applied, so only the
+ * main isolate's lines after its first ten scavenges count.
+ */
+const tasksPerScavenge = (cores: number, nodeFlags: ReadonlyArray<string> = []): number => {
+  const trace = execFileSync(
+    process.execPath,
+    [...nodeFlags, "--trace-gc", "--trace-parallel-scavenge", "--import", "tsx", scavengeFixture, String(cores)],
+    { encoding: "utf8", maxBuffer: 64 * 1024 * 1024 }
+  )
+  const byIsolate = new Map<string, Array<"collection" | "task">>()
+  for (const match of trace.matchAll(/\[\d+:(0x[0-9a-f]+)\]\s+(?:\d+ ms: (Scavenge )|(scavenge)\[)/g)) {
+    const lines = byIsolate.get(match[1]!) ?? []
+    lines.push(match[2] !== undefined ? "collection" : "task")
+    byIsolate.set(match[1]!, lines)
+  }
+  const main = [...byIsolate.values()].sort((a, b) => b.length - a.length)[0]!
+  let tenth = -1
+  for (let i = 0, seen = 0; i < main.length && tenth === -1; i++) {
+    if (main[i] === "collection" && ++seen === 10) tenth = i
+  }
+  const counted = main.slice(tenth + 1)
+  const collections = counted.filter((line) => line === "collection").length
+  assert.isAbove(collections, 10, "the fixture allocates enough for a few dozen scavenges")
+  return counted.filter((line) => line === "task").length / collections
+}
 
 describe("HeapTuning.unset", () => {
   it("leaves a setting to the command when node was not given it, whatever else node was given", () => {
@@ -49,5 +79,15 @@ describe("HeapTuning.apply", () => {
 
   it("leaves the young generation's size to node's flags when they set it", () => {
     assert.strictEqual(youngMb(["--max-semi-space-size=4"]), 8)
+  })
+
+  it("scavenges on the main thread alone on one or two cores", () => {
+    assert.isAtMost(tasksPerScavenge(2), 1.2)
+  })
+
+  it("leaves scavenges parallel on more cores, or when node's flags say so", () => {
+    // V8 splits a scavenge among helper threads once the young generation holds enough to share.
+    assert.isAbove(tasksPerScavenge(8), 1.5)
+    assert.isAbove(tasksPerScavenge(2, ["--parallel-scavenge"]), 1.5)
   })
 })
