@@ -33,11 +33,8 @@ const tasksPerScavenge = (cores: number, nodeFlags: ReadonlyArray<string> = []):
     byIsolate.set(match[1]!, lines)
   }
   const main = [...byIsolate.values()].sort((a, b) => b.length - a.length)[0]!
-  let tenth = -1
-  for (let i = 0, seen = 0; i < main.length && tenth === -1; i++) {
-    if (main[i] === "collection" && ++seen === 10) tenth = i
-  }
-  const counted = main.slice(tenth + 1)
+  const collectionsAt = main.flatMap((line, i) => (line === "collection" ? [i] : []))
+  const counted = main.slice((collectionsAt[9] ?? main.length) + 1)
   const collections = counted.filter((line) => line === "collection").length
   assert.isAbove(collections, 10, "the fixture allocates enough for a few dozen scavenges")
   return counted.filter((line) => line === "task").length / collections
