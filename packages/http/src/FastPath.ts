@@ -5,7 +5,8 @@
  * with the same schemas, limits and error bodies. Anything else falls through to HttpApi.
  */
 import { Aliases, EventInput, Ingest, StateQuery } from "@streaks/core"
-import { Cause, Context, Effect, Either, Exit, FiberRef, Option, Runtime } from "effect"
+import { Headers, HttpTraceContext } from "@effect/platform"
+import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as Cors from "./Cors.js"
 import * as Doors from "./Doors.js"
@@ -91,8 +92,6 @@ const parse = (text: string): Either.Either<unknown, readonly [number, string]> 
   return Option.isSome(JsonLimits.oversize(body)) ? Either.left([413, "PAYLOAD_TOO_LARGE"] as const) : Either.right(body)
 }
 
-const WEBHOOK = /^\/v1\/webhook\/([^/?]+)\/e$/
-
 /**
  * The siteKey of a webhook path. A malformed escape (`%E0%A4%A`) must not throw out of the
  * request listener (that would crash the process); such a key cannot exist, so it is kept raw
@@ -106,12 +105,39 @@ const decodeSegment = (segment: string): string => {
   }
 }
 
+export interface Options {
+  /**
+   * A server span for each request on the hot routes, as the platform's tracer middleware gives
+   * the HttpApi routes: named `http.server <METHOD>`, child of the caller's `traceparent` or b3
+   * headers, with the method, path, user agent, client address and response status. The query
+   * string is left out (`GET /v1/state` may carry an identity token in it). Default false: the
+   * hot routes make no spans, not even the storage's (docs/performance.md). Spans go to the
+   * runtime's tracer, and none are made where that runtime has tracing disabled.
+   */
+  readonly tracing?: boolean | undefined
+}
+
+type Door = "browser" | "server" | "webhook" | "state" | "preflight"
+
+const WEBHOOK = /^\/v1\/webhook\/([^/?]+)\/e$/
+
+/** Which hot door a request is for, if any. */
+const doorOf = (method: string | undefined, path: string): Door | undefined => {
+  if (method === "POST") {
+    if (path === "/v1/e") return "browser"
+    if (path === "/v1/server/e") return "server"
+    return WEBHOOK.test(path) ? "webhook" : undefined
+  }
+  if (method === "GET") return path === "/v1/state" ? "state" : undefined
+  if (method === "OPTIONS") return Cors.corsPaths.includes(path) ? "preflight" : undefined
+  return undefined
+}
+
 /** The fast path over a runtime that holds the core services and the rate limiter. */
-export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
-  // No spans on the hot routes (one per SQL statement otherwise), set once on the runtime rather
-  // than per request.
+export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}): FastPath => {
+  // Without tracing, no spans on the hot routes (one per SQL statement otherwise), set once on the
+  // runtime rather than per request.
   const quiet = Runtime.setFiberRef(runtime, FiberRef.currentTracerEnabled, false)
-  const runCallback = Runtime.runCallback(quiet)
   const logDefect = Runtime.runFork(quiet)
   /** Writes the answer; a defect answers 500 INTERNAL and is logged, as HttpErrors does for HttpApi. */
   const respond = (res: ServerResponse) => (exit: Exit.Exit<Doors.Answer>): void => {
@@ -119,45 +145,43 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
     if (!Cause.isInterruptedOnly(exit.cause)) logDefect(Effect.logError("defect on a public door", exit.cause))
     if (!res.headersSent) fail(res, 500, "INTERNAL")
   }
-  const run = (res: ServerResponse, effect: Effect.Effect<Doors.Answer, never, Services>) =>
-    runCallback(effect, { onExit: respond(res) })
 
   // The hot doors run on callbacks, without a fiber per request (`Doors.ingestCallback`,
   // `Doors.stateCallback`); time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
   // An action's front waits its turn (`Turns.shared`): it needs nothing from the batch in flight,
   // whose next statement should not wait behind a burst of requests.
-  const ingest = (req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
+  const ingest = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
     readBody(req, res, (text) =>
       Turns.shared(() => {
         const body = parse(text)
         if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
         const action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
         if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
-        Doors.ingestCallback(quiet, door, action.right, factsOf(req), respond(res))
+        Doors.ingestCallback(rt, door, action.right, factsOf(req), respond(res))
       }))
 
-  const webhook = (req: IncomingMessage, res: ServerResponse, siteKey: string) =>
+  const webhook = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, siteKey: string) =>
     readBody(req, res, (text) => {
       const body = parse(text)
       if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
-      run(
-        res,
+      Runtime.runCallback(rt)(
         EventInput.decodeWebhookEvent(body.right).pipe(
           Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"))),
           Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
-        )
+        ),
+        { onExit: respond(res) }
       )
     })
 
-  const state = (req: IncomingMessage, res: ServerResponse, search: string) => {
+  const state = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, search: string) => {
     const q = new URLSearchParams(search)
     const siteKey = q.get("siteKey")
     const userHash = q.get("userHash")
     if (siteKey === null || userHash === null) return fail(res, 400, "INVALID_BODY")
     const facts = factsOf(req)
     Doors.stateCallback(
-      quiet,
+      rt,
       { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
       {
         origin: facts.origin,
@@ -169,24 +193,70 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
     )
   }
 
-  return (req, res) => {
-    const url = req.url ?? ""
-    const q = url.indexOf("?")
-    const path = q === -1 ? url : url.slice(0, q)
-    if (req.method === "POST") {
-      if (path === "/v1/e") return ingest(req, res, "browser"), true
-      if (path === "/v1/server/e") return ingest(req, res, "server"), true
-      const m = WEBHOOK.exec(path)
-      if (m !== null) return webhook(req, res, decodeSegment(m[1]!)), true
-      return false
+  const serve = (rt: Runtime.Runtime<Services>, door: Door, req: IncomingMessage, res: ServerResponse, url: string, path: string) => {
+    switch (door) {
+      case "browser":
+      case "server":
+        return ingest(rt, req, res, door)
+      case "webhook":
+        return webhook(rt, req, res, decodeSegment(WEBHOOK.exec(path)![1]!))
+      case "state": {
+        const q = url.indexOf("?")
+        return state(rt, req, res, q === -1 ? "" : url.slice(q + 1))
+      }
+      case "preflight":
+        res.writeHead(204, Cors.preflightHeaders(header(req, "origin")))
+        res.end()
     }
-    if (req.method === "GET" && path === "/v1/state") return state(req, res, q === -1 ? "" : url.slice(q + 1)), true
-    if (req.method === "OPTIONS" && Cors.corsPaths.includes(path)) {
-      res.writeHead(204, Cors.preflightHeaders(header(req, "origin")))
-      res.end()
+  }
+
+  const pathOf = (url: string): string => {
+    const q = url.indexOf("?")
+    return q === -1 ? url : url.slice(0, q)
+  }
+
+  if (options.tracing !== true) {
+    return (req, res) => {
+      const url = req.url ?? ""
+      const path = pathOf(url)
+      const door = doorOf(req.method, path)
+      if (door === undefined) return false
+      serve(quiet, door, req, res, url, path)
       return true
     }
-    return false
+  }
+
+  const startSpan = Runtime.runSync(runtime)
+  return (req, res) => {
+    const url = req.url ?? ""
+    const path = pathOf(url)
+    const door = doorOf(req.method, path)
+    if (door === undefined) return false
+    const span = startSpan(Effect.makeSpan(`http.server ${req.method}`, {
+      kind: "server",
+      parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(req.headers))),
+      captureStackTrace: false,
+      attributes: {
+        "http.request.method": req.method,
+        "url.path": path,
+        "url.scheme": "http",
+        ...(req.headers["user-agent"] !== undefined ? { "user_agent.original": req.headers["user-agent"] } : {}),
+        ...(req.socket.remoteAddress !== undefined ? { "client.address": req.socket.remoteAddress } : {})
+      }
+    }))
+    // The door's work runs under the span, so what it traces (a storage read on a cache miss, a
+    // log line) is the span's child. It ends when the response is written or the client leaves.
+    res.once("close", () => {
+      span.attribute("http.response.status_code", res.statusCode)
+      span.end(clock.unsafeCurrentTimeNanos(), res.writableFinished ? Exit.void : Exit.interrupt(FiberId.none))
+    })
+    const traced = Runtime.make({
+      context: Context.add(runtime.context, Tracer.ParentSpan, span),
+      fiberRefs: runtime.fiberRefs,
+      runtimeFlags: runtime.runtimeFlags
+    })
+    serve(traced, door, req, res, url, path)
+    return true
   }
 }
 
@@ -195,14 +265,14 @@ export const make = (runtime: Runtime.Runtime<Services>): FastPath => {
  * Requests run with just the four services they use: a fiber's services are copied whenever one is
  * provided or a scope opened inside it (once per SQL statement), and the server's are many.
  */
-export const front = (api: (req: IncomingMessage, res: ServerResponse) => void) =>
+export const front = (api: (req: IncomingMessage, res: ServerResponse) => void, options: Options = {}) =>
   Effect.map(Effect.runtime<Services>(), (all) => {
     const runtime = Runtime.make({
       context: Context.pick(Ingest.Ingest, StateQuery.StateQuery, RateLimiter, Aliases.Aliases)(all.context),
       fiberRefs: all.fiberRefs,
       runtimeFlags: all.runtimeFlags
     })
-    const fast = make(runtime)
+    const fast = make(runtime, options)
     return (req: IncomingMessage, res: ServerResponse) => {
       if (!fast(req, res)) api(req, res)
     }

@@ -33,9 +33,17 @@ export const layerApi = HttpApiBuilder.api(Api).pipe(
  */
 const scalarVersion = "1.39.3"
 
+export interface ServerOptions extends NodeServer.Options {
+  /**
+   * Server spans on the fast path's routes too (`FastPath.Options.tracing`; default false). The
+   * HttpApi routes have them whenever the runtime traces.
+   */
+  readonly tracing?: boolean | undefined
+}
+
 /** Serves the API (fast path in front) on `options.port` / `options.host`. */
-export const layerServer = (options: NodeServer.Options) =>
-  NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, FastPath.front), options).pipe(
+export const layerServer = (options: ServerOptions) =>
+  NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, (api) => FastPath.front(api, { tracing: options.tracing })), options).pipe(
     Layer.provide([HttpApiScalar.layerCdn({ path: "/docs", version: scalarVersion }), HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })]),
     Layer.provide(layerApi),
     // One router for the API, its middleware and the docs page.

@@ -16,6 +16,8 @@ export const ADMIN_TOKEN = "test-admin-token"
 
 export interface Options {
   readonly rateLimit?: { readonly ipPerSecond: number; readonly sitePerSecond: number }
+  /** Server spans on the fast path's routes (`Http.ServerOptions.tracing`). */
+  readonly tracing?: boolean
 }
 
 const jobs = Layer.effect(
@@ -30,7 +32,7 @@ const jobs = Layer.effect(
 
 /** The server plus the core services and storage it runs on (for seeding and inspection). */
 export const layer = (options: Options = {}) =>
-  Http.layerServer({ port: 0, shutdownTimeout: "1 second" }).pipe(
+  Http.layerServer({ port: 0, shutdownTimeout: "1 second", tracing: options.tracing }).pipe(
     Layer.provide(jobs),
     Layer.provide(RateLimit.layer(options.rateLimit ?? { ipPerSecond: 10_000, sitePerSecond: 10_000 })),
     Layer.provide(HttpConfig.layer({
