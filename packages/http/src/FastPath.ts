@@ -247,7 +247,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     // The door's work runs under the span, so what it traces (a storage read on a cache miss, a
     // log line) is the span's child. It ends when the response is written or the client leaves.
     res.once("close", () => {
-      span.attribute("http.response.status_code", res.statusCode)
+      if (res.headersSent) span.attribute("http.response.status_code", res.statusCode)
       span.end(clock.unsafeCurrentTimeNanos(), res.writableFinished ? Exit.void : Exit.interrupt(FiberId.none))
     })
     const traced = Runtime.make({

@@ -5,28 +5,11 @@
  * callbacks (state, server ingest) or in a fiber (webhook).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Aliases, Errors, Ingest, StateQuery } from "@streaks/core"
+import { Errors } from "@streaks/core"
 import { Effect, Exit, Layer, Logger } from "effect"
 import * as FastPath from "../src/FastPath.js"
 import * as NodeServer from "../src/NodeServer.js"
-import * as RateLimit from "../src/RateLimit.js"
-
-/** Services whose every call ends with `failure`. */
-const servicesFailingWith = (failure: Exit.Exit<never, Errors.StorageError>) =>
-  Layer.mergeAll(
-    Layer.succeed(StateQuery.StateQuery, StateQuery.StateQuery.of({
-      state: () => failure,
-      stateCallback: (_request, onExit) => onExit(failure),
-      memberStreak: () => failure
-    })),
-    Layer.succeed(Ingest.Ingest, Ingest.Ingest.of({
-      resolveProject: () => failure,
-      record: () => failure,
-      recordCallback: (_input, onExit) => onExit(failure)
-    })),
-    Layer.succeed(Aliases.Aliases, {} as Aliases.Aliases["Type"]),
-    RateLimit.layer({ ipPerSecond: 100, sitePerSecond: 100 })
-  )
+import * as StandIns from "./support/StandIns.js"
 
 const logs: Array<string> = []
 const captureLogs = Logger.replace(
@@ -42,7 +25,7 @@ const serve = (failure: Exit.Exit<never, Errors.StorageError>) =>
       res.end()
     })
     return yield* NodeServer.serve(fast, { port: 0 })
-  }).pipe(Effect.provide(Layer.merge(servicesFailingWith(failure), captureLogs)))
+  }).pipe(Effect.provide(Layer.merge(StandIns.failingWith(failure), captureLogs)))
 
 const action = JSON.stringify({ siteKey: "site_x", userHash: "u1", event: "e" })
 

@@ -4,35 +4,22 @@
  * caller's `traceparent`, without the query string, and parent of the door's own work.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Aliases, Errors, Ingest, StateQuery } from "@streaks/core"
+import { Errors } from "@streaks/core"
 import { Effect, Exit, Layer, Logger, Option, Tracer } from "effect"
 import * as FastPath from "../src/FastPath.js"
 import * as NodeServer from "../src/NodeServer.js"
-import * as RateLimit from "../src/RateLimit.js"
 import * as RecordingTracer from "./support/RecordingTracer.js"
+import * as StandIns from "./support/StandIns.js"
 
 const storageDown = Exit.fail(new Errors.StorageError({ message: "down" }))
 
-/** Services whose calls fail with a `StorageError` (503); `resolveProject` first notes the span it runs under. */
+/** Stand-ins that fail with a `StorageError` (503); `resolveProject` first notes the span it runs under. */
 const services = (seen: Array<Option.Option<Tracer.Span>>) =>
-  Layer.mergeAll(
-    Layer.succeed(StateQuery.StateQuery, StateQuery.StateQuery.of({
-      state: () => storageDown,
-      stateCallback: (_request, onExit) => onExit(storageDown),
-      memberStreak: () => storageDown
-    })),
-    Layer.succeed(Ingest.Ingest, Ingest.Ingest.of({
-      resolveProject: () =>
-        Effect.flatMap(Effect.option(Effect.currentSpan), (span) => {
-          seen.push(span)
-          return storageDown
-        }),
-      record: () => storageDown,
-      recordCallback: (_input, onExit) => onExit(storageDown)
-    })),
-    Layer.succeed(Aliases.Aliases, {} as Aliases.Aliases["Type"]),
-    RateLimit.layer({ ipPerSecond: 100, sitePerSecond: 100 })
-  )
+  StandIns.failingWith(storageDown, () =>
+    Effect.flatMap(Effect.option(Effect.currentSpan), (span) => {
+      seen.push(span)
+      return storageDown
+    }))
 
 /** The doors log each storage failure; these are expected. */
 const quiet = Logger.replace(Logger.defaultLogger, Logger.none)

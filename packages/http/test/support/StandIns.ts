@@ -1,0 +1,26 @@
+/** Stand-ins for the fast path's services whose every call ends with one failure (tests of the doors' answers). */
+import { Aliases, type Errors, Ingest, StateQuery } from "@streaks/core"
+import { type Effect, type Exit, Layer } from "effect"
+import * as RateLimit from "../../src/RateLimit.js"
+
+type Failure = Exit.Exit<never, Errors.StorageError>
+
+/** Every call ends with `failure`; `resolveProject` may do something first (it runs where the door runs it). */
+export const failingWith = (
+  failure: Failure,
+  resolveProject: () => Effect.Effect<never, Errors.StorageError> = () => failure
+) =>
+  Layer.mergeAll(
+    Layer.succeed(StateQuery.StateQuery, StateQuery.StateQuery.of({
+      state: () => failure,
+      stateCallback: (_request, onExit) => onExit(failure),
+      memberStreak: () => failure
+    })),
+    Layer.succeed(Ingest.Ingest, Ingest.Ingest.of({
+      resolveProject,
+      record: () => failure,
+      recordCallback: (_input, onExit) => onExit(failure)
+    })),
+    Layer.succeed(Aliases.Aliases, {} as Aliases.Aliases["Type"]),
+    RateLimit.layer({ ipPerSecond: 100, sitePerSecond: 100 })
+  )
