@@ -193,45 +193,28 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     )
   }
 
-  const serve = (rt: Runtime.Runtime<Services>, door: Door, req: IncomingMessage, res: ServerResponse, url: string, path: string) => {
+  /** `query`: where the URL's query string starts (its `?`), or -1. */
+  const serve = (rt: Runtime.Runtime<Services>, door: Door, req: IncomingMessage, res: ServerResponse, path: string, query: number) => {
     switch (door) {
       case "browser":
       case "server":
         return ingest(rt, req, res, door)
       case "webhook":
         return webhook(rt, req, res, decodeSegment(WEBHOOK.exec(path)![1]!))
-      case "state": {
-        const q = url.indexOf("?")
-        return state(rt, req, res, q === -1 ? "" : url.slice(q + 1))
-      }
+      case "state":
+        return state(rt, req, res, query === -1 ? "" : req.url!.slice(query + 1))
       case "preflight":
         res.writeHead(204, Cors.preflightHeaders(header(req, "origin")))
         res.end()
     }
   }
 
-  const pathOf = (url: string): string => {
-    const q = url.indexOf("?")
-    return q === -1 ? url : url.slice(0, q)
-  }
-
-  if (options.tracing !== true) {
-    return (req, res) => {
-      const url = req.url ?? ""
-      const path = pathOf(url)
-      const door = doorOf(req.method, path)
-      if (door === undefined) return false
-      serve(quiet, door, req, res, url, path)
-      return true
-    }
-  }
-
+  /**
+   * With tracing, the request's server span, ended when the response closes, and a runtime whose
+   * work (a storage read on a cache miss, a log line) runs under it as the span's children.
+   */
   const startSpan = Runtime.runSync(runtime)
-  return (req, res) => {
-    const url = req.url ?? ""
-    const path = pathOf(url)
-    const door = doorOf(req.method, path)
-    if (door === undefined) return false
+  const tracedRuntime = (req: IncomingMessage, res: ServerResponse, path: string): Runtime.Runtime<Services> => {
     const span = startSpan(Effect.makeSpan(`http.server ${req.method}`, {
       kind: "server",
       parent: Option.getOrUndefined(HttpTraceContext.fromHeaders(Headers.fromInput(req.headers))),
@@ -244,18 +227,25 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         ...(req.socket.remoteAddress !== undefined ? { "client.address": req.socket.remoteAddress } : {})
       }
     }))
-    // The door's work runs under the span, so what it traces (a storage read on a cache miss, a
-    // log line) is the span's child. It ends when the response is written or the client leaves.
     res.once("close", () => {
       if (res.headersSent) span.attribute("http.response.status_code", res.statusCode)
       span.end(clock.unsafeCurrentTimeNanos(), res.writableFinished ? Exit.void : Exit.interrupt(FiberId.none))
     })
-    const traced = Runtime.make({
+    return Runtime.make({
       context: Context.add(runtime.context, Tracer.ParentSpan, span),
       fiberRefs: runtime.fiberRefs,
       runtimeFlags: runtime.runtimeFlags
     })
-    serve(traced, door, req, res, url, path)
+  }
+
+  const tracing = options.tracing === true
+  return (req, res) => {
+    const url = req.url ?? ""
+    const query = url.indexOf("?")
+    const path = query === -1 ? url : url.slice(0, query)
+    const door = doorOf(req.method, path)
+    if (door === undefined) return false
+    serve(tracing ? tracedRuntime(req, res, path) : quiet, door, req, res, path, query)
     return true
   }
 }
