@@ -161,8 +161,12 @@ export const make = (db: pg.Client, options: Options) => {
     }
   }
 
-  /** A whole run: the warm-up, then the measured seconds (and the pages read, with `buffers`). */
-  const whole = async (target: Target): Promise<Result> => {
+  /**
+   * A whole run: `fresh` (which puts the database back as a run should find it), the warm-up, then
+   * the measured seconds (and the pages read, with `buffers`).
+   */
+  const whole = async (target: Target, fresh: () => Promise<void>): Promise<Result> => {
+    await fresh()
     await generate(target, options.warmup)
     const readsBefore = options.buffers ? await Meters.bufferReads(db) : undefined
     const t = tally()
@@ -178,12 +182,13 @@ export const make = (db: pg.Client, options: Options) => {
   }
 
   /**
-   * The targets of a round interleaved: each warmed up, then the measured seconds of each in slices
-   * taken in turn, so that every target meets the host's slow and fast moments alike. The round's
-   * first target is rotated from round to round.
+   * The targets of a round interleaved: `fresh`, each target warmed up, then the measured seconds
+   * of each in slices taken in turn, so that every target meets the host's slow and fast moments
+   * alike. The round's first target is rotated from round to round.
    */
-  const interleaved = async (targets: ReadonlyArray<Target>, round: number): Promise<Array<Result>> => {
+  const interleaved = async (targets: ReadonlyArray<Target>, round: number, fresh: () => Promise<void>): Promise<Array<Result>> => {
     const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!)
+    await fresh()
     for (const target of order) await generate(target, options.warmup)
     const tallies = new Map(targets.map((t) => [t, tally()]))
     for (let slice = 0; slice < Math.max(1, Math.round(options.seconds / options.slice)); slice++) {
