@@ -115,8 +115,9 @@ export interface BatchOptions {
    * lets the next batch's first statement go out before the callers resume and write their
    * responses (in `pnpm bench`, a batch's first statement left after 0.1 ms instead of 0.5, and
    * ingest gained about 5 %). The reference server goes further and queues each answer on
-   * `Turns.shared` of `@streaks/http`, a few per turn of the event loop, so that writing 25
-   * responses does not hold up the reply the next batch waits for (docs/performance.md).
+   * `Turns.shared.ahead` of `@streaks/http`, a few per turn of the event loop and ahead of the
+   * action fronts queued there, so that writing 25 responses does not hold up the reply the next
+   * batch waits for (docs/performance.md).
    */
   readonly handOff?: ((answer: () => void) => void) | undefined
 }

@@ -149,8 +149,9 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
   // The hot doors run on callbacks, without a fiber per request (`Doors.ingestCallback`,
   // `Doors.stateCallback`); time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
-  // An action's front waits its turn (`Turns.shared`): it needs nothing from the batch in flight,
-  // whose next statement should not wait behind a burst of requests.
+  // An action's front waits its turn (`Turns.shared`, behind the answers queued ahead): it needs
+  // nothing from the batch in flight, whose next statement should not wait behind a burst of
+  // requests.
   const ingest = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
     readBody(req, res, (text) =>
       Turns.shared(() => {

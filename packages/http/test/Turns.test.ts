@@ -1,6 +1,7 @@
 /**
  * `Turns`: queued work runs in order, a few jobs per turn of the event loop, so that callbacks that
- * become ready meanwhile (a database's reply) run between slices instead of after the whole queue.
+ * become ready meanwhile (a database's reply) run between slices instead of after the whole queue;
+ * jobs queued `ahead` (answers) run before the queue's own (action fronts).
  */
 import { describe, expect, it } from "vitest"
 import * as Turns from "../src/Turns.js"
@@ -42,5 +43,40 @@ describe("Turns", () => {
     later(() => ran.push("d"))
     await turns(2)
     expect(ran).toEqual(["a", "b", "c", "d"])
+  })
+
+  it("jobs queued ahead run before the queue's own, in one slice with them", async () => {
+    const later = Turns.make(4)
+    const ran: Array<string> = []
+    for (let i = 0; i < 3; i++) later(() => ran.push(`front ${i}`))
+    for (let i = 0; i < 6; i++) later.ahead(() => ran.push(`answer ${i}`))
+    setImmediate(() => ran.push("reply"))
+    await turns(4)
+    expect(ran).toEqual([
+      "answer 0", "answer 1", "answer 2", "answer 3",
+      "reply",
+      "answer 4", "answer 5", "front 0", "front 1",
+      "front 2"
+    ])
+  })
+
+  it("a job that throws leaves both lanes working", async () => {
+    const later = Turns.make(2)
+    const ran: Array<string> = []
+    const thrown: Array<unknown> = []
+    const onError = (e: unknown) => thrown.push(e)
+    process.on("uncaughtException", onError)
+    try {
+      later(() => ran.push("front"))
+      later.ahead(() => {
+        throw new Error("boom")
+      })
+      later.ahead(() => ran.push("answer"))
+      await turns(4)
+    } finally {
+      process.off("uncaughtException", onError)
+    }
+    expect(thrown.map((e) => (e as Error).message)).toEqual(["boom"])
+    expect(ran).toEqual(["answer", "front"])
   })
 })

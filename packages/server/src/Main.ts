@@ -32,10 +32,11 @@ export const layerCore = (config: ServerConfig) => {
   const dispatcher = Dispatcher.layer().pipe(Layer.provide(NodeHttpClient.layerUndici))
   const base = Layer.mergeAll(storage, secretBox)
   // A committed ingest batch's callers resume after the next batch's first statement is on the
-  // wire, a few per turn of the event loop (`Turns.shared`, which the fast path's intake shares),
-  // so Postgres works while the responses are written and the next batch's replies are taken
-  // between them (docs/performance.md; for state reads a deferral cost throughput).
-  return Services.layerWith({ ingest: { handOff: Turns.shared } }).pipe(
+  // wire, a few per turn of the event loop, ahead of the action fronts that the fast path queues on
+  // the same `Turns.shared`: so Postgres works while the responses are written, the next batch's
+  // replies are taken between them, and no answer waits behind requests that can wait a turn
+  // (docs/performance.md; for state reads a deferral cost throughput).
+  return Services.layerWith({ ingest: { handOff: Turns.shared.ahead } }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     Layer.provideMerge(dispatcher),
