@@ -20,7 +20,12 @@ export interface Options {
   readonly walByType: boolean
   /** Read the pages read into shared buffers (whole runs only: the counts are the database's). */
   readonly buffers: boolean
+  /** Work out the latency's percentiles of `tailPercentiles` (wrk only: autocannon gives no distribution). */
+  readonly tail: boolean
 }
+
+/** The percentiles `BENCH_TAIL` prints: where the p99 comes from, between the p50 and the worst. */
+export const tailPercentiles = [50, 75, 90, 95, 98, 99, 99.5, 99.9] as const
 
 export interface Result {
   readonly name: string
@@ -50,6 +55,8 @@ export interface Result {
   readonly walRecords?: ReadonlyArray<{ readonly type: string; readonly perReq: number; readonly bytes: number; readonly fpiBytes: number }>
   /** With `BENCH_BUFFERS`: pages read into shared buffers per request, in all and by relation. */
   readonly bufferReads?: { readonly perReq: number; readonly byRelation: ReadonlyArray<readonly [string, number]> }
+  /** With `BENCH_TAIL` and wrk: the latency at each of `tailPercentiles`, milliseconds. */
+  readonly tail?: ReadonlyArray<number>
 }
 
 /** A server measured in a round: its name in the table, where it listens, what it is sent, its process. */
@@ -157,6 +164,7 @@ export const make = (db: pg.Client, options: Options) => {
         }
         : {}),
       ...(bufferReads !== undefined ? { bufferReads } : {}),
+      ...(options.tail && t.latencies.size > 0 ? { tail: tailPercentiles.map((p) => Load.percentileOf(t.latencies, p)) } : {}),
       ...(target.pid !== undefined ? { rssMb: Math.round(t.rss), cpuMs: (t.serverCpu * 1000) / requests } : {})
     }
   }

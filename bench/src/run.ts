@@ -67,6 +67,8 @@ let walByType = process.env.BENCH_WAL !== undefined
  * run is followed by an 11 s wait.
  */
 const BUFFERS = process.env.BENCH_BUFFERS !== undefined
+/** `BENCH_TAIL=1` prints each run's latency at more percentiles (wrk only): what lifts the p99. */
+const TAIL = process.env.BENCH_TAIL !== undefined
 /**
  * `BENCH_SLICE=1`: the runs of a round (the baseline, ours, the other build) take turns in slices
  * of this many seconds, `BENCH_SECONDS` in all each, instead of one whole run after another. This
@@ -220,6 +222,7 @@ const main = async () => {
       connections: CONNECTIONS,
       seconds: DURATION,
       warmup: WARMUP,
+      tail: TAIL,
       slice: SLICE,
       walByType,
       buffers: BUFFERS
@@ -394,6 +397,12 @@ const main = async () => {
     }
 
     const measured = results.flatMap(runsOf)
+    if (measured.some((r) => r.tail !== undefined)) {
+      console.log("")
+      console.log(`| run | ${Measure.tailPercentiles.map((p) => `p${p} ms`).join(" | ")} |`)
+      console.log(`|---|${Measure.tailPercentiles.map(() => "---").join("|")}|`)
+      for (const r of measured) if (r.tail !== undefined) console.log(`| ${r.name} | ${r.tail.join(" | ")} |`)
+    }
     for (const r of measured) {
       if (r.walRecords === undefined) continue
       console.log("")
