@@ -121,7 +121,8 @@ interface Served {
  * The 100,000 members already have a streak in each program, as in a product that has been
  * running: active yesterday (UTC, their zone), run 3, best 5, the 3-day milestone achieved (best 5
  * reached it; in the achievements table and, as the service has recorded it since migration 0003,
- * on the streak row), and metered active in yesterday's month. The hourly sweep has passed since today
+ * on the streak row), and metered active in yesterday's month (in the usage table and, since
+ * migration 0005, on the row). The hourly sweep has passed since today
  * began: it sent today's at-risk and moved the row to the start of tomorrow (when the run breaks),
  * so nothing is due during the run. So an action extends a run of 3 to 4: counted, the row
  * updated (its due instant stays the start of tomorrow), milestones checked and none newly
@@ -166,9 +167,9 @@ const populate = async (
 ) => {
   await client.query(
     `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-       at_risk_notified_for, due_at, updated_at, achieved)
+       at_risk_notified_for, due_at, updated_at, achieved, metered_month)
      select $1, p.id, 'm' || g, 'live', today - 1, 3, 5, 'UTC', today, (today + 1)::timestamp at time zone 'UTC', now(),
-       array[p.reached]
+       array[p.reached], to_char(today - 1, 'YYYY-MM')
      from (select (now() at time zone 'UTC')::date as today) t, unnest($2::text[], $3::text[]) p (id, reached),
        generate_series(0, $4::int - 1) g`,
     [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]

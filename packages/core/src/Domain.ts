@@ -145,7 +145,14 @@ export class StreakRow extends Schema.Class<StreakRow>("StreakRow")({
   brokenNotifiedAfter: Schema.optional(LocalDate),
   /** When the scheduler must next look at this row; absent when nothing is due. */
   dueAt: Schema.optional(Schema.DateFromSelf),
-  updatedAt: Schema.DateFromSelf
+  updatedAt: Schema.DateFromSelf,
+  /**
+   * The usage month ("YYYY-MM", UTC) in which an action on this row marked its member active
+   * (`UsageStore.markActiveMany`, in the same transaction as this row); absent when not known.
+   * Ingest skips the mark of an action in that month: the member is already counted. A store
+   * that does not keep it only costs the mark again.
+   */
+  meteredMonth: Schema.optional(Schema.String)
 }) {}
 
 export class Achievement extends Schema.Class<Achievement>("Achievement")({

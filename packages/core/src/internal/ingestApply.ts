@@ -347,7 +347,7 @@ export const applyAll = (
         if (!step.moved) {
           // Nothing moved, but the member's zone did: due instants follow it.
           if (row.timezone !== step.zone) {
-            saves.push(rowOf(step.key, summaryOf(row, program.mode), step.zone, notifiedOf(row), now))
+            saves.push(rowOf(step.key, summaryOf(row, program.mode), step.zone, notifiedOf(row), now, row.meteredMonth))
           }
           continue
         }
@@ -373,10 +373,15 @@ export const applyAll = (
           : Streak.newlyCrossed(progress.program.milestones, state.current, new Set(achievedHere))
         // Most actions cross no new milestone: then there is nothing to record or fire.
         if (crossed.length > 0) step.enqueued = yield* recordCrossed(progress, state, crossed)
-        saves.push(progressRow(progress))
-        if (step.plan.ledger === "live") {
-          active.push(Metering.activeEntry(progress.project.workspaceId, progress.project.id, step.userHash, step.at))
+        if (step.plan.ledger !== "live") {
+          saves.push(progressRow(progress))
+          continue
         }
+        // A member is counted once a month: a row that says its member was marked this month
+        // (in a transaction that also saved the row) spares the batch that mark.
+        const usage = Metering.activeEntry(progress.project.workspaceId, progress.project.id, step.userHash, step.at)
+        if (progress.row.meteredMonth !== usage.month) active.push(usage)
+        saves.push(progressRow(progress, usage.month))
       }
       if (saves.length > 0) writes.push(streaks.saveAll(saves))
       if (active.length > 0) writes.push(Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active)))

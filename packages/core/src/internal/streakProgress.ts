@@ -38,13 +38,17 @@ export const notifiedOf = (row: StreakRow): Streak.Notified => ({
   brokenAfter: row.brokenNotifiedAfter
 })
 
-/** The row holding `summary`, computed in `zone`, with `dueAt` following from what was notified. */
+/**
+ * The row holding `summary`, computed in `zone`, with `dueAt` following from what was notified;
+ * `meteredMonth` is the row's (see `StreakRow`), carried over by whoever saves it.
+ */
 export const rowOf = (
   key: Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">,
   summary: Streak.Summary,
   zone: string,
   notified: Streak.Notified,
-  now: Date
+  now: Date,
+  meteredMonth: string | undefined
 ): StreakRow => {
   const dueAt = Streak.nextDueAt(summary, zone, notified)
   // Built from a validated key and the calculus' output: no constructor on the hot path.
@@ -60,7 +64,8 @@ export const rowOf = (
     ...(notified.atRiskFor === undefined ? {} : { atRiskNotifiedFor: notified.atRiskFor }),
     ...(notified.brokenAfter === undefined ? {} : { brokenNotifiedAfter: notified.brokenAfter }),
     ...(dueAt === undefined ? {} : { dueAt }),
-    updatedAt: now
+    updatedAt: now,
+    ...(meteredMonth === undefined ? {} : { meteredMonth })
   })
 }
 
@@ -133,8 +138,8 @@ export const recordCrossed = (
   })
 
 /** The row to save after `reach`: the new summary, with what was notified kept. */
-export const progressRow = ({ key, now, row, summary, zone }: Progress): StreakRow =>
-  rowOf(key, summary, zone, notifiedOf(row), now)
+export const progressRow = ({ key, now, row, summary, zone }: Progress, meteredMonth = row.meteredMonth): StreakRow =>
+  rowOf(key, summary, zone, notifiedOf(row), now, meteredMonth)
 
 /** `reach`, then saves the row. */
 export const settle = (

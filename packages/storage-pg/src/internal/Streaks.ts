@@ -22,7 +22,8 @@ const isoInstant = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'Y
 
 const streakColumns = `project_id, program_id, user_hash, ledger, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run, best,
   timezone, to_char(at_risk_notified_for, 'YYYY-MM-DD') AS at_risk_notified_for,
-  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, ${isoInstant("due_at")}, ${isoInstant("updated_at")}`
+  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, ${isoInstant("due_at")}, ${isoInstant("updated_at")},
+  metered_month`
 
 // Rows of the hot statements (every action locks one) skip the Schema constructor: `unsafeMake`.
 export const decodeStreakRow = (r: Row): StreakRow =>
@@ -38,7 +39,8 @@ export const decodeStreakRow = (r: Row): StreakRow =>
     ...opt("atRiskNotifiedFor", toOptionalLocalDate(r.at_risk_notified_for)),
     ...opt("brokenNotifiedAfter", toOptionalLocalDate(r.broken_notified_after)),
     ...opt("dueAt", toOptionalDate(r.due_at)),
-    updatedAt: toDate(r.updated_at)
+    updatedAt: toDate(r.updated_at),
+    ...opt("meteredMonth", r.metered_month as string | null)
   })
 
 const decodeKey = (r: Row): StreakKey =>
@@ -165,17 +167,18 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   const saveRows = (all: ReadonlyArray<StreakRow>) => {
     const rows = [...new Map(all.map((r) => [keyOf(r), r])).values()]
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-            at_risk_notified_for, broken_notified_after, due_at, updated_at)
+            at_risk_notified_for, broken_notified_after, due_at, updated_at, metered_month)
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
             ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${rows.map((r) => r.brokenNotifiedAfter ?? null)}::date[],
-            ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${rows.map((r) => r.updatedAt.toISOString())}::timestamptz[])
+            ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${rows.map((r) => r.updatedAt.toISOString())}::timestamptz[],
+            ${rows.map((r) => r.meteredMonth ?? null)}::text[])
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
             broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
-            updated_at = excluded.updated_at`
+            updated_at = excluded.updated_at, metered_month = excluded.metered_month`
   }
   const addDays = (inputs: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) =>
     Effect.map(
