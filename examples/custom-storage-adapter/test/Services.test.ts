@@ -1,10 +1,11 @@
 /**
- * The adapter under the real services: provision, count an action through `Ingest`, read it back
- * through `StateQuery`, then reopen the database file and find the streak still there.
+ * The adapter under the real services: provision, count an action through `Ingest` (its row keeps
+ * the month its member was counted in), read it back through `StateQuery`, then reopen the
+ * database file and find the streak still there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
-import { Effect, Layer, Redacted } from "effect"
+import { Domain, EventInput, Ids, Ingest, OutboundEvents, Ports, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import { Effect, Layer, Option, Redacted } from "effect"
 import { SqliteStorage } from "../src/index.js"
 import * as TempFile from "./support/TempFile.js"
 
@@ -13,7 +14,7 @@ const servicesOn = (filename: string) =>
   Services.layer.pipe(
     Layer.provide(OutboundEvents.layerNoop),
     Layer.provide(SecretBox.layer(Redacted.make("example-only-secret-key"))),
-    Layer.provide(SqliteStorage.layer({ filename }))
+    Layer.provideMerge(SqliteStorage.layer({ filename }))
   )
 
 describe("core services on SQLite", () => {
@@ -36,6 +37,11 @@ describe("core services on SQLite", () => {
         const action = yield* EventInput.decodeCountAction({ userHash: "member-42", tz: "Europe/Paris" })
         const answer = yield* ingest.record({ project, action, auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) } })
         assert.deepStrictEqual(answer.body, { counted: true })
+        // The row keeps the month its member was counted in, so their next action skips the mark.
+        const row = yield* (yield* Ports.StreakStore).get(
+          new Domain.StreakKey({ projectId: project.id, programId: program.id, userHash: "member-42" as Ids.UserHash, ledger: "live" })
+        )
+        assert.strictEqual(Option.getOrThrow(row).meteredMonth, new Date().toISOString().slice(0, 7))
         return program.id
       }).pipe(Effect.provide(servicesOn(filename)))
 
