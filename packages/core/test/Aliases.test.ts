@@ -4,7 +4,7 @@ import { Aliases } from "../src/Aliases.js"
 import * as Credentials from "../src/Credentials.js"
 import { StreakKey } from "../src/Domain.js"
 import type { UserHash } from "../src/Ids.js"
-import { AchievementStore } from "../src/Ports.js"
+import { AchievementStore, UsageStore } from "../src/Ports.js"
 import { StateQuery } from "../src/StateQuery.js"
 import type { Tenant } from "../src/testing.js"
 import {
@@ -51,6 +51,23 @@ describe("Aliases (CONTRACT §10)", () => {
       assert.deepStrictEqual([row?.lastActiveDay, row?.run, row?.best], ["2026-05-10", 3, 3])
       assert.isUndefined(yield* rowOf(t, "anon_1", "live"))
       assert.deepStrictEqual(yield* daysOf(t, "anon_1", "live"), [])
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("a member whose month so far came only from the anonymous id is still counted at their next action", () =>
+    // The merged row's days include the anonymous id's, but its usage month stays the member's
+    // own: the anonymous id was counted under its own id, the member not yet.
+    Effect.gen(function*() {
+      const t = yield* tenant({ program: { status: "live", milestones: [] } })
+      yield* TestClock.setTime(NOON)
+      yield* act(t, "anon_2", 1)
+      assert.strictEqual(yield* link(t, "anon_2", "member_2"), "linked")
+      assert.isUndefined((yield* rowOf(t, "member_2", "live"))?.meteredMonth)
+      const usage = yield* UsageStore
+      assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-05"), 1)
+      yield* act(t, "member_2", 0)
+      assert.strictEqual((yield* rowOf(t, "member_2", "live"))?.meteredMonth, "2026-05")
+      assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-05"), 2)
+      assert.isFalse(yield* usage.markActive(t.workspace.id, "2026-05", `${t.project.id}:member_2`))
     }).pipe(Effect.provide(layer)))
 
   it.effect("a milestone first reached by the merged days is achieved after the merge and fires for the member", () =>
