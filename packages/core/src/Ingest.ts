@@ -102,11 +102,19 @@ export type Requirements = ApplyServices | Transactor | IdempotencyStore | Outbo
  */
 export interface BatchOptions {
   /**
-   * Transactions open at once (default 1): the next batch fills while one runs. A second worker
-   * made each request cost about 25 % more CPU (server and Postgres) for no more throughput in
-   * `pnpm bench`: batches half the size pay the same fixed statements.
+   * Transactions open at once (default 1): the next batch fills while one runs. A second one that
+   * took whatever waited made each request cost about 25 % more CPU (server and Postgres) for no
+   * more throughput in `pnpm bench`: batches half the size pay the same fixed statements. See
+   * `minBatchBeside`.
    */
   readonly workers?: number
+  /**
+   * With more than one worker, the fewest waiting actions for which a transaction opens beside
+   * one in flight (default 1: at once); fewer wait to share the next batch. The reference server
+   * opens a second at 24, about a usual batch under load, which used the CPU that one transaction
+   * at a time leaves idle without making batches smaller (docs/performance.md).
+   */
+  readonly minBatchBeside?: number
   /** Most actions in one transaction (default 100). */
   readonly maxBatch?: number
   /**
@@ -163,6 +171,7 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
 
     const submit = yield* Coalesce.make(runBatch, {
       workers: options.workers ?? 1,
+      minBatchBeside: options.minBatchBeside,
       maxBatch: options.maxBatch ?? 100,
       handOff: options.handOff
     })

@@ -43,6 +43,38 @@ describe("Coalesce", () => {
       assert.deepStrictEqual(batches, [[1], [2, 3, 4]])
     }).pipe(Effect.scoped))
 
+  it.live("two workers: a batch starts beside a running one only once minBatchBeside inputs wait; fewer wait for it", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { batches, run } = recorder(gate)
+      const submit = yield* Coalesce.make(run, { workers: 2, minBatchBeside: 3, maxBatch: 100 })
+      const calls = yield* Effect.fork(Effect.all([1, 2, 3].map(submit), { concurrency: "unbounded" }))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(batches, [[1]], "two waiting are fewer than three: no batch beside the first")
+      const more = yield* Effect.fork(submit(4))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(batches, [[1], [2, 3, 4]], "three waiting: a second batch runs beside the first")
+      const third = yield* Effect.fork(submit(5))
+      yield* Effect.sleep("20 millis")
+      assert.strictEqual(batches.length, 2, "two workers at most")
+      yield* Deferred.succeed(gate, undefined)
+      assert.deepStrictEqual(yield* Fiber.join(calls), [10, 20, 30])
+      assert.deepStrictEqual([yield* Fiber.join(more), yield* Fiber.join(third)], [40, 50])
+      assert.deepStrictEqual(batches, [[1], [2, 3, 4], [5]], "with none running, a batch takes whatever waits")
+    }).pipe(Effect.scoped))
+
+  it.live("two workers without minBatchBeside: the second batch starts at once", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { batches, run } = recorder(gate)
+      const submit = yield* Coalesce.make(run, { workers: 2, maxBatch: 100 })
+      const calls = yield* Effect.fork(Effect.all([1, 2, 3].map(submit), { concurrency: "unbounded" }))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(batches, [[1], [2]])
+      yield* Deferred.succeed(gate, undefined)
+      assert.deepStrictEqual(yield* Fiber.join(calls), [10, 20, 30])
+    }).pipe(Effect.scoped))
+
   it.live("maxBatch bounds a batch; a defect fails the calls of its batch and no other", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()

@@ -35,8 +35,11 @@ export const layerCore = (config: ServerConfig) => {
   // wire, a few per turn of the event loop, ahead of the action fronts that the fast path queues on
   // the same `Turns.shared`: so Postgres works while the responses are written, the next batch's
   // replies are taken between them, and no answer waits behind requests that can wait a turn
-  // (docs/performance.md; for state reads a deferral cost throughput).
-  return Services.layerWith({ ingest: { handOff: Turns.shared.ahead } }).pipe(
+  // (docs/performance.md; for state reads a deferral cost throughput). A second transaction opens
+  // beside the one in flight once 24 actions wait, about a batch under load: it uses the CPU that
+  // one transaction at a time leaves idle, and batches stay as large (`BatchOptions`).
+  const ingest = { workers: 2, minBatchBeside: 24, handOff: Turns.shared.ahead }
+  return Services.layerWith({ ingest }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     Layer.provideMerge(dispatcher),

@@ -7,6 +7,12 @@ import { Cause, Context, Effect, Exit, Runtime, type Scope } from "effect"
 export interface Options {
   /** Batches run at the same time. */
   readonly workers: number
+  /**
+   * With more than one worker, the fewest inputs for a batch that starts beside a running one
+   * (default 1); fewer wait to share a later batch. A batch that starts with none running takes
+   * whatever waits.
+   */
+  readonly minBatchBeside?: number | undefined
   /** Most inputs in one batch. */
   readonly maxBatch: number
   /**
@@ -35,7 +41,10 @@ interface Job<I, A, E> {
 
 /**
  * A front for `run`, which gets the inputs of one batch and answers one exit per input, in order.
- * A call made while a worker is idle is a batch of one and waits for nothing. Once submitted, a
+ * A call made while no batch runs is a batch of one and waits for nothing. With more than one
+ * worker, `minBatchBeside` keeps the batches that run beside another large: a worker that took
+ * whatever waited split the load into small batches, each paying the same fixed cost (a
+ * transaction's statements and commit), and gained nothing (docs/performance.md). Once submitted, a
  * call's work runs to its end even if the caller stops waiting; closing the scope waits for the
  * work already submitted.
  *
@@ -57,6 +66,7 @@ export const make = <I, A, E>(
     const runFork = Runtime.runFork(batchRuntime)
     const workers = Math.max(1, options.workers)
     const waiting: Array<Job<I, A, E>> = []
+    const besideAt = Math.max(1, options.minBatchBeside ?? 1)
     let busy = 0
     let onIdle: (() => void) | undefined
 
@@ -77,10 +87,13 @@ export const make = <I, A, E>(
       }
     }
 
+    const mayStart = (): boolean =>
+      busy === 0 ? waiting.length > 0 : busy < workers && waiting.length >= besideAt
+
     const pump = (): void => {
-      while (busy < workers && waiting.length > 0) {
-        busy++
+      while (mayStart()) {
         const jobs = waiting.splice(0, options.maxBatch)
+        busy++
         runCallback(batch(jobs), {
           onExit: (exit) => {
             busy--
