@@ -112,8 +112,19 @@ export type Requirements = DirectoryStore | StreakStore | SecretBox
  * transaction their caller has open.
  */
 export interface ReadOptions {
-  /** Batches read at the same time (default 1: in `pnpm bench`, 2 gave 8 % fewer reads per second and 4 gave 25 % fewer, each batch smaller for the same fixed cost). */
+  /**
+   * Batches read at the same time (default 1: in `pnpm bench`, 2 that each took whatever waited
+   * gave 8 % fewer reads per second and 4 gave 25 % fewer, each batch smaller for the same fixed
+   * cost). See `minBatchBeside`.
+   */
   readonly workers?: number
+  /**
+   * With more than one worker, the fewest waiting reads for which a batch starts beside one in
+   * flight (default 1: at once), as `Ingest.BatchOptions.minBatchBeside`. The reference server
+   * reads two batches at once from 24 waiting reads: 8–19 % more reads per second in `pnpm bench`
+   * (docs/performance.md).
+   */
+  readonly minBatchBeside?: number
   /** Most reads in one batch (default 100). */
   readonly maxBatch?: number
   /**
@@ -159,6 +170,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
       )
     const standing = yield* Coalesce.make(readAll, {
       workers: options.workers ?? 1,
+      minBatchBeside: options.minBatchBeside,
       maxBatch: options.maxBatch ?? 100,
       handOff: options.handOff
     })

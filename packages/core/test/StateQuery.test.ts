@@ -40,15 +40,23 @@ const rewards = [
 /** The sizes of the `standingMany` calls; each call yields first, as a store's round trip would. */
 class StandingCalls extends Context.Tag("test/StandingCalls")<StandingCalls, Ref.Ref<ReadonlyArray<number>>>() {}
 
+/** The most `standingMany` calls out at once. */
+class StandingPeak extends Context.Tag("test/StandingPeak")<StandingPeak, Ref.Ref<number>>() {}
+
 const countedStreaks = Layer.effect(
   StreakStore,
   Effect.gen(function*() {
     const real = yield* StreakStore
     const calls = yield* StandingCalls
+    const peak = yield* StandingPeak
+    let out = 0
     return {
       ...real,
       standingMany: (refs, from, to) =>
-        Effect.zipRight(Ref.update(calls, (c) => [...c, refs.length]), Effect.zipRight(Effect.yieldNow(), real.standingMany(refs, from, to)))
+        Effect.zipRight(
+          Effect.zipRight(Ref.update(calls, (c) => [...c, refs.length]), Ref.update(peak, (p) => Math.max(p, ++out))),
+          Effect.zipRight(Effect.yieldNow(), real.standingMany(refs, from, to))
+        ).pipe(Effect.ensuring(Effect.sync(() => out--)))
     }
   })
 )
@@ -70,7 +78,8 @@ const layerPoisonedReads = Layer.mergeAll(Ingest.layer, StateQuery.layer).pipe(L
 const countedWith = (reads: Layer.Layer<StateQuery.StateQuery, never, StateQuery.Requirements>) =>
   Layer.mergeAll(Ingest.layer, reads).pipe(
     Layer.provideMerge(countedStreaks.pipe(Layer.provideMerge(base))),
-    Layer.provideMerge(Layer.effect(StandingCalls, Ref.make<ReadonlyArray<number>>([])))
+    Layer.provideMerge(Layer.effect(StandingCalls, Ref.make<ReadonlyArray<number>>([]))),
+    Layer.provideMerge(Layer.effect(StandingPeak, Ref.make(0)))
   )
 const layerCounted = countedWith(StateQuery.layer)
 
@@ -233,7 +242,28 @@ describe("StateQuery", () => {
       const sizes = yield* Ref.get(calls)
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 24)
       assert.isBelow(sizes.length, 24 / 2)
+      assert.strictEqual(yield* Ref.get(yield* StandingPeak), 1, "one read batch at a time by default")
     }).pipe(Effect.provide(layerCounted)))
+
+  it.effect("layerWith runs a second read batch beside the first once minBatchBeside reads wait, each read still answered as alone", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant({ program: { status: "live" } })
+      yield* TestClock.setTime(WED)
+      const members = Array.from({ length: 12 }, (_, i) => `m${i}`)
+      for (const [i, m] of members.entries()) {
+        for (let back = 1; back <= i % 3; back++) yield* act(t, WED - back * DAY, { userHash: m })
+      }
+      const alone = yield* Effect.forEach(members, (m) => stateOf(t, { userHash: m }))
+      const calls = yield* StandingCalls
+      yield* Ref.set(calls, [])
+      const together = yield* Effect.forEach([...members, ...members], (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+      assert.deepStrictEqual(together, [...alone, ...alone])
+      assert.deepStrictEqual(alone.map((a) => a.body.streak.current), members.map((_, i) => i % 3))
+      assert.strictEqual(yield* Ref.get(yield* StandingPeak), 2, "two read batches were out at once")
+      const sizes = yield* Ref.get(calls)
+      assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 24)
+      assert.deepStrictEqual(sizes.slice(0, 2), [1, 4], "a lone first read, then a batch beside it once four waited")
+    }).pipe(Effect.provide(countedWith(StateQuery.layerWith({ workers: 2, minBatchBeside: 4 })))))
 
   it.effect("a read that cannot be answered fails alone: the others of its batch get their answers", () =>
     Effect.gen(function*() {

@@ -37,9 +37,11 @@ export const layerCore = (config: ServerConfig) => {
   // replies are taken between them, and no answer waits behind requests that can wait a turn
   // (docs/performance.md; for state reads a deferral cost throughput). A second transaction opens
   // beside the one in flight once 24 actions wait, about a batch under load: it uses the CPU that
-  // one transaction at a time leaves idle, and batches stay as large (`BatchOptions`).
+  // one transaction at a time leaves idle, and batches stay as large (`BatchOptions`). State reads
+  // do the same with their read batches (`ReadOptions`).
   const ingest = { workers: 2, minBatchBeside: 24, handOff: Turns.shared.ahead }
-  return Services.layerWith({ ingest }).pipe(
+  const state = { workers: 2, minBatchBeside: 24 }
+  return Services.layerWith({ ingest, state }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     Layer.provideMerge(dispatcher),
