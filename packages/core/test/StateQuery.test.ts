@@ -83,6 +83,26 @@ const countedWith = (reads: Layer.Layer<StateQuery.StateQuery, never, StateQuery
   )
 const layerCounted = countedWith(StateQuery.layer)
 
+/**
+ * Twelve members, member i active on the last i % `spread` days so that the answers differ, read
+ * one after another, then twice each all at once: both answers, and the sizes of the storage
+ * reads made all at once.
+ */
+const readAloneThenTogether = (spread: number) =>
+  Effect.gen(function*() {
+    const t = yield* tenant({ program: { status: "live" } })
+    yield* TestClock.setTime(WED)
+    const members = Array.from({ length: 12 }, (_, i) => `m${i}`)
+    for (const [i, m] of members.entries()) {
+      for (let back = 1; back <= i % spread; back++) yield* act(t, WED - back * DAY, { userHash: m })
+    }
+    const alone = yield* Effect.forEach(members, (m) => stateOf(t, { userHash: m }))
+    const calls = yield* StandingCalls
+    yield* Ref.set(calls, [])
+    const together = yield* Effect.forEach([...members, ...members], (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+    return { alone, members, sizes: yield* Ref.get(calls), together }
+  })
+
 describe("StateQuery", () => {
   it.effect("a fresh member gets exactly the documented shape: zeros, the ISO week Mon..Sun, milestones, settings", () =>
     Effect.gen(function*() {
@@ -226,20 +246,9 @@ describe("StateQuery", () => {
     }).pipe(Effect.provide(layer)))
   it.effect("concurrent reads share storage reads, and each still gets its own member's answer", () =>
     Effect.gen(function*() {
-      const t = yield* tenant({ program: { status: "live" } })
-      yield* TestClock.setTime(WED)
-      const members = Array.from({ length: 12 }, (_, i) => `m${i}`)
-      // Member i was active on the last i % 4 days, so the answers differ.
-      for (const [i, m] of members.entries()) {
-        for (let back = 1; back <= i % 4; back++) yield* act(t, WED - back * DAY, { userHash: m })
-      }
-      const alone = yield* Effect.forEach(members, (m) => stateOf(t, { userHash: m }))
-      const calls = yield* StandingCalls
-      yield* Ref.set(calls, [])
-      const together = yield* Effect.forEach([...members, ...members], (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+      const { alone, members, sizes, together } = yield* readAloneThenTogether(4)
       assert.deepStrictEqual(together, [...alone, ...alone])
       assert.deepStrictEqual(alone.map((a) => a.body.streak.current), members.map((_, i) => i % 4))
-      const sizes = yield* Ref.get(calls)
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 24)
       assert.isBelow(sizes.length, 24 / 2)
       assert.strictEqual(yield* Ref.get(yield* StandingPeak), 1, "one read batch at a time by default")
@@ -247,20 +256,10 @@ describe("StateQuery", () => {
 
   it.effect("layerWith runs a second read batch beside the first once minBatchBeside reads wait, each read still answered as alone", () =>
     Effect.gen(function*() {
-      const t = yield* tenant({ program: { status: "live" } })
-      yield* TestClock.setTime(WED)
-      const members = Array.from({ length: 12 }, (_, i) => `m${i}`)
-      for (const [i, m] of members.entries()) {
-        for (let back = 1; back <= i % 3; back++) yield* act(t, WED - back * DAY, { userHash: m })
-      }
-      const alone = yield* Effect.forEach(members, (m) => stateOf(t, { userHash: m }))
-      const calls = yield* StandingCalls
-      yield* Ref.set(calls, [])
-      const together = yield* Effect.forEach([...members, ...members], (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+      const { alone, members, sizes, together } = yield* readAloneThenTogether(3)
       assert.deepStrictEqual(together, [...alone, ...alone])
       assert.deepStrictEqual(alone.map((a) => a.body.streak.current), members.map((_, i) => i % 3))
       assert.strictEqual(yield* Ref.get(yield* StandingPeak), 2, "two read batches were out at once")
-      const sizes = yield* Ref.get(calls)
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 24)
       assert.deepStrictEqual(sizes.slice(0, 2), [1, 4], "a lone first read, then a batch beside it once four waited")
     }).pipe(Effect.provide(countedWith(StateQuery.layerWith({ workers: 2, minBatchBeside: 4 })))))

@@ -39,9 +39,8 @@ export const layerCore = (config: ServerConfig) => {
   // beside the one in flight once 24 actions wait, about a batch under load: it uses the CPU that
   // one transaction at a time leaves idle, and batches stay as large (`BatchOptions`). State reads
   // do the same with their read batches (`ReadOptions`).
-  const ingest = { workers: 2, minBatchBeside: 24, handOff: Turns.shared.ahead }
-  const state = { workers: 2, minBatchBeside: 24 }
-  return Services.layerWith({ ingest, state }).pipe(
+  const twoBeside = { workers: 2, minBatchBeside: 24 }
+  return Services.layerWith({ ingest: { ...twoBeside, handOff: Turns.shared.ahead }, state: twoBeside }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     Layer.provideMerge(dispatcher),

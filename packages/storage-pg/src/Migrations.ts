@@ -328,7 +328,7 @@ const byteOrderKeys = (p: string) => {
 
 // A member is counted once per month (`UsageStore.markActiveMany`), yet every live action asked
 // again: a statement per batch whose ON CONFLICT seeks found the mark there in nearly every case
-// (in \`pnpm bench\`, leaving it out made ingest about 10 % faster). The streak row, which the
+// (in `pnpm bench`, leaving it out made ingest about 10 % faster). The streak row, which the
 // action has locked anyway, keeps the month its member was last marked in by an action on it, set
 // in the same transaction as the mark; ingest skips the mark when it is the action's month. NULL
 // means "not known": mark. Existing rows start at NULL, so the migration rewrites nothing.
