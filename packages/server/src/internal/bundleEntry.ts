@@ -1,0 +1,35 @@
+/**
+ * Entry of the production bundle, `dist/bin.mjs` (`scripts/bundle.ts`): runs the server bundled in
+ * `dist/server.cjs`, compiled from the V8 code cache that the build wrote beside it.
+ *
+ * Why a cache: compiling the 2.8 MB bundle from source fills a 20 MB parser zone that glibc keeps
+ * in the process's heap once it is freed, for the process's whole life (docs/performance.md). From
+ * the cache, V8 skips that parse. A cache that this node rejects (another node version, or V8 flags
+ * on its command line) or a missing one costs exactly that parse, as before.
+ */
+import { readFileSync } from "node:fs"
+import { createRequire } from "node:module"
+import { fileURLToPath } from "node:url"
+import { Script } from "node:vm"
+
+const file = fileURLToPath(new URL("server.cjs", import.meta.url))
+
+const cachedData = (): Buffer | undefined => {
+  try {
+    return readFileSync(`${file}.cache`)
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The bundle is one function expression taking `require` and `__import`: the build turns each
+ * dynamic `import()` of a package left outside the bundle into `__import()`, since node 20 loses a
+ * script's dynamic-import hook when the script comes from a code cache.
+ */
+type Server = (require: NodeJS.Require, __import: (specifier: string) => Promise<unknown>) => void
+
+const server: Server = new Script(readFileSync(file, "utf8"), { filename: file, cachedData: cachedData() })
+  .runInThisContext()
+
+server(createRequire(file), (specifier) => import(specifier))
