@@ -41,8 +41,8 @@ const built = await esbuild.build({
   metafile: true
 })
 
-// The entry's shebang runs the sources with tsx; in the script it would sit inside the function.
-// Blanked, so the line count and the source map stay right.
+// `src/bin.ts`'s shebang runs the sources with tsx; the script has no use for it. Blanked, so the
+// line count and the source map stay right.
 let text = readFileSync(server, "utf8").replace(/^#!.*/, "")
 // Each dynamic import of an outside package goes through the entry's `__import` (why there). The
 // metafile says how many there are, so a call the text replacement misses fails the build.
