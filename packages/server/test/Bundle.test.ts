@@ -87,9 +87,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
       try {
         yield* waitFor(base, "/health", () => output)
         // Compiled from the code cache, the process keeps no parser zone in its malloc heap: about
-        // 7 MB of it at this point, against 22 MB when the bundle was compiled from source.
+        // 7 MB of it at this point, against 16 MB when the bundle is compiled from source.
         const heapKb = mallocHeapKb(child.pid!)
-        if (heapKb !== undefined) assert.isBelow(heapKb, 15 * 1024, "malloc heap (KB) of the bundled server")
+        if (heapKb !== undefined) assert.isBelow(heapKb, 12 * 1024, "malloc heap (KB) of the bundled server")
         const answers = yield* Effect.promise(async () => {
           const h = { "x-admin-token": admin }
           const ws = await post(base, "/admin/workspaces", h, { name: "b", plan: "pro" })
