@@ -2,12 +2,12 @@
  * The production artifact: `pnpm build` bundles the server into `dist/server.cjs` with its V8 code
  * cache and an entry, `dist/bin.mjs`, which runs on plain node (no TypeScript loader), serves,
  * counts an action end to end and stops cleanly on SIGTERM, on `DATABASE_URL` or the embedded
- * default; without the cache it still runs, compiling from source.
+ * default; without the cache, or with one made from another source, it compiles from source.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { execFileSync, spawn } from "node:child_process"
-import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -114,28 +114,39 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
       assert.strictEqual(yield* Effect.promise(() => exited), 0, output)
     }))
 
-  it.effect("compiles from a code cache that this node accepts, and runs without one", () =>
+  it.effect("compiles from a code cache that this node accepts, and from source without one or with a stale one", () =>
     Effect.sync(() => {
       build()
-      // As the entry compiles it: the cache was written by this node before any V8 flag was set.
+      // As the entry compiles it, past the cache's first 32 bytes (the source's SHA-256): the cache
+      // was written by this node before any V8 flag was set.
       const rejected = execFileSync(process.execPath, [
         "-e",
         `const { readFileSync } = require("node:fs")
          const { Script } = require("node:vm")
          const file = ${JSON.stringify(server)}
-         const script = new Script(readFileSync(file, "utf8"), { filename: file, cachedData: readFileSync(file + ".cache") })
-         process.stdout.write(String(script.cachedDataRejected))`
+         const cachedData = readFileSync(file + ".cache").subarray(32)
+         process.stdout.write(String(new Script(readFileSync(file, "utf8"), { filename: file, cachedData }).cachedDataRejected))`
       ], { encoding: "utf8" })
       assert.strictEqual(rejected, "false")
 
-      // Another node (or V8 flags) rejects the cache, as if it were not there: the entry then
-      // compiles the bundle from source.
+      const version = JSON.parse(readFileSync(`${root}package.json`, "utf8")).version as string
       const dir = mkdtempSync(join(tmpdir(), "streaks-bundle-"))
+      const versionOf = () => execFileSync(process.execPath, [join(dir, "bin.mjs"), "--version"], { encoding: "utf8" }).trim()
       try {
+        // Another node (or V8 flags) rejects the cache, as if it were not there: the entry then
+        // compiles the bundle from source.
         copyFileSync(bundle, join(dir, "bin.mjs"))
         copyFileSync(server, join(dir, "server.cjs"))
-        const version = execFileSync(process.execPath, [join(dir, "bin.mjs"), "--version"], { encoding: "utf8" })
-        assert.strictEqual(version.trim(), JSON.parse(readFileSync(`${root}package.json`, "utf8")).version)
+        assert.strictEqual(versionOf(), version)
+
+        // A cache left beside another bundle of the same length: V8 itself would run the cache's
+        // code (the old version); the entry sees that the source is not the cache's.
+        const edited = version.replace(/\d$/, (d) => String((Number(d) + 1) % 10))
+        const text = readFileSync(server, "utf8")
+        assert.include(text, `version:"${version}"`)
+        writeFileSync(join(dir, "server.cjs"), text.replace(`version:"${version}"`, `version:"${edited}"`))
+        copyFileSync(`${server}.cache`, join(dir, "server.cjs.cache"))
+        assert.strictEqual(versionOf(), edited)
       } finally {
         rmSync(dir, { recursive: true, force: true })
       }
