@@ -16,7 +16,8 @@ import { Script } from "node:vm"
 
 const file = fileURLToPath(new URL("server.cjs", import.meta.url))
 // The hash below reads these bytes: hashing the string instead made a 2.8 MB UTF-8 copy at start,
-// after which the server's peak RSS under load was 25 MB higher (docs/performance.md).
+// and each of the four servers measured that way then peaked 20–40 MB higher under load
+// (docs/performance.md).
 const bytes = readFileSync(file)
 const source = bytes.toString("utf8")
 
