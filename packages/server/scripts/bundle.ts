@@ -77,18 +77,18 @@ chmodSync(server, 0o644)
 
 // The cache comes from this node, compiling as the entry does before any flag is set at run time
 // (V8 accepts it only from the same node version with the same V8 flags), after a call that
-// compiles the server's function without running it. It starts with the source's SHA-256, which
-// the entry checks (why there).
+// compiles the server's function without running it. It starts with the SHA-256 of the file's
+// bytes, taken as the entry takes it (why there).
 execFileSync(process.execPath, [
   "-e",
   `const { createHash } = require("node:crypto")
    const { readFileSync, writeFileSync } = require("node:fs")
    const { Script } = require("node:vm")
    const file = ${JSON.stringify(server)}
-   const source = readFileSync(file, "utf8")
-   const script = new Script(source, { filename: file })
+   const bytes = readFileSync(file)
+   const script = new Script(bytes.toString("utf8"), { filename: file })
    script.runInThisContext()()
-   const made = createHash("sha256").update(source).digest()
+   const made = createHash("sha256").update(bytes).digest()
    writeFileSync(file + ".cache", Buffer.concat([made, script.createCachedData()]))`
 ], { stdio: "inherit" })
 console.log(`built ${entry}`)
