@@ -19,7 +19,8 @@
  *   MB), and a doubling from there would pass it (20 MB was seen under the benchmark, with more
  *   server CPU per action than at 10: docs/performance.md). Node reports a collection a turn or
  *   two later, so two growths in quick succession can still pass the cap once
- *   (docs/operations.md, Memory).
+ *   (docs/operations.md, Memory). For that reason growth waits for the first report, and the
+ *   command applies these settings before its other modules load (`internal/applyHeapTuning.ts`).
  * - On one or two cores, scavenges on the main thread alone (`--no-parallel-scavenge`). V8 splits
  *   each scavenge among helper threads, which on a machine this small wait for a core that the
  *   server, Postgres or its clients already hold: about 2 % more ingest under the benchmark (ahead
@@ -45,9 +46,15 @@ export const unset = (execArgv: ReadonlyArray<string>, name: string): boolean =>
  * Keeps the young generation at or under `youngBytes`, and lets it grow back towards that should
  * V8 ever shrink it: after each collection, the growth factor is V8's default of 2 while twice the
  * young generation fits under the cap, and 1 otherwise.
+ *
+ * Growth is held from the call until node's first report of a collection. Loading the command's
+ * modules is one synchronous run of allocation in which no report can arrive: left at V8's factor,
+ * it grew the young generation past the cap to V8's 32 MB in some starts, where it stayed under
+ * load, with about 16 MB more RSS for the process's life (docs/performance.md).
  */
 const capYoungGeneration = (): void => {
-  let growing = true
+  let growing = false
+  setFlagsFromString("--semi-space-growth-factor=1")
   new PerformanceObserver(() => {
     const young = getHeapSpaceStatistics().find((s) => s.space_name === "new_space")?.space_size ?? 0
     const grow = young * 2 <= youngBytes

@@ -6,7 +6,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { execFileSync, spawn } from "node:child_process"
+import { execFileSync, spawn, spawnSync } from "node:child_process"
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer, type AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -150,6 +150,19 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
       } finally {
         rmSync(dir, { recursive: true, force: true })
       }
+    }))
+
+  it.effect("loads its modules under the command's heap settings", () =>
+    Effect.sync(() => {
+      build()
+      // Loading the bundle is one synchronous run of allocation. Before the settings came first
+      // (`internal/applyHeapTuning.ts`), V8's own growth factor took the young generation to the
+      // 16 MB cap on every start, and to 32 MB in some, where it stayed under load.
+      const preload = fileURLToPath(new URL("fixtures/youngGenerationAtExit.mjs", import.meta.url))
+      const result = spawnSync(process.execPath, ["--import", preload, bundle, "--version"], { encoding: "utf8" })
+      assert.strictEqual(result.status, 0, result.stderr)
+      const young = Number(/young generation: ([\d.]+)/.exec(result.stderr)?.[1])
+      assert.isBelow(young, 16, result.stderr)
     }))
 
   it.effect("starts on the embedded default database and stops it on SIGTERM", () =>

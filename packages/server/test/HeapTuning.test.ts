@@ -9,6 +9,7 @@ import * as HeapTuning from "../src/HeapTuning.js"
 
 const fixture = fileURLToPath(new URL("fixtures/youngGeneration.ts", import.meta.url))
 const scavengeFixture = fileURLToPath(new URL("fixtures/scavengeTasks.ts", import.meta.url))
+const startFixture = fileURLToPath(new URL("fixtures/youngGenerationAtStart.ts", import.meta.url))
 
 /** The young generation's size in MB once a process that applied the settings has allocated hard. */
 const youngMb = (nodeFlags: ReadonlyArray<string>): number =>
@@ -72,6 +73,15 @@ describe("HeapTuning.apply", () => {
     const young = youngMb(["--min-semi-space-size=3"])
     assert.isAtMost(young, 16)
     assert.isAbove(young, 8)
+  })
+
+  it("keeps the young generation under the cap through a start that allocates in one synchronous run", () => {
+    // As loading the command's modules does: no report of a collection arrives until it ends. With
+    // V8's growth factor left in place until the first report, this reached V8's own 32 MB.
+    const [young, objects] = execFileSync(process.execPath, ["--import", "tsx", startFixture], { encoding: "utf8" })
+      .split(" ").map(Number)
+    assert.strictEqual(objects, 600_000)
+    assert.isAtMost(young!, 16)
   })
 
   it("leaves the young generation's size to node's flags when they set it", () => {
