@@ -9,6 +9,7 @@ import * as esbuild from "esbuild"
 import { execFileSync } from "node:child_process"
 import { chmodSync, readFileSync, writeFileSync } from "node:fs"
 import { fileURLToPath } from "node:url"
+import * as CodeCache from "../src/internal/codeCache.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const server = `${root}dist/server.cjs`
@@ -75,20 +76,18 @@ await esbuild.build({
 chmodSync(entry, 0o755)
 chmodSync(server, 0o644)
 
-// The cache comes from this node, compiling as the entry does before any flag is set at run time
+// V8's data comes from a plain node, compiling as the entry does before any flag is set at run time
 // (V8 accepts it only from the same node version with the same V8 flags), after a call that
-// compiles the server's function without running it. It starts with the SHA-256 of the file's
-// bytes, taken as the entry takes it (why there).
-execFileSync(process.execPath, [
+// compiles the server's function without running it. The file is headed by the bundle's hash
+// (`internal/codeCache.ts`).
+const data = execFileSync(process.execPath, [
   "-e",
-  `const { createHash } = require("node:crypto")
-   const { readFileSync, writeFileSync } = require("node:fs")
+  `const { readFileSync } = require("node:fs")
    const { Script } = require("node:vm")
    const file = ${JSON.stringify(server)}
-   const bytes = readFileSync(file)
-   const script = new Script(bytes.toString("utf8"), { filename: file })
+   const script = new Script(readFileSync(file, "utf8"), { filename: file })
    script.runInThisContext()()
-   const made = createHash("sha256").update(bytes).digest()
-   writeFileSync(file + ".cache", Buffer.concat([made, script.createCachedData()]))`
-], { stdio: "inherit" })
+   process.stdout.write(script.createCachedData())`
+], { stdio: ["ignore", "pipe", "inherit"], maxBuffer: 64 * 1024 * 1024 })
+writeFileSync(`${server}.cache`, CodeCache.encode(readFileSync(server), data))
 console.log(`built ${entry}`)

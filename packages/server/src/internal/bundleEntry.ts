@@ -8,11 +8,11 @@
  * on its command line) or a missing one costs that parse, which then leaves about 17 MB of C heap
  * (22 MB with the module bundle of before).
  */
-import { createHash } from "node:crypto"
 import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { fileURLToPath } from "node:url"
 import { Script } from "node:vm"
+import * as CodeCache from "./codeCache.js"
 
 const file = fileURLToPath(new URL("server.cjs", import.meta.url))
 // The hash below reads these bytes: hashing the string instead made a 2.8 MB UTF-8 copy at start,
@@ -21,11 +21,7 @@ const file = fileURLToPath(new URL("server.cjs", import.meta.url))
 const bytes = readFileSync(file)
 const source = bytes.toString("utf8")
 
-/**
- * The cache file is the SHA-256 of the source it was made from, then V8's data. V8 checks only the
- * source's length against its data: a cache left beside another build of the same length would
- * run that build's code (seen: the old version string from an edited bundle).
- */
+/** V8's data from the cache file, unless it is missing or was made from another build. */
 const cachedData = (): Buffer | undefined => {
   let cache: Buffer
   try {
@@ -33,8 +29,7 @@ const cachedData = (): Buffer | undefined => {
   } catch {
     return undefined
   }
-  const made = createHash("sha256").update(bytes).digest()
-  return cache.subarray(0, made.length).equals(made) ? cache.subarray(made.length) : undefined
+  return CodeCache.decode(bytes, cache)
 }
 
 /**
