@@ -42,9 +42,21 @@ const clientContext = (client: PgClient.PgClient) =>
 const millis = (d: Duration.DurationInput | undefined) => (d === undefined ? undefined : Duration.toMillis(d))
 
 /**
+ * Sent first on each new connection of a preparing pool (pipelined: no round trip of its own).
+ * Under Postgres's default `auto`, a prepared statement taking a batch's keys as arrays
+ * (`unnest($1::text[], …)`) was planned at every call at low load: a plan for the arrays' actual
+ * length is estimated cheaper than the generic one, which assumes 100 elements, so `auto` never
+ * settled on it. At 10 concurrent callers that planning doubled Postgres's CPU per state read
+ * (docs/performance.md). Our statements look rows up by key, the same way on either plan. On a
+ * Postgres before 12 the `SET` fails alone and the connection keeps `auto` (docs/operations.md).
+ */
+const genericPlans = "SET plan_cache_mode = force_generic_plan"
+
+/**
  * A `PgClient` as `PgClient.make` builds it, on a pool whose connections prepare each parameterised
- * statement once (`internal/Clients.ts`): Postgres then skips parsing and planning on every call,
- * the larger part of its CPU for our short primary-key statements.
+ * statement once (`internal/Clients.ts`) and keep its generic plan (`genericPlans`): Postgres then
+ * skips parsing and planning on every call, the larger part of its CPU for our short primary-key
+ * statements.
  */
 export const make = (
   config: PgClient.PgClientConfig & { readonly prepare?: boolean }
@@ -76,6 +88,7 @@ export const make = (
           })
           // A broken idle connection is dropped by the pool; the next query reports the failure.
           pool.on("error", () => {})
+          if (config.prepare !== false) pool.on("connect", (client) => client.query(genericPlans, () => {}))
           await pool.query("SELECT 1").catch((e) => pool.end().then(() => Promise.reject(e)))
           return pool
         },

@@ -1,6 +1,7 @@
 /**
  * The service's pool prepares parameterised statements once per connection (`PgConnection.make`),
- * and that changes nothing a caller sees: results, errors, transactions and multi-statement texts.
+ * on generic plans, and that changes nothing a caller sees: results, errors, transactions and
+ * multi-statement texts.
  */
 import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
@@ -64,6 +65,24 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       assert.strictEqual(rows[0]!.v, 7)
     }))
 
+  it.effect("a statement that takes keys as an array is planned once, not at every call, in and out of transactions", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // A batch statement's shape. Under Postgres's default `auto`, small arrays kept it on a
+      // plan made anew at every call.
+      const batch = (n: number) =>
+        sql<{ readonly k: string }>`SELECT k FROM unnest(${Array.from({ length: n }, (_, i) => `key${i}`)}::text[]) AS k /* prep_generic */`
+      const counts = yield* sql.withTransaction(Effect.gen(function*() {
+        for (let n = 1; n <= 7; n++) yield* batch(n)
+        return yield* sql<{ readonly generic: number; readonly custom: number }>`
+          SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+          WHERE statement LIKE '%prep_generic%' AND statement NOT LIKE '%pg_prepared_statements%'`
+      }))
+      assert.deepStrictEqual(counts, [{ generic: 7, custom: 0 }])
+      const mode = yield* sql<{ readonly plan_cache_mode: string }>`SHOW plan_cache_mode`
+      assert.strictEqual(mode[0]!.plan_cache_mode, "force_generic_plan")
+    }))
+
   it.scoped("with prepare: false (for PgBouncer in transaction mode) nothing is prepared", () =>
     Effect.gen(function*() {
       const url = yield* PgTest.url
@@ -72,6 +91,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         yield* Effect.forEach([1, 2], (n) => sql`SELECT ${n}::int AS v /* prep_e */`)
         assert.deepStrictEqual(yield* preparedOf(sql, "prep_e"), [])
       }))
+      // Unnamed statements are planned at every call anyway: the connection keeps the server's setting.
+      const mode = yield* sql<{ readonly plan_cache_mode: string }>`SHOW plan_cache_mode`
+      assert.strictEqual(mode[0]!.plan_cache_mode, "auto")
     }))
 })
 

@@ -1,8 +1,7 @@
 /**
  * `Transactor` on Postgres: `sql.withTransaction`, except that on a pipelining pool (made by
  * `PgConnection`) an outermost transaction sends its `BEGIN` ahead of its first statement instead
- * of waiting a round trip for it (one round trip less for every ingest batch), and runs its
- * statements on generic plans.
+ * of waiting a round trip for it: one round trip less for every ingest batch.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
@@ -13,18 +12,6 @@ import type pg from "pg"
 import { rawQuery, storageError } from "./Sql.js"
 
 const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
-
-/**
- * What a transaction sends ahead, as one message. Under Postgres's default `plan_cache_mode =
- * auto`, the prepared statements of a batch that take its keys as arrays (`unnest($1::text[], …)`)
- * were planned again at every call: a plan made for the arrays' actual length is estimated cheaper
- * than the generic plan, which assumes 100 elements, so `auto` never settles on the generic one.
- * Three of an ingest batch's statements spent 0.2–0.4 ms each in planning (their bind, from
- * `log_min_duration_statement`), more than in running; the generic plans look keys up the same way.
- * `SET LOCAL` ends with the transaction; reads outside transactions keep `auto`
- * (docs/performance.md).
- */
-const begin = "BEGIN; SET LOCAL plan_cache_mode = force_generic_plan"
 
 /** The transaction's own SqlErrors (BEGIN, and COMMIT, which the client reports as a defect) become StorageError. */
 const mapped = <A, E, R>(self: Effect.Effect<A, E | SqlError, R>): Effect.Effect<A, E | StorageError, R> =>
@@ -48,10 +35,9 @@ const clientOf = (connection: unknown): pg.PoolClient | undefined => {
  * they commit with it.
  *
  * Why sending `BEGIN` without waiting is safe: on a pipelined connection Postgres runs what it
- * receives in order, so `BEGIN` runs before the first statement. `BEGIN` and its `SET LOCAL` fail
- * only with their connection (or on a Postgres older than 12, which has no `plan_cache_mode`), and
- * then so does everything sent after them; should they ever fail alone, the transaction fails with
- * their error. A failed unit of work is rolled back; a failed COMMIT or
+ * receives in order, so `BEGIN` runs before the first statement. `BEGIN` fails only with its
+ * connection, and then so does everything sent after it; should it ever fail alone, the
+ * transaction fails with BEGIN's error. A failed unit of work is rolled back; a failed COMMIT or
  * ROLLBACK fails the transaction with its error.
  */
 export const make = (sql: SqlClient.SqlClient, pipelined: boolean): Transactor["Type"] => {
@@ -71,7 +57,7 @@ export const make = (sql: SqlClient.SqlClient, pipelined: boolean): Transactor["
       if (client === undefined) return Effect.succeed(undefined)
       let begun: Exit.Exit<void, SqlError> | undefined
       // Sent now, so it goes out ahead of whatever `self` sends first.
-      client.query(begin, (cause: Error | undefined) => {
+      client.query("BEGIN", (cause: Error | undefined) => {
         begun = cause ? Exit.fail(new SqlError({ cause, message: "Failed to BEGIN" })) : Exit.void
       })
       return Effect.flatMap(
