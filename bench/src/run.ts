@@ -5,7 +5,7 @@
  * over 1M streak rows of which 100k are due. With wrk, a round's runs take turns in slices of 1 s
  * (`BENCH_SLICE`), so that a drift of the host's speed falls on both sides of a ratio.
  * Prints requests/s, p50/p99 latency, server RSS, server and Postgres CPU per request, WAL bytes per
- * request and the ratio to the baseline.
+ * request and the ratio to the baseline; last, a verdict on each of the issue's targets (`targets.ts`).
  */
 import { execFileSync, spawn, type ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
