@@ -10,12 +10,18 @@ import { Effect } from "effect"
 import * as PgConnection from "../src/PgConnection.js"
 import * as PgTest from "../src/PgTest.js"
 
-/** Named statements of the connection running the current transaction whose text mentions `marker`. */
+/**
+ * Named statements of the connection running the current transaction whose text mentions `marker`,
+ * with how many of their calls ran on the generic plan and how many on one made for the call.
+ */
+const statementsOf = (sql: SqlClient.SqlClient, marker: string) =>
+  sql<{ readonly name: string; readonly generic: number; readonly custom: number }>`
+    SELECT name, generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
+    WHERE statement LIKE ${`%${marker}%`} AND statement NOT LIKE '%pg_prepared_statements%'`
+
+/** The names of `statementsOf`. */
 const preparedOf = (sql: SqlClient.SqlClient, marker: string) =>
-  Effect.map(
-    sql<{ readonly name: string }>`SELECT name FROM pg_prepared_statements WHERE statement LIKE ${`%${marker}%`} AND statement NOT LIKE '%pg_prepared_statements%'`,
-    (rows) => rows.map((r) => r.name)
-  )
+  Effect.map(statementsOf(sql, marker), (rows) => rows.map((r) => r.name))
 
 layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statements", (it) => {
   it.effect("a parameterised statement is prepared once per connection and answers as before", () =>
@@ -74,9 +80,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         sql<{ readonly k: string }>`SELECT k FROM unnest(${Array.from({ length: n }, (_, i) => `key${i}`)}::text[]) AS k /* prep_generic */`
       const counts = yield* sql.withTransaction(Effect.gen(function*() {
         for (let n = 1; n <= 7; n++) yield* batch(n)
-        return yield* sql<{ readonly generic: number; readonly custom: number }>`
-          SELECT generic_plans::int AS generic, custom_plans::int AS custom FROM pg_prepared_statements
-          WHERE statement LIKE '%prep_generic%' AND statement NOT LIKE '%pg_prepared_statements%'`
+        return (yield* statementsOf(sql, "prep_generic")).map(({ custom, generic }) => ({ generic, custom }))
       }))
       assert.deepStrictEqual(counts, [{ generic: 7, custom: 0 }])
       const mode = yield* sql<{ readonly plan_cache_mode: string }>`SHOW plan_cache_mode`
