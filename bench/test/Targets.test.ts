@@ -26,6 +26,8 @@ describe("judge", () => {
     // The baseline's own p99 is above the bound on this host: the figures say so.
     expect(p99.figures).toContain("the bare baseline's 45.2 ms")
     expect(p99.figures).toContain("itself above 15 ms")
+    // Round by round 1.36, 1.47, 1.33, 1.32 times the baseline's: 1.34 at the median.
+    expect(p99.figures).toContain("1.34 times the baseline's")
   })
 
   it("meets the p99 bound at the median even when a first round misses it", () => {
