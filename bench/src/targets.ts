@@ -51,7 +51,8 @@ const ms = (values: ReadonlyArray<number>) => values.map((v) => v.toFixed(1)).jo
  * One verdict per target the run measured. Ratios and the p99 are judged at the median of the
  * rounds, as a host whose speed drifts can put one round far on either side; the RSS bound holds
  * only if every round kept it. The p99 bound is absolute, so its figures carry the bare baseline's
- * own p99 of the same rounds: on a host where that is above the bound too, no server meets it.
+ * own p99 of the same rounds (on a host where that is above the bound too, no server meets it) and
+ * the service's p99 as a proportion of it.
  */
 export const judge = (figures: Figures): ReadonlyArray<Verdict> => {
   const verdicts: Array<Verdict> = []

@@ -71,7 +71,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       assert.strictEqual(rows[0]!.v, 7)
     }))
 
-  it.effect("a statement that takes keys as an array is planned once, not at every call, in and out of transactions", () =>
+  it.effect("a statement that takes keys as an array runs on one generic plan, not one made at every call, and the pool's sessions keep that mode", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       // A batch statement's shape. Under Postgres's default `auto`, small arrays kept it on a
