@@ -16,6 +16,8 @@ export interface Options {
   readonly warmup: number
   /** Seconds per slice of an interleaved round (0: whole runs). */
   readonly slice: number
+  /** Print each slice's figures as it ends. */
+  readonly sliceLog: boolean
   /** Read the WAL's records by type (`pg_walinspect`). */
   readonly walByType: boolean
   /** Read the pages read into shared buffers (whole runs only: the counts are the database's). */
@@ -108,6 +110,7 @@ export const make = (db: pg.Client, options: Options) => {
     const dbBefore = Meters.postgresCpu()
     const ticksBefore = Meters.machineTicks()
     const walBefore = await Meters.walPosition(db)
+    const started = Date.now()
     const r = await generate(target, seconds)
     if (pid !== undefined) into.serverCpu += Meters.cpuOf(pid) - cpuBefore
     into.dbCpu += Meters.postgresCpuSince(dbBefore)
@@ -123,6 +126,10 @@ export const make = (db: pg.Client, options: Options) => {
     into.non2xx += r.non2xx
     into.loadCpu += r.cpuSeconds
     into.outcomes.push(r)
+    if (options.sliceLog) {
+      console.log(`# slice ${started}–${Date.now()} ${target.name}: ${Math.round(r.requests / r.seconds)} requests/s, ` +
+        `p50 ${r.p50} ms, p99 ${r.p99} ms, ${Math.round((walAfter - walBefore) / r.requests)} bytes of WAL per request`)
+    }
     for (const [micros, count] of r.latencies ?? []) into.latencies.set(micros, (into.latencies.get(micros) ?? 0) + count)
     if (options.walByType) {
       // Read at once: the segments are recycled after the next checkpoint. Per one request, that is

@@ -71,6 +71,11 @@ const BUFFERS = process.env.BENCH_BUFFERS !== undefined
 /** `BENCH_TAIL=1` prints each run's latency at more percentiles (wrk only): what lifts the p99. */
 const TAIL = process.env.BENCH_TAIL !== undefined
 /**
+ * `BENCH_SLICE_LOG=1` prints each slice's figures as it ends (with its start and end, epoch ms, to
+ * set beside a server's own log): which stretch of a round made its p99.
+ */
+const SLICE_LOG = process.env.BENCH_SLICE_LOG !== undefined
+/**
  * `BENCH_SLICE=1`: the runs of a round (the baseline, ours, the other build) take turns in slices
  * of this many seconds, `BENCH_SECONDS` in all each, instead of one whole run after another. This
  * host's speed drifts by tens of percent within a minute, and a whole run catches one stretch of
@@ -226,6 +231,7 @@ const main = async () => {
       warmup: WARMUP,
       tail: TAIL,
       slice: SLICE,
+      sliceLog: SLICE_LOG,
       walByType,
       buffers: BUFFERS
     })
