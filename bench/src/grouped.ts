@@ -19,6 +19,7 @@ const port = Number(process.env.PORT ?? 0)
 const frontUs = Number(process.env.GROUPED_FRONT_US ?? 0)
 const batchUs = Number(process.env.GROUPED_BATCH_US ?? 0)
 const pgRows = Number(process.env.GROUPED_PG_ROWS ?? 0)
+const allocKb = Number(process.env.GROUPED_ALLOC_KB ?? 0)
 const workers = 2
 const minBatchBeside = 24
 const maxBatch = 100
@@ -32,11 +33,20 @@ const spin = (us: number) => {
   }
 }
 
+/** Small objects of about `kb` × 1.4 KB in all, held by the action until it is answered. */
+const garbage = (kb: number): Array<unknown> => {
+  const held: Array<unknown> = []
+  // An object of three fields with a short string and an array: about 140 bytes.
+  for (let i = 0; i < kb * 10; i++) held.push({ i, s: `k${i}`, a: [i] })
+  return held
+}
+
 interface Waiting {
   readonly siteKey: string
   readonly userHash: string
   readonly event: string
   readonly res: ServerResponse
+  readonly held: Array<unknown> | undefined
 }
 let waiting: Array<Waiting> = []
 let running = 0
@@ -119,7 +129,13 @@ const server = createServer((req, res) => {
       return send(res, 400, `{"error":"INVALID_BODY"}`)
     }
     if (frontUs > 0) spin(frontUs)
-    waiting.push({ siteKey: body.siteKey, userHash: body.userHash, event: body.event, res })
+    waiting.push({
+      siteKey: body.siteKey,
+      userHash: body.userHash,
+      event: body.event,
+      res,
+      held: allocKb > 0 ? garbage(allocKb) : undefined
+    })
     // Everything that arrives in this turn of the event loop joins the same batch.
     if (!pumpQueued) {
       pumpQueued = true

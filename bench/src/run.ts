@@ -146,6 +146,20 @@ const checkpoint = (client: pg.Client) =>
     console.log(`# no checkpoint (${e.message}): full-page images left to chance`))
 
 /**
+ * `BENCH_STEADY=1`: after each ingest round's checkpoint, every page of the streaks table pays its
+ * full-page image before the warm-up (one pass that locks every row), so that the round measures
+ * ingest between checkpoints rather than the burst of images that follows one.
+ */
+const STEADY = process.env.BENCH_STEADY !== undefined
+const payImages = async (client: pg.Client) => {
+  const started = Date.now()
+  await client.query("begin")
+  await client.query("select count(*) from (select 1 from streaks_streaks for update) t")
+  await client.query("commit")
+  console.log(`# steady: every streaks page's full-page image paid in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+}
+
+/**
  * Puts back the fill's state before each ingest round after the first: the streaks that acted
  * today return to yesterday's run of 3, and today's days, the action log and the baseline's table
  * are emptied (the fill leaves them empty). So every round's actions extend runs, as the first
@@ -367,6 +381,7 @@ const main = async () => {
         async () => {
           await rewind(sql)
           await checkpoint(sql)
+          if (STEADY) await payImages(sql)
         }
       )
       figures = {
