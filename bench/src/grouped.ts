@@ -8,8 +8,10 @@
  * (the bench sends it the service's `POST /v1/server/e`) with 202, any other request with 200. To
  * bring its costs towards the service's: `GROUPED_FRONT_US` (server CPU per request on arrival,
  * spun), `GROUPED_BATCH_US` (per action between the locks and the writes, where the service runs
- * its calculus) and `GROUPED_PG_ROWS` (Postgres CPU: rows of a `generate_series` counted per action
- * in the writes' statement), each given through `BENCH_AGAINST_FLAGS="--env-file=…"`.
+ * its calculus), `GROUPED_PG_ROWS` (Postgres CPU: rows of a `generate_series` counted per action
+ * in the writes' statement), and `GROUPED_ALLOC_KB` / `GROUPED_HOLD_KB` (small objects per
+ * request, about that many KB × 1.4, dropped at once / held until the action is answered), each
+ * given through `BENCH_AGAINST_FLAGS="--env-file=…"`.
  */
 import { createServer, type ServerResponse } from "node:http"
 import pg from "pg"
@@ -36,10 +38,10 @@ const spin = (us: number) => {
 
 /** Small objects of about `kb` × 1.4 KB in all. */
 const garbage = (kb: number): Array<unknown> => {
-  const held: Array<unknown> = []
+  const objects: Array<unknown> = []
   // An object of three fields with a short string and an array: about 140 bytes.
-  for (let i = 0; i < kb * 10; i++) held.push({ i, s: `k${i}`, a: [i] })
-  return held
+  for (let i = 0; i < kb * 10; i++) objects.push({ i, s: `k${i}`, a: [i] })
+  return objects
 }
 
 interface Waiting {
@@ -47,6 +49,7 @@ interface Waiting {
   readonly userHash: string
   readonly event: string
   readonly res: ServerResponse
+  /** Never read: it keeps `GROUPED_HOLD_KB`'s objects alive until the action is answered. */
   readonly held: Array<unknown> | undefined
 }
 let waiting: Array<Waiting> = []
