@@ -32,9 +32,9 @@ type Load<A> = () => Effect.Effect<Option.Option<A>, StorageError>
  * (`TestClock` in tests); misses are never kept (so a program created on another replica is
  * usable at once). Every other method passes through.
  *
- * A key in use never expires under its callers: a hit in the second half of its `ttl` reads it
- * afresh in the background (the hit answers at once, from memory), so that each replica's busy
- * keys are read about twice a `ttl` and no action waits on the lookup. Callers that miss the same
+ * A key in use never expires under its callers: a hit in the last quarter of its `ttl` reads it
+ * afresh in the background (the hit answers at once, from memory), so that each replica reads its
+ * busy keys about once every three quarters of a `ttl` and no action waits on the lookup. Callers that miss the same
  * key at once share one lookup, rather than each sending its own to the store. Background reads
  * run in the scope the cache is made in, and stop with it.
  *
@@ -53,7 +53,9 @@ type Run = <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 const over = (directory: DirectoryStore["Type"], clock: Clock.Clock, run: Run, options: Options): DirectoryStore["Type"] => {
   const ttl = Duration.toMillis(options.ttl ?? Duration.seconds(1))
   if (ttl <= 0) return directory
-  const refreshAfter = ttl / 2
+  // Late enough to read a busy key little more often than it expires, early enough for a lookup
+  // slowed by load to be back before it does.
+  const refreshAfter = ttl * 0.75
   const max = options.maxEntries ?? 10_000
   const entries = new Map<string, Entry>()
   /** The lookup of each key under way, which callers that miss it join rather than repeat. */

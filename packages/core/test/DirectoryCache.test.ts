@@ -97,19 +97,19 @@ describe("DirectoryCache", () => {
       const lookup = () => cache.programByEventKey(project.id, program.eventKey)
       yield* lookup()
       yield* store.setProgramStatus(program.id, "live")
-      // Within the first half of the ttl: from memory, nothing read.
-      yield* TestClock.adjust(Duration.millis(499))
+      // Before the last quarter of the ttl: from memory, nothing read.
+      yield* TestClock.adjust(Duration.millis(749))
       yield* lookup()
       yield* settle
       assert.strictEqual(counted.loads, 1)
-      // In the second half: still answered from memory at once, and read afresh behind it.
+      // In the last quarter: still answered from memory at once, and read afresh behind it.
       yield* TestClock.adjust(Duration.millis(1))
       const hit = Finished.exitOf(lookup())
       assert.strictEqual(hit && Exit.isSuccess(hit) ? Option.getOrThrow(hit.value).status : undefined, "test")
       yield* settle
       assert.strictEqual(counted.loads, 2)
       // Past the first read's ttl the key has not expired: the fresh read answers, from memory.
-      yield* TestClock.adjust(Duration.millis(600))
+      yield* TestClock.adjust(Duration.millis(400))
       const later = Finished.exitOf(lookup())
       assert.strictEqual(later && Exit.isSuccess(later) ? Option.getOrThrow(later.value).status : undefined, "live")
     }).pipe(Effect.provide(layerMemory)))
