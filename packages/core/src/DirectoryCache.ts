@@ -34,9 +34,9 @@ type Load<A> = () => Effect.Effect<Option.Option<A>, StorageError>
  *
  * A key in use never expires under its callers: a hit in the last quarter of its `ttl` reads it
  * afresh in the background (the hit answers at once, from memory), so that each replica reads its
- * busy keys about once every three quarters of a `ttl` and no action waits on the lookup. Callers that miss the same
- * key at once share one lookup, rather than each sending its own to the store. Background reads
- * run in the scope the cache is made in, and stop with it.
+ * busy keys about once every three quarters of a `ttl` and no action waits on the lookup. Callers
+ * that miss the same key at once share one lookup, rather than each sending its own to the store.
+ * Background reads run in the scope the cache is made in, and stop with it.
  *
  * A hit is answered with a finished `Exit` (an `Exit` is an effect), so that the hot paths can go
  * on from it at once, without running it; so a lookup built once and run again later answers what
