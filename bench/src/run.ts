@@ -17,6 +17,7 @@ import * as Measure from "./measure.js"
 import * as Sweep from "./sweep.js"
 import * as Targets from "./targets.js"
 import * as Db from "./db.js"
+import * as Fill from "./fill.js"
 
 const root = resolve(import.meta.dirname, "../..")
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -32,8 +33,6 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1))
 const GENERATOR = Load.choose(process.env.BENCH_LOAD)
 /** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
 const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
-const MEMBERS = 100_000
-const PROGRAMS = 5
 const ADMIN = "bench-admin-token"
 
 /**
@@ -85,6 +84,11 @@ const SLICE_LOG = process.env.BENCH_SLICE_LOG !== undefined
  */
 const SLICE = BUFFERS || GENERATOR !== Load.wrk ? 0 : Math.max(0, Number(process.env.BENCH_SLICE ?? 1))
 
+/** `BENCH_STEADY=1`: each ingest round pays every streaks page's full-page image first (`Fill.payImages`). */
+const STEADY = process.env.BENCH_STEADY !== undefined
+/** `BENCH_TZ`, `BENCH_CROSSING`: what the actions do besides extending a run (`Fill.Mix`). */
+const MIX = Fill.mixOf(process.env)
+
 const start = (file: string, env: Record<string, string>, args: Array<string> = [], flags: Array<string> = []): ChildProcess =>
   spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
     cwd: root,
@@ -121,96 +125,6 @@ const freePort = async (): Promise<number> => {
 interface Served {
   readonly url: string
   readonly pid?: number | undefined
-}
-
-/**
- * The 100,000 members already have a streak in each program, as in a product that has been
- * running: active yesterday (UTC, their zone), run 3, best 5, the 3-day milestone achieved (best 5
- * reached it; in the achievements table and, as the service has recorded it since migration 0003,
- * on the streak row), and metered active in yesterday's month (in the usage table and, since
- * migration 0005, on the row). The hourly sweep has passed since today
- * began: it sent today's at-risk and moved the row to the start of tomorrow (when the run breaks),
- * so nothing is due during the run. So an action extends a run of 3 to 4: counted, the row
- * updated (its due instant stays the start of tomorrow), milestones checked and none newly
- * reached, as for most actions of a live product. Then the tables are vacuumed and analysed, as
- * autovacuum keeps them in production: on tables filled seconds ago the planner has no statistics
- * and may pick an index that reads a whole program per key, and autovacuum would set about them
- * during the first runs. Then a checkpoint (below).
- */
-/**
- * CHECKPOINT needs a superuser or pg_checkpoint: without it the figures stay comparable only
- * within one run.
- */
-const checkpoint = (client: pg.Client) =>
-  client.query("checkpoint").then(() => undefined, (e: Error) =>
-    console.log(`# no checkpoint (${e.message}): full-page images left to chance`))
-
-/**
- * `BENCH_STEADY=1`: after each ingest round's checkpoint, every page of the streaks table pays its
- * full-page image before the warm-up (one pass that locks every row), so that the round measures
- * ingest between checkpoints rather than the burst of images that follows one.
- */
-const STEADY = process.env.BENCH_STEADY !== undefined
-const payImages = async (client: pg.Client) => {
-  const started = Date.now()
-  // One statement: its own transaction holds the locks long enough to write every page's image.
-  await client.query("select count(*) from (select 1 from streaks_streaks for update) t")
-  console.log(`# steady: every streaks page's full-page image paid in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-}
-
-/**
- * Puts back the fill's state before each ingest round after the first: the streaks that acted
- * today return to yesterday's run of 3, and today's days, the action log and the baseline's table
- * are emptied (the fill leaves them empty). So every round's actions extend runs, as the first
- * round's do: without it, later rounds found more and more keys already counted today (a quarter
- * of them by the third round on a host at 7,000 actions a second), which the service answers
- * without moving a streak, at less cost. The vacuum leaves the streak pages room for their next
- * updates, as autovacuum would.
- */
-const rewind = async (client: pg.Client) => {
-  const started = Date.now()
-  const { rowCount } = await client.query(
-    `update streaks_streaks set last_active_day = today - 1, run = 3, best = 5
-     from (select (now() at time zone 'UTC')::date as today) t where last_active_day = today`
-  )
-  await client.query("truncate streaks_activity_days, streaks_actions, bench_daily_activity")
-  await client.query("vacuum streaks_streaks")
-  console.log(`# rewind: ${rowCount} streaks put back to yesterday in ${((Date.now() - started) / 1000).toFixed(1)} s`)
-}
-
-const populate = async (
-  client: pg.Client,
-  workspaceId: string,
-  projectId: string,
-  programs: ReadonlyArray<{ id: string; reached: string }>
-) => {
-  await client.query(
-    `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-       at_risk_notified_for, due_at, updated_at, achieved, metered_month)
-     select $1, p.id, 'm' || g, 'live', today - 1, 3, 5, 'UTC', today, (today + 1)::timestamp at time zone 'UTC', now(),
-       array[p.reached], to_char(today - 1, 'YYYY-MM')
-     from (select (now() at time zone 'UTC')::date as today) t, unnest($2::text[], $3::text[]) p (id, reached),
-       generate_series(0, $4::int - 1) g`,
-    [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
-  )
-  await client.query(
-    `insert into streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
-     select $1, p.id, 'm' || g, 'live', p.reached, now() - interval '3 days'
-     from unnest($2::text[], $3::text[]) p (id, reached), generate_series(0, $4::int - 1) g`,
-    [projectId, programs.map((p) => p.id), programs.map((p) => p.reached), MEMBERS]
-  )
-  // Yesterday's actions marked each member active in yesterday's month (UTC), as metering does.
-  await client.query(
-    `insert into streaks_usage (workspace_id, month, member)
-     select $1, to_char((now() at time zone 'UTC')::date - 1, 'YYYY-MM'), $2 || ':m' || g
-     from generate_series(0, $3::int - 1) g`,
-    [workspaceId, projectId, MEMBERS]
-  )
-  await client.query("vacuum analyze")
-  // The runs start from a checkpoint taken after the fill, so each pays the full-page images of
-  // the pages it is first to touch. Otherwise whether the fill's WAL happened to trigger a
-  // checkpoint decided that: about 4 KB of WAL per action, and the ingest rate with it.
-  await checkpoint(client)
 }
 
 const admin = async (base: string, path: string, body?: unknown) => {
@@ -253,6 +167,8 @@ const main = async () => {
       ? `# each round's runs interleaved in slices of ${SLICE} s (BENCH_SLICE=0: whole runs, one after another)`
       : "# each round's runs whole, one after another")
     console.log(`# database: ${db.description}`)
+    const mix = Fill.describe(MIX)
+    if (mix !== undefined) console.log(`# traffic: ${mix}`)
     if (process.env.BENCH_SERVER === undefined) {
       execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], { cwd: root, stdio: "ignore" })
     }
@@ -293,8 +209,8 @@ const main = async () => {
 
     const workspace = await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
     const project = await admin(url, "/admin/projects", { workspaceId: workspace.id, name: "bench", allowedOrigins: [] })
-    const programs: Array<{ id: string; reached: string }> = []
-    for (let i = 0; i < PROGRAMS; i++) {
+    const programs: Array<Fill.Program> = []
+    for (let i = 0; i < Fill.PROGRAMS; i++) {
       const program = await admin(url, "/admin/programs", {
         projectId: project.id,
         name: `p${i}`,
@@ -302,14 +218,15 @@ const main = async () => {
         milestones: [{ target: 3, msg: "3" }, { target: 7, msg: "7", rewardType: "coupon", rewardValue: "C" }]
       })
       await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
-      programs.push({ id: program.id, reached: program.milestones.find((m: { target: number }) => m.target === 3).id })
+      const milestone = (target: number): string => program.milestones.find((m: { target: number }) => m.target === target).id
+      programs.push({ id: program.id, reached: milestone(3), next: milestone(7) })
     }
-    await populate(sql, workspace.id, project.id, programs)
+    await Fill.populate(sql, workspace.id, project.id, programs, MIX)
     const siteKey: string = project.siteKey
     const token: string = project.serverToken
     // Each request acts for a random member in a random program (drawn by the load generator).
-    const draw = { members: MEMBERS, events: PROGRAMS }
-    const event = JSON.stringify({ siteKey, userHash: "{member}", event: "{event}" })
+    const draw = { members: Fill.MEMBERS, events: Fill.PROGRAMS }
+    const event = JSON.stringify({ siteKey, userHash: "{member}", event: "{event}", ...(MIX.tz ? { tz: "UTC" } : {}) })
 
     /** Each round: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
     interface Round {
@@ -378,9 +295,9 @@ const main = async () => {
           traffic: { ...draw, method: "POST", path: "/e", body: event, headers: { "content-type": "application/json" } }
         }),
         async () => {
-          await rewind(sql)
-          await checkpoint(sql)
-          if (STEADY) await payImages(sql)
+          await Fill.rewind(sql, programs, MIX)
+          await Fill.checkpoint(sql)
+          if (STEADY) await Fill.payImages(sql)
         }
       )
       figures = {
@@ -408,7 +325,7 @@ const main = async () => {
           pid: baseline.pid,
           traffic: { ...draw, method: "GET", path: `/state?${query}`, headers: {} }
         }),
-        () => checkpoint(sql)
+        () => Fill.checkpoint(sql)
       )
       figures = { ...figures, state: { ratios: state.map((r) => r.ours.rps / r.base.rps) } }
     }
