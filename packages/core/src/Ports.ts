@@ -84,6 +84,11 @@ export interface MemberRef {
   readonly userHash: UserHash
 }
 
+/** A member's zone to store. */
+export interface MemberZone extends MemberRef {
+  readonly timezone: string
+}
+
 /** The canonical member behind an id, with the member's stored zone. */
 export interface Member {
   readonly userHash: UserHash
@@ -118,6 +123,12 @@ export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<Member
   /** `lookup` of many ids at once (a batch of actions), answers in input order; one round trip where the store allows. */
   readonly lookupMany: (ids: ReadonlyArray<MemberRef>) => Io<ReadonlyArray<Member>>
   readonly setTimezone: (projectId: ProjectId, userHash: UserHash, timezone: string) => Io<void>
+  /**
+   * Optional: `setTimezone` of many members at once (a batch of actions), in input order, so a
+   * member given twice keeps the last zone; one statement where the store allows. Without it,
+   * ingest stores each zone with `setTimezone`, side by side.
+   */
+  readonly setTimezones?: (zones: ReadonlyArray<MemberZone>) => Io<void>
   /**
    * Links `anonymousId` to `userHash`. MUST be atomic: returns `"linked"` the first time,
    * `"unchanged"` when the same pair exists, and the other member when `anonymousId` is already

@@ -1,6 +1,7 @@
 /**
- * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `lockMany`, `lockExisting`,
- * `addDays`, `markActiveMany`, `appendAll`): the same answers as the single calls, in input order.
+ * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `setTimezones`,
+ * `lockMany`, `lockExisting`, `addDays`, `markActiveMany`, `appendAll`): the same answers as the
+ * single calls, in input order.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -37,6 +38,39 @@ export const batchSuite = (it: It) =>
           { userHash: member, timezone: Option.some("Asia/Tokyo") }
         ])
         assert.deepStrictEqual(yield* members.lookupMany([]), [])
+      }))
+
+    // `setTimezones` is optional: a store without it is skipped here (ingest then calls `setTimezone` per member).
+    it.effect("setTimezones stores each member's zone per project, a member given twice keeps the last, and replaces stored zones", () =>
+      Effect.gen(function*() {
+        const members = yield* MemberStore
+        if (members.setTimezones === undefined) return
+        const { project } = yield* seedTenant()
+        const other = (yield* seedTenant()).project
+        const [a, b, c] = [makeUserHash(), makeUserHash(), makeUserHash()]
+        yield* members.setTimezone(project.id, c, "Europe/Paris")
+        yield* members.setTimezones([
+          { projectId: project.id, userHash: a, timezone: "Asia/Tokyo" },
+          { projectId: project.id, userHash: b, timezone: "America/New_York" },
+          { projectId: project.id, userHash: a, timezone: "Asia/Kolkata" },
+          { projectId: project.id, userHash: c, timezone: "Australia/Sydney" },
+          { projectId: other.id, userHash: b, timezone: "Africa/Lagos" }
+        ])
+        yield* members.setTimezones([])
+        const zones = yield* members.lookupMany([
+          { projectId: project.id, userHash: a },
+          { projectId: project.id, userHash: b },
+          { projectId: project.id, userHash: c },
+          { projectId: other.id, userHash: b },
+          { projectId: other.id, userHash: a }
+        ])
+        assert.deepStrictEqual(zones.map((m) => Option.getOrNull(m.timezone)), [
+          "Asia/Kolkata",
+          "America/New_York",
+          "Australia/Sydney",
+          "Africa/Lagos",
+          null
+        ])
       }))
 
     it.effect("lockMany creates missing rows in their zones, returns stored ones, in input order, a repeated key twice", () =>

@@ -18,6 +18,7 @@ import {
   IdempotencyStore,
   type Member,
   MemberStore,
+  type MemberZone,
   Outbox,
   StreakStore,
   SubscriptionStore,
@@ -280,8 +281,10 @@ export const applyAll = (
     const { ahead, found } = yield* lookup(work, lookahead)
     const steps: Array<Step> = []
 
-    // A member's zone as it stands after their earlier actions of this batch.
+    // A member's zone as it stands after their earlier actions of this batch. Nothing in the batch
+    // reads it back from the store, so each changed zone is stored once, with the last writes.
     const zones = new Map<string, Option.Option<string>>()
+    const zoneChanges = new Map<string, MemberZone>()
     // Writes whose answers nothing waits for: issued together before the next round reads its
     // rows, or at the end.
     const writes: Array<Effect.Effect<unknown, StorageError, ApplyServices>> = []
@@ -295,8 +298,8 @@ export const applyAll = (
       for (const { i, userHash, work: { action, project } } of here) {
         const stored = Option.getOrUndefined(zones.get(whoOf(i)) ?? found[i]!.timezone)
         if (action.tz === undefined || stored === action.tz) continue
-        yield* members.setTimezone(project.id, userHash, action.tz)
         zones.set(whoOf(i), Option.some(action.tz))
+        zoneChanges.set(whoOf(i), { projectId: project.id, userHash, timezone: action.tz })
       }
       const counting = here.filter((s) => s.plan.counting)
       if (counting.length === 0) continue
@@ -366,13 +369,18 @@ export const applyAll = (
         const progress = { project, program: counted, key: step.key, row, summary, zone: step.zone, now }
         progressed.push({ step, progress, state: stateOf(progress) })
       }
+      const crossings: Array<Effect.Effect<void, StorageError, ApplyServices>> = []
       for (const { progress, state, step } of progressed) {
         const achievedHere = achievedOf.get(step)
         const crossed = achievedHere === undefined || !reachesTarget(progress.program, state)
           ? []
           : Streak.newlyCrossed(progress.program.milestones, state.current, new Set(achievedHere))
         // Most actions cross no new milestone: then there is nothing to record or fire.
-        if (crossed.length > 0) step.enqueued = yield* recordCrossed(progress, state, crossed)
+        if (crossed.length > 0) {
+          crossings.push(Effect.map(recordCrossed(progress, state, crossed), (enqueued) => {
+            step.enqueued = enqueued
+          }))
+        }
         if (step.plan.ledger !== "live") {
           saves.push(progressRow(progress))
           continue
@@ -383,10 +391,20 @@ export const applyAll = (
         if (progress.row.meteredMonth !== usage.month) active.push(usage)
         saves.push(progressRow(progress, usage.month))
       }
+      // The members of a round are distinct, so their crossings go out side by side, before the
+      // rows are saved, as one member's alone would.
+      if (crossings.length > 0) yield* together(crossings)
       if (saves.length > 0) writes.push(streaks.saveAll(saves))
       if (active.length > 0) writes.push(Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active)))
     }
 
+    if (zoneChanges.size > 0) {
+      // In one order (by member), so that batches storing the zones of the same members cannot deadlock.
+      const changed = [...zoneChanges].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, z]) => z)
+      writes.push(...(members.setTimezones === undefined
+        ? changed.map((z) => members.setTimezone(z.projectId, z.userHash, z.timezone))
+        : [members.setTimezones(changed)]))
+    }
     const millis = yield* Clock.currentTimeMillis
     const records = steps.map((step) => recordOf(step, Ids.makeAt("EventId", millis)))
     writes.push(Effect.flatMap(ActionLog, (log) => log.appendAll(records)))

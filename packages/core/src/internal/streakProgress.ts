@@ -9,6 +9,7 @@ import type { StorageError } from "../Errors.js"
 import * as OutboundEvents from "../OutboundEvents.js"
 import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
 import * as Streak from "../Streak.js"
+import { together } from "./together.js"
 
 /** The current instant from `Clock`, as a Date (tests drive it with `TestClock`). */
 export const nowDate: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -112,29 +113,34 @@ export const reach = (
 
 /**
  * Records `crossed`, the milestones `state` newly reaches on the locked row of `input` (see
- * `reach`), and fires their events; answers the outbox messages written. A batch that read the
- * achievements of many keys at once calls it directly.
+ * `reach`), and fires their events; answers the outbox messages written. A milestone's events fire
+ * only where this transaction added its achievement; the achievements and the reads of who
+ * listens go out together, so a crossing costs one round trip, and a second where someone listens
+ * (the outbox). A batch that read the achievements of many keys at once calls it directly.
  */
 export const recordCrossed = (
   input: Progress,
   state: Streak.State,
   crossed: ReadonlyArray<Milestone>
 ): Effect.Effect<number, StorageError, AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
-  Effect.gen(function*() {
+  Effect.flatMap(AchievementStore, (achievements) => {
     const { key, now, program } = input
-    const achievements = yield* AchievementStore
-    const events: Array<OutboundEvents.Event> = []
-    for (const milestone of crossed) {
-      if (yield* achievements.add(key, milestone.id, now)) events.push(...OutboundEvents.milestoneEvents(milestone))
-    }
-    const emitted = yield* OutboundEvents.emit({
-      project: input.project,
-      program,
-      userHash: key.userHash,
-      ledger: key.ledger,
-      streak: { current: state.current, best: state.best }
-    }, events)
-    return emitted.enqueued
+    const eventsOf = crossed.map(OutboundEvents.milestoneEvents)
+    const added = together(crossed.map((milestone) => achievements.add(key, milestone.id, now)))
+    return Effect.map(
+      OutboundEvents.emitWhere(
+        {
+          project: input.project,
+          program,
+          userHash: key.userHash,
+          ledger: key.ledger,
+          streak: { current: state.current, best: state.best }
+        },
+        eventsOf.flat(),
+        Effect.map(added, (news) => eventsOf.flatMap((events, i) => events.map(() => news[i]!)))
+      ),
+      (emitted) => emitted.enqueued
+    )
   })
 
 /** The row to save after `reach`: the new summary, with what was notified kept. */
