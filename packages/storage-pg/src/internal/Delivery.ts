@@ -62,7 +62,7 @@ const decodeExperiment = (r: Row): Experiment =>
     ...opt("endedAt", toOptionalDate(r.ended_at))
   }, trusted)
 
-export const makeSubscriptionStore = ({ sql, t }: Ctx): SubscriptionStore["Type"] => ({
+export const makeSubscriptionStore = ({ hot, sql, t }: Ctx): SubscriptionStore["Type"] => ({
   create: (s) =>
     sql`INSERT INTO ${t.subscriptions} (project_id, id, workspace_id, program_id, url, event_types, secret_sealed,
           created_by_type, created_by_id, created_at)
@@ -78,9 +78,10 @@ export const makeSubscriptionStore = ({ sql, t }: Ctx): SubscriptionStore["Type"
     sql`DELETE FROM ${t.subscriptions} WHERE id = ${id} RETURNING *`
       .pipe(Effect.map(firstOf(decodeSubscription)), io("SubscriptionStore.remove")),
 
+  // On ingest's path (a milestone crossed), as are `running`, `enqueue` and the achievement's add.
   forEvent: (programId, type) =>
-    sql`SELECT * FROM ${t.subscriptions} WHERE program_id = ${programId} AND ${type} = ANY(event_types)
-        ORDER BY created_at, id`
+    hot(sql`SELECT * FROM ${t.subscriptions} WHERE program_id = ${programId} AND ${type} = ANY(event_types)
+        ORDER BY created_at, id`)
       .pipe(Effect.map((rows) => rows.map(decodeSubscription)), io("SubscriptionStore.forEvent")),
 
   removeCreatedBy: (credential) =>
@@ -96,17 +97,17 @@ export const makeSubscriptionStore = ({ sql, t }: Ctx): SubscriptionStore["Type"
       )
 })
 
-export const makeOutbox = ({ sql, t }: Ctx): Outbox["Type"] => ({
+export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
   enqueue: (messages) =>
     messages.length === 0 ? Effect.void :
-    sql`INSERT INTO ${t.outbox} (project_id, id, subscription_id, program_id, type, payload, status, attempts,
+    hot(sql`INSERT INTO ${t.outbox} (project_id, id, subscription_id, program_id, type, payload, status, attempts,
           next_attempt_at, created_at, delivered_at)
         SELECT * FROM unnest(${messages.map((m) => m.projectId)}::text[], ${messages.map((m) => m.id)}::text[],
           ${messages.map((m) => m.subscriptionId)}::text[], ${messages.map((m) => m.programId)}::text[],
           ${messages.map((m) => m.type)}::text[], ${messages.map((m) => m.payload)}::text[],
           ${messages.map((m) => m.status)}::text[], ${messages.map((m) => m.attempts)}::int[],
           ${messages.map((m) => m.nextAttemptAt)}::timestamptz[], ${messages.map((m) => m.createdAt)}::timestamptz[],
-          ${messages.map((m) => m.deliveredAt ?? null)}::timestamptz[])`
+          ${messages.map((m) => m.deliveredAt ?? null)}::timestamptz[])`)
       .pipe(Effect.asVoid, io("Outbox.enqueue")),
 
   // The inner SELECT walks the partial index of pending messages in due order and skips rows
@@ -179,7 +180,7 @@ export const makeOutbox = ({ sql, t }: Ctx): Outbox["Type"] => ({
       .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("Outbox.purgeAttempts"))
 })
 
-export const makeExperimentStore = ({ sql, t }: Ctx): ExperimentStore["Type"] => ({
+export const makeExperimentStore = ({ hot, sql, t }: Ctx): ExperimentStore["Type"] => ({
   // The partial unique index (program_id) WHERE ended_at IS NULL refuses a second running one,
   // atomically: a concurrent starter waits for the first and then conflicts.
   start: (e) =>
@@ -189,7 +190,7 @@ export const makeExperimentStore = ({ sql, t }: Ctx): ExperimentStore["Type"] =>
       .pipe(Effect.map((rows) => rows.length > 0), io("ExperimentStore.start")),
 
   running: (programId) =>
-    sql`SELECT * FROM ${t.experiments} WHERE program_id = ${programId} AND ended_at IS NULL`
+    hot(sql`SELECT * FROM ${t.experiments} WHERE program_id = ${programId} AND ended_at IS NULL`)
       .pipe(Effect.map(firstOf(decodeExperiment)), io("ExperimentStore.running")),
 
   end: (programId, at) =>

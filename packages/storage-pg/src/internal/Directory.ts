@@ -233,9 +233,20 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] => {
   lookupMany: (ids) => ids.length === 0 ? Effect.succeed([]) : lookupMany(ids).pipe(io("MemberStore.lookupMany")),
 
   setTimezone: (projectId, userHash, timezone) =>
-    sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
-        ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
+    hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
+        ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`)
       .pipe(Effect.asVoid, io("MemberStore.setTimezone")),
+
+  // One statement; a member given twice keeps the last zone (an upsert may not touch a row twice).
+  setTimezones: (zones) => {
+    if (zones.length === 0) return Effect.void
+    const last = [...new Map(zones.map((z) => [`${z.projectId}\u0000${z.userHash}`, z])).values()]
+    return hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone)
+        SELECT * FROM unnest(${last.map((z) => z.projectId)}::text[], ${last.map((z) => z.userHash)}::text[],
+          ${last.map((z) => z.timezone)}::text[])
+        ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`)
+      .pipe(Effect.asVoid, io("MemberStore.setTimezones"))
+  },
 
   // The primary key decides: the first insert wins; a concurrent second one waits for it and then
   // does nothing, so its follow-up read sees the committed link.

@@ -347,7 +347,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
     // id, so from a member's first achievement on the copy is known. A concurrent add to the same
     // row waits for this one's row lock and then re-applies its SET to the updated copy.
     add: (key, milestoneId, at) =>
-      sql`WITH added AS (
+      hot(sql`WITH added AS (
             INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
             VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${at})
             ON CONFLICT DO NOTHING RETURNING milestone_id
@@ -355,7 +355,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
             UPDATE ${t.streaks} s SET achieved = ${achievedIds({ sql, t }, "s.achieved", whereKey(key))} || added.milestone_id
             FROM added WHERE ${whereKey(key)}
           )
-          SELECT 1 AS ok FROM added`
+          SELECT 1 AS ok FROM added`)
         .pipe(Effect.map((rows) => rows.length > 0), io("AchievementStore.add")),
 
     // The copy becomes unknown rather than empty: "not known" is never wrong.
