@@ -19,22 +19,41 @@ export const PROGRAMS = 5
  *   milestone, which has a reward: their first action of the round in each program crosses it
  *   (an achievement, two events and their listeners read; no subscription listens, so nothing is
  *   enqueued). Each round starts with them short of it again.
+ * And one for a path outside the batch:
+ * - `BENCH_IDEMPOTENCY=1`: every action sends an `idempotencyKey` no other action sends, as a
+ *   sender that retries safely does: each is claimed before its batch and completed in it.
  */
 export interface Mix {
   readonly tz: boolean
   readonly crossingPercent: number
+  /** `BENCH_IDEMPOTENCY=1`: every action sends an `idempotencyKey` of its own (claimed, then completed). */
+  readonly idempotency: boolean
 }
 
+const on = (value: string | undefined) => value !== undefined && value !== "0"
+
 export const mixOf = (env: NodeJS.ProcessEnv): Mix => ({
-  tz: env.BENCH_TZ !== undefined && env.BENCH_TZ !== "0",
-  crossingPercent: Math.min(100, Math.max(0, Number(env.BENCH_CROSSING ?? 0)))
+  tz: on(env.BENCH_TZ),
+  crossingPercent: Math.min(100, Math.max(0, Number(env.BENCH_CROSSING ?? 0))),
+  idempotency: on(env.BENCH_IDEMPOTENCY)
 })
 
 export const describe = (mix: Mix): string | undefined =>
-  !mix.tz && mix.crossingPercent === 0 ? undefined : [
+  !mix.tz && mix.crossingPercent === 0 && !mix.idempotency ? undefined : [
     ...(mix.tz ? ["every action sends tz, each round's members start with no zone stored"] : []),
-    ...(mix.crossingPercent > 0 ? [`${mix.crossingPercent} % of members one day short of the 7-day milestone`] : [])
+    ...(mix.crossingPercent > 0 ? [`${mix.crossingPercent} % of members one day short of the 7-day milestone`] : []),
+    ...(mix.idempotency ? ["every action sends an idempotency key of its own"] : [])
   ].join("; ")
+
+/** The ingest body's template (`Load.Traffic`): the fields every action sends, and the mix's. */
+export const eventTemplate = (siteKey: string, mix: Mix): string =>
+  JSON.stringify({
+    siteKey,
+    userHash: "{member}",
+    event: "{event}",
+    ...(mix.tz ? { tz: "UTC" } : {}),
+    ...(mix.idempotency ? { idempotencyKey: "{key}" } : {})
+  })
 
 /** A program of the fill: its 3-day milestone (reached by everyone) and its 7-day one. */
 export interface Program {
@@ -121,7 +140,8 @@ export const populate = async (
  * Puts back the fill's state before each ingest round after the first: the streaks that acted
  * today return to yesterday's run (3, or 6 for `BENCH_CROSSING`'s members, whose 7-day milestone is
  * taken back), and today's days, the action log and the baseline's table are emptied (the fill
- * leaves them empty), as are the members' zones with `BENCH_TZ`. So every round's actions extend
+ * leaves them empty), as are the members' zones with `BENCH_TZ` and the idempotency keys with
+ * `BENCH_IDEMPOTENCY`. So every round's actions extend
  * runs, as the first round's do: without it, later rounds found more and more keys already
  * counted today (a quarter of them by the third round on a host at 7,000 actions a second), which
  * the service answers without moving a streak, at less cost. The vacuum leaves the streak pages
@@ -140,7 +160,10 @@ export const rewind = async (client: pg.Client, programs: ReadonlyArray<Program>
   if (mix.crossingPercent > 0) {
     await client.query("delete from streaks_achievements where milestone_id = any($1::text[])", [programs.map((p) => p.next)])
   }
-  await client.query(`truncate streaks_activity_days, streaks_actions, bench_daily_activity${mix.tz ? ", streaks_members" : ""}`)
+  const tables = ["streaks_activity_days", "streaks_actions", "bench_daily_activity"]
+  if (mix.tz) tables.push("streaks_members")
+  if (mix.idempotency) tables.push("streaks_idempotency_keys")
+  await client.query(`truncate ${tables.join(", ")}`)
   await client.query("vacuum streaks_streaks")
   console.log(`# rewind: ${rowCount} streaks put back to yesterday in ${((Date.now() - started) / 1000).toFixed(1)} s`)
 }

@@ -9,7 +9,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import Autocannon from "autocannon"
 
-/** What each request sends; `{member}` and `{event}` in `path` and `body` are drawn per request. */
+/**
+ * What each request sends; `{member}` and `{event}` in `path` and `body` are drawn per request, and
+ * `{key}` in `body` is a key no other request of the bench sends (an idempotency key).
+ */
 export interface Traffic {
   readonly method: "GET" | "POST"
   readonly path: string
@@ -47,11 +50,17 @@ export interface Generator {
 
 const rand = (n: number) => Math.floor(Math.random() * n)
 
+// Each generator run's keys start with a random prefix, so that no two runs send the same key.
+let sent = 0
+const prefix = () => rand(2 ** 31).toString(36)
+let runPrefix = prefix()
+
 /** One request's path and body, with one member and one event drawn for both. */
 const draw = (traffic: Traffic) => {
   const member = `m${rand(traffic.members)}`
   const event = `e${rand(traffic.events)}`
-  const fill = (template: string) => template.replace("{member}", member).replace("{event}", event)
+  const key = `${runPrefix}-${++sent}`
+  const fill = (template: string) => template.replace("{member}", member).replace("{event}", event).replace("{key}", key)
   return { path: fill(traffic.path), ...(traffic.body !== undefined ? { body: fill(traffic.body) } : {}) }
 }
 
@@ -60,6 +69,7 @@ export const autocannon: Generator = {
   run: async (url, traffic, { connections, seconds }) => {
     const before = process.cpuUsage()
     const started = performance.now()
+    runPrefix = prefix()
     const r: any = await Autocannon({
       url,
       connections,
@@ -97,11 +107,13 @@ math.randomseed(${rand(2 ** 31)})
 local method, path, body = ${luaString(traffic.method)}, ${luaString(traffic.path)}, ${traffic.body === undefined ? "nil" : luaString(traffic.body)}
 local headers = {}
 ${Object.entries(traffic.headers).map(([k, v]) => `headers[ ${luaString(k)} ] = ${luaString(v)}`).join("\n")}
+local prefix, sent = ${luaString(prefix())}, 0
 request = function()
   local m = "m" .. math.random(0, ${traffic.members - 1})
   local e = "e" .. math.random(0, ${traffic.events - 1})
+  sent = sent + 1
   local p = path:gsub("{member}", m, 1):gsub("{event}", e, 1)
-  local b = body and body:gsub("{member}", m, 1):gsub("{event}", e, 1)
+  local b = body and body:gsub("{member}", m, 1):gsub("{event}", e, 1):gsub("{key}", prefix .. "-" .. sent, 1)
   return wrk.format(method, p, headers, b)
 end
 done = function(summary, latency, requests)

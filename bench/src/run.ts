@@ -86,7 +86,7 @@ const SLICE = BUFFERS || GENERATOR !== Load.wrk ? 0 : Math.max(0, Number(process
 
 /** `BENCH_STEADY=1`: each ingest round pays every streaks page's full-page image first (`Fill.payImages`). */
 const STEADY = process.env.BENCH_STEADY !== undefined
-/** `BENCH_TZ`, `BENCH_CROSSING`: what the actions do besides extending a run (`Fill.Mix`). */
+/** `BENCH_TZ`, `BENCH_CROSSING`, `BENCH_IDEMPOTENCY`: what the actions do besides extending a run (`Fill.Mix`). */
 const MIX = Fill.mixOf(process.env)
 
 const start = (file: string, env: Record<string, string>, args: Array<string> = [], flags: Array<string> = []): ChildProcess =>
@@ -226,7 +226,7 @@ const main = async () => {
     const token: string = project.serverToken
     // Each request acts for a random member in a random program (drawn by the load generator).
     const draw = { members: Fill.MEMBERS, events: Fill.PROGRAMS }
-    const event = JSON.stringify({ siteKey, userHash: "{member}", event: "{event}", ...(MIX.tz ? { tz: "UTC" } : {}) })
+    const event = Fill.eventTemplate(siteKey, MIX)
 
     /** Each round: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
     interface Round {
