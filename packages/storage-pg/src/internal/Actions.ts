@@ -84,27 +84,28 @@ export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
 /** How often `claim` retries when the record it lost to disappeared before it could be read. */
 const claimAttempts = 3
 
-export const makeIdempotencyStore = ({ sql, t }: Ctx): IdempotencyStore["Type"] => {
+export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Type"] => {
   // One atomic statement: a new key is inserted; an existing one is taken over only when it has
   // expired (older than 24 h) or is an abandoned claim (in progress for 30 s or more). Concurrent
   // callers serialise on the key's index entry / row lock, and each re-checks the WHERE on the
   // committed row, so exactly one gets a row back.
+  // `claim` and `complete` are on ingest's path for every action that sends a key: the lean way.
   const tryClaim = (projectId: string, key: string, now: Date) =>
-    sql`INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
+    hot(sql`INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
         VALUES (${projectId}, ${key}, 'in_progress', ${now}, ${now})
         ON CONFLICT (project_id, key) DO UPDATE
           SET state = 'in_progress', created_at = excluded.created_at, claimed_at = excluded.claimed_at,
               completed_at = NULL, response_status = NULL, response_body = NULL
           WHERE k.created_at <= excluded.created_at - ${recordLifetime}::interval
              OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
-        RETURNING 1 AS ok`
+        RETURNING 1 AS ok`)
 
   const claim = (projectId: string, key: string, now: Date) =>
     Effect.gen(function*() {
       for (let attempt = 1; attempt <= claimAttempts; attempt++) {
         if ((yield* tryClaim(projectId, key, now)).length > 0) return { _tag: "Claimed" } as IdempotencyClaim
-        const rows = yield* sql`SELECT state, response_status, response_body::text AS response_body FROM ${t.idempotency_keys}
-          WHERE project_id = ${projectId} AND key = ${key}`
+        const rows = yield* hot(sql`SELECT state, response_status, response_body::text AS response_body FROM ${t.idempotency_keys}
+          WHERE project_id = ${projectId} AND key = ${key}`)
         const row = rows[0]
         if (row === undefined) continue // released or purged in between: try to claim again
         if (row.state === "completed") {
@@ -126,10 +127,10 @@ export const makeIdempotencyStore = ({ sql, t }: Ctx): IdempotencyStore["Type"] 
     claim: (projectId, key, now) => claim(projectId, key, now).pipe(io("IdempotencyStore.claim")),
 
     complete: (projectId, key, response, now) =>
-      sql`UPDATE ${t.idempotency_keys}
+      hot(sql`UPDATE ${t.idempotency_keys}
           SET state = 'completed', completed_at = ${now}, response_status = ${response.status},
               response_body = ${jsonParam(response.body)}::json
-          WHERE project_id = ${projectId} AND key = ${key}`
+          WHERE project_id = ${projectId} AND key = ${key}`)
         .pipe(Effect.asVoid, io("IdempotencyStore.complete")),
 
     release: (projectId, key) =>
