@@ -13,8 +13,8 @@ export const PROGRAMS = 5
  * round trips, one after another, until the twenty-ninth session:
  * - `BENCH_TZ=1`: every action sends `"tz":"UTC"`, and each round starts with no member's zone
  *   stored, as for members new to the service: a member's first action of the round stores it
- *   (`MemberStore.setTimezone`), later ones find it. UTC is the streaks' zone already, so the days
- *   counted are the default's.
+ *   (`MemberStore.setTimezones`, with its batch's last writes), later ones find it. UTC is the
+ *   streaks' zone already, so the days counted are the default's.
  * - `BENCH_CROSSING=10`: that percentage of members (by number) stand one day short of the 7-day
  *   milestone, which has a reward: their first action of the round in each program crosses it
  *   (an achievement, two events and their listeners read; no subscription listens, so nothing is

@@ -142,26 +142,31 @@ export const emitWhere = <R>(
       ([keep, control, listening]) => {
         const firing = events.filter((_, i) => keep[i])
         if (control || firing.length === 0) return none
-        const heard = listening.filter((_, i) => keep[i])
-        return heard.every((l) => l.length === 0)
-          ? Effect.succeed({ fired: firing.length, enqueued: 0 })
-          : enqueue(subject, firing, heard)
+        return toHeard(subject, firing, listening.filter((_, i) => keep[i]))
       }
     ))
 
-/**
- * Events that fire: most have no listener (at-risk and broken in a sweep of 100k rows, say), and
- * then they cost no clock read, ids or messages, which were most of the cost of an event.
- */
+/** Events that fire, to the subscriptions listening to each. */
 const toListeners = (subject: Subject, events: ReadonlyArray<Event>): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox> =>
   Effect.flatMap(SubscriptionStore, (subscriptions) =>
     Effect.flatMap(
       Effect.forEach(events, (event) => subscriptions.forEvent(subject.program.id, event.type)),
-      (listening) =>
-        listening.every((l) => l.length === 0)
-          ? Effect.succeed({ fired: events.length, enqueued: 0 })
-          : enqueue(subject, events, listening)
+      (listening) => toHeard(subject, events, listening)
     ))
+
+/**
+ * Events that fire, with who listens to each: most have no listener (at-risk and broken in a sweep
+ * of 100k rows, say), and then they cost no clock read, ids or messages, which were most of the
+ * cost of an event.
+ */
+const toHeard = (
+  subject: Subject,
+  events: ReadonlyArray<Event>,
+  listening: ReadonlyArray<ReadonlyArray<Subscription>>
+): Effect.Effect<Emitted, StorageError, Outbox> =>
+  listening.every((l) => l.length === 0)
+    ? Effect.succeed({ fired: events.length, enqueued: 0 })
+    : enqueue(subject, events, listening)
 
 /** One pending message per listening subscription of each event, due now. */
 const enqueue = (

@@ -281,24 +281,25 @@ export const applyAll = (
     const { ahead, found } = yield* lookup(work, lookahead)
     const steps: Array<Step> = []
 
-    // A member's zone as it stands after their earlier actions of this batch. Nothing in the batch
-    // reads it back from the store, so each changed zone is stored once, with the last writes.
-    const zones = new Map<string, Option.Option<string>>()
+    // The zones that earlier actions of this batch gave their members. Nothing in the batch reads
+    // them back from the store, so each is stored once, with the last writes.
     const zoneChanges = new Map<string, MemberZone>()
     // Writes whose answers nothing waits for: issued together before the next round reads its
     // rows, or at the end.
     const writes: Array<Effect.Effect<unknown, StorageError, ApplyServices>> = []
     const whoOf = (i: number) => `${work[i]!.project.id} ${found[i]!.userHash}`
+    const zoneOf = (i: number) => {
+      const changed = zoneChanges.get(whoOf(i))
+      return changed === undefined ? found[i]!.timezone : Option.some(changed.timezone)
+    }
 
     for (const [r, round] of roundsOf(work, found).entries()) {
       const here = round.map((i) =>
-        stepOf(i, work[i]!, { userHash: found[i]!.userHash, timezone: zones.get(whoOf(i)) ?? found[i]!.timezone })
+        stepOf(i, work[i]!, { userHash: found[i]!.userHash, timezone: zoneOf(i) })
       )
       steps.push(...here)
       for (const { i, userHash, work: { action, project } } of here) {
-        const stored = Option.getOrUndefined(zones.get(whoOf(i)) ?? found[i]!.timezone)
-        if (action.tz === undefined || stored === action.tz) continue
-        zones.set(whoOf(i), Option.some(action.tz))
+        if (action.tz === undefined || Option.getOrUndefined(zoneOf(i)) === action.tz) continue
         zoneChanges.set(whoOf(i), { projectId: project.id, userHash, timezone: action.tz })
       }
       const counting = here.filter((s) => s.plan.counting)
