@@ -9,6 +9,7 @@ import * as EventInput from "./EventInput.js"
 import * as Finished from "./Finished.js"
 import type { Action } from "./EventInput.js"
 import * as Coalesce from "./internal/coalesce.js"
+import * as KeyClaims from "./internal/keyClaims.js"
 import { type AnswerBody, type Applied, applyAll as applyInOrder, type ApplyServices, type Work } from "./internal/ingestApply.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
 import { OutboxSignal } from "./OutboundEvents.js"
@@ -92,6 +93,8 @@ const replayed = (door: Auth["door"], stored: unknown): AnswerBody => {
 }
 
 /** The services `Ingest.layer` needs: the storage ports it touches and the outbox signal. */
+type Done = (exit: Exit.Exit<IngestAnswer, RecordError | StorageError>) => void
+
 export type Requirements = ApplyServices | Transactor | IdempotencyStore | OutboxSignal
 
 /**
@@ -179,33 +182,39 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     const resolveProject = (siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
       resolve(directory, siteKey)
 
-    // With an idempotency key (§4): the claim is taken outside the transaction, so a concurrent
-    // repeat sees it at once; a caller that stops waiting does not release a claim whose action
-    // is still being committed.
-    const recordOnce = (work: Omit<Work, "idempotencyKey">, key: string, deprecation: boolean, door: Auth["door"]) =>
-      Effect.gen(function*() {
-        const claim = yield* idempotency.claim(work.project.id, key, work.now)
-        if (claim._tag === "Completed") return { body: replayed(door, claim.response.body), deprecation }
-        if (claim._tag === "InProgress") {
-          return yield* new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })
-        }
-        const done = yield* Effect.uninterruptible(submit({ ...work, idempotencyKey: key })).pipe(
-          Effect.onError(() => Effect.ignore(idempotency.release(work.project.id, key)))
-        )
-        return { body: done.body, deprecation }
-      })
-
     const clock = yield* Effect.clock
     const run = Finished.runner(yield* Effect.runtime<never>())
+
+    // The actions claimed together are handed to the batch front together, so that they share a
+    // batch even when none runs.
+    const claims = yield* KeyClaims.make(idempotency, run, {
+      maxBatch: options.maxBatch ?? 100,
+      answering: submit.together
+    })
+
+    // With an idempotency key (§4): the claim is taken outside the transaction, so a concurrent
+    // repeat sees it at once; once the action is submitted, a caller that stops waiting does not
+    // release a claim whose action is still being committed.
+    const recordOnce = (work: Work, key: string, deprecation: boolean, done: Done) =>
+      claims({ projectId: work.project.id, key, now: work.now }, (claimed) => {
+        if (Exit.isFailure(claimed)) return done(Exit.failCause(claimed.cause))
+        const claim = claimed.value
+        if (claim._tag === "Completed") return done(Exit.succeed({ body: replayed(work.door, claim.response.body), deprecation }))
+        if (claim._tag === "InProgress") {
+          return done(Exit.fail(new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })))
+        }
+        submit.submit({ ...work, idempotencyKey: key }, (exit) => {
+          if (Exit.isSuccess(exit)) return done(Exit.succeed({ body: exit.value.body, deprecation }))
+          // Released before the answer, so that a retry after the error can claim the key.
+          run(Effect.ignore(idempotency.release(work.project.id, key)), () => done(Exit.failCause(exit.cause)))
+        })
+      })
 
     // Callbacks over checks that are values and a cached program that is a finished exit, not a
     // fiber per action: every action runs this, and a fiber waiting for its batch was the largest
     // cost left in front of it. Once submitted, an action is committed whether or not anyone still
     // waits for the answer (Coalesce).
-    const recordCallback = (
-      { action, auth, project }: RecordInput,
-      done: (exit: Exit.Exit<IngestAnswer, RecordError | StorageError>) => void
-    ): void => {
+    const recordCallback = ({ action, auth, project }: RecordInput, done: Done): void => {
       const now = new Date(clock.unsafeCurrentTimeMillis())
       // Step 2 again: embedders may build actions without the decode helpers.
       if (EventInput.isInFuture(action, now)) return done(Exit.fail(EventInput.tooFarAhead()))
@@ -214,7 +223,7 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
         const { deprecation, program } = authorized.value
         const key = action.idempotencyKey
         const work = { project, program, action, door: auth.door, now, idempotencyKey: undefined }
-        if (key !== undefined) return run(recordOnce(work, key, deprecation, auth.door), done)
+        if (key !== undefined) return recordOnce(work, key, deprecation, done)
         submit.submit(work, (exit) =>
           done(Exit.isSuccess(exit) ? Exit.succeed({ body: exit.value.body, deprecation }) : Exit.failCause(exit.cause)))
       })

@@ -248,6 +248,18 @@ export type IdempotencyClaim =
   | { readonly _tag: "InProgress" }
   | { readonly _tag: "Completed"; readonly response: StoredResponse }
 
+/** One key of `IdempotencyStore.claimMany`: `claim`'s arguments. */
+export interface KeyClaim {
+  readonly projectId: ProjectId
+  readonly key: string
+  readonly now: Date
+}
+
+/** One key of `IdempotencyStore.completeMany`: `complete`'s arguments. */
+export interface KeyCompletion extends KeyClaim {
+  readonly response: StoredResponse
+}
+
 /** Idempotency keys shared by every replica (CONTRACT §4). */
 export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStore")<IdempotencyStore, {
   /**
@@ -256,7 +268,21 @@ export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStor
    * 30 s, or any record older than 24 h, is claimed afresh.
    */
   readonly claim: (projectId: ProjectId, key: string, now: Date) => Io<IdempotencyClaim>
+  /**
+   * Optional: `claim` of many keys at once (the keyed actions that arrive together), each at its
+   * own `now`, answers in input order; one statement and commit where the store allows. Each key
+   * MUST be claimed atomically, as by `claim`. Ingest gives distinct (project, key) pairs sorted by
+   * project, then key, so that concurrent calls take their locks in one order. Without it, ingest
+   * claims each key with `claim`.
+   */
+  readonly claimMany?: (claims: ReadonlyArray<KeyClaim>) => Io<ReadonlyArray<IdempotencyClaim>>
   readonly complete: (projectId: ProjectId, key: string, response: StoredResponse, now: Date) => Io<void>
+  /**
+   * Optional: `complete` of many distinct keys at once (the keyed actions of one batch, inside its
+   * transaction); one statement where the store allows. Without it, ingest completes each key with
+   * `complete`, side by side.
+   */
+  readonly completeMany?: (completions: ReadonlyArray<KeyCompletion>) => Io<void>
   /** Drops an in-progress claim whose work failed, so a retry can run. */
   readonly release: (projectId: ProjectId, key: string) => Io<void>
   /** Deletes records older than 24 h at `now`; returns how many. */

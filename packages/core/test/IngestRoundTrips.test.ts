@@ -9,9 +9,9 @@ const NOON = at("2026-05-10T12:00:00Z")
 /**
  * One lone action (in a program without milestones, the same in both), then `n` members at once:
  * they share the next batch. With `busy`, each of the `n` sends a zone new to them and crosses a
- * milestone with a reward that a subscription hears.
+ * milestone with a reward that a subscription hears; with `keyed`, an idempotency key of its own.
  */
-const scenario = (n: number, busy: boolean) =>
+const scenario = (n: number, busy: boolean, keyed = false) =>
   Effect.gen(function*() {
     const t = yield* liveTenant({
       program: { milestones: [makeMilestone({ target: busy ? 1 : 2, rewardType: "coupon", rewardValue: "DAY1" })] }
@@ -19,20 +19,21 @@ const scenario = (n: number, busy: boolean) =>
     const other = yield* seedProgram(t, { status: "live", milestones: [] })
     yield* TestClock.setTime(NOON)
     const members = Array.from({ length: n }, (_, i) => `m${i}`)
-    const { result, trips } = yield* roundTrips(Effect.forEach(
+    const { calls, result, trips } = yield* roundTrips(Effect.forEach(
       [
         { siteKey: t.project.siteKey, userHash: "lead", event: other.eventKey },
         ...members.map((userHash) => ({
           siteKey: t.project.siteKey,
           userHash,
           event: t.program.eventKey,
-          ...(busy ? { tz: "Asia/Tokyo" } : {})
+          ...(busy ? { tz: "Asia/Tokyo" } : {}),
+          ...(keyed ? { idempotencyKey: `key-${userHash}` } : {})
         }))
       ],
       (body) => Effect.map(server(body), (r) => r.body),
       { concurrency: "unbounded" }
     ))
-    return { t, members, result, trips }
+    return { t, members, result, trips, calls }
   })
 
 describe("Ingest: what a batch waits for does not grow with its members", () => {
@@ -53,5 +54,25 @@ describe("Ingest: what a batch waits for does not grow with its members", () => 
       // The milestone's achievement with the reads of who listens, then the outbox; the zones go
       // with the batch's last writes.
       assert.deepStrictEqual(extra, [2, 2])
+    }).pipe(Effect.provide(layerRoundTrips)))
+})
+
+describe("Ingest: idempotency keys that arrive together are claimed together", () => {
+  it.effect("members who each send a key of their own are claimed in two calls however many: the first at once, the rest together", () =>
+    Effect.gen(function*() {
+      const claims: Array<ReadonlyArray<string>> = []
+      const batches: Array<number> = []
+      for (const n of [2, 8]) {
+        const keyed = yield* scenario(n, false, true)
+        assert.deepStrictEqual(keyed.result.slice(1), keyed.members.map(() => ({ ok: true, counted: true })))
+        for (const m of keyed.members) assert.strictEqual((yield* rowOf(keyed.t, m, "live"))?.run, 1)
+        claims.push(keyed.calls.filter((c) => c.startsWith("claim")))
+        batches.push(keyed.calls.filter((c) => c === "appendAll").length)
+      }
+      // The first key goes while nothing else is claimed (a lone action waits for nothing); the
+      // others arrive while it is out and share the next claim. Its action, claimed first, has a
+      // batch of its own: the lone action's, the first member's, the others'.
+      assert.deepStrictEqual(claims, [["claimMany", "claimMany"], ["claimMany", "claimMany"]])
+      assert.deepStrictEqual(batches, [3, 3])
     }).pipe(Effect.provide(layerRoundTrips)))
 })

@@ -1,15 +1,15 @@
 /**
  * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `setTimezones`,
- * `lockMany`, `lockExisting`, `addDays`, `markActiveMany`, `appendAll`): the same answers as the
- * single calls, in input order.
+ * `lockMany`, `lockExisting`, `addDays`, `markActiveMany`, `appendAll`, `claimMany`,
+ * `completeMany`): the same answers as the single calls, in input order.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { StreakRow } from "../Domain.js"
 import type { UserHash } from "../Ids.js"
-import { ActionLog, MemberStore, StreakStore, Transactor, UsageStore } from "../Ports.js"
-import { day, epoch, makeAction, makeKey, makeUserHash, makeWorkspace, seedTenant } from "./conformanceFixtures.js"
-import { concurrently, type It, sortBy } from "./conformanceKit.js"
+import { ActionLog, IdempotencyStore, MemberStore, StreakStore, Transactor, UsageStore } from "../Ports.js"
+import { at, day, epoch, makeAction, makeKey, makeUserHash, makeWorkspace, randomHex, seedTenant } from "./conformanceFixtures.js"
+import { concurrently, DAY, HOUR, type It, MINUTE, SECOND, sortBy } from "./conformanceKit.js"
 
 export const batchSuite = (it: It) =>
   describe("multi-row methods", () => {
@@ -208,5 +208,76 @@ export const batchSuite = (it: It) =>
           sortBy((yield* log.sources(query)).map((s) => [s.source ?? "none", s.count] as const), (s) => s[0]),
           [["api", 1], ["none", 1]]
         )
+      }))
+
+    // `claimMany` is optional: a store without it is skipped here (ingest then calls `claim` per key).
+    it.effect("claimMany answers each key as claim would at its own time, in input order, and the claims hold", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        if (store.claimMany === undefined) return
+        const { project } = yield* seedTenant()
+        const other = (yield* seedTenant()).project
+        const t0 = epoch
+        const response = { status: 202, body: { ok: true, counted: true } }
+        const [fresh, young, stale, done, old] = ["fresh", "young", "stale", "done", "old"].map((k) => `${k}-${randomHex(6)}`)
+        for (const key of [young, stale, done, old]) yield* store.claim(project.id, key, t0)
+        yield* store.complete(project.id, done, response, at(t0, SECOND))
+        yield* store.complete(project.id, old, response, at(t0, SECOND))
+        const claims = [
+          { projectId: project.id, key: done, now: at(t0, HOUR) },
+          { projectId: project.id, key: fresh, now: t0 },
+          { projectId: project.id, key: old, now: at(t0, DAY + MINUTE) },
+          { projectId: project.id, key: stale, now: at(t0, 31 * SECOND) },
+          { projectId: project.id, key: young, now: at(t0, 29 * SECOND) },
+          { projectId: other.id, key: young, now: t0 }
+        ]
+        assert.deepStrictEqual(yield* store.claimMany(claims), [
+          { _tag: "Completed", response },
+          { _tag: "Claimed" },
+          { _tag: "Claimed" },
+          { _tag: "Claimed" },
+          { _tag: "InProgress" },
+          { _tag: "Claimed" }
+        ])
+        // What was claimed is in progress from its claim's own time.
+        for (const { key, now, projectId } of [1, 2, 3, 5].map((i) => claims[i]!)) {
+          assert.deepStrictEqual(yield* store.claim(projectId, key, at(now, SECOND)), { _tag: "InProgress" })
+        }
+        assert.deepStrictEqual(yield* store.claimMany([]), [])
+      }))
+
+    // `completeMany` is optional: a store without it is skipped here (ingest then calls `complete` per key).
+    it.effect("completeMany stores each key's response, which a later claim replays as complete's would", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        if (store.completeMany === undefined) return
+        const { project } = yield* seedTenant()
+        const other = (yield* seedTenant()).project
+        const [a, b] = [`a-${randomHex(6)}`, `b-${randomHex(6)}`]
+        const completions = [
+          { projectId: project.id, key: a, now: at(epoch, SECOND), response: { status: 202, body: { ok: true, counted: true } } },
+          { projectId: project.id, key: b, now: at(epoch, SECOND), response: { status: 202, body: { ok: true, counted: false, reason: "PROGRAM_NOT_LIVE" } } },
+          { projectId: other.id, key: a, now: at(epoch, 2 * SECOND), response: { status: 202, body: { counted: true, duplicate: true } } }
+        ]
+        for (const c of completions) yield* store.claim(c.projectId, c.key, epoch)
+        yield* store.completeMany(completions)
+        yield* store.completeMany([])
+        for (const c of completions) {
+          assert.deepStrictEqual(yield* store.claim(c.projectId, c.key, at(epoch, HOUR)), { _tag: "Completed", response: c.response })
+        }
+        // The record's lifetime still counts from its claim.
+        assert.deepStrictEqual(yield* store.claim(project.id, a, at(epoch, DAY)), { _tag: "Claimed" })
+      }))
+
+    it.effect("of 10 concurrent claimMany calls of the same keys, each key is Claimed exactly once", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        if (store.claimMany === undefined) return
+        const { project } = yield* seedTenant()
+        const keys = Array.from({ length: 5 }, (_, i) => `k${i}-${randomHex(6)}`).sort()
+        const results = yield* concurrently(10, () => store.claimMany!(keys.map((key) => ({ projectId: project.id, key, now: epoch }))))
+        for (let k = 0; k < keys.length; k++) {
+          assert.deepStrictEqual(results.map((r) => r[k]!._tag).filter((tag) => tag === "Claimed"), ["Claimed"])
+        }
       }))
   })

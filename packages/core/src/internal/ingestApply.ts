@@ -16,6 +16,7 @@ import {
   DirectoryStore,
   ExperimentStore,
   IdempotencyStore,
+  type KeyCompletion,
   type Member,
   MemberStore,
   type MemberZone,
@@ -411,14 +412,20 @@ export const applyAll = (
     writes.push(Effect.flatMap(ActionLog, (log) => log.appendAll(records)))
 
     const answers = new Array<Applied>(work.length)
+    const completions: Array<KeyCompletion> = []
     for (const { enqueued, i, moved, plan: p, work: w } of steps) {
       const body = answer(w.door, p.counting, p.reason, p.counting && !moved)
       answers[i] = { body, enqueued }
-      // Storing the answer in the same transaction makes "done" and "answer stored" one fact.
       if (w.idempotencyKey !== undefined) {
-        writes.push(Effect.flatMap(IdempotencyStore, (keys) =>
-          keys.complete(w.project.id, w.idempotencyKey!, { status: 202, body }, w.now)))
+        completions.push({ projectId: w.project.id, key: w.idempotencyKey, response: { status: 202, body }, now: w.now })
       }
+    }
+    // Storing the answers in the same transaction makes "done" and "answer stored" one fact.
+    if (completions.length > 0) {
+      const keys = yield* IdempotencyStore
+      writes.push(...(keys.completeMany === undefined
+        ? completions.map((c) => keys.complete(c.projectId, c.key, c.response, c.now))
+        : [keys.completeMany(completions)]))
     }
     // The last writes need no answer before the commit, so they go out together.
     yield* together(writes)

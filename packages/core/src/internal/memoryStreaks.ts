@@ -5,9 +5,9 @@
 import { Clock, Effect, Option } from "effect"
 import type { Context } from "effect"
 import type { LocalDate } from "../Calendar.js"
-import { Achievement, type ActionRecord, StreakKey, StreakRow } from "../Domain.js"
+import { Achievement, type ActionRecord, StreakKey, StreakRow, type StoredResponse } from "../Domain.js"
 import type { ProgramId, ProjectId, UserHash } from "../Ids.js"
-import type { ActionLog, ActionQuery, AchievementStore, IdempotencyStore, StreakStore } from "../Ports.js"
+import type { ActionLog, ActionQuery, AchievementStore, IdempotencyClaim, IdempotencyStore, StreakStore } from "../Ports.js"
 import { keyOf, type MemoryState, pair, type Runner } from "./memoryState.js"
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -197,28 +197,29 @@ export const makeActionLog = (s: MemoryState, { run }: Runner): Context.Tag.Serv
 
 export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Service<IdempotencyStore> => {
   const j = s.journal
+  const claim = (projectId: string, key: string, now: Date): IdempotencyClaim => {
+    const k = pair(projectId, key)
+    const t = now.getTime()
+    const record = s.idempotency.get(k)
+    const expired = record === undefined || t - record.claimedAt >= DAY_MS ||
+      (record.response === undefined && t - record.claimedAt >= CLAIM_MS)
+    if (expired) {
+      j.set(s.idempotency, k, { claimedAt: t, response: undefined })
+      return { _tag: "Claimed" }
+    }
+    return record.response === undefined ? { _tag: "InProgress" } : { _tag: "Completed", response: record.response }
+  }
+  const complete = (projectId: string, key: string, response: StoredResponse, now: Date): void => {
+    const k = pair(projectId, key)
+    // The lifetime counts from first receipt (CONTRACT §4), so completing keeps `claimedAt`.
+    j.set(s.idempotency, k, { claimedAt: s.idempotency.get(k)?.claimedAt ?? now.getTime(), response })
+  }
   return {
-    claim: (projectId, key, now) =>
-      run(() => {
-        const k = pair(projectId, key)
-        const t = now.getTime()
-        const record = s.idempotency.get(k)
-        const expired = record === undefined || t - record.claimedAt >= DAY_MS ||
-          (record.response === undefined && t - record.claimedAt >= CLAIM_MS)
-        if (expired) {
-          j.set(s.idempotency, k, { claimedAt: t, response: undefined })
-          return { _tag: "Claimed" as const }
-        }
-        return record.response === undefined
-          ? { _tag: "InProgress" as const }
-          : { _tag: "Completed" as const, response: record.response }
-      }),
-    complete: (projectId, key, response, now) =>
-      run(() => {
-        const k = pair(projectId, key)
-        // The lifetime counts from first receipt (CONTRACT §4), so completing keeps `claimedAt`.
-        j.set(s.idempotency, k, { claimedAt: s.idempotency.get(k)?.claimedAt ?? now.getTime(), response })
-      }),
+    claim: (projectId, key, now) => run(() => claim(projectId, key, now)),
+    claimMany: (claims) => run(() => claims.map((c) => claim(c.projectId, c.key, c.now))),
+    complete: (projectId, key, response, now) => run(() => complete(projectId, key, response, now)),
+    completeMany: (completions) =>
+      run(() => completions.forEach((c) => complete(c.projectId, c.key, c.response, c.now))),
     release: (projectId, key) =>
       run(() => {
         const k = pair(projectId, key)

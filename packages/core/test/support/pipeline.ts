@@ -14,7 +14,7 @@ import type { UserHash } from "../../src/Ids.js"
 import * as Ingest from "../../src/Ingest.js"
 import * as OutboundEvents from "../../src/OutboundEvents.js"
 import { StorageError } from "../../src/Errors.js"
-import { ActionLog, ExperimentStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "../../src/Ports.js"
+import { ActionLog, ExperimentStore, IdempotencyStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "../../src/Ports.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as StateQuery from "../../src/StateQuery.js"
 import { layerMemory, makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
@@ -40,6 +40,13 @@ export const base = Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, signal
 const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer)
 
 export const layer = services.pipe(Layer.provideMerge(base))
+
+/**
+ * The services over an idempotency store changed by `f`: say, without its optional methods, as a
+ * third-party adapter may be, or with one that fails.
+ */
+export const layerWithKeys = (f: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
+  services.pipe(Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, f)).pipe(Layer.provideMerge(base))))
 
 /** A Transactor whose first unit of work fails with a StorageError (a crash mid-action), then works. */
 const flakyTransactor = Layer.effect(

@@ -26,13 +26,19 @@ interface GateState {
   readonly open: Deferred.Deferred<void> | undefined
   /** Calls that have reached the gate, ever: the test waits for it to stop moving. */
   readonly arrived: number
+  /** The port methods called while `roundTrips` counts, in order of arrival. */
+  readonly calls: ReadonlyArray<string>
 }
 
 export class Gate extends Context.Tag("test/Gate")<Gate, Ref.Ref<GateState>>() {}
 
-const pass = (gate: Ref.Ref<GateState>) =>
+const pass = (gate: Ref.Ref<GateState>, name: string) =>
   Effect.flatMap(
-    Ref.modify(gate, (s) => [s.open, { ...s, arrived: s.arrived + 1 }]),
+    Ref.modify(gate, (s) => [s.open, {
+      ...s,
+      arrived: s.arrived + 1,
+      calls: s.open === undefined ? s.calls : [...s.calls, name]
+    }]),
     (open) => open === undefined ? Effect.void : Deferred.await(open)
   )
 
@@ -41,7 +47,7 @@ const gated = <S extends object>(service: S, gate: Ref.Ref<GateState>): S =>
   Object.fromEntries(
     Object.entries(service).map(([name, method]) => [
       name,
-      typeof method === "function" ? (...args: Array<unknown>) => Effect.zipRight(pass(gate), method(...args)) : method
+      typeof method === "function" ? (...args: Array<unknown>) => Effect.zipRight(pass(gate, name), method(...args)) : method
     ])
   ) as S
 
@@ -62,7 +68,7 @@ const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, D
 /** The services on the in-memory store, its ports behind `Gate`. */
 export const layerRoundTrips = services.pipe(
   Layer.provideMerge(gates.pipe(Layer.provideMerge(base))),
-  Layer.provideMerge(Layer.effect(Gate, Ref.make<GateState>({ open: undefined, arrived: 0 })))
+  Layer.provideMerge(Layer.effect(Gate, Ref.make<GateState>({ open: undefined, arrived: 0, calls: [] })))
 )
 
 // Real time, not the test clock: the fibers of statements issued together start outside the test's
@@ -82,19 +88,19 @@ const settled = (gate: Ref.Ref<GateState>) =>
     }
   })
 
-/** Runs `effect` to its end, opening the gate once per round trip; answers its result and the round trips. */
+/** Runs `effect` to its end, opening the gate once per round trip; answers its result, the round trips and the calls. */
 export const roundTrips = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
     const gate = yield* Gate
-    yield* Ref.update(gate, (s) => ({ ...s, open: Deferred.unsafeMake<void>(FiberId.none) }))
+    yield* Ref.update(gate, (s) => ({ ...s, open: Deferred.unsafeMake<void>(FiberId.none), calls: [] }))
     const fiber = yield* Effect.fork(effect)
     let trips = 0
     while (true) {
       yield* settled(gate)
       const done = yield* Fiber.poll(fiber)
       if (done._tag === "Some") {
-        yield* Ref.update(gate, (s) => ({ ...s, open: undefined }))
-        return { result: yield* done.value, trips }
+        const { calls } = yield* Ref.getAndUpdate(gate, (s) => ({ ...s, open: undefined }))
+        return { result: yield* done.value, trips, calls }
       }
       const next = yield* Deferred.make<void>()
       const { open } = yield* Ref.getAndUpdate(gate, (s) => ({ ...s, open: next }))

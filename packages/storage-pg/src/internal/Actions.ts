@@ -3,7 +3,7 @@
  * shared by every replica, on Postgres.
  */
 import type { ActionRecord, EventType } from "@streaks/core/Domain"
-import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore } from "@streaks/core/Ports"
+import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore, KeyClaim } from "@streaks/core/Ports"
 import { Effect } from "effect"
 import { type Ctx, io, jsonParam, toLocalDate, toOptionalString } from "./Sql.js"
 
@@ -100,31 +100,71 @@ export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Ty
              OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
         RETURNING 1 AS ok`)
 
+  // What a key that was not claimed holds; `undefined` when its row is gone (released or purged).
+  const heldBy = (row: Record<string, unknown> | undefined): IdempotencyClaim | undefined => {
+    if (row === undefined || row.state === null) return undefined
+    if (row.state !== "completed") return { _tag: "InProgress" }
+    return {
+      _tag: "Completed",
+      // Parsed here, not by the driver, so that SQL NULL (no body) and JSON null stay apart.
+      response: {
+        status: Number(row.response_status),
+        body: row.response_body === null ? undefined : JSON.parse(String(row.response_body))
+      }
+    }
+  }
+
   const claim = (projectId: string, key: string, now: Date) =>
     Effect.gen(function*() {
       for (let attempt = 1; attempt <= claimAttempts; attempt++) {
         if ((yield* tryClaim(projectId, key, now)).length > 0) return { _tag: "Claimed" } as IdempotencyClaim
         const rows = yield* hot(sql`SELECT state, response_status, response_body::text AS response_body FROM ${t.idempotency_keys}
           WHERE project_id = ${projectId} AND key = ${key}`)
-        const row = rows[0]
-        if (row === undefined) continue // released or purged in between: try to claim again
-        if (row.state === "completed") {
-          return {
-            _tag: "Completed",
-            // Parsed here, not by the driver, so that SQL NULL (no body) and JSON null stay apart.
-            response: {
-              status: Number(row.response_status),
-              body: row.response_body === null ? undefined : JSON.parse(String(row.response_body))
-            }
-          } as IdempotencyClaim
-        }
-        return { _tag: "InProgress" } as IdempotencyClaim
+        const held = heldBy(rows[0])
+        if (held !== undefined) return held
+        // released or purged in between: try to claim again
       }
       return { _tag: "InProgress" } as IdempotencyClaim
     })
 
+  // `tryClaim` of every key in one statement (keys in the caller's order, which takes the locks),
+  // with what each key that was not claimed holds. That read sees the table as the statement
+  // began: a key first claimed by another transaction since then has no row in it and is claimed
+  // again alone.
+  const claimMany = (claims: ReadonlyArray<KeyClaim>) =>
+    Effect.gen(function*() {
+      const rows = yield* hot(sql`WITH input AS (
+            SELECT * FROM unnest(${claims.map((c) => c.projectId)}::text[], ${claims.map((c) => c.key)}::text[],
+              ${claims.map((c) => c.now.toISOString())}::timestamptz[]) WITH ORDINALITY AS i (project_id, key, at, n)
+          ), taken AS (
+            INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
+            SELECT project_id, key, 'in_progress', at, at FROM input ORDER BY n
+            ON CONFLICT (project_id, key) DO UPDATE
+              SET state = 'in_progress', created_at = excluded.created_at, claimed_at = excluded.claimed_at,
+                  completed_at = NULL, response_status = NULL, response_body = NULL
+              WHERE k.created_at <= excluded.created_at - ${recordLifetime}::interval
+                 OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
+            RETURNING k.project_id, k.key
+          )
+          SELECT i.n, taken.key IS NOT NULL AS claimed, k.state, k.response_status, k.response_body::text AS response_body
+          FROM input i
+          LEFT JOIN taken ON taken.project_id = i.project_id AND taken.key = i.key
+          LEFT JOIN ${t.idempotency_keys} k ON taken.key IS NULL AND k.project_id = i.project_id AND k.key = i.key
+          ORDER BY i.n`)
+      const answers = new Array<IdempotencyClaim>(claims.length)
+      for (const row of rows) {
+        const i = Number(row.n) - 1
+        const held = row.claimed === true ? { _tag: "Claimed" as const } : heldBy(row)
+        answers[i] = held ?? (yield* claim(claims[i]!.projectId, claims[i]!.key, claims[i]!.now))
+      }
+      return answers
+    })
+
   return {
     claim: (projectId, key, now) => claim(projectId, key, now).pipe(io("IdempotencyStore.claim")),
+
+    claimMany: (claims) =>
+      claims.length === 0 ? Effect.succeed([]) : claimMany(claims).pipe(io("IdempotencyStore.claimMany")),
 
     complete: (projectId, key, response, now) =>
       hot(sql`UPDATE ${t.idempotency_keys}
@@ -132,6 +172,18 @@ export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Ty
               response_body = ${jsonParam(response.body)}::json
           WHERE project_id = ${projectId} AND key = ${key}`)
         .pipe(Effect.asVoid, io("IdempotencyStore.complete")),
+
+    // A batch's keys in one statement. Each key is claimed by one action at a time, so two batches
+    // update the same row only when a claim expired (30 s) under a batch still running; should
+    // they deadlock, ingest retries each action alone.
+    completeMany: (completions) =>
+      completions.length === 0 ? Effect.void : hot(sql`UPDATE ${t.idempotency_keys} AS k
+          SET state = 'completed', completed_at = c.at, response_status = c.status, response_body = c.body::json
+          FROM unnest(${completions.map((c) => c.projectId)}::text[], ${completions.map((c) => c.key)}::text[],
+            ${completions.map((c) => c.now.toISOString())}::timestamptz[], ${completions.map((c) => c.response.status)}::int[],
+            ${completions.map((c) => jsonParam(c.response.body))}::text[]) AS c (project_id, key, at, status, body)
+          WHERE k.project_id = c.project_id AND k.key = c.key`)
+        .pipe(Effect.asVoid, io("IdempotencyStore.completeMany")),
 
     release: (projectId, key) =>
       sql`DELETE FROM ${t.idempotency_keys} WHERE project_id = ${projectId} AND key = ${key} AND state = 'in_progress'`
