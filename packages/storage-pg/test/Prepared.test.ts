@@ -1,13 +1,19 @@
 /**
  * The service's pool prepares parameterised statements once per connection (`PgConnection.make`),
  * on generic plans, and that changes nothing a caller sees: results, errors, transactions and
- * multi-statement texts.
+ * multi-statement texts; batch statements seek their keys whatever the table held when planned.
  */
 import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
+import { unsafeLocalDate } from "@streaks/core/Calendar"
+import { StreakKey } from "@streaks/core/Domain"
+import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
+import { AchievementStore, IdempotencyStore, MemberStore, StreakStore } from "@streaks/core/Ports"
+import * as Migrations from "../src/Migrations.js"
 import * as PgConnection from "../src/PgConnection.js"
+import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 
 /**
@@ -85,6 +91,105 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       assert.deepStrictEqual(counts, [{ generic: 7, custom: 0 }])
       const mode = yield* sql<{ readonly plan_cache_mode: string }>`SHOW plan_cache_mode`
       assert.strictEqual(mode[0]!.plan_cache_mode, "force_generic_plan")
+    }))
+
+  // A batch statement prepared while its tables were small (a new install, the bench's truncated
+  // tables) keeps its generic plan on that connection: a join there could become a hash join over
+  // a scan of the whole table, at every call, however large the table grows.
+  const scansAfterGrowth = (prefix: string, tables: ReadonlyArray<string>, call: (round: number) => Effect.Effect<unknown, unknown>, grow: Effect.Effect<unknown, unknown>) =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const scans = Effect.map(
+        sql<{ readonly n: number }>`SELECT coalesce(sum(seq_scan), 0)::int AS n FROM pg_stat_xact_user_tables
+          WHERE relname IN ${sql.in(tables.map((t) => prefix + t))}`,
+        (rows) => rows[0]!.n
+      )
+      // One connection throughout: its statements are planned at their first call, on the empty
+      // tables, and keep that plan as the tables grow.
+      return yield* sql.withTransaction(Effect.gen(function*() {
+        yield* call(0)
+        yield* grow
+        const before = yield* scans
+        yield* call(1)
+        return (yield* scans) - before
+      }))
+    })
+
+  it.effect("claimMany and completeMany seek each key, even on plans made while the keys table was empty", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrations.run({ prefix: "keyplan_" })
+      const keys = Context.get(PgStorage.make(sql, "keyplan_"), IdempotencyStore)
+      const now = new Date("2025-01-15T12:00:00Z")
+      const claims = (round: number) => Array.from({ length: 10 }, (_, i) => ({ projectId: "prj_plan" as ProjectId, key: `k${round}-${i}`, now }))
+      const scanned = yield* scansAfterGrowth(
+        "keyplan_",
+        ["idempotency_keys"],
+        (round) =>
+          Effect.zipRight(
+            keys.claimMany(claims(round)),
+            keys.completeMany(claims(round).map((c) => ({ ...c, response: { status: 202, body: { ok: true } } })))
+          ),
+        sql`INSERT INTO keyplan_idempotency_keys (project_id, key, state, created_at, claimed_at)
+          SELECT 'prj_plan', 'filler-' || g, 'in_progress', ${now}, ${now} FROM generate_series(1, 20000) g`
+      )
+      assert.strictEqual(scanned, 0, "no scan of the whole keys table")
+    }))
+
+  it.effect("lookupMany seeks each member and alias, even on a plan made while both tables were empty", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrations.run({ prefix: "memberplan_" })
+      const members = Context.get(PgStorage.make(sql, "memberplan_"), MemberStore)
+      const refs = (round: number) => Array.from({ length: 10 }, (_, i) => ({ projectId: "prj_plan" as ProjectId, userHash: `u${round}-${i}` as UserHash }))
+      const scanned = yield* scansAfterGrowth(
+        "memberplan_",
+        ["members", "aliases"],
+        (round) => members.lookupMany(refs(round)),
+        Effect.zipRight(
+          sql`INSERT INTO memberplan_members (project_id, user_hash, timezone)
+            SELECT 'prj_plan', 'filler-' || g, 'UTC' FROM generate_series(1, 20000) g`,
+          sql`INSERT INTO memberplan_aliases (project_id, anonymous_id, user_hash)
+            SELECT 'prj_plan', 'anon-' || g, 'filler-' || g FROM generate_series(1, 20000) g`
+        )
+      )
+      assert.strictEqual(scanned, 0, "no scan of the whole members or aliases table")
+    }))
+
+  it.effect("the batch reads of streak rows (standingMany, lockExisting, achievedMany) seek each key, even on plans made while the tables were empty", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* Migrations.run({ prefix: "rowplan_" })
+      const storage = PgStorage.make(sql, "rowplan_")
+      const streaks = Context.get(storage, StreakStore)
+      const achievements = Context.get(storage, AchievementStore)
+      const keys = (round: number) =>
+        Array.from({ length: 10 }, (_, i) =>
+          new StreakKey({ projectId: "prj_plan" as ProjectId, programId: "prg_plan" as ProgramId, userHash: `u${round}-${i}` as UserHash, ledger: "live" }))
+      const from = unsafeLocalDate("2025-01-01")
+      const to = unsafeLocalDate("2025-01-31")
+      const filler = (table: string, columns: string, values: string) =>
+        sql.unsafe(`INSERT INTO rowplan_${table} (${columns}) SELECT ${values} FROM generate_series(1, 20000) g`)
+      const scanned = yield* scansAfterGrowth(
+        "rowplan_",
+        ["streaks", "members", "aliases", "activity_days", "achievements"],
+        (round) =>
+          Effect.all([
+            streaks.standingMany(keys(round), from, to),
+            streaks.lockExisting!(keys(round)),
+            achievements.achievedMany(keys(round))
+          ]),
+        Effect.all([
+          filler("streaks", "project_id, program_id, user_hash, ledger, run, best, timezone, updated_at",
+            "'prj_plan', 'prg_plan', 'filler-' || g, 'live', 1, 1, 'UTC', now()"),
+          filler("members", "project_id, user_hash, timezone", "'prj_plan', 'filler-' || g, 'UTC'"),
+          filler("aliases", "project_id, anonymous_id, user_hash", "'prj_plan', 'anon-' || g, 'filler-' || g"),
+          filler("activity_days", "project_id, program_id, user_hash, ledger, day", "'prj_plan', 'prg_plan', 'filler-' || g, 'live', date '2025-01-10'"),
+          filler("achievements", "project_id, program_id, user_hash, ledger, milestone_id, achieved_at",
+            "'prj_plan', 'prg_plan', 'filler-' || g, 'live', 'ms_1', now()")
+        ])
+      )
+      assert.strictEqual(scanned, 0, "no scan of a whole table")
     }))
 
   it.scoped("with prepare: false (for PgBouncer in transaction mode) nothing is prepared", () =>

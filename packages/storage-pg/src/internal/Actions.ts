@@ -130,7 +130,9 @@ export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Ty
   // `tryClaim` of every key in one statement (keys in the caller's order, which takes the locks),
   // with what each key that was not claimed holds. That read sees the table as the statement
   // began: a key first claimed by another transaction since then has no row in it and is claimed
-  // again alone.
+  // again alone. It is a primary-key seek per key (LATERAL with LIMIT, which the planner cannot
+  // turn into a join): a join let a plan made while the table was small scan all of it for
+  // every claim, for the life of the connection (generic plans, `PgConnection`).
   const claimMany = (claims: ReadonlyArray<KeyClaim>) =>
     Effect.gen(function*() {
       const rows = yield* hot(sql`WITH input AS (
@@ -149,7 +151,8 @@ export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Ty
           SELECT i.n, taken.key IS NOT NULL AS claimed, k.state, k.response_status, k.response_body::text AS response_body
           FROM input i
           LEFT JOIN taken ON taken.project_id = i.project_id AND taken.key = i.key
-          LEFT JOIN ${t.idempotency_keys} k ON taken.key IS NULL AND k.project_id = i.project_id AND k.key = i.key
+          LEFT JOIN LATERAL (SELECT state, response_status, response_body FROM ${t.idempotency_keys}
+            WHERE taken.key IS NULL AND project_id = i.project_id AND key = i.key LIMIT 1) k ON true
           ORDER BY i.n`)
       const answers = new Array<IdempotencyClaim>(claims.length)
       for (const row of rows) {
@@ -173,17 +176,26 @@ export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Ty
           WHERE project_id = ${projectId} AND key = ${key}`)
         .pipe(Effect.asVoid, io("IdempotencyStore.complete")),
 
-    // A batch's keys in one statement. Each key is claimed by one action at a time, so two batches
-    // update the same row only when a claim expired (30 s) under a batch still running; should
-    // they deadlock, ingest retries each action alone.
-    completeMany: (completions) =>
-      completions.length === 0 ? Effect.void : hot(sql`UPDATE ${t.idempotency_keys} AS k
-          SET state = 'completed', completed_at = c.at, response_status = c.status, response_body = c.body::json
-          FROM unnest(${completions.map((c) => c.projectId)}::text[], ${completions.map((c) => c.key)}::text[],
-            ${completions.map((c) => c.now.toISOString())}::timestamptz[], ${completions.map((c) => c.response.status)}::int[],
-            ${completions.map((c) => jsonParam(c.response.body))}::text[]) AS c (project_id, key, at, status, body)
-          WHERE k.project_id = c.project_id AND k.key = c.key`)
-        .pipe(Effect.asVoid, io("IdempotencyStore.completeMany")),
+    // A batch's keys in one statement: an upsert, whose conflicts are found through the primary
+    // key whatever the table's statistics (an `UPDATE … FROM unnest` planned while the table was
+    // small scanned all of it). A key's row is there, claimed; were it gone, the answer is stored
+    // anyway, as the in-memory store does. Each key is claimed by one action at a time, so two
+    // batches write the same row only when a claim expired (30 s) under a batch still running;
+    // should they deadlock, ingest retries each action alone.
+    completeMany: (completions) => {
+      if (completions.length === 0) return Effect.void
+      const last = [...new Map(completions.map((c) => [`${c.projectId}/${c.key}`, c])).values()]
+      return hot(sql`INSERT INTO ${t.idempotency_keys} AS k
+            (project_id, key, state, created_at, claimed_at, completed_at, response_status, response_body)
+          SELECT project_id, key, 'completed', at, at, at, status, body::json
+          FROM unnest(${last.map((c) => c.projectId)}::text[], ${last.map((c) => c.key)}::text[],
+            ${last.map((c) => c.now.toISOString())}::timestamptz[], ${last.map((c) => c.response.status)}::int[],
+            ${last.map((c) => jsonParam(c.response.body))}::text[]) AS c (project_id, key, at, status, body)
+          ON CONFLICT (project_id, key) DO UPDATE
+            SET state = 'completed', completed_at = excluded.completed_at, response_status = excluded.response_status,
+                response_body = excluded.response_body`)
+        .pipe(Effect.asVoid, io("IdempotencyStore.completeMany"))
+    },
 
     release: (projectId, key) =>
       sql`DELETE FROM ${t.idempotency_keys} WHERE project_id = ${projectId} AND key = ${key} AND state = 'in_progress'`

@@ -207,14 +207,19 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
 })
 
 export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] => {
-  // One round trip for a batch: resolve each id's alias (if any), then the canonical member's zone.
+  // One round trip for a batch: resolve each id's alias (if any), then the canonical member's zone,
+  // each a primary-key seek (LATERAL with LIMIT, which the planner cannot turn into a join): joins
+  // let a plan made while the tables were small scan both of them at every call, for the life of
+  // the connection (generic plans, `PgConnection`).
   const lookupMany = (inputs: ReadonlyArray<MemberRef>) =>
       Effect.map(
         hot(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
             FROM unnest(${inputs.map((i) => i.projectId)}::text[], ${inputs.map((i) => i.userHash)}::text[],
               ${inputs.map((_, n) => n)}::int[]) AS i (project_id, user_hash, n)
-            LEFT JOIN ${t.aliases} a ON a.project_id = i.project_id AND a.anonymous_id = i.user_hash
-            LEFT JOIN ${t.members} m ON m.project_id = i.project_id AND m.user_hash = coalesce(a.user_hash, i.user_hash)`),
+            LEFT JOIN LATERAL (SELECT user_hash FROM ${t.aliases}
+              WHERE project_id = i.project_id AND anonymous_id = i.user_hash LIMIT 1) a ON true
+            LEFT JOIN LATERAL (SELECT timezone FROM ${t.members}
+              WHERE project_id = i.project_id AND user_hash = coalesce(a.user_hash, i.user_hash) LIMIT 1) m ON true`),
         (rows) => {
           const out = inputs.map((i) => ({ userHash: i.userHash, timezone: Option.none<string>() }))
           for (const r of rows) {

@@ -226,7 +226,9 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.daysBetween")),
 
     // The widgets' reads of a batch in one statement: per ref the alias, then the member's zone,
-    // row, days in range and achievements, each a primary-key seek (LATERAL, as `lockMany`); the
+    // row, days in range and achievements, each a primary-key seek (a subquery, or LATERAL with
+    // LIMIT 1, which the planner cannot pull up into a join: a join planned while the tables were
+    // small, as generic plans are once per connection, scanned them whole at every call); the
     // achievements from the row's copy where it is known (see `achievedMany`).
     standingMany: (refs, from, to) =>
       refs.length === 0 ? Effect.succeed([]) :
@@ -240,10 +242,11 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
           CROSS JOIN LATERAL (SELECT coalesce(
             (SELECT user_hash FROM ${t.aliases} WHERE project_id = k.project_id AND anonymous_id = k.user_hash),
             k.user_hash) AS member_hash) m
-          LEFT JOIN ${t.members} z ON z.project_id = k.project_id AND z.user_hash = m.member_hash
+          LEFT JOIN LATERAL (SELECT timezone FROM ${t.members}
+            WHERE project_id = k.project_id AND user_hash = m.member_hash LIMIT 1) z ON true
           LEFT JOIN LATERAL (SELECT ${cols}, achieved AS achieved_copy FROM ${t.streaks}
             WHERE project_id = k.project_id AND program_id = k.program_id AND user_hash = m.member_hash
-              AND ledger = k.ledger) s ON true
+              AND ledger = k.ledger LIMIT 1) s ON true
           ORDER BY k.n`).pipe(
           Effect.map((rows) =>
             rows.map((r) => ({
@@ -319,9 +322,9 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
         .pipe(Effect.map((rows) => rows.map(decodeAchievement)), io("AchievementStore.list")),
 
     // Per key the copy on its streak row (migration 0003), a primary-key seek into the page the
-    // action has just locked; only where the copy is not known (NULL: no row yet, or a row from
-    // before the migration) is the achievements table read, one primary-key range seek per key
-    // (LATERAL, whatever the planner believes of the table).
+    // action has just locked (LATERAL with LIMIT 1: see `standingMany`); only where the copy is not
+    // known (NULL: no row yet, or a row from before the migration) is the achievements table read,
+    // one primary-key range seek per key (LATERAL, whatever the planner believes of the table).
     achievedMany: (keys) =>
       keys.length === 0 ? Effect.succeed([]) :
       hot(sql`SELECT k.n, m.milestone_id
@@ -329,7 +332,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
           LEFT JOIN LATERAL (
             SELECT achieved FROM ${t.streaks} s
             WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
-              AND s.ledger = k.ledger
+              AND s.ledger = k.ledger LIMIT 1
           ) s ON true
           CROSS JOIN LATERAL unnest(${achievedIds({ sql, t }, "s.achieved", achievementsOfK(sql, "k.user_hash"))})
             AS m (milestone_id)
