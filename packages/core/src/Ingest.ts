@@ -203,7 +203,7 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
         if (claim._tag === "InProgress") {
           return done(Exit.fail(new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })))
         }
-        submit.submit({ ...work, idempotencyKey: key }, (exit) => {
+        submit.submit(work, (exit) => {
           if (Exit.isSuccess(exit)) return done(Exit.succeed({ body: exit.value.body, deprecation }))
           // Released before the answer, so that a retry after the error can claim the key.
           run(Effect.ignore(idempotency.release(work.project.id, key)), () => done(Exit.failCause(exit.cause)))
@@ -222,7 +222,7 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
         if (Exit.isFailure(authorized)) return done(Exit.failCause(authorized.cause))
         const { deprecation, program } = authorized.value
         const key = action.idempotencyKey
-        const work = { project, program, action, door: auth.door, now, idempotencyKey: undefined }
+        const work: Work = { project, program, action, door: auth.door, now, idempotencyKey: key }
         if (key !== undefined) return recordOnce(work, key, deprecation, done)
         submit.submit(work, (exit) =>
           done(Exit.isSuccess(exit) ? Exit.succeed({ body: exit.value.body, deprecation }) : Exit.failCause(exit.cause)))
