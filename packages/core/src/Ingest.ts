@@ -92,9 +92,10 @@ const replayed = (door: Auth["door"], stored: unknown): AnswerBody => {
   return door === "api" ? rest : { ok: true, ...rest }
 }
 
-/** The services `Ingest.layer` needs: the storage ports it touches and the outbox signal. */
+/** How `recordCallback` answers its caller. */
 type Done = (exit: Exit.Exit<IngestAnswer, RecordError | StorageError>) => void
 
+/** The services `Ingest.layer` needs: the storage ports it touches and the outbox signal. */
 export type Requirements = ApplyServices | Transactor | IdempotencyStore | OutboxSignal
 
 /**
