@@ -127,8 +127,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         ["idempotency_keys"],
         (round) =>
           Effect.zipRight(
-            keys.claimMany(claims(round)),
-            keys.completeMany(claims(round).map((c) => ({ ...c, response: { status: 202, body: { ok: true } } })))
+            keys.claimMany!(claims(round)),
+            keys.completeMany!(claims(round).map((c) => ({ ...c, response: { status: 202, body: { ok: true } } })))
           ),
         sql`INSERT INTO keyplan_idempotency_keys (project_id, key, state, created_at, claimed_at)
           SELECT 'prj_plan', 'filler-' || g, 'in_progress', ${now}, ${now} FROM generate_series(1, 20000) g`
