@@ -10,7 +10,8 @@ import * as Finished from "./Finished.js"
 import type { Action } from "./EventInput.js"
 import * as Coalesce from "./internal/coalesce.js"
 import * as KeyClaims from "./internal/keyClaims.js"
-import { type AnswerBody, type Applied, applyAll as applyInOrder, type ApplyServices, type Work } from "./internal/ingestApply.js"
+import { type Applied, applyAll as applyInOrder, type ApplyServices, type Work } from "./internal/ingestApply.js"
+import type { AnswerBody } from "./internal/ingestPlan.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
 import { OutboxSignal } from "./OutboundEvents.js"
 import {
@@ -27,7 +28,7 @@ import {
   UsageStore
 } from "./Ports.js"
 
-export type { AnswerBody } from "./internal/ingestApply.js"
+export type { AnswerBody } from "./internal/ingestPlan.js"
 export { type Auth, browserAuth, originAllowed } from "./internal/ingestAuth.js"
 
 /**
