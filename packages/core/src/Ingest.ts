@@ -19,6 +19,7 @@ import {
   ActionLog,
   DirectoryStore,
   ExperimentStore,
+  type IdempotencyClaim,
   IdempotencyStore,
   MemberStore,
   Outbox,
@@ -93,6 +94,9 @@ const replayed = (door: Auth["door"], stored: unknown): AnswerBody => {
   return door === "api" ? rest : { ok: true, ...rest }
 }
 
+/** What a batch answers for an action: applied, or its key held by an earlier one (§4). */
+type Outcome = Applied | { readonly held: Exclude<IdempotencyClaim, { readonly _tag: "Claimed" }> }
+
 /** How `recordCallback` answers its caller. */
 type Done = (exit: Exit.Exit<IngestAnswer, RecordError | StorageError>) => void
 
@@ -163,16 +167,49 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     // A failed batch is retried one action per transaction, so one action's failure (or a
     // deadlock between two batches) fails only itself. A lone action goes without lookahead,
     // which asks the store about every day (see `applyAll`): so do the retries.
-    const runBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Applied, StorageError>>> =>
+    const applyBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Applied, StorageError>>> =>
       applyAll(jobs).pipe(
         Effect.tap((answers) => answers.some((a) => a.enqueued > 0) ? signal.notify : Effect.void),
         Effect.map((answers) => answers.map(Exit.succeed)),
         Effect.catchAll((error) =>
           jobs.length === 1
             ? Effect.succeed([Exit.fail(error)])
-            : Effect.forEach(jobs, (job) => Effect.map(runBatch([job]), (exits) => exits[0]!))
+            : Effect.forEach(jobs, (job) => Effect.map(applyBatch([job]), (exits) => exits[0]!))
         )
       )
+
+    const claimAll = KeyClaims.claimAll(idempotency)
+
+    // With idempotency keys (§4), a batch first claims its actions' keys, together and outside its
+    // transaction, so that a concurrent repeat sees a claim at once; then it applies the actions
+    // it claimed and those without a key. A claimed action that failed releases its key before
+    // it is answered, so that a retry can claim it.
+    const runBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Outcome, StorageError>>> => {
+      const keyed = jobs.flatMap((w, i) => w.idempotencyKey === undefined ? [] : [i])
+      if (keyed.length === 0) return applyBatch(jobs)
+      return Effect.gen(function*() {
+        const claims = yield* claimAll(keyed.map((i) => {
+          const w = jobs[i]!
+          return { projectId: w.project.id, key: w.idempotencyKey!, now: w.now }
+        }))
+        const outcomes = new Array<Exit.Exit<Outcome, StorageError>>(jobs.length)
+        keyed.forEach((i, n) => {
+          const claim = claims[n]!
+          if (Exit.isFailure(claim)) outcomes[i] = Exit.failCause(claim.cause)
+          else if (claim.value._tag !== "Claimed") outcomes[i] = Exit.succeed({ held: claim.value })
+        })
+        const go = jobs.flatMap((_, i) => outcomes[i] === undefined ? [i] : [])
+        const exits = go.length === 0 ? [] : yield* applyBatch(go.map((i) => jobs[i]!))
+        const released: Array<Work> = []
+        go.forEach((i, n) => {
+          const exit = exits[n]!
+          outcomes[i] = exit
+          if (Exit.isFailure(exit) && jobs[i]!.idempotencyKey !== undefined) released.push(jobs[i]!)
+        })
+        yield* Effect.forEach(released, (w) => Effect.ignore(idempotency.release(w.project.id, w.idempotencyKey!)), { discard: true })
+        return outcomes
+      })
+    }
 
     const submit = yield* Coalesce.make(runBatch, {
       workers: options.workers ?? 1,
@@ -187,31 +224,6 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     const clock = yield* Effect.clock
     const run = Finished.runner(yield* Effect.runtime<never>())
 
-    // The actions claimed together are handed to the batch front together, so that they share a
-    // batch even when none runs.
-    const claims = yield* KeyClaims.make(idempotency, run, {
-      maxBatch: options.maxBatch ?? 100,
-      answering: submit.together
-    })
-
-    // With an idempotency key (§4): the claim is taken outside the transaction, so a concurrent
-    // repeat sees it at once; once the action is submitted, a caller that stops waiting does not
-    // release a claim whose action is still being committed.
-    const recordOnce = (work: Work, key: string, deprecation: boolean, done: Done) =>
-      claims({ projectId: work.project.id, key, now: work.now }, (claimed) => {
-        if (Exit.isFailure(claimed)) return done(Exit.failCause(claimed.cause))
-        const claim = claimed.value
-        if (claim._tag === "Completed") return done(Exit.succeed({ body: replayed(work.door, claim.response.body), deprecation }))
-        if (claim._tag === "InProgress") {
-          return done(Exit.fail(new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })))
-        }
-        submit.submit(work, (exit) => {
-          if (Exit.isSuccess(exit)) return done(Exit.succeed({ body: exit.value.body, deprecation }))
-          // Released before the answer, so that a retry after the error can claim the key.
-          run(Effect.ignore(idempotency.release(work.project.id, key)), () => done(Exit.failCause(exit.cause)))
-        })
-      })
-
     // Callbacks over checks that are values and a cached program that is a finished exit, not a
     // fiber per action: every action runs this, and a fiber waiting for its batch was the largest
     // cost left in front of it. Once submitted, an action is committed whether or not anyone still
@@ -223,11 +235,16 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
       run(authorize(directory, project, action, auth), (authorized) => {
         if (Exit.isFailure(authorized)) return done(Exit.failCause(authorized.cause))
         const { deprecation, program } = authorized.value
-        const key = action.idempotencyKey
-        const work: Work = { project, program, action, door: auth.door, now, idempotencyKey: key }
-        if (key !== undefined) return recordOnce(work, key, deprecation, done)
-        submit.submit(work, (exit) =>
-          done(Exit.isSuccess(exit) ? Exit.succeed({ body: exit.value.body, deprecation }) : Exit.failCause(exit.cause)))
+        const work: Work = { project, program, action, door: auth.door, now, idempotencyKey: action.idempotencyKey }
+        submit.submit(work, (exit) => {
+          if (Exit.isFailure(exit)) return done(Exit.failCause(exit.cause))
+          const outcome = exit.value
+          if ("body" in outcome) return done(Exit.succeed({ body: outcome.body, deprecation }))
+          if (outcome.held._tag === "Completed") {
+            return done(Exit.succeed({ body: replayed(auth.door, outcome.held.response.body), deprecation }))
+          }
+          done(Exit.fail(new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })))
+        })
       })
     }
 

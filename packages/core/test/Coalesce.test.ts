@@ -189,45 +189,6 @@ describe("Coalesce", () => {
       assert.isTrue(logged.some((l) => l.includes("threw while taking its answer") && l.includes("caller broke")))
     }).pipe(Effect.scoped))
 
-  it.live("together: what is submitted within it shares one batch even when none runs", () =>
-    Effect.gen(function*() {
-      const gate = yield* Deferred.make<void>()
-      yield* Deferred.succeed(gate, undefined)
-      const { batches, run } = recorder(gate)
-      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 })
-      const called: Array<Exit.Exit<number>> = []
-      submit.together(() => [1, 2, 3].forEach((n) => submit.submit(n, (exit) => called.push(exit))))
-      submit.submit(4, (exit) => called.push(exit))
-      yield* Effect.sleep("20 millis")
-      assert.deepStrictEqual(batches, [[1, 2, 3], [4]], "without it, 1 would have gone alone")
-      assert.deepStrictEqual(called, [10, 20, 30, 40].map((n) => Exit.succeed(n)))
-    }).pipe(Effect.scoped))
-
-  it.live("answering: a batch's callers are all answered within one call of it, after the next batch has started", () =>
-    Effect.gen(function*() {
-      const gate = yield* Deferred.make<void>()
-      const { batches, run } = recorder(gate)
-      const seen: Array<string> = []
-      const submit = yield* Coalesce.make(run, {
-        workers: 1,
-        maxBatch: 100,
-        answering: (answerAll) => {
-          seen.push(`batches started: ${batches.length}`)
-          answerAll()
-          seen.push("answered")
-        }
-      })
-      const callback = (exit: Exit.Exit<number>) => seen.push(String(Exit.isSuccess(exit) && exit.value))
-      submit.submit(1, callback)
-      yield* Effect.sleep("20 millis")
-      submit.submit(2, callback)
-      submit.submit(3, callback)
-      yield* Deferred.succeed(gate, undefined)
-      yield* Effect.sleep("20 millis")
-      assert.deepStrictEqual(batches, [[1], [2, 3]])
-      assert.deepStrictEqual(seen, ["batches started: 2", "10", "answered", "batches started: 2", "20", "30", "answered"])
-    }).pipe(Effect.scoped))
-
   it.live("closing the scope waits for the batch in flight, whose caller still gets its answer", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()

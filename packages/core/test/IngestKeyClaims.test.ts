@@ -31,7 +31,7 @@ describe("Ingest: keyed actions that arrive together (CONTRACT §4)", () => {
       Effect.gen(function*() {
         const t = yield* tenant({ program: { status: "live" } })
         yield* TestClock.setTime(NOON)
-        // k9 goes first and alone (nothing else is being claimed); k0 and its repeats then share a claim.
+        // k9 goes first and alone (no batch runs); k0 and its repeats then share a batch and its claim.
         const bodies = [
           ...Array.from({ length: 10 }, (_, i) => keyed(t, `u${9 - i}`, `k${9 - i}`)),
           ...Array.from({ length: 4 }, (_, i) => keyed(t, `again${i}`, "k0"))

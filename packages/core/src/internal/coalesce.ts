@@ -21,12 +21,6 @@ export interface Options {
    * `Ingest.BatchOptions.handOff`.
    */
   readonly handOff?: ((answer: () => void) => void) | undefined
-  /**
-   * Called once per finished batch with what hands each of its callers its answer (through
-   * `handOff` when given); default: calls it at once. Ingest answers its key claims within the
-   * batch front's `together`, so that the actions claimed together share one batch.
-   */
-  readonly answering?: ((answerAll: () => void) => void) | undefined
 }
 
 /** Submits inputs: as an effect that waits for the input's batch, or with a callback, without a fiber. */
@@ -38,11 +32,6 @@ export interface Front<I, A, E> {
    * and the batch's other callers still get their answers.
    */
   readonly submit: (input: I, onExit: (exit: Exit.Exit<A, E>) => void) => void
-  /**
-   * Runs `f`; no batch starts before it returns, so that what it submits can share one batch even
-   * when none runs (a call made while no batch runs would otherwise go alone).
-   */
-  readonly together: (f: () => void) => void
 }
 
 interface Job<I, A, E> {
@@ -79,10 +68,9 @@ export const make = <I, A, E>(
     const waiting: Array<Job<I, A, E>> = []
     const besideAt = Math.max(1, options.minBatchBeside ?? 1)
     let busy = 0
-    let holding = 0
     let onIdle: (() => void) | undefined
 
-    const { answering, handOff } = options
+    const handOff = options.handOff
 
     const batch = (jobs: ReadonlyArray<Job<I, A, E>>) =>
       run(jobs.map((j) => j.input)).pipe(
@@ -100,7 +88,7 @@ export const make = <I, A, E>(
     }
 
     const mayStart = (): boolean =>
-      holding > 0 ? false : busy === 0 ? waiting.length > 0 : busy < workers && waiting.length >= besideAt
+      busy === 0 ? waiting.length > 0 : busy < workers && waiting.length >= besideAt
 
     const pump = (): void => {
       while (mayStart()) {
@@ -115,20 +103,16 @@ export const make = <I, A, E>(
             const exits = Exit.isSuccess(exit) ? exit.value : jobs.map(() => Exit.failCause(exit.cause))
             // One hand-off per caller, so that a hand-off that spreads work over time (the
             // reference server's) can spread a batch's answers too.
-            const answerAll = () => {
-              for (let i = 0; i < jobs.length; i++) {
-                const job = jobs[i]!
-                const outcome = exits[i]!
-                if (handOff === undefined) answer(job, outcome)
-                else handOff(() => answer(job, outcome))
-              }
+            for (let i = 0; i < jobs.length; i++) {
+              const job = jobs[i]!
+              const outcome = exits[i]!
+              if (handOff === undefined) answer(job, outcome)
+              else handOff(() => answer(job, outcome))
             }
-            if (answering === undefined) answerAll()
-            else answering(answerAll)
           }
         })
       }
-      if (busy === 0 && holding === 0 && onIdle !== undefined) {
+      if (busy === 0 && onIdle !== undefined) {
         const idle = onIdle
         onIdle = undefined
         idle()
@@ -146,14 +130,5 @@ export const make = <I, A, E>(
       waiting.push({ input, resume: onExit })
       pump()
     }
-    const together = (f: () => void): void => {
-      holding++
-      try {
-        f()
-      } finally {
-        holding--
-        pump()
-      }
-    }
-    return Object.assign((input: I) => Effect.async<A, E>((resume) => submit(input, resume)), { submit, together })
+    return Object.assign((input: I) => Effect.async<A, E>((resume) => submit(input, resume)), { submit })
   })

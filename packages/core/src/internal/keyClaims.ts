@@ -1,22 +1,10 @@
 /**
- * Idempotency keys claimed together (CONTRACT §4): the keyed actions that arrive while a claim is
- * out share the next one, one statement and commit (`IdempotencyStore.claimMany`) instead of one each.
+ * Idempotency keys claimed together (CONTRACT §4): a batch's keyed actions claim their keys in one
+ * statement and commit (`IdempotencyStore.claimMany`) instead of one each.
  */
-import { Effect, Exit, type Scope } from "effect"
+import { Effect, Exit } from "effect"
 import type { StorageError } from "../Errors.js"
-import type * as Finished from "../Finished.js"
 import type { IdempotencyClaim, IdempotencyStore, KeyClaim } from "../Ports.js"
-import * as Coalesce from "./coalesce.js"
-
-/** Claims one key and calls `onExit` with the answer, shared with the claims that arrive beside it. */
-export type Claims = (claim: KeyClaim, onExit: (exit: Exit.Exit<IdempotencyClaim, StorageError>) => void) => void
-
-export interface Options {
-  /** Most keys in one claim. */
-  readonly maxBatch: number
-  /** See `Coalesce.Options.answering`. */
-  readonly answering: (answerAll: () => void) => void
-}
 
 // Project ids hold no "/", so the first one in the pair ends the project.
 const pairOf = (c: KeyClaim) => `${c.projectId}/${c.key}`
@@ -31,7 +19,7 @@ const inProgress: IdempotencyClaim = { _tag: "InProgress" }
  * sent twice is claimed by the first; the later one finds it in progress, as it would one
  * statement later.
  */
-const claimAll = (
+const claimTogether = (
   store: IdempotencyStore["Type"],
   claimMany: NonNullable<IdempotencyStore["Type"]["claimMany"]>,
   claims: ReadonlyArray<KeyClaim>
@@ -58,22 +46,13 @@ const claimAll = (
   )
 }
 
-/** `Claims` on `store`: together through `claimMany` when the store has it, else one `claim` each. */
-export const make = (
-  store: IdempotencyStore["Type"],
-  run: Finished.Runner,
-  options: Options
-): Effect.Effect<Claims, never, Scope.Scope> => {
+/**
+ * Claims keys (in arrival order) in one `claimMany` where the store has it, else with one `claim`
+ * per key, side by side; answers in input order.
+ */
+export const claimAll = (store: IdempotencyStore["Type"]) => {
   const claimMany = store.claimMany
-  if (claimMany === undefined) {
-    return Effect.succeed((c, onExit) => run(store.claim(c.projectId, c.key, c.now), onExit))
-  }
-  return Effect.map(
-    Coalesce.make((claims: ReadonlyArray<KeyClaim>) => claimAll(store, claimMany, claims), {
-      workers: 1,
-      maxBatch: options.maxBatch,
-      answering: options.answering
-    }),
-    (front) => front.submit
-  )
+  if (claimMany !== undefined) return (claims: ReadonlyArray<KeyClaim>) => claimTogether(store, claimMany, claims)
+  return (claims: ReadonlyArray<KeyClaim>): Effect.Effect<ReadonlyArray<Exit.Exit<IdempotencyClaim, StorageError>>> =>
+    Effect.forEach(claims, (c) => Effect.exit(store.claim(c.projectId, c.key, c.now)), { concurrency: "unbounded" })
 }
