@@ -269,7 +269,7 @@ export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStor
    */
   readonly claim: (projectId: ProjectId, key: string, now: Date) => Io<IdempotencyClaim>
   /**
-   * Optional: `claim` of many keys at once (the keyed actions that arrive together), each at its
+   * Optional: `claim` of many keys at once (the keyed actions of a batch), each at its
    * own `now`, answers in input order; one statement and commit where the store allows. Each key
    * MUST be claimed atomically, as by `claim`. Ingest gives distinct (project, key) pairs sorted by
    * project, then key, so that concurrent calls take their locks in one order. Without it, ingest
