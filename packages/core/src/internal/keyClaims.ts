@@ -14,6 +14,8 @@ const byProjectThenKey = (a: KeyClaim, b: KeyClaim) =>
 
 const inProgress: IdempotencyClaim = { _tag: "InProgress" }
 
+const claimOne = (store: IdempotencyStore["Type"]) => (c: KeyClaim) => Effect.exit(store.claim(c.projectId, c.key, c.now))
+
 /**
  * Claims `claims` (in arrival order) with one `claimMany` of their distinct keys, sorted. A key
  * sent twice is claimed by the first; the later one finds it in progress, as it would one
@@ -42,7 +44,7 @@ const claimTogether = (
       })
     }),
     // A failed statement is tried again one key at a time, so that it fails only the keys it must.
-    Effect.catchAll(() => Effect.forEach(claims, (c) => Effect.exit(store.claim(c.projectId, c.key, c.now))))
+    Effect.catchAll(() => Effect.forEach(claims, claimOne(store)))
   )
 }
 
@@ -54,5 +56,5 @@ export const claimAll = (store: IdempotencyStore["Type"]) => {
   const claimMany = store.claimMany
   if (claimMany !== undefined) return (claims: ReadonlyArray<KeyClaim>) => claimTogether(store, claimMany, claims)
   return (claims: ReadonlyArray<KeyClaim>): Effect.Effect<ReadonlyArray<Exit.Exit<IdempotencyClaim, StorageError>>> =>
-    Effect.forEach(claims, (c) => Effect.exit(store.claim(c.projectId, c.key, c.now)), { concurrency: "unbounded" })
+    Effect.forEach(claims, claimOne(store), { concurrency: "unbounded" })
 }

@@ -5,7 +5,7 @@
 import type { ActionRecord, EventType } from "@streaks/core/Domain"
 import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore, KeyClaim } from "@streaks/core/Ports"
 import { Effect } from "effect"
-import { type Ctx, io, jsonParam, toLocalDate, toOptionalString } from "./Sql.js"
+import { type Ctx, io, jsonParam, lastPerKey, toLocalDate, toOptionalString } from "./Sql.js"
 
 /** CONTRACT §4: a record lives 24 h from first receipt; an unfinished claim expires after 30 s. */
 const recordLifetime = "24 hours"
@@ -184,7 +184,7 @@ export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Ty
     // should they deadlock, ingest retries each action alone.
     completeMany: (completions) => {
       if (completions.length === 0) return Effect.void
-      const last = [...new Map(completions.map((c) => [`${c.projectId}/${c.key}`, c])).values()]
+      const last = lastPerKey(completions, (c) => `${c.projectId}\u0000${c.key}`)
       return hot(sql`INSERT INTO ${t.idempotency_keys} AS k
             (project_id, key, state, created_at, claimed_at, completed_at, response_status, response_body)
           SELECT project_id, key, 'completed', at, at, at, status, body::json

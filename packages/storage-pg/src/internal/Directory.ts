@@ -33,7 +33,7 @@ import type {
 } from "@streaks/core/Ports"
 import { Array as Arr, Effect, Option } from "effect"
 import { firstOccurrences } from "./Batch.js"
-import { type Ctx, io, jsonParam, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
+import { type Ctx, io, jsonParam, lastPerKey, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
 
 type Row = Record<string, unknown>
 
@@ -245,7 +245,7 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] => {
   // One statement; a member given twice keeps the last zone (an upsert may not touch a row twice).
   setTimezones: (zones) => {
     if (zones.length === 0) return Effect.void
-    const last = [...new Map(zones.map((z) => [`${z.projectId}\u0000${z.userHash}`, z])).values()]
+    const last = lastPerKey(zones, (z) => `${z.projectId}\u0000${z.userHash}`)
     return hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone)
         SELECT * FROM unnest(${last.map((z) => z.projectId)}::text[], ${last.map((z) => z.userHash)}::text[],
           ${last.map((z) => z.timezone)}::text[])

@@ -11,7 +11,7 @@ import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./Batch.js"
-import { type Ctx, io, opt, toDate, toLocalDate, toOptionalDate, toOptionalLocalDate, trusted } from "./Sql.js"
+import { type Ctx, io, lastPerKey, opt, toDate, toLocalDate, toOptionalDate, toOptionalLocalDate, trusted } from "./Sql.js"
 
 type Row = Record<string, unknown>
 
@@ -165,7 +165,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice).
   const saveRows = (all: ReadonlyArray<StreakRow>) => {
-    const rows = [...new Map(all.map((r) => [keyOf(r), r])).values()]
+    const rows = lastPerKey(all, keyOf)
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, due_at, updated_at, metered_month)
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
