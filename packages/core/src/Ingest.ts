@@ -10,7 +10,7 @@ import * as Finished from "./Finished.js"
 import type { Action } from "./EventInput.js"
 import * as Coalesce from "./internal/coalesce.js"
 import * as KeyClaims from "./internal/keyClaims.js"
-import { type Applied, applyAll as applyInOrder, type ApplyServices, type Work } from "./internal/ingestApply.js"
+import { applyAll as applyInOrder, type ApplyServices, type Outcome, type Work } from "./internal/ingestApply.js"
 import type { AnswerBody } from "./internal/ingestPlan.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
 import { OutboxSignal } from "./OutboundEvents.js"
@@ -19,7 +19,6 @@ import {
   ActionLog,
   DirectoryStore,
   ExperimentStore,
-  type IdempotencyClaim,
   IdempotencyStore,
   MemberStore,
   Outbox,
@@ -94,9 +93,6 @@ const replayed = (door: Auth["door"], stored: unknown): AnswerBody => {
   return door === "api" ? rest : { ok: true, ...rest }
 }
 
-/** What a batch answers for an action: applied, or its key held by an earlier one (§4). */
-type Outcome = Applied | { readonly held: Exclude<IdempotencyClaim, { readonly _tag: "Claimed" }> }
-
 /** How `recordCallback` answers its caller. */
 type Done = (exit: Exit.Exit<IngestAnswer, RecordError | StorageError>) => void
 
@@ -161,15 +157,20 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     const idempotency = yield* IdempotencyStore
     const signal = yield* OutboxSignal
 
+    // With idempotency keys (§4), a batch claims its actions' keys inside its transaction, in its
+    // first round trip, where the store can (`claimWithin`): a concurrent repeat still sees the
+    // claim at once, and a rollback frees the key. Else `runBatch` claims them ahead of it.
+    const claimInside = idempotency.claimWithin !== undefined
+
     const applyAll = (work: ReadonlyArray<Work>) =>
-      Effect.provide(transactor.withTransaction(applyInOrder(work, work.length > 1)), context)
+      Effect.provide(transactor.withTransaction(applyInOrder(work, { lookahead: work.length > 1, claimInside })), context)
 
     // A failed batch is retried one action per transaction, so one action's failure (or a
     // deadlock between two batches) fails only itself. A lone action goes without lookahead,
     // which asks the store about every day (see `applyAll`): so do the retries.
-    const applyBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Applied, StorageError>>> =>
+    const applyBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Outcome, StorageError>>> =>
       applyAll(jobs).pipe(
-        Effect.tap((answers) => answers.some((a) => a.enqueued > 0) ? signal.notify : Effect.void),
+        Effect.tap((answers) => answers.some((a) => "body" in a && a.enqueued > 0) ? signal.notify : Effect.void),
         Effect.map((answers) => answers.map(Exit.succeed)),
         Effect.catchAll((error) =>
           jobs.length === 1
@@ -180,12 +181,12 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
 
     const claimAll = KeyClaims.claimAll(idempotency)
 
-    // With idempotency keys (§4), a batch first claims its actions' keys, together and outside its
-    // transaction, so that a concurrent repeat sees a claim at once; then it applies the actions
-    // it claimed and those without a key. A claimed action that failed releases its key before
-    // it is answered, so that a retry can claim it.
+    // On a store without `claimWithin`, a batch first claims its actions' keys, together and in a
+    // commit of their own ahead of its transaction, so that a concurrent repeat sees a claim at
+    // once; then it applies the actions it claimed and those without a key. A claimed action that
+    // failed releases its key before it is answered, so that a retry can claim it.
     const runBatch = (jobs: ReadonlyArray<Work>): Effect.Effect<ReadonlyArray<Exit.Exit<Outcome, StorageError>>> => {
-      const keyed = jobs.flatMap((w, i) => w.idempotencyKey === undefined ? [] : [i])
+      const keyed = claimInside ? [] : jobs.flatMap((w, i) => w.idempotencyKey === undefined ? [] : [i])
       if (keyed.length === 0) return applyBatch(jobs)
       return Effect.gen(function*() {
         const claims = yield* claimAll(keyed.map((i) => {

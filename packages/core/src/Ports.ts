@@ -248,7 +248,7 @@ export type IdempotencyClaim =
   | { readonly _tag: "InProgress" }
   | { readonly _tag: "Completed"; readonly response: StoredResponse }
 
-/** One key of `IdempotencyStore.claimMany`: `claim`'s arguments. */
+/** One key of `IdempotencyStore.claimMany` and `claimWithin`: `claim`'s arguments. */
 export interface KeyClaim {
   readonly projectId: ProjectId
   readonly key: string
@@ -276,6 +276,18 @@ export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStor
    * claims each key with `claim`.
    */
   readonly claimMany?: (claims: ReadonlyArray<KeyClaim>) => Io<ReadonlyArray<IdempotencyClaim>>
+  /**
+   * Optional: `claimMany` inside the caller's transaction (`Transactor.withTransaction`), with no
+   * commit of its own: a key it answers `Claimed` is held until that transaction ends, and its
+   * answer MUST be stored (`completeMany` or `complete`) in the same transaction. A rollback
+   * leaves no trace, so there is nothing to `release`. While held, `claim`, `claimMany` and other
+   * transactions' `claimWithin` MUST answer `InProgress` at once, without waiting for the holder;
+   * once it commits, they find the stored answer. A key claimed with `claim` and not completed is
+   * `InProgress` here as well. Ingest gives distinct pairs and prefers this to `claimMany`: the
+   * claims then go out with the batch's first statements instead of a round trip and a commit
+   * ahead of them.
+   */
+  readonly claimWithin?: (claims: ReadonlyArray<KeyClaim>) => Io<ReadonlyArray<IdempotencyClaim>>
   readonly complete: (projectId: ProjectId, key: string, response: StoredResponse, now: Date) => Io<void>
   /**
    * Optional: `complete` of many distinct keys at once (the keyed actions of one batch, inside its

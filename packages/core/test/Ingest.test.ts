@@ -13,9 +13,12 @@ import {
   drainOutbox,
   layer,
   layerFirstTransactionFails,
+  layerFirstTransactionFailsWithKeys,
+  layerPoisoned,
   liveTenant,
   logged,
   Nudges,
+  POISON,
   rowOf,
   server,
   startExperiment,
@@ -216,16 +219,38 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
       ] as any)
     }).pipe(Effect.provide(layer)))
 
-  it.effect("an action whose work failed releases its key at once, so the retry runs", () =>
+  for (const [store, layerFails] of [
+    ["claimed inside the transaction (claimWithin)", layerFirstTransactionFails],
+    ["claimed ahead of it (claimMany)", layerFirstTransactionFailsWithKeys(({ claimWithin: _, ...store }) => store)]
+  ] as const) {
+    it.effect(`an action whose work failed frees its key at once, so the retry runs: key ${store}`, () =>
+      Effect.gen(function*() {
+        const t = yield* tenant({ program: { status: "live" } })
+        yield* TestClock.setTime(NOON)
+        const failed = yield* Effect.flip(server(body(t, { idempotencyKey: "k1" })))
+        assert.strictEqual(failed._tag, "StorageError")
+        assert.isUndefined(yield* rowOf(t, "u1", "live"))
+        assert.deepStrictEqual((yield* server(body(t, { idempotencyKey: "k1" }))).body, { ok: true, counted: true })
+        assert.strictEqual((yield* rowOf(t, "u1", "live"))?.run, 1)
+      }).pipe(Effect.provide(layerFails)))
+  }
+
+  it.effect("a keyed action that fails after its key was claimed in its batch's transaction frees the key; the batch's others apply", () =>
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(NOON)
-      const failed = yield* Effect.flip(server(body(t, { idempotencyKey: "k1" })))
-      assert.strictEqual(failed._tag, "StorageError")
-      assert.isUndefined(yield* rowOf(t, "u1", "live"))
+      const [poisoned, fine] = yield* Effect.all([
+        Effect.flip(server(body(t, { userHash: POISON, idempotencyKey: "kp" }))),
+        server(body(t, { idempotencyKey: "k1" }))
+      ], { concurrency: "unbounded" })
+      assert.strictEqual(poisoned._tag, "StorageError")
+      assert.deepStrictEqual(fine.body, { ok: true, counted: true })
+      // Its retry runs (and fails again), rather than finding the key in progress or answered.
+      assert.strictEqual((yield* Effect.flip(server(body(t, { userHash: POISON, idempotencyKey: "kp" }))))._tag, "StorageError")
       assert.deepStrictEqual((yield* server(body(t, { idempotencyKey: "k1" }))).body, { ok: true, counted: true })
       assert.strictEqual((yield* rowOf(t, "u1", "live"))?.run, 1)
-    }).pipe(Effect.provide(layerFirstTransactionFails)))
+      assert.strictEqual((yield* logged(t, "live"))[0]?.count, 1)
+    }).pipe(Effect.provide(layerPoisoned)))
 
   it.effect("an action refused by auth takes no claim: the key stays free for the corrected request", () =>
     Effect.gen(function*() {

@@ -14,14 +14,21 @@ const keyed = (t: Tenant, userHash: string, idempotencyKey: string) => ({
 })
 
 const stores = [
-  { name: "with claimMany", layer },
+  { name: "with claimWithin (keys claimed inside the batch's transaction)", layer },
   {
-    name: "without claimMany and completeMany (each key claimed and completed alone)",
-    layer: layerWithKeys(({ claimMany: _, completeMany: __, ...store }) => store)
+    name: "without claimWithin (keys claimed ahead of the transaction with claimMany)",
+    layer: layerWithKeys(({ claimWithin: _, ...store }) => store)
   },
   {
-    name: "whose claimMany fails (each key claimed again alone)",
-    layer: layerWithKeys((store) => ({ ...store, claimMany: () => Effect.fail(new StorageError({ message: "injected failure" })) }))
+    name: "without claimWithin, claimMany and completeMany (each key claimed and completed alone)",
+    layer: layerWithKeys(({ claimMany: _, claimWithin: __, completeMany: ___, ...store }) => store)
+  },
+  {
+    name: "without claimWithin, whose claimMany fails (each key claimed again alone)",
+    layer: layerWithKeys(({ claimWithin: _, ...store }) => ({
+      ...store,
+      claimMany: () => Effect.fail(new StorageError({ message: "injected failure" }))
+    }))
   }
 ]
 

@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { makeMilestone, seedProgram } from "../src/testing.js"
 import { at, drainOutbox, liveTenant, rowOf, server } from "./support/pipeline.js"
-import { layerRoundTrips, roundTrips } from "./support/roundTrips.js"
+import { layerRoundTrips, layerRoundTripsWithKeys, roundTrips } from "./support/roundTrips.js"
 
 const NOON = at("2026-05-10T12:00:00Z")
 
@@ -58,7 +58,7 @@ describe("Ingest: what a batch waits for does not grow with its members", () => 
 })
 
 describe("Ingest: idempotency keys that arrive together are claimed together", () => {
-  it.effect("members who each send a key of their own cost their batch one claim call and one round trip, however many", () =>
+  const claimedBy = (layer: typeof layerRoundTrips) =>
     Effect.gen(function*() {
       const claims: Array<ReadonlyArray<string>> = []
       const extra: Array<number> = []
@@ -70,8 +70,22 @@ describe("Ingest: idempotency keys that arrive together are claimed together", (
         claims.push(keyed.calls.filter((c) => c.startsWith("claim") || c.startsWith("complete")))
         extra.push(keyed.trips - plain.trips)
       }
-      // The claim goes before the batch's transaction; the answers are stored with its last writes.
+      return { claims, extra }
+    }).pipe(Effect.provide(layer))
+
+  it.effect("members who each send a key of their own cost their batch one claim call and no round trip, however many", () =>
+    Effect.gen(function*() {
+      const { claims, extra } = yield* claimedBy(layerRoundTrips)
+      // The claim goes with the batch's first statements, inside its transaction; the answers are
+      // stored with its last writes.
+      assert.deepStrictEqual(claims, [["claimWithin", "completeMany"], ["claimWithin", "completeMany"]])
+      assert.deepStrictEqual(extra, [0, 0])
+    }))
+
+  it.effect("on a store without claimWithin, one claim call and one round trip ahead of the transaction, however many", () =>
+    Effect.gen(function*() {
+      const { claims, extra } = yield* claimedBy(layerRoundTripsWithKeys(({ claimWithin: _, ...store }) => store))
       assert.deepStrictEqual(claims, [["claimMany", "completeMany"], ["claimMany", "completeMany"]])
       assert.deepStrictEqual(extra, [1, 1])
-    }).pipe(Effect.provide(layerRoundTrips)))
+    }))
 })

@@ -46,7 +46,7 @@ export const make = (sql: SqlClient.SqlClient, prefix: string = Migrations.defau
   // (camelCase results, say) must not rewrite them.
   const raw = sql.withoutTransforms()
   const pool = Pools.poolOf(sql)
-  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), hot: makeHot(pool) }
+  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), prefix, hot: makeHot(pool) }
   return Context.empty().pipe(
     // Pools registered by PgConnection pipeline their connections.
     Context.add(Transactor, Transactions.make(raw, pool !== undefined)),

@@ -1,7 +1,8 @@
 /**
  * Replicas share due work without a leader: claimers on separate connection pools (as separate
- * processes would have) never take the same due streak row or the same due message, and
- * concurrent actions of one member serialise on its streak row.
+ * processes would have) never take the same due streak row or the same due message, concurrent
+ * actions of one member serialise on its streak row, and an idempotency key held by one replica's
+ * transaction is in progress to the others at once.
  */
 import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
@@ -9,8 +10,8 @@ import { PgClient } from "@effect/sql-pg"
 import { type LocalDate, unsafeLocalDate } from "@streaks/core/Calendar"
 import { OutboxMessage, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { MessageId, ProgramId, ProjectId, SubscriptionId, UserHash } from "@streaks/core/Ids"
-import { Outbox, type Storage, StreakStore, Transactor } from "@streaks/core/Ports"
-import { Array as Arr, Context, Deferred, Effect, Layer, Struct } from "effect"
+import { IdempotencyStore, Outbox, type Storage, StreakStore, Transactor } from "@streaks/core/Ports"
+import { Array as Arr, Context, Deferred, Effect, Fiber, Layer, Struct } from "effect"
 import * as Migrations from "../src/Migrations.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
@@ -179,4 +180,44 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       assert.strictEqual(row._tag === "Some" ? row.value.run : -1, 3)
       assert.deepStrictEqual(yield* on(a, Effect.flatMap(StreakStore, (s) => s.days(key))), days)
     }))
+
+  it.scoped("an idempotency key held inside a replica's transaction is InProgress at once on another replica (CONTRACT §4's 409)", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* replica, yield* replica]
+      const claim = { projectId, key: `held-${Date.now()}`, now }
+      const holding = yield* Deferred.make<void>()
+      const answered = yield* Deferred.make<void>()
+      const response = { status: 202, body: { ok: true } }
+      // Replica a keeps its transaction open until replica b has answered: b must not wait for it.
+      const holder = yield* Effect.fork(on(a, Effect.gen(function*() {
+        const keys = yield* IdempotencyStore
+        return yield* Effect.flatMap(Transactor, (tx) =>
+          tx.withTransaction(Effect.gen(function*() {
+            const [answer] = yield* keys.claimWithin!([claim])
+            yield* Deferred.succeed(holding, undefined)
+            yield* Deferred.await(answered)
+            yield* keys.completeMany!([{ ...claim, response }])
+            return answer
+          })))
+      })))
+      yield* Deferred.await(holding)
+      const others = yield* on(b, Effect.gen(function*() {
+        const keys = yield* IdempotencyStore
+        const tx = yield* Transactor
+        return yield* Effect.all([
+          keys.claim(claim.projectId, claim.key, now),
+          Effect.map(keys.claimMany!([claim]), (x) => x[0]!),
+          Effect.map(tx.withTransaction(keys.claimWithin!([claim])), (x) => x[0]!)
+        ], { concurrency: "unbounded" })
+      })).pipe(
+        // Real time: waiting on a's uncommitted row would last until the test's timeout otherwise.
+        Effect.raceFirst(Effect.promise(() => new Promise<"waited">((resolve) => setTimeout(() => resolve("waited"), 5_000))))
+      )
+      yield* Deferred.succeed(answered, undefined)
+      assert.deepStrictEqual(others, [{ _tag: "InProgress" }, { _tag: "InProgress" }, { _tag: "InProgress" }])
+      assert.deepStrictEqual(yield* Fiber.join(holder), { _tag: "Claimed" })
+      const after = yield* on(b, Effect.flatMap(IdempotencyStore, (keys) => keys.claim(claim.projectId, claim.key, now)))
+      assert.deepStrictEqual(after, { _tag: "Completed", response })
+    }))
 })
+

@@ -35,6 +35,7 @@ import {
   seedTenant
 } from "./conformanceFixtures.js"
 import { Boom, type It } from "./conformanceKit.js"
+import { keyClaimSuite } from "./conformanceKeyClaims.js"
 import { standingSuite } from "./conformanceStanding.js"
 import { achievementSuite, streakSuite, transactorSuite } from "./conformanceStreaks.js"
 import { credentialSuite, directorySuite, experimentSuite, memberSuite, usageSuite } from "./conformanceTenancy.js"
@@ -127,5 +128,6 @@ export const storageConformance = (name: string, storage: Layer.Layer<Storage, u
     usageSuite(it)
     experimentSuite(it)
     batchSuite(it)
+    keyClaimSuite(it)
     standingSuite(it)
   })

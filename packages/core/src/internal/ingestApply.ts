@@ -8,7 +8,7 @@ import { ActionRecord, type Door, Program, type Project, StreakKey, type StreakR
 import { StorageError } from "../Errors.js"
 import type { Action } from "../EventInput.js"
 import * as Ids from "../Ids.js"
-import type { MilestoneId, UserHash } from "../Ids.js"
+import type { UserHash } from "../Ids.js"
 import * as Metering from "../Metering.js"
 import {
   AchievementStore,
@@ -39,6 +39,7 @@ import {
   summaryOf
 } from "./streakProgress.js"
 import { answer, type AnswerBody, plan, type Plan } from "./ingestPlan.js"
+import { type Ahead, type Held, lookup } from "./ingestLookup.js"
 import { together } from "./together.js"
 
 export type ApplyServices =
@@ -58,6 +59,9 @@ export interface Applied {
   /** Outbox messages written: the caller nudges the dispatcher after the commit. */
   readonly enqueued: number
 }
+
+/** What became of an action: applied, or not, its idempotency key held (`Held`). */
+export type Outcome = Applied | { readonly held: Held }
 
 /** One authorised action, ready to apply. */
 export interface Work {
@@ -148,58 +152,6 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
   })
 }
 
-/** A key locked in the first round trip, before the members' lookup said whose it is. */
-interface Ahead {
-  readonly key: StreakKey
-  readonly row: Option.Option<StreakRow>
-  /** Its achieved milestones, read when its program has any. */
-  readonly achieved: ReadonlyArray<MilestoneId> | undefined
-}
-
-/** The key of the first counting action of each id as sent: what the first round may lock ahead. */
-const aheadOf = (work: ReadonlyArray<Work>): Array<{ readonly i: number; readonly key: StreakKey }> => {
-  const seen = new Set<string>()
-  const out: Array<{ readonly i: number; readonly key: StreakKey }> = []
-  work.forEach(({ action, door, program, project }, i) => {
-    const who = `${project.id} ${action.userHash}`
-    if (seen.has(who)) return
-    seen.add(who)
-    const { counting, ledger } = plan(project, program, action, door)
-    if (!counting) return
-    out.push({ i, key: unsafeMake(StreakKey, { projectId: project.id, programId: program.id, userHash: action.userHash, ledger }) })
-  })
-  return out
-}
-
-/**
- * The members' lookup, and with it, in the same round trip where the store can lock without
- * creating (`lockExisting`), the rows and achievements of the keys as sent: most ids are no alias,
- * so most of the first round's rows are then known with the lookup (see `applyAll`). The
- * achievements are issued after the locks, so they include what a lock's last holder committed.
- */
-const lookup = (work: ReadonlyArray<Work>, lookahead: boolean) =>
-  Effect.gen(function*() {
-    const members = yield* MemberStore
-    const streaks = yield* StreakStore
-    const refs = work.map((w) => ({ projectId: w.project.id, userHash: w.action.userHash }))
-    const lockExisting = lookahead ? streaks.lockExisting : undefined
-    const ahead = lockExisting === undefined ? [] : aheadOf(work)
-    if (lockExisting === undefined || ahead.length === 0) {
-      return { found: yield* members.lookupMany(refs), ahead: new Map<number, Ahead>() }
-    }
-    const asked = ahead.filter(({ i }) => work[i]!.program.milestones.length > 0)
-    const [found, rows, achieved] = yield* together([
-      members.lookupMany(refs),
-      lockExisting(ahead.map((a) => a.key)),
-      asked.length === 0 ? Effect.succeed([]) : Effect.flatMap(AchievementStore, (a) => a.achievedMany(asked.map((k) => k.key)))
-    ])
-    const achievedOf = new Map(asked.map((a, n) => [a.i, achieved[n]!]))
-    return {
-      found,
-      ahead: new Map(ahead.map(({ i, key }, n) => [i, { key, row: rows[n]!, achieved: achievedOf.get(i) }]))
-    }
-  })
-
 /** An active day recorded with the writes, where the row's last active day showed it new. */
 const addNewDays = (steps: ReadonlyArray<Step>) =>
   Effect.flatMap(StreakStore, (streaks) => streaks.addDays(steps.map((s) => ({ key: s.key, day: s.day })))).pipe(
@@ -226,16 +178,44 @@ const addNewDays = (steps: ReadonlyArray<Step>) =>
  * three round trips with its commit, not four. Should the store hold a day after a row's last
  * active day (nothing in this service writes one), the batch fails, and `Ingest` retries its
  * actions one by one, each without lookahead (it asks the store about every day).
+ *
+ * With `claimInside` (and a store with `claimWithin`), the keyed actions' idempotency keys are
+ * claimed in the first round trip, inside the transaction; an action whose key is held is not
+ * applied, and answers `{ held }`. Without, the caller has claimed every key already.
  */
 export const applyAll = (
   work: ReadonlyArray<Work>,
-  lookahead: boolean
+  options: { readonly lookahead: boolean; readonly claimInside: boolean }
+): Effect.Effect<ReadonlyArray<Outcome>, StorageError, ApplyServices> =>
+  Effect.flatMap(lookup(work, options.lookahead, options.claimInside), ({ ahead, found, held }): Effect.Effect<
+    ReadonlyArray<Outcome>,
+    StorageError,
+    ApplyServices
+  > => {
+    if (held.size === 0) return applyFound(work, found, ahead)
+    // The actions whose key is held are not applied; the others are, as if sent alone.
+    const go = work.flatMap((_, i) => (held.has(i) ? [] : [i]))
+    const at = new Map(go.map((i, n) => [i, n]))
+    const kept = new Map([...ahead].flatMap(([i, a]) => (at.has(i) ? [[at.get(i)!, a] as const] : [])))
+    return Effect.map(
+      go.length === 0 ? Effect.succeed([]) : applyFound(go.map((i) => work[i]!), go.map((i) => found[i]!), kept),
+      (applied) => work.map((_, i): Outcome => {
+        const h = held.get(i)
+        return h === undefined ? applied[at.get(i)!]! : { held: h }
+      })
+    )
+  })
+
+/** `applyAll` once the first round trip has answered, for the actions that go ahead. */
+const applyFound = (
+  work: ReadonlyArray<Work>,
+  found: ReadonlyArray<Member>,
+  ahead: ReadonlyMap<number, Ahead>
 ): Effect.Effect<ReadonlyArray<Applied>, StorageError, ApplyServices> =>
   Effect.gen(function*() {
     const members = yield* MemberStore
     const streaks = yield* StreakStore
     const achievements = yield* AchievementStore
-    const { ahead, found } = yield* lookup(work, lookahead)
     const steps: Array<Step> = []
 
     // The zones that earlier actions of this batch gave their members. Nothing in the batch reads

@@ -217,6 +217,9 @@ export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Se
   return {
     claim: (projectId, key, now) => run(() => claim(projectId, key, now)),
     claimMany: (claims) => run(() => claims.map((c) => claim(c.projectId, c.key, c.now))),
+    // Transactions here run one at a time, and a rollback undoes the claim with the rest: the
+    // claim is `claimMany`'s, made inside the caller's transaction.
+    claimWithin: (claims) => run(() => claims.map((c) => claim(c.projectId, c.key, c.now))),
     complete: (projectId, key, response, now) => run(() => complete(projectId, key, response, now)),
     completeMany: (completions) =>
       run(() => completions.forEach((c) => complete(c.projectId, c.key, c.response, c.now))),

@@ -62,8 +62,15 @@ const flakyTransactor = Layer.effect(
   })
 )
 
+/** `layer`, but the first transaction fails; the idempotency store changed by `f`. */
+export const layerFirstTransactionFailsWithKeys = (f: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
+  services.pipe(Layer.provideMerge(flakyTransactor.pipe(
+    Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, f))),
+    Layer.provideMerge(base)
+  )))
+
 /** `layer`, but the first transaction fails. */
-export const layerFirstTransactionFails = services.pipe(Layer.provideMerge(flakyTransactor.pipe(Layer.provideMerge(base))))
+export const layerFirstTransactionFails = layerFirstTransactionFailsWithKeys((store) => store)
 
 /** An action log that fails any write holding an action of `POISON`, and counts transactions. */
 export const POISON = "poison"

@@ -65,11 +65,18 @@ const gates = Layer.effectContext(Effect.gen(function*() {
 
 const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer)
 
+/** The services on the in-memory store (its idempotency keys through `keys`), its ports behind `Gate`. */
+export const layerRoundTripsWithKeys = (keys: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
+  services.pipe(
+    Layer.provideMerge(gates.pipe(
+      Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, keys))),
+      Layer.provideMerge(base)
+    )),
+    Layer.provideMerge(Layer.effect(Gate, Ref.make<GateState>({ open: undefined, arrived: 0, calls: [] })))
+  )
+
 /** The services on the in-memory store, its ports behind `Gate`. */
-export const layerRoundTrips = services.pipe(
-  Layer.provideMerge(gates.pipe(Layer.provideMerge(base))),
-  Layer.provideMerge(Layer.effect(Gate, Ref.make<GateState>({ open: undefined, arrived: 0, calls: [] })))
-)
+export const layerRoundTrips = layerRoundTripsWithKeys((store) => store)
 
 // Real time, not the test clock: the fibers of statements issued together start outside the test's
 // fiber, so the test clock cannot tell when they have all reached the gate.

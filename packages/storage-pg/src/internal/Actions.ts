@@ -81,29 +81,66 @@ export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
   }
 }
 
-/** How often `claim` retries when the record it lost to disappeared before it could be read. */
+/** How often a claim is tried again when the record it lost to was not in its statement's view. */
 const claimAttempts = 3
 
-export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Type"] => {
-  // One atomic statement: a new key is inserted; an existing one is taken over only when it has
-  // expired (older than 24 h) or is an abandoned claim (in progress for 30 s or more). Concurrent
-  // callers serialise on the key's index entry / row lock, and each re-checks the WHERE on the
-  // committed row, so exactly one gets a row back.
-  // `claim` and `complete` are on ingest's path for every action that sends a key: the lean way.
-  const tryClaim = (projectId: string, key: string, now: Date) =>
-    hot(sql`INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
-        VALUES (${projectId}, ${key}, 'in_progress', ${now}, ${now})
-        ON CONFLICT (project_id, key) DO UPDATE
-          SET state = 'in_progress', created_at = excluded.created_at, claimed_at = excluded.claimed_at,
-              completed_at = NULL, response_status = NULL, response_body = NULL
-          WHERE k.created_at <= excluded.created_at - ${recordLifetime}::interval
-             OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
-        RETURNING 1 AS ok`)
+const inProgress: IdempotencyClaim = { _tag: "InProgress" }
 
-  // What a key that was not claimed holds; `undefined` when its row is gone (released or purged).
-  const heldBy = (row: Record<string, unknown> | undefined): IdempotencyClaim | undefined => {
-    if (row === undefined || row.state === null) return undefined
-    if (row.state !== "completed") return { _tag: "InProgress" }
+export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyStore["Type"] => {
+  // Every claim first takes the key's advisory lock, without waiting (`pg_try_advisory_xact_lock`,
+  // in a lock space of this schema's own), and touches the key's row only if it got it. So a key
+  // claimed inside a transaction that is still running (`claimWithin`: its row not yet committed)
+  // answers InProgress at once to every other claim, which would otherwise wait on that row until
+  // the transaction ends (CONTRACT §4 wants the 409 at once). Outside a transaction the lock lasts
+  // the statement. Two keys whose hashes collide while both are held give a spurious InProgress,
+  // as rare as a 32-bit collision among the keys in flight.
+  const lockSpace = `${prefix}idempotency_keys`
+
+  // One statement for many keys (in the caller's order, which takes the row locks): a new key is
+  // inserted; an existing one is taken over only when it has expired (older than 24 h) or is an
+  // abandoned claim (in progress for 30 s or more). Callers that got the lock serialise on the
+  // key's index entry / row lock, and each re-checks the WHERE on the committed row, so exactly
+  // one gets a row back. What each key that was not taken holds is read as the statement began:
+  // a key first claimed by another transaction since then has no row there (or its expired one),
+  // and is tried again in a statement of its own. The read is a primary-key seek per key (LATERAL
+  // with LIMIT, which the planner cannot turn into a join): a join let a plan made while the
+  // table was small scan all of it for every claim, for the life of the connection (generic
+  // plans, `PgConnection`).
+  const claimStatement = (claims: ReadonlyArray<KeyClaim>) =>
+    hot(sql`WITH input AS (
+          SELECT * FROM unnest(${claims.map((c) => c.projectId)}::text[], ${claims.map((c) => c.key)}::text[],
+            ${claims.map((c) => c.now.toISOString())}::timestamptz[]) WITH ORDINALITY AS i (project_id, key, at, n)
+        ), gate AS (
+          SELECT i.*, pg_try_advisory_xact_lock(hashtext(${lockSpace}), hashtext(i.project_id || '/' || i.key)) AS locked
+          FROM input i
+        ), taken AS (
+          INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
+          SELECT project_id, key, 'in_progress', at, at FROM gate WHERE locked ORDER BY n
+          ON CONFLICT (project_id, key) DO UPDATE
+            SET state = 'in_progress', created_at = excluded.created_at, claimed_at = excluded.claimed_at,
+                completed_at = NULL, response_status = NULL, response_body = NULL
+            WHERE k.created_at <= excluded.created_at - ${recordLifetime}::interval
+               OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
+          RETURNING k.project_id, k.key
+        )
+        SELECT g.n, g.locked, taken.key IS NOT NULL AS claimed, k.state, k.response_status,
+          k.response_body::text AS response_body, k.expired
+        FROM gate g
+        LEFT JOIN taken ON taken.project_id = g.project_id AND taken.key = g.key
+        LEFT JOIN LATERAL (SELECT state, response_status, response_body,
+            created_at <= g.at - ${recordLifetime}::interval
+              OR (state = 'in_progress' AND claimed_at <= g.at - ${claimLifetime}::interval) AS expired
+          FROM ${t.idempotency_keys}
+          WHERE g.locked AND taken.key IS NULL AND project_id = g.project_id AND key = g.key LIMIT 1) k ON true
+        ORDER BY g.n`)
+
+  // A key's answer from its row of `claimStatement`; `undefined` when the statement's view could
+  // not tell (no row, or one that had expired, though the key was not taken): try again.
+  const answerOf = (row: Record<string, unknown>): IdempotencyClaim | undefined => {
+    if (row.locked !== true) return inProgress
+    if (row.claimed === true) return { _tag: "Claimed" }
+    if (row.state === null || row.expired === true) return undefined
+    if (row.state !== "completed") return inProgress
     return {
       _tag: "Completed",
       // Parsed here, not by the driver, so that SQL NULL (no body) and JSON null stay apart.
@@ -114,60 +151,35 @@ export const makeIdempotencyStore = ({ hot, sql, t }: Ctx): IdempotencyStore["Ty
     }
   }
 
-  const claim = (projectId: string, key: string, now: Date) =>
+  // `claim`, `claimMany` and `claimWithin` alike: what the transaction they run in (their own, or
+  // the caller's) decides is how long a claim's lock and uncommitted row last.
+  const claimAll = (claims: ReadonlyArray<KeyClaim>) =>
     Effect.gen(function*() {
-      for (let attempt = 1; attempt <= claimAttempts; attempt++) {
-        if ((yield* tryClaim(projectId, key, now)).length > 0) return { _tag: "Claimed" } as IdempotencyClaim
-        const rows = yield* hot(sql`SELECT state, response_status, response_body::text AS response_body FROM ${t.idempotency_keys}
-          WHERE project_id = ${projectId} AND key = ${key}`)
-        const held = heldBy(rows[0])
-        if (held !== undefined) return held
-        // released or purged in between: try to claim again
-      }
-      return { _tag: "InProgress" } as IdempotencyClaim
-    })
-
-  // `tryClaim` of every key in one statement (keys in the caller's order, which takes the locks),
-  // with what each key that was not claimed holds. That read sees the table as the statement
-  // began: a key first claimed by another transaction since then has no row in it and is claimed
-  // again alone. It is a primary-key seek per key (LATERAL with LIMIT, which the planner cannot
-  // turn into a join): a join let a plan made while the table was small scan all of it for
-  // every claim, for the life of the connection (generic plans, `PgConnection`).
-  const claimMany = (claims: ReadonlyArray<KeyClaim>) =>
-    Effect.gen(function*() {
-      const rows = yield* hot(sql`WITH input AS (
-            SELECT * FROM unnest(${claims.map((c) => c.projectId)}::text[], ${claims.map((c) => c.key)}::text[],
-              ${claims.map((c) => c.now.toISOString())}::timestamptz[]) WITH ORDINALITY AS i (project_id, key, at, n)
-          ), taken AS (
-            INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
-            SELECT project_id, key, 'in_progress', at, at FROM input ORDER BY n
-            ON CONFLICT (project_id, key) DO UPDATE
-              SET state = 'in_progress', created_at = excluded.created_at, claimed_at = excluded.claimed_at,
-                  completed_at = NULL, response_status = NULL, response_body = NULL
-              WHERE k.created_at <= excluded.created_at - ${recordLifetime}::interval
-                 OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
-            RETURNING k.project_id, k.key
-          )
-          SELECT i.n, taken.key IS NOT NULL AS claimed, k.state, k.response_status, k.response_body::text AS response_body
-          FROM input i
-          LEFT JOIN taken ON taken.project_id = i.project_id AND taken.key = i.key
-          LEFT JOIN LATERAL (SELECT state, response_status, response_body FROM ${t.idempotency_keys}
-            WHERE taken.key IS NULL AND project_id = i.project_id AND key = i.key LIMIT 1) k ON true
-          ORDER BY i.n`)
-      const answers = new Array<IdempotencyClaim>(claims.length)
-      for (const row of rows) {
-        const i = Number(row.n) - 1
-        const held = row.claimed === true ? { _tag: "Claimed" as const } : heldBy(row)
-        answers[i] = held ?? (yield* claim(claims[i]!.projectId, claims[i]!.key, claims[i]!.now))
+      const answers = new Array<IdempotencyClaim>(claims.length).fill(inProgress)
+      let left = claims.map((_, i) => i)
+      for (let attempt = 1; attempt <= claimAttempts && left.length > 0; attempt++) {
+        const rows = yield* claimStatement(left.map((i) => claims[i]!))
+        const unsure: Array<number> = []
+        for (const row of rows) {
+          const i = left[Number(row.n) - 1]!
+          const answer = answerOf(row)
+          if (answer === undefined) unsure.push(i)
+          else answers[i] = answer
+        }
+        left = unsure
       }
       return answers
     })
 
   return {
-    claim: (projectId, key, now) => claim(projectId, key, now).pipe(io("IdempotencyStore.claim")),
+    claim: (projectId, key, now) =>
+      claimAll([{ projectId, key, now }]).pipe(Effect.map((answers) => answers[0]!), io("IdempotencyStore.claim")),
 
     claimMany: (claims) =>
-      claims.length === 0 ? Effect.succeed([]) : claimMany(claims).pipe(io("IdempotencyStore.claimMany")),
+      claims.length === 0 ? Effect.succeed([]) : claimAll(claims).pipe(io("IdempotencyStore.claimMany")),
+
+    claimWithin: (claims) =>
+      claims.length === 0 ? Effect.succeed([]) : claimAll(claims).pipe(io("IdempotencyStore.claimWithin")),
 
     complete: (projectId, key, response, now) =>
       hot(sql`UPDATE ${t.idempotency_keys}

@@ -50,6 +50,8 @@ export const makeTables = (sql: SqlClient.SqlClient, prefix: string): Tables =>
 export interface Ctx {
   readonly sql: SqlClient.SqlClient
   readonly t: Tables
+  /** The tables' prefix: names what is the schema's own beyond its tables (advisory lock spaces). */
+  readonly prefix: string
   /** Runs a per-request statement the lean way (see `makeHot`). */
   readonly hot: Hot
 }
