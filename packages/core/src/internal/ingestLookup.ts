@@ -95,7 +95,9 @@ export const lookup = (
     const lockExisting = lookahead ? streaks.lockExisting : undefined
     const ahead = lockExisting === undefined ? [] : aheadOf(work)
     if (lockExisting === undefined || ahead.length === 0) {
-      const [found, claimed] = yield* together([members.lookupMany(refs), claims])
+      const [found, claimed] = keyed.length === 0
+        ? [yield* members.lookupMany(refs), []]
+        : yield* together([members.lookupMany(refs), claims])
       return { found, ahead: new Map(), held: heldOf(keyed, claimed) }
     }
     const asked = ahead.filter(({ i }) => work[i]!.program.milestones.length > 0)
