@@ -9,7 +9,8 @@ import { StreakRow } from "../Domain.js"
 import type { UserHash } from "../Ids.js"
 import { ActionLog, IdempotencyStore, MemberStore, StreakStore, Transactor, UsageStore } from "../Ports.js"
 import { at, day, epoch, makeAction, makeKey, makeUserHash, makeWorkspace, randomHex, seedTenant } from "./conformanceFixtures.js"
-import { concurrently, DAY, HOUR, type It, MINUTE, SECOND, sortBy } from "./conformanceKit.js"
+import { concurrently, DAY, HOUR, type It, SECOND, sortBy } from "./conformanceKit.js"
+import { seedKeyCases } from "./conformanceKeyClaims.js"
 
 export const batchSuite = (it: It) =>
   describe("multi-row methods", () => {
@@ -215,32 +216,10 @@ export const batchSuite = (it: It) =>
       Effect.gen(function*() {
         const store = yield* IdempotencyStore
         if (store.claimMany === undefined) return
-        const { project } = yield* seedTenant()
-        const other = (yield* seedTenant()).project
-        const t0 = epoch
-        const response = { status: 202, body: { ok: true, counted: true } }
-        const [fresh, young, stale, done, old] = ["fresh", "young", "stale", "done", "old"].map((k) => `${k}-${randomHex(6)}`)
-        for (const key of [young, stale, done, old]) yield* store.claim(project.id, key, t0)
-        yield* store.complete(project.id, done, response, at(t0, SECOND))
-        yield* store.complete(project.id, old, response, at(t0, SECOND))
-        const claims = [
-          { projectId: project.id, key: done, now: at(t0, HOUR) },
-          { projectId: project.id, key: fresh, now: t0 },
-          { projectId: project.id, key: old, now: at(t0, DAY + MINUTE) },
-          { projectId: project.id, key: stale, now: at(t0, 31 * SECOND) },
-          { projectId: project.id, key: young, now: at(t0, 29 * SECOND) },
-          { projectId: other.id, key: young, now: t0 }
-        ]
-        assert.deepStrictEqual(yield* store.claimMany(claims), [
-          { _tag: "Completed", response },
-          { _tag: "Claimed" },
-          { _tag: "Claimed" },
-          { _tag: "Claimed" },
-          { _tag: "InProgress" },
-          { _tag: "Claimed" }
-        ])
+        const { answers, claimed, claims } = yield* seedKeyCases
+        assert.deepStrictEqual(yield* store.claimMany(claims), answers)
         // What was claimed is in progress from its claim's own time.
-        for (const { key, now, projectId } of [1, 2, 3, 5].map((i) => claims[i]!)) {
+        for (const { key, now, projectId } of claimed) {
           assert.deepStrictEqual(yield* store.claim(projectId, key, at(now, SECOND)), { _tag: "InProgress" })
         }
         assert.deepStrictEqual(yield* store.claimMany([]), [])

@@ -8,7 +8,8 @@ import { type IdempotencyClaim, IdempotencyStore, type KeyClaim, Transactor } fr
 import { at, epoch, randomHex, seedTenant } from "./conformanceFixtures.js"
 import { Boom, concurrently, DAY, HOUR, type It, MINUTE, SECOND } from "./conformanceKit.js"
 
-const response = { status: 202, body: { ok: true, counted: true } }
+/** The answer the cases below complete their keys with. */
+export const response = { status: 202, body: { ok: true, counted: true } }
 
 /** A real pause, whatever clock the test runs on. */
 const pause = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
@@ -26,6 +27,39 @@ const claimAndComplete = (claims: ReadonlyArray<KeyClaim>) =>
       })))
   })
 
+/**
+ * Keys in each state a claim can meet (new, in progress, abandoned, completed, expired, and one
+ * key in two projects), set up with `claim` and `complete`: the claims `claimMany` and
+ * `claimWithin` are asked, in an order of their own, what each answers, and those it claims.
+ */
+export const seedKeyCases = Effect.gen(function*() {
+  const store = yield* IdempotencyStore
+  const { project } = yield* seedTenant()
+  const other = (yield* seedTenant()).project
+  const t0 = epoch
+  const [fresh, young, stale, done, old] = ["fresh", "young", "stale", "done", "old"].map((k) => `${k}-${randomHex(6)}`)
+  for (const key of [young, stale, done, old]) yield* store.claim(project.id, key, t0)
+  yield* store.complete(project.id, done, response, at(t0, SECOND))
+  yield* store.complete(project.id, old, response, at(t0, SECOND))
+  const claims: ReadonlyArray<KeyClaim> = [
+    { projectId: project.id, key: done, now: at(t0, HOUR) },
+    { projectId: project.id, key: fresh, now: t0 },
+    { projectId: project.id, key: old, now: at(t0, DAY + MINUTE) },
+    { projectId: project.id, key: stale, now: at(t0, 31 * SECOND) },
+    { projectId: project.id, key: young, now: at(t0, 29 * SECOND) },
+    { projectId: other.id, key: young, now: t0 }
+  ]
+  const answers: ReadonlyArray<IdempotencyClaim> = [
+    { _tag: "Completed", response },
+    { _tag: "Claimed" },
+    { _tag: "Claimed" },
+    { _tag: "Claimed" },
+    { _tag: "InProgress" },
+    { _tag: "Claimed" }
+  ]
+  return { claims, answers, claimed: claims.filter((_, i) => answers[i]!._tag === "Claimed") }
+})
+
 // `claimWithin` is optional: a store without it is skipped here (ingest then claims ahead of the
 // transaction, with `claimMany` or `claim`).
 export const keyClaimSuite = (it: It) =>
@@ -34,30 +68,9 @@ export const keyClaimSuite = (it: It) =>
       Effect.gen(function*() {
         const store = yield* IdempotencyStore
         if (store.claimWithin === undefined) return
-        const { project } = yield* seedTenant()
-        const other = (yield* seedTenant()).project
-        const t0 = epoch
-        const [fresh, young, stale, done, old] = ["fresh", "young", "stale", "done", "old"].map((k) => `${k}-${randomHex(6)}`)
-        for (const key of [young, stale, done, old]) yield* store.claim(project.id, key, t0)
-        yield* store.complete(project.id, done, response, at(t0, SECOND))
-        yield* store.complete(project.id, old, response, at(t0, SECOND))
-        const claims = [
-          { projectId: project.id, key: done, now: at(t0, HOUR) },
-          { projectId: project.id, key: fresh, now: t0 },
-          { projectId: project.id, key: old, now: at(t0, DAY + MINUTE) },
-          { projectId: project.id, key: stale, now: at(t0, 31 * SECOND) },
-          { projectId: project.id, key: young, now: at(t0, 29 * SECOND) },
-          { projectId: other.id, key: young, now: t0 }
-        ]
-        assert.deepStrictEqual(yield* claimAndComplete(claims), [
-          { _tag: "Completed", response },
-          { _tag: "Claimed" },
-          { _tag: "Claimed" },
-          { _tag: "Claimed" },
-          { _tag: "InProgress" },
-          { _tag: "Claimed" }
-        ])
-        for (const { key, now, projectId } of [1, 2, 3, 5].map((i) => claims[i]!)) {
+        const { answers, claimed, claims } = yield* seedKeyCases
+        assert.deepStrictEqual(yield* claimAndComplete(claims), answers)
+        for (const { key, now, projectId } of claimed) {
           assert.deepStrictEqual(yield* store.claim(projectId, key, at(now, SECOND)), { _tag: "Completed", response })
           // The record's lifetime counts from this claim.
           assert.deepStrictEqual(yield* store.claim(projectId, key, at(now, DAY)), { _tag: "Claimed" })
