@@ -101,12 +101,15 @@ export const lookup = (
       return { found, ahead: new Map(), held: heldOf(keyed, claimed) }
     }
     const asked = ahead.filter(({ i }) => work[i]!.program.milestones.length > 0)
-    const [found, claimed, rows, achieved] = yield* together([
+    const first = [
       members.lookupMany(refs),
-      claims,
       lockExisting(ahead.map((a) => a.key)),
       asked.length === 0 ? none<ReadonlyArray<MilestoneId>>() : Effect.flatMap(AchievementStore, (a) => a.achievedMany(asked.map((k) => k.key)))
-    ])
+    ] as const
+    // Without keys, the batch's first round trip is what it was before claims went in it.
+    const [found, rows, achieved, claimed] = keyed.length === 0
+      ? [...yield* together(first), []] as const
+      : yield* together([...first, claims])
     const achievedOf = new Map(asked.map((a, n) => [a.i, achieved[n]!]))
     return {
       found,
