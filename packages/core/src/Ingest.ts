@@ -163,7 +163,13 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     const claimInside = idempotency.claimWithin !== undefined
 
     const applyAll = (work: ReadonlyArray<Work>) =>
-      Effect.provide(transactor.withTransaction(applyInOrder(work, { lookahead: work.length > 1, claimInside })), context)
+      Effect.provide(
+        transactor.withTransaction(applyInOrder(work, {
+          lookahead: work.length > 1,
+          claimInside: claimInside && work.some((w) => w.idempotencyKey !== undefined)
+        })),
+        context
+      )
 
     // A failed batch is retried one action per transaction, so one action's failure (or a
     // deadlock between two batches) fails only itself. A lone action goes without lookahead,

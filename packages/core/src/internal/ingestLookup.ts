@@ -49,23 +49,25 @@ const aheadOf = (work: ReadonlyArray<Work>): Array<{ readonly i: number; readonl
 
 const none = <A>(): Effect.Effect<ReadonlyArray<A>> => Effect.succeed([])
 
-/**
- * The keyed actions' claims, inside the transaction, where the store has `claimWithin` and
- * `claimInside` is set (else the caller claimed the keys ahead of the transaction).
- */
-const claimsOf = (work: ReadonlyArray<Work>, claimInside: boolean) =>
+/** A batch without keys to claim in it. */
+const noClaims = { keyed: [] as ReadonlyArray<number>, claims: none<IdempotencyClaim>() }
+
+/** The keyed actions' claims, inside the transaction, where the store has `claimWithin`. */
+const claimsOf = (work: ReadonlyArray<Work>) =>
   Effect.map(IdempotencyStore, (store) => {
-    const keyed = claimInside && store.claimWithin !== undefined
-      ? work.flatMap((w, i) => (w.idempotencyKey === undefined ? [] : [i]))
-      : []
-    const claims = keyed.length === 0 ? none<IdempotencyClaim>() : KeyClaims.claimDistinct(
-      store.claimWithin!,
+    if (store.claimWithin === undefined) return noClaims
+    const keyed = work.flatMap((w, i) => (w.idempotencyKey === undefined ? [] : [i]))
+    const claims = KeyClaims.claimDistinct(
+      store.claimWithin,
       keyed.map((i) => ({ projectId: work[i]!.project.id, key: work[i]!.idempotencyKey!, now: work[i]!.now }))
     )
     return { keyed, claims }
   })
 
-const heldOf = (keyed: ReadonlyArray<number>, claims: ReadonlyArray<IdempotencyClaim>): Map<number, Held> => {
+const noneHeld: ReadonlyMap<number, Held> = new Map()
+
+const heldOf = (keyed: ReadonlyArray<number>, claims: ReadonlyArray<IdempotencyClaim>): ReadonlyMap<number, Held> => {
+  if (keyed.length === 0) return noneHeld
   const held = new Map<number, Held>()
   keyed.forEach((i, n) => {
     const claim = claims[n]!
@@ -76,7 +78,7 @@ const heldOf = (keyed: ReadonlyArray<number>, claims: ReadonlyArray<IdempotencyC
 
 /**
  * The members' lookup, and with it, in the same round trip, the claims of the keyed actions
- * (`claimInside`) and, where the store can lock without creating (`lockExisting`), the rows and
+ * (`claimInside`, on a store with `claimWithin`) and, where the store can lock without creating (`lockExisting`), the rows and
  * achievements of the keys as sent: most ids are no alias, so most of the first round's rows are
  * then known with the lookup (see `applyAll`). The achievements are issued after the locks, so
  * they include what a lock's last holder committed. Rows are locked ahead for actions whose key
@@ -90,7 +92,7 @@ export const lookup = (
   Effect.gen(function*() {
     const members = yield* MemberStore
     const streaks = yield* StreakStore
-    const { claims, keyed } = yield* claimsOf(work, claimInside)
+    const { claims, keyed } = claimInside ? yield* claimsOf(work) : noClaims
     const refs = work.map((w) => ({ projectId: w.project.id, userHash: w.action.userHash }))
     const lockExisting = lookahead ? streaks.lockExisting : undefined
     const ahead = lockExisting === undefined ? [] : aheadOf(work)
