@@ -281,8 +281,10 @@ export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStor
    * commit of its own: a key it answers `Claimed` is held until that transaction ends, and its
    * answer MUST be stored (`completeMany` or `complete`) in the same transaction. A rollback
    * leaves no trace, so there is nothing to `release`. While held, `claim`, `claimMany` and other
-   * transactions' `claimWithin` MUST answer `InProgress` at once, without waiting for the holder;
-   * once it commits, they find the stored answer. A key claimed with `claim` and not completed is
+   * transactions' `claimWithin` MUST NOT claim it: a store that runs transactions side by side
+   * MUST answer them `InProgress` at once, without waiting for the holder (CONTRACT §4's 409); one
+   * that runs them one at a time (memory) may let them wait for the holder's end. Once it commits,
+   * they find the stored answer. A key claimed with `claim` and not completed is
    * `InProgress` here as well. Ingest gives distinct pairs and prefers this to `claimMany`: the
    * claims then go out with the batch's first statements instead of a round trip and a commit
    * ahead of them.

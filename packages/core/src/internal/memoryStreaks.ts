@@ -7,7 +7,7 @@ import type { Context } from "effect"
 import type { LocalDate } from "../Calendar.js"
 import { Achievement, type ActionRecord, StreakKey, StreakRow, type StoredResponse } from "../Domain.js"
 import type { ProgramId, ProjectId, UserHash } from "../Ids.js"
-import type { ActionLog, ActionQuery, AchievementStore, IdempotencyClaim, IdempotencyStore, StreakStore } from "../Ports.js"
+import type { ActionLog, ActionQuery, AchievementStore, IdempotencyClaim, IdempotencyStore, KeyClaim, StreakStore } from "../Ports.js"
 import { keyOf, type MemoryState, pair, type Runner } from "./memoryState.js"
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -214,12 +214,13 @@ export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Se
     // The lifetime counts from first receipt (CONTRACT §4), so completing keeps `claimedAt`.
     j.set(s.idempotency, k, { claimedAt: s.idempotency.get(k)?.claimedAt ?? now.getTime(), response })
   }
+  const claimMany = (claims: ReadonlyArray<KeyClaim>) => run(() => claims.map((c) => claim(c.projectId, c.key, c.now)))
   return {
     claim: (projectId, key, now) => run(() => claim(projectId, key, now)),
-    claimMany: (claims) => run(() => claims.map((c) => claim(c.projectId, c.key, c.now))),
+    claimMany,
     // Transactions here run one at a time, and a rollback undoes the claim with the rest: the
     // claim is `claimMany`'s, made inside the caller's transaction.
-    claimWithin: (claims) => run(() => claims.map((c) => claim(c.projectId, c.key, c.now))),
+    claimWithin: claimMany,
     complete: (projectId, key, response, now) => run(() => complete(projectId, key, response, now)),
     completeMany: (completions) =>
       run(() => completions.forEach((c) => complete(c.projectId, c.key, c.response, c.now))),
