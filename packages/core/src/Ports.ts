@@ -113,6 +113,23 @@ export interface Standing {
   readonly achieved: ReadonlyArray<MilestoneId>
 }
 
+/** A key to lock by `StreakStore.lockExistingWithAchieved`, and whether to read its achievements. */
+export interface LockAhead {
+  readonly key: StreakKey
+  readonly withAchieved: boolean
+}
+
+/** A row locked by `StreakStore.lockExistingWithAchieved`, with what the store keeps beside it. */
+export interface LockedRow {
+  readonly row: StreakRow
+  /**
+   * Ids of the milestones achieved on the key, in any order, as `AchievementStore.achievedMany`
+   * answers them once the lock is taken; `undefined` where they were not asked for, or where the
+   * store does not know them with the row (its caller then asks `achievedMany`).
+   */
+  readonly achieved: ReadonlyArray<MilestoneId> | undefined
+}
+
 /** Member facts per project: aliases (anonymous → member) and the member's time zone. */
 export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<MemberStore, {
   /**
@@ -163,6 +180,13 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * ingest locks after the lookup, one round trip more per batch.
    */
   readonly lockExisting?: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<Option.Option<StreakRow>>>
+  /**
+   * Optional: `lockExisting` that also answers the achieved milestones of each found key that asks
+   * for them, for a store that keeps them with the row (`LockedRow`). Ingest's lookahead then reads a batch's rows and
+   * achievements in one statement instead of two. A store that has it MUST have `lockExisting`
+   * and lock exactly as it does.
+   */
+  readonly lockExistingWithAchieved?: (keys: ReadonlyArray<LockAhead>) => Io<ReadonlyArray<Option.Option<LockedRow>>>
   readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>
   /** Inserts or replaces the row (all fields, including `dueAt`). */
   readonly save: (row: StreakRow) => Io<void>

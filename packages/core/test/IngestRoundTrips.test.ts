@@ -1,10 +1,11 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, TestClock } from "effect"
+import { Effect, Option, TestClock } from "effect"
 import { makeMilestone, seedProgram } from "../src/testing.js"
 import { at, drainOutbox, liveTenant, rowOf, server } from "./support/pipeline.js"
-import { layerRoundTrips, layerRoundTripsWithKeys, roundTrips } from "./support/roundTrips.js"
+import { layerRoundTrips, layerRoundTripsWith, layerRoundTripsWithKeys, roundTrips } from "./support/roundTrips.js"
 
 const NOON = at("2026-05-10T12:00:00Z")
+const DAY = 24 * 60 * 60 * 1000
 
 /**
  * One lone action (in a program without milestones, the same in both), then `n` members at once:
@@ -87,5 +88,62 @@ describe("Ingest: idempotency keys that arrive together are claimed together", (
       const { claims, extra } = yield* claimedBy(layerRoundTripsWithKeys(({ claimWithin: _, ...store }) => store))
       assert.deepStrictEqual(claims, [["claimMany", "completeMany"], ["claimMany", "completeMany"]])
       assert.deepStrictEqual(extra, [1, 1])
+    }))
+})
+
+describe("Ingest: rows locked ahead come with their achievements where the store keeps them there", () => {
+  /**
+   * Members who acted yesterday (`m…`, at run 1) and one who reached the 2-day milestone yesterday
+   * (`done`, at run 2), then all of them at once, behind a lone action in a program without
+   * milestones (which goes first, alone, as in `scenario`): the calls that lock, the round trips
+   * and the messages.
+   */
+  const crossing = Effect.gen(function*() {
+    const t = yield* liveTenant({ program: { milestones: [makeMilestone({ target: 2 })] } })
+    const other = yield* seedProgram(t, { status: "live", milestones: [] })
+    const act = (userHash: string) =>
+      server({ siteKey: t.project.siteKey, userHash, event: userHash === "lead" ? other.eventKey : t.program.eventKey })
+    const members = ["m0", "m1", "m2"]
+    yield* TestClock.setTime(NOON - 2 * DAY)
+    yield* act("done")
+    yield* TestClock.setTime(NOON - DAY)
+    for (const m of ["done", ...members]) yield* act(m)
+    yield* drainOutbox
+    yield* TestClock.setTime(NOON)
+    const everyone = ["lead", "done", ...members]
+    const { calls, result, trips } = yield* roundTrips(Effect.forEach(everyone, act, { concurrency: "unbounded" }))
+    assert.deepStrictEqual(result.map((r): unknown => r.body), everyone.map(() => ({ ok: true, counted: true })))
+    assert.strictEqual((yield* rowOf(t, "done", "live"))?.run, 3)
+    // Each member who reached the milestone today is told once; `done`, who had it, is not told again.
+    const told = (yield* drainOutbox).map(({ body }) => String(body.data.userHash))
+    assert.sameMembers(told, members)
+    return { calls: calls.filter((c) => c.startsWith("lock") || c === "achievedMany"), trips }
+  })
+
+  it.effect("with lockExistingWithAchieved, one statement reads a batch's rows and achievements", () =>
+    Effect.gen(function*() {
+      const known = yield* crossing.pipe(Effect.provide(layerRoundTrips))
+      const apart = yield* crossing.pipe(
+        Effect.provide(layerRoundTripsWith({ streaks: ({ lockExistingWithAchieved: _, ...store }) => store }))
+      )
+      // The lead's batch locks with `lockMany` (a batch of one does not lock ahead).
+      assert.deepStrictEqual(known.calls, ["lockMany", "lockExistingWithAchieved"])
+      // A store without it: the same answers and round trips, the achievements a statement of their own.
+      assert.deepStrictEqual(apart.calls, ["lockMany", "lockExisting", "achievedMany"])
+      assert.strictEqual(known.trips, apart.trips)
+    }))
+
+  it.effect("rows whose achievements the store does not know with them are asked achievedMany, in one more round trip", () =>
+    Effect.gen(function*() {
+      const known = yield* crossing.pipe(Effect.provide(layerRoundTrips))
+      const unknown = yield* crossing.pipe(Effect.provide(layerRoundTripsWith({
+        streaks: (store) => ({
+          ...store,
+          lockExistingWithAchieved: (keys) =>
+            Effect.map(store.lockExistingWithAchieved!(keys), (rows) => rows.map(Option.map(({ row }) => ({ row, achieved: undefined }))))
+        })
+      })))
+      assert.deepStrictEqual(unknown.calls, ["lockMany", "lockExistingWithAchieved", "achievedMany"])
+      assert.strictEqual(unknown.trips, known.trips + 1)
     }))
 })

@@ -9,7 +9,7 @@ import { unsafeLocalDate } from "@streaks/core/Calendar"
 import { StreakKey } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import { AchievementStore, StreakStore, Transactor } from "@streaks/core/Ports"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Option } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 
@@ -74,6 +74,32 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
       // ...until the copy is not known again.
       yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
       assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a"), m("mil_behind")]])
+    }))
+
+  it.effect("a row locked ahead with its achievements gets them as achievedMany does: the copy where known, else the table", () =>
+    Effect.gen(function*() {
+      const achievements = yield* AchievementStore
+      const streaks = yield* StreakStore
+      const sql = yield* SqlClient.SqlClient
+      const [k, none] = [key("ahead"), key("ahead-nobody")]
+      yield* rowFor(k)
+      yield* achievements.add(k, m("mil_a"), at)
+      yield* recordedBeforeTheCopy(k, "mil_behind")
+      const ahead = Effect.flatMap(Transactor, (tx) =>
+        tx.withTransaction(Effect.map(
+          streaks.lockExistingWithAchieved!([{ key: k, withAchieved: true }, { key: none, withAchieved: true }, {
+            key: k,
+            withAchieved: false
+          }]),
+          (rows): Array<unknown> =>
+            rows.map((r) => Option.match(r, {
+              onNone: () => "no row",
+              onSome: ({ achieved, row }) => [row.userHash, achieved === undefined ? "not asked" : [...achieved].sort()]
+            }))
+        )))
+      assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a"]], "no row", [k.userHash, "not asked"]])
+      yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
+      assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a", "mil_behind"]], "no row", [k.userHash, "not asked"]])
     }))
 
   it.effect("removing a key's achievements leaves its copy not known, and the next add starts it again", () =>

@@ -156,7 +156,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       assert.strictEqual(scanned, 0, "no scan of the whole members or aliases table")
     }))
 
-  it.effect("the batch reads of streak rows (standingMany, lockExisting, achievedMany) seek each key, even on plans made while the tables were empty", () =>
+  it.effect("the batch reads of streak rows (standingMany, lockExisting, lockExistingWithAchieved, achievedMany) seek each key, even on plans made while the tables were empty", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "rowplan_" })
@@ -177,6 +177,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
           Effect.all([
             streaks.standingMany(keys(round), from, to),
             streaks.lockExisting!(keys(round)),
+            streaks.lockExistingWithAchieved!(keys(round).map((key) => ({ key, withAchieved: true }))),
             achievements.achievedMany(keys(round))
           ]),
         Effect.all([

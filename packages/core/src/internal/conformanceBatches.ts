@@ -1,15 +1,15 @@
 /**
  * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `setTimezones`,
- * `lockMany`, `lockExisting`, `addDays`, `markActiveMany`, `appendAll`, `claimMany`,
+ * `lockMany`, `lockExisting`, `lockExistingWithAchieved`, `addDays`, `markActiveMany`, `appendAll`, `claimMany`,
  * `completeMany`): the same answers as the single calls, in input order.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { StreakRow } from "../Domain.js"
+import { type StreakKey, StreakRow } from "../Domain.js"
 import type { UserHash } from "../Ids.js"
-import { ActionLog, IdempotencyStore, MemberStore, StreakStore, Transactor, UsageStore } from "../Ports.js"
+import { AchievementStore, ActionLog, IdempotencyStore, MemberStore, StreakStore, Transactor, UsageStore } from "../Ports.js"
 import { at, day, epoch, makeAction, makeKey, makeUserHash, makeWorkspace, randomHex, seedTenant } from "./conformanceFixtures.js"
-import { concurrently, DAY, HOUR, type It, SECOND, sortBy } from "./conformanceKit.js"
+import { concurrently, DAY, HOUR, type It, plain, SECOND, sortBy } from "./conformanceKit.js"
 import { seedKeyCases } from "./conformanceKeyClaims.js"
 
 export const batchSuite = (it: It) =>
@@ -134,24 +134,67 @@ export const batchSuite = (it: It) =>
         assert.deepStrictEqual(yield* streaks.lockExisting([]), [])
       }))
 
-    it.effect("lockExisting serialises like lockMany: 20 concurrent transactions in different orders each add 1 to every row", () =>
+    // `lockExistingWithAchieved` is optional too: a store without it is skipped here (ingest then
+    // asks `achievedMany` with the locks).
+    it.effect("lockExistingWithAchieved locks as lockExisting does, each row asked with achievedMany's answer or undefined", () =>
       Effect.gen(function*() {
         const tx = yield* Transactor
         const streaks = yield* StreakStore
-        const lockExisting = streaks.lockExisting
-        if (lockExisting === undefined) return
+        const achievements = yield* AchievementStore
+        if (streaks.lockExistingWithAchieved === undefined) return
         const { program } = yield* seedTenant()
-        const keys = [makeKey(program), makeKey(program), makeKey(program)]
-        for (const key of keys) yield* streaks.lock(key, "UTC")
-        yield* concurrently(20, (i) =>
-          tx.withTransaction(Effect.gen(function*() {
-            const order = i % 2 === 0 ? keys : [...keys].reverse()
-            const rows = (yield* lockExisting(order)).map(Option.getOrThrow)
-            yield* Effect.yieldNow()
-            yield* streaks.saveAll(rows.map((row) => new StreakRow({ ...row, run: row.run + 1 })))
-          })))
-        for (const key of keys) assert.strictEqual(Option.getOrThrow(yield* streaks.get(key)).run, 20)
+        const [a, b, c] = [makeKey(program), makeKey(program), makeKey(program, { ledger: "test" })]
+        yield* streaks.save(new StreakRow({ ...(yield* streaks.lock(b, "Asia/Tokyo")), run: 4, best: 9 }))
+        yield* streaks.lock(c, "UTC")
+        for (const milestone of program.milestones) yield* achievements.add(b, milestone.id, epoch)
+        const keys = [c, a, b, c, b]
+        const asked = [true, true, true, true, false]
+        const [locked, rows, achieved] = yield* tx.withTransaction(Effect.all([
+          streaks.lockExistingWithAchieved(keys.map((key, i) => ({ key, withAchieved: asked[i]! }))),
+          streaks.lockExisting!(keys),
+          achievements.achievedMany(keys)
+        ]))
+        assert.deepStrictEqual(locked.map(Option.map((l) => plain(l.row))), rows.map(Option.map(plain)))
+        assert.deepStrictEqual(locked.map(Option.isSome), [true, false, true, true, true])
+        locked.forEach((l, i) => {
+          if (Option.isNone(l)) return
+          if (!asked[i]) return assert.isUndefined(l.value.achieved, `key ${i}`)
+          if (l.value.achieved === undefined) return
+          assert.deepStrictEqual([...l.value.achieved].sort(), [...achieved[i]!].sort(), `key ${i}`)
+        })
+        assert.isTrue(Option.isNone(yield* streaks.get(a)))
+        assert.deepStrictEqual(yield* streaks.lockExistingWithAchieved([]), [])
       }))
+
+    // Both ways of locking ahead, as `lockExisting`: each must serialise like `lockMany`.
+    const lockers = [
+      ["lockExisting", (s: StreakStore["Type"]) => s.lockExisting],
+      ["lockExistingWithAchieved", (s: StreakStore["Type"]) => {
+        const locked = s.lockExistingWithAchieved
+        return locked === undefined ? undefined : (keys: ReadonlyArray<StreakKey>) =>
+          Effect.map(locked(keys.map((key) => ({ key, withAchieved: true }))), (rows) => rows.map(Option.map((l) => l.row)))
+      }]
+    ] as const
+    for (const [name, lockerOf] of lockers) {
+      it.effect(`${name} serialises like lockMany: 20 concurrent transactions in different orders each add 1 to every row`, () =>
+        Effect.gen(function*() {
+          const tx = yield* Transactor
+          const streaks = yield* StreakStore
+          const lockExisting = lockerOf(streaks)
+          if (lockExisting === undefined) return
+          const { program } = yield* seedTenant()
+          const keys = [makeKey(program), makeKey(program), makeKey(program)]
+          for (const key of keys) yield* streaks.lock(key, "UTC")
+          yield* concurrently(20, (i) =>
+            tx.withTransaction(Effect.gen(function*() {
+              const order = i % 2 === 0 ? keys : [...keys].reverse()
+              const rows = (yield* lockExisting(order)).map(Option.getOrThrow)
+              yield* Effect.yieldNow()
+              yield* streaks.saveAll(rows.map((row) => new StreakRow({ ...row, run: row.run + 1 })))
+            })))
+          for (const key of keys) assert.strictEqual(Option.getOrThrow(yield* streaks.get(key)).run, 20)
+        }))
+    }
 
     it.effect("addDays is true only for first inserts: a stored day and a repeat within the call are false", () =>
       Effect.gen(function*() {

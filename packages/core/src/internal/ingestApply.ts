@@ -256,18 +256,24 @@ const applyFound = (
       }
       const toLock = counting.filter((s) => !known.has(s))
       const toAsk = counting.filter((s) => known.get(s)?.applied._tag === "NeedsHistory")
+      const toDate = [...toLock, ...toAsk]
       // Independent statements of one transaction are issued together: a store that pipelines
       // (Postgres) sends them in one round trip and still runs them in this order. The
       // achievements of every key that may cross a milestone are read with them, after the lock:
       // a seek per key that crosses nothing costs less than one more round trip for those that do.
-      const asked = toLock.filter((s) => s.work.program.milestones.length > 0)
-      const [locked, added, achieved] = toLock.length + toAsk.length === 0 ? [[], [], []] : yield* together([
+      // Rows locked ahead came with theirs, unless the store did not know them with the row.
+      const hasMilestones = (s: Step) => s.work.program.milestones.length > 0
+      const asked = [
+        ...toLock.filter(hasMilestones),
+        ...[...known].flatMap(([s, k]) => (k.ahead.achieved === undefined && hasMilestones(s) ? [s] : []))
+      ]
+      const [locked, added, achieved] = toDate.length + asked.length === 0 ? [[], [], []] : yield* together([
         toLock.length === 0 ? Effect.succeed([]) : streaks.lockMany(toLock.map((s) => ({ key: s.key, timezone: s.zone }))),
-        streaks.addDays([...toLock, ...toAsk].map((s) => ({ key: s.key, day: s.day }))),
+        toDate.length === 0 ? Effect.succeed([]) : streaks.addDays(toDate.map((s) => ({ key: s.key, day: s.day }))),
         asked.length === 0 ? Effect.succeed([]) : achievements.achievedMany(asked.map((s) => s.key))
       ])
       const rows = new Map(toLock.map((s, n) => [s, locked[n]!]))
-      const moved = new Map([...toLock, ...toAsk].map((s, n) => [s, added[n]!]))
+      const moved = new Map(toDate.map((s, n) => [s, added[n]!]))
       const achievedOf = new Map(asked.map((s, n) => [s, achieved[n]!]))
       const newDays: Array<Step> = []
       for (const [step, { ahead: { achieved }, applied: { _tag: day }, row }] of known) {

@@ -3,11 +3,19 @@
  * keys as sent (lookahead) and the claims of the batch's idempotency keys made inside its
  * transaction (`IdempotencyStore.claimWithin`).
  */
-import { Effect, type Option } from "effect"
+import { Effect, Option } from "effect"
 import { StreakKey, type StreakRow, unsafeMake } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
 import type { MilestoneId } from "../Ids.js"
-import { AchievementStore, type IdempotencyClaim, IdempotencyStore, type Member, MemberStore, StreakStore } from "../Ports.js"
+import {
+  AchievementStore,
+  type IdempotencyClaim,
+  IdempotencyStore,
+  type LockedRow,
+  type Member,
+  MemberStore,
+  StreakStore
+} from "../Ports.js"
 import type { Work } from "./ingestApply.js"
 import { plan } from "./ingestPlan.js"
 import * as KeyClaims from "./keyClaims.js"
@@ -17,7 +25,10 @@ import { together } from "./together.js"
 export interface Ahead {
   readonly key: StreakKey
   readonly row: Option.Option<StreakRow>
-  /** Its achieved milestones, read when its program has any. */
+  /**
+   * Its achieved milestones, read when its program has any; `undefined` when it has none, or when
+   * the store did not know them with the row (`LockedRow`): the first round asks for them then.
+   */
   readonly achieved: ReadonlyArray<MilestoneId> | undefined
 }
 
@@ -80,9 +91,10 @@ const heldOf = (keyed: ReadonlyArray<number>, claims: ReadonlyArray<IdempotencyC
  * The members' lookup, and with it, in the same round trip, the claims of the keyed actions
  * (`claimInside`, on a store with `claimWithin`) and, where the store can lock without creating (`lockExisting`), the rows and
  * achievements of the keys as sent: most ids are no alias, so most of the first round's rows are
- * then known with the lookup (see `applyAll`). The achievements are issued after the locks, so
- * they include what a lock's last holder committed. Rows are locked ahead for actions whose key
- * turns out held, too: they stay locked, unchanged, until the commit.
+ * then known with the lookup (see `applyAll`). The achievements come with the rows where the store
+ * keeps them there (`lockExistingWithAchieved`), else from `achievedMany` issued after the locks, so
+ * that they include what a lock's last holder committed. Rows are locked ahead for actions whose
+ * key turns out held, too: they stay locked, unchanged, until the commit.
  */
 export const lookup = (
   work: ReadonlyArray<Work>,
@@ -102,20 +114,36 @@ export const lookup = (
         : yield* together([members.lookupMany(refs), claims])
       return { found, ahead: new Map(), held: heldOf(keyed, claimed) }
     }
-    const asked = ahead.filter(({ i }) => work[i]!.program.milestones.length > 0)
+    const keys = ahead.map((a) => a.key)
+    const hasMilestones = (n: number) => work[ahead[n]!.i]!.program.milestones.length > 0
+    const withAchieved = streaks.lockExistingWithAchieved
+    // Without rows that carry their achievements, those of the keys whose program has milestones
+    // are read after the locks, in the same round trip.
+    const asked = withAchieved !== undefined ? [] : keys.flatMap((_, n) => (hasMilestones(n) ? [n] : []))
     const first = [
       members.lookupMany(refs),
-      lockExisting(ahead.map((a) => a.key)),
-      asked.length === 0 ? none<ReadonlyArray<MilestoneId>>() : Effect.flatMap(AchievementStore, (a) => a.achievedMany(asked.map((k) => k.key)))
+      withAchieved !== undefined
+        ? withAchieved(keys.map((key, n) => ({ key, withAchieved: hasMilestones(n) })))
+        : Effect.map(lockExisting(keys), (rows) => rows.map(unknownAchieved)),
+      asked.length === 0
+        ? none<ReadonlyArray<MilestoneId>>()
+        : Effect.flatMap(AchievementStore, (a) => a.achievedMany(asked.map((n) => keys[n]!)))
     ] as const
     // Without keys, the batch's first round trip is what it was before claims went in it.
     const [found, rows, achieved, claimed] = keyed.length === 0
       ? [...yield* together(first), []] as const
       : yield* together([...first, claims])
-    const achievedOf = new Map(asked.map((a, n) => [a.i, achieved[n]!]))
+    const achievedOf = new Map(asked.map((n, m) => [n, achieved[m]!]))
     return {
       found,
-      ahead: new Map(ahead.map(({ i, key }, n) => [i, { key, row: rows[n]!, achieved: achievedOf.get(i) }])),
+      ahead: new Map(ahead.map(({ i, key }, n) => {
+        const row = rows[n]!
+        const known = Option.isSome(row) ? row.value.achieved : undefined
+        return [i, { key, row: Option.map(row, (r) => r.row), achieved: known ?? achievedOf.get(n) }]
+      })),
       held: heldOf(keyed, claimed)
     }
   })
+
+const unknownAchieved = (row: Option.Option<StreakRow>): Option.Option<LockedRow> =>
+  Option.map(row, (r) => ({ row: r, achieved: undefined }))

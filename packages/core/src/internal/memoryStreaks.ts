@@ -49,6 +49,17 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     lockMany: (keys) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => keys.map((k) => lock(k.key, k.timezone, now)))),
     lockExisting: (keys) => run(() => keys.map((key) => Option.fromNullable(s.streaks.get(keyOf(key))))),
+    // Achievements live beside the rows here, so they are always known.
+    lockExistingWithAchieved: (keys) =>
+      run(() =>
+        keys.map(({ key, withAchieved }) => {
+          const k = keyOf(key)
+          return Option.map(Option.fromNullable(s.streaks.get(k)), (row) => ({
+            row,
+            achieved: withAchieved ? [...(s.achievements.get(k)?.keys() ?? [])] : undefined
+          }))
+        })
+      ),
     get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
     save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
     saveAll: (rows) => run(() => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))),

@@ -103,34 +103,47 @@ export const layerPoisoned = services.pipe(
 )
 
 export interface LockCall {
-  readonly method: "lockMany" | "lockExisting"
+  readonly method: "lockMany" | "lockExisting" | "lockExistingWithAchieved"
   readonly userHashes: ReadonlyArray<string>
 }
 
-/** Every `lockMany` and `lockExisting` call, as the user hashes it was given. */
+/** Every `lockMany`, `lockExisting` and `lockExistingWithAchieved` call, as the user hashes it was given. */
 export class Locks extends Context.Tag("test/Locks")<Locks, Ref.Ref<ReadonlyArray<LockCall>>>() {}
 
-const spiedStreaks = Layer.effect(
-  StreakStore,
-  Effect.gen(function*() {
-    const streaks = yield* StreakStore
-    const calls = yield* Locks
-    const note = (method: LockCall["method"], userHashes: ReadonlyArray<string>) =>
-      Ref.update(calls, (all) => [...all, { method, userHashes }])
-    return {
-      ...streaks,
-      lockMany: (keys) => Effect.zipRight(note("lockMany", keys.map((k) => k.key.userHash)), streaks.lockMany(keys)),
-      lockExisting: (keys) =>
-        Effect.zipRight(note("lockExisting", keys.map((k) => k.userHash)), streaks.lockExisting!(keys))
-    }
-  })
-)
+const spiedStreaks = (withAchieved: boolean) =>
+  Layer.effect(
+    StreakStore,
+    Effect.gen(function*() {
+      const { lockExistingWithAchieved, ...streaks } = yield* StreakStore
+      const calls = yield* Locks
+      const note = (method: LockCall["method"], userHashes: ReadonlyArray<string>) =>
+        Ref.update(calls, (all) => [...all, { method, userHashes }])
+      return {
+        ...streaks,
+        lockMany: (keys) => Effect.zipRight(note("lockMany", keys.map((k) => k.key.userHash)), streaks.lockMany(keys)),
+        lockExisting: (keys) =>
+          Effect.zipRight(note("lockExisting", keys.map((k) => k.userHash)), streaks.lockExisting!(keys)),
+        ...(withAchieved && lockExistingWithAchieved !== undefined
+          ? {
+            lockExistingWithAchieved: (keys) =>
+              Effect.zipRight(note("lockExistingWithAchieved", keys.map((k) => k.key.userHash)), lockExistingWithAchieved(keys))
+          }
+          : {})
+      } satisfies StreakStore["Type"]
+    })
+  )
 
-/** `layer`, with `Locks` noting how the streak rows were locked. */
-export const layerLocks = services.pipe(
-  Layer.provideMerge(spiedStreaks.pipe(Layer.provideMerge(base))),
-  Layer.provideMerge(Layer.effect(Locks, Ref.make<ReadonlyArray<LockCall>>([])))
-)
+/**
+ * `layer`, with `Locks` noting how the streak rows were locked; without `withAchieved`, the store
+ * has no `lockExistingWithAchieved` (as a third-party adapter may not).
+ */
+export const layerLocksWith = (withAchieved: boolean) =>
+  services.pipe(
+    Layer.provideMerge(spiedStreaks(withAchieved).pipe(Layer.provideMerge(base))),
+    Layer.provideMerge(Layer.effect(Locks, Ref.make<ReadonlyArray<LockCall>>([])))
+  )
+
+export const layerLocks = layerLocksWith(true)
 
 type Overrides = Parameters<typeof seedTenant>[0]
 

@@ -65,18 +65,32 @@ const gates = Layer.effectContext(Effect.gen(function*() {
 
 const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer)
 
-/** The services on the in-memory store (its idempotency keys through `keys`), its ports behind `Gate`. */
-export const layerRoundTripsWithKeys = (keys: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
+/**
+ * The services on the in-memory store, its idempotency keys through `keys` and its streak store
+ * through `streaks` (say, without an optional method, as a third-party adapter may be), its ports
+ * behind `Gate`.
+ */
+export const layerRoundTripsWith = (changes: {
+  readonly keys?: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]
+  readonly streaks?: (store: StreakStore["Type"]) => StreakStore["Type"]
+}) =>
   services.pipe(
     Layer.provideMerge(gates.pipe(
-      Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, keys))),
+      Layer.provideMerge(Layer.mergeAll(
+        Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, changes.keys ?? ((store) => store))),
+        Layer.effect(StreakStore, Effect.map(StreakStore, changes.streaks ?? ((store) => store)))
+      )),
       Layer.provideMerge(base)
     )),
     Layer.provideMerge(Layer.effect(Gate, Ref.make<GateState>({ open: undefined, arrived: 0, calls: [] })))
   )
 
+/** The services on the in-memory store (its idempotency keys through `keys`), its ports behind `Gate`. */
+export const layerRoundTripsWithKeys = (keys: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
+  layerRoundTripsWith({ keys })
+
 /** The services on the in-memory store, its ports behind `Gate`. */
-export const layerRoundTrips = layerRoundTripsWithKeys((store) => store)
+export const layerRoundTrips = layerRoundTripsWith({})
 
 // Real time, not the test clock: the fibers of statements issued together start outside the test's
 // fiber, so the test clock cannot tell when they have all reached the gate.

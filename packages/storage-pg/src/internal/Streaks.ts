@@ -7,7 +7,7 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Achievement, StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
 import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
-import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
+import type { AchievementStore, LockAhead, StreakStore } from "@streaks/core/Ports"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./Batch.js"
@@ -111,11 +111,17 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
   // The row of each key `k` locked: one primary-key seek per key, in input order (the caller
   // sorts): a join or IN would let the planner scan the whole table while its statistics still
   // say it is small.
-  const lockEach = sql`CROSS JOIN LATERAL (
-      SELECT ${cols} FROM ${t.streaks} r
+  const lockEachOf = (columns: Fragment) => sql`CROSS JOIN LATERAL (
+      SELECT ${columns} FROM ${t.streaks} r
       WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
       FOR UPDATE
     ) s`
+  const lockEach = lockEachOf(cols)
+  // With the achievements of the keys that ask for them (`k.with_achieved`), as `achievedMany`
+  // reads them: the copy of the locked version, so it includes what the lock's last holder
+  // committed (an achievement added sets the copy); the table only where the copy is NULL.
+  const lockEachAchieved = lockEachOf(sql`${cols},
+    CASE WHEN k.with_achieved THEN to_json(${achievedIds({ sql, t }, "r.achieved", achievementsOfK(sql, "k.user_hash"))}) END AS achieved`)
 
   // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
   // (new rows are locked by their inserting transaction), and the locking select returns the
@@ -162,6 +168,26 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
       }
     )
 
+  const lockExistingWithAchieved = (keys: ReadonlyArray<LockAhead>) => {
+    // A key given twice is locked once, with its achievements if either asks.
+    const asked = new Map<string, boolean>()
+    for (const { key, withAchieved } of keys) asked.set(keyOf(key), withAchieved || asked.get(keyOf(key)) === true)
+    const sorted = inLockOrder(keys.map((k) => k.key), (k) => k)
+    return Effect.map(
+      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}, ${sorted.map((k) => asked.get(keyOf(k))!)}::bool[])
+        AS k (project_id, program_id, user_hash, ledger, with_achieved) ${lockEachAchieved}`),
+      (rows) => {
+        const found = new Map(rows.map((r) => {
+          const row = decodeStreakRow(r)
+          return [keyOf(row), { row, achieved: r.achieved === null ? undefined : r.achieved as Array<MilestoneId> }] as const
+        }))
+        return keys.map(({ key, withAchieved }) =>
+          Option.map(Option.fromNullable(found.get(keyOf(key))), (l) => (withAchieved ? l : { row: l.row, achieved: undefined }))
+        )
+      }
+    )
+  }
+
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice).
   const saveRows = (all: ReadonlyArray<StreakRow>) => {
@@ -201,6 +227,11 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
     lockMany: (keys) => keys.length === 0 ? Effect.succeed([]) : lockMany(keys).pipe(io("StreakStore.lockMany")),
 
     lockExisting: (keys) => keys.length === 0 ? Effect.succeed([]) : lockExisting(keys).pipe(io("StreakStore.lockExisting")),
+
+    lockExistingWithAchieved: (keys) =>
+      keys.length === 0
+        ? Effect.succeed([])
+        : lockExistingWithAchieved(keys).pipe(io("StreakStore.lockExistingWithAchieved")),
 
     get: (key) =>
       sql`SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)}`
