@@ -192,6 +192,15 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
   readonly save: (row: StreakRow) => Io<void>
   /** `save` for many rows at once (a due-check batch); one round trip where the store allows. */
   readonly saveAll: (rows: ReadonlyArray<StreakRow>) => Io<void>
+  /**
+   * Optional: `saveAll(rows)` and `addDays(days)` in one call, answering `addDays`'s answers: for a
+   * store that can do both in one statement. Ingest saves a round's rows with the new days it found
+   * ahead, one statement instead of two.
+   */
+  readonly saveAllWithDays?: (
+    rows: ReadonlyArray<StreakRow>,
+    days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>
+  ) => Io<ReadonlyArray<boolean>>
   /** Records an active day. MUST return `true` only for the first insert of (key, day). */
   readonly addDay: (key: StreakKey, day: LocalDate) => Io<boolean>
   /**

@@ -100,8 +100,12 @@ describe("Ingest: a batch locks its known rows with the members' lookup", () => 
   // Rows are locked ahead with their achievements where the store can, else with `lockExisting`.
   const lockedAhead = lockedBy("lockExisting", "lockExistingWithAchieved")
 
-  for (const withAchieved of [true, false]) {
-    it.effect(`rows locked ahead serve members who acted before; an alias and a newcomer are locked after the lookup; answers as one by one${withAchieved ? "" : " (a store without lockExistingWithAchieved)"}`, () =>
+  // On the memory store, and on it without the optional methods that merge a batch's statements.
+  for (const full of [true, false]) {
+    const store = full
+      ? layerLocks
+      : layerLocksWith(({ lockExistingWithAchieved: _, saveAllWithDays: __, ...store }) => store)
+    it.effect(`rows locked ahead serve members who acted before; an alias and a newcomer are locked after the lookup; answers as one by one${full ? "" : " (a store without lockExistingWithAchieved or saveAllWithDays)"}`, () =>
       Effect.gen(function*() {
         const t = yield* liveTenant()
         const members = yield* MemberStore
@@ -153,40 +157,43 @@ describe("Ingest: a batch locks its known rows with the members' lookup", () => 
         assert.sameDeepMembers(reached, [["milestone.achieved", "daily", 3], ["milestone.achieved", "late", 3]])
 
         // The batch locked the ids as sent with the lookup, then only what that could not serve.
-        const ahead = yield* lockedBy(withAchieved ? "lockExistingWithAchieved" : "lockExisting")
+        const ahead = yield* lockedBy(full ? "lockExistingWithAchieved" : "lockExisting")
         for (const m of ["daily", "repeat", "late", "anon", "newcomer"]) assert.include(ahead, m)
         const after = yield* lockedBy("lockMany")
         for (const m of ["member", "newcomer"]) assert.include(after, m)
         for (const m of ["daily", "repeat", "anon"]) assert.notInclude(after, m)
-      }).pipe(Effect.provide(layerLocksWith(withAchieved))))
+      }).pipe(Effect.provide(store)))
   }
 
-  it.effect("a stored day after the row's last active day fails the batch: its actions are retried one by one, asking the store", () =>
-    Effect.gen(function*() {
-      const t = yield* tenant({ program: { status: "live" } })
-      const streaks = yield* StreakStore
-      yield* TestClock.setTime(NOON - DAY)
-      for (const m of ["odd", "plain"]) yield* server(action(t, m))
-      // Not something the service writes: today's day, recorded without the row knowing it.
-      const key = StreakKey.make({ projectId: t.project.id, programId: t.program.id, userHash: "odd" as UserHash, ledger: "live" })
-      yield* streaks.addDay(key, "2026-05-10" as never)
-      yield* TestClock.setTime(NOON)
-      yield* Ref.set(yield* Locks, [])
+  // Where a round's rows and new days go in one statement (`saveAllWithDays`) and where in two.
+  for (const [named, store] of [["", layerLocks], [" (a store without saveAllWithDays)", layerLocksWith(({ saveAllWithDays: _, ...store }) => store)]] as const) {
+    it.effect(`a stored day after the row's last active day fails the batch: its actions are retried one by one, asking the store${named}`, () =>
+      Effect.gen(function*() {
+        const t = yield* tenant({ program: { status: "live" } })
+        const streaks = yield* StreakStore
+        yield* TestClock.setTime(NOON - DAY)
+        for (const m of ["odd", "plain"]) yield* server(action(t, m))
+        // Not something the service writes: today's day, recorded without the row knowing it.
+        const key = StreakKey.make({ projectId: t.project.id, programId: t.program.id, userHash: "odd" as UserHash, ledger: "live" })
+        yield* streaks.addDay(key, "2026-05-10" as never)
+        yield* TestClock.setTime(NOON)
+        yield* Ref.set(yield* Locks, [])
 
-      const answers = yield* Effect.forEach(
-        [action(t, "first"), action(t, "odd"), action(t, "plain")],
-        (a) => Effect.map(server(a), (r) => r.body),
-        { concurrency: "unbounded" }
-      )
+        const answers = yield* Effect.forEach(
+          [action(t, "first"), action(t, "odd"), action(t, "plain")],
+          (a) => Effect.map(server(a), (r) => r.body),
+          { concurrency: "unbounded" }
+        )
 
-      assert.deepStrictEqual(answers, [
-        { ok: true, counted: true },
-        { ok: true, counted: true, duplicate: true },
-        { ok: true, counted: true }
-      ])
-      assert.include(yield* lockedAhead, "odd")
-      assert.include(yield* lockedBy("lockMany"), "odd")
-      assert.strictEqual((yield* rowOf(t, "plain", "live"))?.run, 2)
-      assert.deepStrictEqual((yield* logged(t, "live")).map((c) => [c.date, c.count]), [["2026-05-09", 2], ["2026-05-10", 3]])
-    }).pipe(Effect.provide(layerLocks)))
+        assert.deepStrictEqual(answers, [
+          { ok: true, counted: true },
+          { ok: true, counted: true, duplicate: true },
+          { ok: true, counted: true }
+        ])
+        assert.include(yield* lockedAhead, "odd")
+        assert.include(yield* lockedBy("lockMany"), "odd")
+        assert.strictEqual((yield* rowOf(t, "plain", "live"))?.run, 2)
+        assert.deepStrictEqual((yield* logged(t, "live")).map((c) => [c.date, c.count]), [["2026-05-09", 2], ["2026-05-10", 3]])
+      }).pipe(Effect.provide(store)))
+  }
 })

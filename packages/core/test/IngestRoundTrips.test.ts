@@ -91,35 +91,39 @@ describe("Ingest: idempotency keys that arrive together are claimed together", (
     }))
 })
 
-describe("Ingest: rows locked ahead come with their achievements where the store keeps them there", () => {
-  /**
-   * Members who acted yesterday (`m…`, at run 1) and one who reached the 2-day milestone yesterday
-   * (`done`, at run 2), then all of them at once, behind a lone action in a program without
-   * milestones (which goes first, alone, as in `scenario`): the calls that lock, the round trips
-   * and the messages.
-   */
-  const crossing = Effect.gen(function*() {
-    const t = yield* liveTenant({ program: { milestones: [makeMilestone({ target: 2 })] } })
-    const other = yield* seedProgram(t, { status: "live", milestones: [] })
-    const act = (userHash: string) =>
-      server({ siteKey: t.project.siteKey, userHash, event: userHash === "lead" ? other.eventKey : t.program.eventKey })
-    const members = ["m0", "m1", "m2"]
-    yield* TestClock.setTime(NOON - 2 * DAY)
-    yield* act("done")
-    yield* TestClock.setTime(NOON - DAY)
-    for (const m of ["done", ...members]) yield* act(m)
-    yield* drainOutbox
-    yield* TestClock.setTime(NOON)
-    const everyone = ["lead", "done", ...members]
-    const { calls, result, trips } = yield* roundTrips(Effect.forEach(everyone, act, { concurrency: "unbounded" }))
-    assert.deepStrictEqual(result.map((r): unknown => r.body), everyone.map(() => ({ ok: true, counted: true })))
-    assert.strictEqual((yield* rowOf(t, "done", "live"))?.run, 3)
-    // Each member who reached the milestone today is told once; `done`, who had it, is not told again.
-    const told = (yield* drainOutbox).map(({ body }) => String(body.data.userHash))
-    assert.sameMembers(told, members)
-    return { calls: calls.filter((c) => c.startsWith("lock") || c === "achievedMany"), trips }
-  })
+/**
+ * Members who acted yesterday (`m…`, at run 1) and one who reached the 2-day milestone yesterday
+ * (`done`, at run 2), then all of them at once, behind a lone action in a program without
+ * milestones (which goes first, alone, as in `scenario`): the calls that lock and those that
+ * write rows and days, and the round trips, once the answers and messages are checked.
+ */
+const crossing = Effect.gen(function*() {
+  const t = yield* liveTenant({ program: { milestones: [makeMilestone({ target: 2 })] } })
+  const other = yield* seedProgram(t, { status: "live", milestones: [] })
+  const act = (userHash: string) =>
+    server({ siteKey: t.project.siteKey, userHash, event: userHash === "lead" ? other.eventKey : t.program.eventKey })
+  const members = ["m0", "m1", "m2"]
+  yield* TestClock.setTime(NOON - 2 * DAY)
+  yield* act("done")
+  yield* TestClock.setTime(NOON - DAY)
+  for (const m of ["done", ...members]) yield* act(m)
+  yield* drainOutbox
+  yield* TestClock.setTime(NOON)
+  const everyone = ["lead", "done", ...members]
+  const { calls, result, trips } = yield* roundTrips(Effect.forEach(everyone, act, { concurrency: "unbounded" }))
+  assert.deepStrictEqual(result.map((r): unknown => r.body), everyone.map(() => ({ ok: true, counted: true })))
+  assert.strictEqual((yield* rowOf(t, "done", "live"))?.run, 3)
+  // Each member who reached the milestone today is told once; `done`, who had it, is not told again.
+  const told = (yield* drainOutbox).map(({ body }) => String(body.data.userHash))
+  assert.sameMembers(told, members)
+  return {
+    calls: calls.filter((c) => c.startsWith("lock") || c === "achievedMany"),
+    writes: calls.filter((c) => c.startsWith("save") || c === "addDays"),
+    trips
+  }
+})
 
+describe("Ingest: rows locked ahead come with their achievements where the store keeps them there", () => {
   it.effect("with lockExistingWithAchieved, one statement reads a batch's rows and achievements", () =>
     Effect.gen(function*() {
       const known = yield* crossing.pipe(Effect.provide(layerRoundTrips))
@@ -145,5 +149,18 @@ describe("Ingest: rows locked ahead come with their achievements where the store
       })))
       assert.deepStrictEqual(unknown.calls, ["lockMany", "lockExistingWithAchieved", "achievedMany"])
       assert.strictEqual(unknown.trips, known.trips + 1)
+    }))
+})
+
+describe("Ingest: a round's rows and its new days go in one statement where the store can", () => {
+  it.effect("with saveAllWithDays, one statement saves the rows of members who acted before and adds their days", () =>
+    Effect.gen(function*() {
+      const one = yield* crossing.pipe(Effect.provide(layerRoundTrips))
+      const two = yield* crossing.pipe(Effect.provide(layerRoundTripsWith({ streaks: ({ saveAllWithDays: _, ...store }) => store })))
+      // The lead's batch (a new member, no lookahead) asks for its day and saves; the members' batch
+      // found its days new ahead.
+      assert.deepStrictEqual(one.writes, ["addDays", "saveAll", "saveAllWithDays"])
+      assert.deepStrictEqual(two.writes, ["addDays", "saveAll", "addDays", "saveAll"])
+      assert.strictEqual(one.trips, two.trips)
     }))
 })

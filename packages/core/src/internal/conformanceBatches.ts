@@ -1,6 +1,6 @@
 /**
  * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `setTimezones`,
- * `lockMany`, `lockExisting`, `lockExistingWithAchieved`, `addDays`, `markActiveMany`, `appendAll`, `claimMany`,
+ * `lockMany`, `lockExisting`, `lockExistingWithAchieved`, `addDays`, `saveAllWithDays`, `markActiveMany`, `appendAll`, `claimMany`,
  * `completeMany`): the same answers as the single calls, in input order.
  */
 import { assert, describe } from "@effect/vitest"
@@ -212,6 +212,37 @@ export const batchSuite = (it: It) =>
         assert.deepStrictEqual(yield* streaks.days(a), [day("2024-03-01"), day("2024-03-02")])
         assert.deepStrictEqual(yield* streaks.days(b), [day("2024-03-01")])
         assert.deepStrictEqual(yield* streaks.addDays([]), [])
+      }))
+
+    // `saveAllWithDays` is optional: a store without it is skipped here (ingest then calls both).
+    it.effect("saveAllWithDays saves as saveAll and answers as addDays", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const saveAllWithDays = streaks.saveAllWithDays
+        if (saveAllWithDays === undefined) return
+        const { program } = yield* seedTenant()
+        const [a, b] = [makeKey(program), makeKey(program)]
+        yield* streaks.addDay(a, day("2024-03-01"))
+        const [rowA, rowB] = [yield* streaks.lock(a, "UTC"), yield* streaks.lock(b, "UTC")]
+        const added = yield* saveAllWithDays(
+          [new StreakRow({ ...rowA, run: 1 }), new StreakRow({ ...rowB, run: 2 }), new StreakRow({ ...rowA, run: 3 })],
+          [
+            { key: a, day: day("2024-03-01") },
+            { key: a, day: day("2024-03-02") },
+            { key: b, day: day("2024-03-01") },
+            { key: a, day: day("2024-03-02") }
+          ]
+        )
+        assert.deepStrictEqual(added, [false, true, true, false])
+        assert.deepStrictEqual(yield* streaks.days(a), [day("2024-03-01"), day("2024-03-02")])
+        assert.deepStrictEqual(yield* streaks.days(b), [day("2024-03-01")])
+        // A key given twice keeps its last row, as `saveAll`.
+        assert.strictEqual(Option.getOrThrow(yield* streaks.get(a)).run, 3)
+        assert.strictEqual(Option.getOrThrow(yield* streaks.get(b)).run, 2)
+        assert.deepStrictEqual(yield* saveAllWithDays([new StreakRow({ ...rowB, run: 5 })], []), [])
+        assert.strictEqual(Option.getOrThrow(yield* streaks.get(b)).run, 5)
+        assert.deepStrictEqual(yield* saveAllWithDays([], [{ key: b, day: day("2024-03-02") }]), [true])
+        assert.deepStrictEqual(yield* saveAllWithDays([], []), [])
       }))
 
     it.effect("markActiveMany is true only for first marks, a repeat within the call false, and counts each member once", () =>

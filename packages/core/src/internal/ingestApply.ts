@@ -152,17 +152,32 @@ const recordOf = ({ at, day, moved, plan: p, userHash, work, zone }: Step, id: I
   })
 }
 
-/** An active day recorded with the writes, where the row's last active day showed it new. */
-const addNewDays = (steps: ReadonlyArray<Step>) =>
-  Effect.flatMap(StreakStore, (streaks) => streaks.addDays(steps.map((s) => ({ key: s.key, day: s.day })))).pipe(
-    Effect.flatMap((added) =>
-      added.every(Boolean) ? Effect.void : Effect.fail(
-        new StorageError({
-          message: "StreakStore: an active day after the row's last active day was already recorded (the batch is retried without lookahead)"
-        })
-      )
-    )
+/** New days must be new: the row's last active day said so (see `applyAll`). */
+const allNew = (added: ReadonlyArray<boolean>) =>
+  added.every(Boolean) ? Effect.void : Effect.fail(
+    new StorageError({
+      message: "StreakStore: an active day after the row's last active day was already recorded (the batch is retried without lookahead)"
+    })
   )
+
+/**
+ * A round's writes of its rows and of the active days that the rows' last active days showed new:
+ * one statement where the store can (`saveAllWithDays`), else two.
+ */
+const saveRound = (
+  streaks: StreakStore["Type"],
+  saves: ReadonlyArray<StreakRow>,
+  newDays: ReadonlyArray<Step>
+): Array<Effect.Effect<unknown, StorageError>> => {
+  const days = newDays.map((s) => ({ key: s.key, day: s.day }))
+  if (streaks.saveAllWithDays !== undefined && saves.length > 0 && days.length > 0) {
+    return [Effect.flatMap(streaks.saveAllWithDays(saves, days), allNew)]
+  }
+  return [
+    ...(days.length > 0 ? [Effect.flatMap(streaks.addDays(days), allNew)] : []),
+    ...(saves.length > 0 ? [streaks.saveAll(saves)] : [])
+  ]
+}
 
 /**
  * Applies authorised actions inside the caller's transaction, with the same outcome as applying
@@ -283,7 +298,6 @@ const applyFound = (
         moved.set(step, day === "Applied")
         if (day === "Applied") newDays.push(step)
       }
-      if (newDays.length > 0) writes.push(addNewDays(newDays))
       const saves: Array<StreakRow> = []
       const active: Array<UsageEntry> = []
       const progressed: Array<{ readonly step: Step; readonly progress: Progress; readonly state: Streak.State }> = []
@@ -338,7 +352,7 @@ const applyFound = (
       // The members of a round are distinct, so their crossings go out side by side, before the
       // rows are saved, as one member's alone would.
       if (crossings.length > 0) yield* together(crossings)
-      if (saves.length > 0) writes.push(streaks.saveAll(saves))
+      writes.push(...saveRound(streaks, saves, newDays))
       if (active.length > 0) writes.push(Effect.flatMap(UsageStore, (usage) => usage.markActiveMany(active)))
     }
 

@@ -65,6 +65,11 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     saveAll: (rows) => run(() => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))),
     addDay: (key, day) => run(() => addDay(key, day)),
     addDays: (days) => run(() => days.map((d) => addDay(d.key, d.day))),
+    saveAllWithDays: (rows, days) =>
+      run(() => {
+        rows.forEach((row) => j.set(s.streaks, keyOf(row), row))
+        return days.map((d) => addDay(d.key, d.day))
+      }),
     days: (key) => run(() => sortedDays(keyOf(key))),
     daysBetween: (key, from, to) => run(() => sortedDays(keyOf(key)).filter((d) => d >= from && d <= to)),
     standingMany: (refs, from, to) =>

@@ -206,18 +206,25 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
             broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
             updated_at = excluded.updated_at, metered_month = excluded.metered_month`
   }
-  const addDays = (inputs: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) =>
-    Effect.map(
-      hot(sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
+  type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
+  const insertDays = (inputs: ReadonlyArray<DayInput>) =>
+    sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
           SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.day)}::date[])
           ON CONFLICT DO NOTHING
-          RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`),
-      (rows) =>
-        firstOccurrences(
-          inputs,
-          (i) => `${keyOf(i.key)}\u0000${i.day}`,
-          new Set(rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`))
-        )
+          RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`
+  // The inserted days' rows as `addDays`'s answers: true at the first position of each new pair.
+  const daysAdded = (inputs: ReadonlyArray<DayInput>) => (rows: ReadonlyArray<Row>) =>
+    firstOccurrences(
+      inputs,
+      (i) => `${keyOf(i.key)}\u0000${i.day}`,
+      new Set(rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`))
+    )
+  const addDays = (inputs: ReadonlyArray<DayInput>) => Effect.map(hot(insertDays(inputs)), daysAdded(inputs))
+  // Both writes in one statement; they touch different tables, so neither needs to see the other.
+  const saveAllWithDays = (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>) =>
+    Effect.map(
+      hot(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows)}) SELECT * FROM added`),
+      daysAdded(days)
     )
 
   return {
@@ -246,6 +253,13 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
     addDay: (key, day) => Effect.map(addDays([{ key, day }]), (added) => added[0]!).pipe(io("StreakStore.addDay")),
 
     addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
+
+    saveAllWithDays: (rows, days) =>
+      rows.length === 0 && days.length === 0 ? Effect.succeed([]) : (rows.length === 0
+        ? addDays(days)
+        : days.length === 0
+        ? Effect.as(hot(saveRows(rows)), [])
+        : saveAllWithDays(rows, days)).pipe(io("StreakStore.saveAllWithDays")),
 
     days: (key) =>
       sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
