@@ -28,6 +28,13 @@ describe("judge", () => {
     expect(p99.figures).toContain("itself above 15 ms")
     // Round by round 1.36, 1.47, 1.33, 1.32 times the baseline's: 1.34 at the median.
     expect(p99.figures).toContain("1.34 times the baseline's")
+    // Where the bare baseline misses the bound too, the proportion is judged against the 1.25.
+    const relative = verdictOf(verdicts, "ingest p99 ≤ 1.25×")
+    expect(relative.met).toBe(false)
+    expect(relative.figures).toBe("1.34× (rounds: 1.36, 1.47, 1.33, 1.32)")
+    const close = Targets.judge({ ingest: { ...ingest, p99s: [43.3, 37.4, 39.3], baselineP99s: [39.4, 37.5, 48.9] } })
+    expect(verdictOf(close, "ingest p99 ≤ 15").met).toBe(false)
+    expect(verdictOf(close, "ingest p99 ≤ 1.25×").met).toBe(true)
   })
 
   it("meets the p99 bound at the median even when a first round misses it", () => {
@@ -35,6 +42,8 @@ describe("judge", () => {
     const verdicts = Targets.judge({ ingest: fast })
     expect(verdictOf(verdicts, "ingest p99").met).toBe(true)
     expect(verdictOf(verdicts, "ingest p99").figures).not.toContain("itself above")
+    // A host that can meet the absolute bound is judged by it alone.
+    expect(verdicts.filter((v) => v.target.startsWith("ingest p99"))).toHaveLength(1)
     expect(verdictOf(verdicts, "ingest ≥").met).toBe(false)
   })
 
