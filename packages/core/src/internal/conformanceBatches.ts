@@ -12,6 +12,17 @@ import { at, day, epoch, makeAction, makeKey, makeUserHash, makeWorkspace, rando
 import { concurrently, DAY, HOUR, type It, plain, SECOND, sortBy } from "./conformanceKit.js"
 import { seedKeyCases } from "./conformanceKeyClaims.js"
 
+/**
+ * Days to add once `a`'s 2024-03-01 is stored: that one, a new one, another key's, and the new one
+ * again within the call; `addDays` answers them `[false, true, true, false]`.
+ */
+const dayCases = (a: StreakKey, b: StreakKey) => [
+  { key: a, day: day("2024-03-01") },
+  { key: a, day: day("2024-03-02") },
+  { key: b, day: day("2024-03-01") },
+  { key: a, day: day("2024-03-02") }
+]
+
 export const batchSuite = (it: It) =>
   describe("multi-row methods", () => {
     it.effect("lookupMany answers in input order: linked ids give their member and zone, unknown ids themselves", () =>
@@ -202,12 +213,7 @@ export const batchSuite = (it: It) =>
         const { program } = yield* seedTenant()
         const [a, b] = [makeKey(program), makeKey(program)]
         yield* streaks.addDay(a, day("2024-03-01"))
-        const added = yield* streaks.addDays([
-          { key: a, day: day("2024-03-01") },
-          { key: a, day: day("2024-03-02") },
-          { key: b, day: day("2024-03-01") },
-          { key: a, day: day("2024-03-02") }
-        ])
+        const added = yield* streaks.addDays(dayCases(a, b))
         assert.deepStrictEqual(added, [false, true, true, false])
         assert.deepStrictEqual(yield* streaks.days(a), [day("2024-03-01"), day("2024-03-02")])
         assert.deepStrictEqual(yield* streaks.days(b), [day("2024-03-01")])
@@ -226,12 +232,7 @@ export const batchSuite = (it: It) =>
         const [rowA, rowB] = [yield* streaks.lock(a, "UTC"), yield* streaks.lock(b, "UTC")]
         const added = yield* saveAllWithDays(
           [new StreakRow({ ...rowA, run: 1 }), new StreakRow({ ...rowB, run: 2 }), new StreakRow({ ...rowA, run: 3 })],
-          [
-            { key: a, day: day("2024-03-01") },
-            { key: a, day: day("2024-03-02") },
-            { key: b, day: day("2024-03-01") },
-            { key: a, day: day("2024-03-02") }
-          ]
+          dayCases(a, b)
         )
         assert.deepStrictEqual(added, [false, true, true, false])
         assert.deepStrictEqual(yield* streaks.days(a), [day("2024-03-01"), day("2024-03-02")])
