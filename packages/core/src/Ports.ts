@@ -182,9 +182,9 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
   readonly lockExisting?: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<Option.Option<StreakRow>>>
   /**
    * Optional: `lockExisting` that also answers the achieved milestones of each found key that asks
-   * for them, for a store that keeps them with the row (`LockedRow`). Ingest's lookahead then reads a batch's rows and
-   * achievements in one statement instead of two. A store that has it MUST have `lockExisting`
-   * and lock exactly as it does.
+   * for them, for a store that keeps them with the row (`LockedRow`). Ingest's lookahead then reads
+   * a batch's rows and achievements in one statement instead of two. A store that has it MUST have
+   * `lockExisting` and lock exactly as it does.
    */
   readonly lockExistingWithAchieved?: (keys: ReadonlyArray<LockAhead>) => Io<ReadonlyArray<Option.Option<LockedRow>>>
   readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>

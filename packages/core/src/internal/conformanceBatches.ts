@@ -1,7 +1,8 @@
 /**
  * Conformance of the multi-row methods that apply a batch of actions (`lookupMany`, `setTimezones`,
- * `lockMany`, `lockExisting`, `lockExistingWithAchieved`, `addDays`, `saveAllWithDays`, `markActiveMany`, `appendAll`, `claimMany`,
- * `completeMany`): the same answers as the single calls, in input order.
+ * `lockMany`, `lockExisting`, `lockExistingWithAchieved`, `addDays`, `saveAllWithDays`,
+ * `markActiveMany`, `appendAll`, `claimMany`, `completeMany`): the same answers as the single
+ * calls, in input order.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"

@@ -170,8 +170,9 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
 
   const lockExistingWithAchieved = (keys: ReadonlyArray<LockAhead>) => {
     // A key given twice is locked once, with its achievements if either asks.
+    const names = keys.map((k) => keyOf(k.key))
     const asked = new Map<string, boolean>()
-    for (const { key, withAchieved } of keys) asked.set(keyOf(key), withAchieved || asked.get(keyOf(key)) === true)
+    keys.forEach(({ withAchieved }, n) => asked.set(names[n]!, withAchieved || asked.get(names[n]!) === true))
     const sorted = inLockOrder(keys.map((k) => k.key), (k) => k)
     return Effect.map(
       hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}, ${sorted.map((k) => asked.get(keyOf(k))!)}::bool[])
@@ -181,8 +182,8 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
           const row = decodeStreakRow(r)
           return [keyOf(row), { row, achieved: r.achieved === null ? undefined : r.achieved as Array<MilestoneId> }] as const
         }))
-        return keys.map(({ key, withAchieved }) =>
-          Option.map(Option.fromNullable(found.get(keyOf(key))), (l) => (withAchieved ? l : { row: l.row, achieved: undefined }))
+        return keys.map(({ withAchieved }, n) =>
+          Option.map(Option.fromNullable(found.get(names[n]!)), (l) => (withAchieved ? l : { row: l.row, achieved: undefined }))
         )
       }
     )
@@ -254,12 +255,12 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
 
     addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
 
-    saveAllWithDays: (rows, days) =>
-      rows.length === 0 && days.length === 0 ? Effect.succeed([]) : (rows.length === 0
-        ? addDays(days)
-        : days.length === 0
-        ? Effect.as(hot(saveRows(rows)), [])
-        : saveAllWithDays(rows, days)).pipe(io("StreakStore.saveAllWithDays")),
+    saveAllWithDays: (rows, days) => {
+      if (days.length === 0) {
+        return rows.length === 0 ? Effect.succeed([]) : Effect.as(hot(saveRows(rows)), []).pipe(io("StreakStore.saveAllWithDays"))
+      }
+      return (rows.length === 0 ? addDays(days) : saveAllWithDays(rows, days)).pipe(io("StreakStore.saveAllWithDays"))
+    },
 
     days: (key) =>
       sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
