@@ -74,7 +74,8 @@ export const judge = (figures: Figures): ReadonlyArray<Verdict> => {
     const baseline = median(ingest.baselineP99s)
     // Each round's p99 over the baseline's of the same round: unlike the bound, comparable across
     // hosts (the issue's bound is 1.25 times the 12 ms its host's baseline had).
-    const proportion = median(ingest.p99s.map((p, i) => p / ingest.baselineP99s[i]!))
+    const proportions = ingest.p99s.map((p, i) => p / ingest.baselineP99s[i]!)
+    const proportion = median(proportions)
     verdicts.push({
       target: `ingest p99 ≤ ${bounds.ingestP99Ms} ms (median of rounds)`,
       figures: `${p99.toFixed(1)} ms (rounds: ${ms(ingest.p99s)}); the bare baseline's ${baseline.toFixed(1)} ms (${
@@ -87,7 +88,7 @@ export const judge = (figures: Figures): ReadonlyArray<Verdict> => {
     if (baseline > bounds.ingestP99Ms) {
       verdicts.push({
         target: `ingest p99 ≤ ${bounds.ingestP99OverBaseline.toFixed(2)}× the bare baseline's (the bound on a host where the bare p99 is above ${bounds.ingestP99Ms} ms: the issue's ${bounds.ingestP99Ms} ms against its host's 12)`,
-        figures: `${proportion.toFixed(2)}× (rounds: ${ingest.p99s.map((p, i) => (p / ingest.baselineP99s[i]!).toFixed(2)).join(", ")})`,
+        figures: `${proportion.toFixed(2)}× (rounds: ${proportions.map((p) => p.toFixed(2)).join(", ")})`,
         met: proportion <= bounds.ingestP99OverBaseline
       })
     }

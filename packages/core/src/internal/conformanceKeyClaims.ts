@@ -28,6 +28,22 @@ const claimAndComplete = (claims: ReadonlyArray<KeyClaim>) =>
   })
 
 /**
+ * 10 concurrent calls of `claimAll` on the same five keys: each key is Claimed by exactly one of
+ * them (the others are told it is in progress or done).
+ */
+export const claimedOnceEach = <E, R>(
+  claimAll: (claims: ReadonlyArray<KeyClaim>) => Effect.Effect<ReadonlyArray<IdempotencyClaim>, E, R>
+) =>
+  Effect.gen(function*() {
+    const { project } = yield* seedTenant()
+    const keys = Array.from({ length: 5 }, (_, i) => `k${i}-${randomHex(6)}`).sort()
+    const results = yield* concurrently(10, () => claimAll(keys.map((key) => ({ projectId: project.id, key, now: epoch }))))
+    for (let k = 0; k < keys.length; k++) {
+      assert.deepStrictEqual(results.map((r) => r[k]!._tag).filter((tag) => tag === "Claimed"), ["Claimed"])
+    }
+  })
+
+/**
  * Keys in each state a claim can meet (new, in progress, abandoned, completed, expired, and one
  * key in two projects), set up with `claim` and `complete`: the claims `claimMany` and
  * `claimWithin` are asked, in an order of their own, what each answers, and those it claims.
@@ -129,11 +145,6 @@ export const keyClaimSuite = (it: It) =>
       Effect.gen(function*() {
         const store = yield* IdempotencyStore
         if (store.claimWithin === undefined) return
-        const { project } = yield* seedTenant()
-        const keys = Array.from({ length: 5 }, (_, i) => `k${i}-${randomHex(6)}`).sort()
-        const results = yield* concurrently(10, () => claimAndComplete(keys.map((key) => ({ projectId: project.id, key, now: epoch }))))
-        for (let k = 0; k < keys.length; k++) {
-          assert.deepStrictEqual(results.map((r) => r[k]!._tag).filter((tag) => tag === "Claimed"), ["Claimed"])
-        }
+        yield* claimedOnceEach(claimAndComplete)
       }))
   })

@@ -44,6 +44,9 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     }
     return j.add(days, day)
   }
+  const saveRows = (rows: ReadonlyArray<StreakRow>) => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))
+  const addDayEach = (days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) =>
+    days.map((d) => addDay(d.key, d.day))
   return {
     lock: (key, timezone) => Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => lock(key, timezone, now))),
     lockMany: (keys) =>
@@ -62,13 +65,13 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
       ),
     get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
     save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
-    saveAll: (rows) => run(() => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))),
+    saveAll: (rows) => run(() => saveRows(rows)),
     addDay: (key, day) => run(() => addDay(key, day)),
-    addDays: (days) => run(() => days.map((d) => addDay(d.key, d.day))),
+    addDays: (days) => run(() => addDayEach(days)),
     saveAllWithDays: (rows, days) =>
       run(() => {
-        rows.forEach((row) => j.set(s.streaks, keyOf(row), row))
-        return days.map((d) => addDay(d.key, d.day))
+        saveRows(rows)
+        return addDayEach(days)
       }),
     days: (key) => run(() => sortedDays(keyOf(key))),
     daysBetween: (key, from, to) => run(() => sortedDays(keyOf(key)).filter((d) => d >= from && d <= to)),
