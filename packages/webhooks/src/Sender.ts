@@ -1,10 +1,12 @@
 /**
- * One delivery attempt over `HttpClient`: a signed POST with a 15 s timeout around the request
- * and the body read, redirects not followed (a 3xx is a failure), never failing the effect:
- * network errors and timeouts come back as an attempt to retry.
+ * One delivery attempt over `HttpClient`: a signed POST with a 15 s timeout around the whole
+ * attempt and a shorter one for the answer's headers, redirects not followed (a 3xx is a failure),
+ * never failing the effect: network errors and timeouts come back as an attempt to retry. The
+ * receiver's answer body is read only up to a few KB and then dropped, so a receiver cannot make
+ * the service hold or wait for a large body.
  */
-import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Clock, Duration, Effect } from "effect"
+import { HttpClient, type HttpClientResponse, HttpClientRequest } from "@effect/platform"
+import { Clock, Duration, Effect, Stream } from "effect"
 import * as RetryPolicy from "./RetryPolicy.js"
 import * as Signature from "./Signature.js"
 
@@ -17,6 +19,8 @@ export interface Request {
   /** The attempt's time: its `webhook-timestamp`. */
   readonly now: Date
   readonly timeout?: Duration.DurationInput
+  /** How long the receiver may take to send its status and headers (at most `timeout`). */
+  readonly headersTimeout?: Duration.DurationInput
 }
 
 export interface Attempt {
@@ -28,6 +32,29 @@ export interface Attempt {
 }
 
 export const defaultTimeout = Duration.seconds(15)
+
+export const defaultHeadersTimeout = Duration.seconds(10)
+
+/** Bytes of the answer body read at most; the rest is never read (the connection is closed). */
+export const maxResponseBytes = 4096
+
+/** How long the answer body may take to arrive, up to `maxResponseBytes`, once the status is known. */
+const bodyWindow = Duration.seconds(1)
+
+/**
+ * Reads and drops at most `maxResponseBytes` of the body within `bodyWindow`. The status already
+ * decided the attempt, so a body that is larger, slower or broken changes nothing: stopping the
+ * read destroys the body, which closes its connection instead of draining it.
+ */
+const discardBody = (response: HttpClientResponse.HttpClientResponse): Effect.Effect<void> => {
+  let read = 0
+  return response.stream.pipe(
+    Stream.takeUntil((chunk) => (read += chunk.length) >= maxResponseBytes),
+    Stream.runDrain,
+    Effect.timeout(bodyWindow),
+    Effect.ignore
+  )
+}
 
 /** `Retry-After` as delta-seconds or an HTTP date, relative to `now`. */
 export const parseRetryAfter = (value: string | undefined, now: Date): Duration.Duration | undefined => {
@@ -48,7 +75,8 @@ export const send = (request: Request): Effect.Effect<Attempt, never, HttpClient
       HttpClientRequest.setHeaders({ ...signed, "user-agent": "Streaks-Webhooks/1" }),
       HttpClientRequest.bodyText(request.body, "application/json"),
       client.execute,
-      Effect.flatMap((response) => Effect.as(response.text, response)),
+      Effect.timeout(request.headersTimeout ?? defaultHeadersTimeout),
+      Effect.tap(discardBody),
       Effect.timeout(request.timeout ?? defaultTimeout),
       Effect.either
     )

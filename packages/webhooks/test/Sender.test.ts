@@ -101,6 +101,61 @@ describe("Sender", () => {
       assert.isUndefined(attempt.status)
     }))
 
+  it.scopedLive("a 2xx with a huge body is delivered after reading at most a few KB of it; memory stays flat", () =>
+    Effect.gen(function*() {
+      const offered = 1024 * 1024 * 1024
+      const chunk = Buffer.alloc(64 * 1024, 120)
+      let written = 0
+      let closed = false
+      const r = yield* receiver((_, res) => {
+        res.writeHead(200, { "content-type": "text/plain", "content-length": String(offered) })
+        res.on("close", () => (closed = true))
+        // Streams 1 GB, respecting backpressure: it only gets further if the client keeps reading.
+        const pump = () => {
+          while (!closed && written < offered) {
+            written += chunk.length
+            if (!res.write(chunk)) return void res.once("drain", pump)
+          }
+          if (!closed) res.end()
+        }
+        pump()
+      })
+      const rssBefore = process.memoryUsage().rss
+      const started = Date.now()
+      const attempt = yield* send(r.url)
+      assert.strictEqual(attempt.outcome, "delivered")
+      assert.strictEqual(attempt.status, 200)
+      assert.isBelow(Date.now() - started, 5_000)
+      // Give the receiver a moment to see its connection closed.
+      yield* Effect.sleep("200 millis")
+      assert.isTrue(closed, "the connection of the unread body is closed")
+      assert.isBelow(written, 32 * 1024 * 1024, "the receiver could only write what socket buffers hold")
+      assert.isBelow(process.memoryUsage().rss - rssBefore, 64 * 1024 * 1024)
+    }))
+
+  it.scopedLive("a body that trickles after a 2xx does not hold the attempt: the status decides", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver((_, res) => {
+        res.writeHead(200)
+        const timer = setInterval(() => res.write("."), 100)
+        res.on("close", () => clearInterval(timer))
+      })
+      const started = Date.now()
+      const attempt = yield* send(r.url, "10 seconds")
+      assert.strictEqual(attempt.outcome, "delivered")
+      assert.isBelow(Date.now() - started, 3_000)
+    }))
+
+  it.scopedLive("a receiver that accepts the request but sends no headers within headersTimeout is a timeout", () =>
+    Effect.gen(function*() {
+      const r = yield* receiver(() => {})
+      const started = Date.now()
+      const attempt = yield* Sender.send({ url: r.url, id: "msg_a", body, secret, now: new Date(), headersTimeout: "300 millis" })
+        .pipe(Effect.provide(NodeHttpClient.layerUndici))
+      assert.strictEqual(attempt.error, "timeout")
+      assert.isBelow(Date.now() - started, 3_000)
+    }))
+
   it.scopedLive("the same message keeps its webhook-id across attempts; each attempt has its own timestamp", () =>
     Effect.gen(function*() {
       const r = yield* receiver((_, res) => res.writeHead(500).end())
