@@ -1,22 +1,23 @@
 /**
  * Secrets and credentials (CONTRACT §1, §5, §7, §9, §10): the token formats, how they are hashed
  * and compared, the HS256 identity and alias tokens signed with a project's `ass_…` secret, and
- * the customer REST credentials (`svc_api_…`, `svc_oat_…`) with the programs they can reach.
+ * the customer REST credentials (`svc_api_…`, `svc_oat_…`) with the programs they can reach, and
+ * the operator-issued MCP tokens (`svc_mcp_…`) that the MCP worker accepts beside them (§17).
  *
  * Only hashes of compared tokens are ever stored; a token is looked up by its hash, so the
  * plaintext never reaches storage and a lookup reveals nothing about near misses.
  */
-import { Context, Clock, Effect, Layer, Option } from "effect"
+import { Context, Clock, Effect, Layer, Option, Schema } from "effect"
 import { SignJWT, jwtVerify, type JWTPayload } from "jose"
 import * as crypto from "node:crypto"
 import type { CredentialRef, Program, Project, Workspace } from "./Domain.js"
 import { NotFound, Unauthorized, type StorageError } from "./Errors.js"
-import { secretPart, type ProgramId, type WorkspaceId } from "./Ids.js"
+import { McpTokenId, OAuthGrantId, secretPart, type ProgramId, type WorkspaceId } from "./Ids.js"
 import { CredentialStore, DirectoryStore } from "./Ports.js"
 
 // --- Token formats ------------------------------------------------------------------------------
 
-export type TokenKind = "server" | "webhook" | "apiKey" | "oauth" | "subscription" | "signing"
+export type TokenKind = "server" | "webhook" | "apiKey" | "oauth" | "mcp" | "subscription" | "signing"
 
 /** The prefix of each kind of secret (CONTRACT §1). */
 export const prefixes: Record<TokenKind, string> = {
@@ -24,6 +25,7 @@ export const prefixes: Record<TokenKind, string> = {
   webhook: "whi_",
   apiKey: "svc_api_",
   oauth: "svc_oat_",
+  mcp: "svc_mcp_",
   subscription: "whsec_",
   signing: "ass_"
 }
@@ -195,6 +197,20 @@ export interface Principal {
   readonly kind: "api_key" | "oauth"
 }
 
+/**
+ * Who is calling the MCP worker (CONTRACT §17): a customer credential of `Principal`, or an
+ * operator-issued MCP token (`mcp_token`, id `mcp_…`). It reaches programs as a `Principal` does.
+ */
+export interface McpPrincipal {
+  readonly kind: "api_key" | "oauth" | "mcp_token"
+  /** The credential's id (`key_…`, `oag_…` or `mcp_…`). */
+  readonly id: string
+  readonly workspaceIds: ReadonlyArray<WorkspaceId>
+}
+
+/** What decides a credential's reach: the workspaces it holds. */
+export type Holder = Pick<Principal, "workspaceIds">
+
 /** A program the principal can reach, with its project (the REST views need both). */
 export interface Reach {
   readonly program: Program
@@ -208,7 +224,7 @@ const notFound = new NotFound({ message: "program not found" })
  * kind and programs of other workspaces all give the same NotFound: existence is never revealed.
  */
 export const reach = (
-  principal: Principal,
+  principal: Holder,
   programId: string
 ): Effect.Effect<Reach, NotFound | StorageError, DirectoryStore> =>
   Effect.gen(function*() {
@@ -231,10 +247,16 @@ export class Credentials extends Context.Tag("@streaks/core/Credentials")<Creden
    * because every request looks the credential up again.
    */
   readonly authenticate: (authorizationHeader: string | undefined) => Effect.Effect<Principal, Unauthorized | StorageError>
+  /**
+   * The caller of the MCP worker from its `Authorization: Bearer …` header: the two customer kinds
+   * as `authenticate` takes them, and operator-issued `svc_mcp_…` tokens, which `authenticate`
+   * refuses (they open the MCP worker only). Failures and revocation as for `authenticate`.
+   */
+  readonly authenticateMcp: (authorizationHeader: string | undefined) => Effect.Effect<McpPrincipal, Unauthorized | StorageError>
   /** The program if the principal reaches it, else NotFound (whether or not it exists). */
-  readonly reachableProgram: (principal: Principal, programId: string) => Effect.Effect<Program, NotFound | StorageError>
+  readonly reachableProgram: (principal: Holder, programId: string) => Effect.Effect<Program, NotFound | StorageError>
   /** Every program the principal reaches, with its project, in project then program order. */
-  readonly reachablePrograms: (principal: Principal) => Effect.Effect<ReadonlyArray<Reach>, StorageError>
+  readonly reachablePrograms: (principal: Holder) => Effect.Effect<ReadonlyArray<Reach>, StorageError>
   /** The workspaces the principal reaches (for `GET /me`). */
   readonly workspaces: (principal: Principal) => Effect.Effect<ReadonlyArray<Workspace>, StorageError>
 }>() {}
@@ -243,9 +265,21 @@ export const make = Effect.gen(function*() {
   const store = yield* CredentialStore
   const directory = yield* DirectoryStore
   const unauthorized = new Unauthorized({ message: "missing, unknown or revoked credential" })
+  const isOAuthApp = Schema.is(OAuthGrantId)
+  const isMcpToken = Schema.is(McpTokenId)
+
+  const tokenOf = (header: string | undefined): string | undefined =>
+    header === undefined ? undefined : bearer.exec(header)?.[1]
+
+  /** The unrevoked grant of `token`, if it is of the kind `isKind` accepts by its id. */
+  const grantOf = (token: string, isKind: (id: string) => boolean) =>
+    Effect.flatMap(store.grantByHash(hashToken(token)), (grant) =>
+      Option.isNone(grant) || grant.value.revokedAt !== undefined || !isKind(grant.value.id)
+        ? Effect.fail(unauthorized)
+        : Effect.succeed(grant.value))
 
   const authenticate = (header: string | undefined): Effect.Effect<Principal, Unauthorized | StorageError> => {
-    const token = header === undefined ? undefined : bearer.exec(header)?.[1]
+    const token = tokenOf(header)
     if (token === undefined) return Effect.fail(unauthorized)
     if (token.startsWith(prefixes.apiKey)) {
       return Effect.flatMap(store.apiKeyByHash(hashToken(token)), (key) =>
@@ -258,19 +292,32 @@ export const make = Effect.gen(function*() {
           }))
     }
     if (token.startsWith(prefixes.oauth)) {
-      return Effect.flatMap(store.grantByHash(hashToken(token)), (grant) =>
-        Option.isNone(grant) || grant.value.revokedAt !== undefined
-          ? Effect.fail(unauthorized)
-          : Effect.succeed<Principal>({
-            credential: { type: "oauth", id: grant.value.id },
-            workspaceIds: grant.value.workspaceIds,
-            kind: "oauth"
-          }))
+      return Effect.map(grantOf(token, isOAuthApp), (grant): Principal => ({
+        credential: { type: "oauth", id: grant.id },
+        workspaceIds: grant.workspaceIds,
+        kind: "oauth"
+      }))
     }
     return Effect.fail(unauthorized)
   }
 
-  const reachablePrograms = (principal: Principal): Effect.Effect<ReadonlyArray<Reach>, StorageError> =>
+  const authenticateMcp = (header: string | undefined): Effect.Effect<McpPrincipal, Unauthorized | StorageError> => {
+    const token = tokenOf(header)
+    if (token !== undefined && token.startsWith(prefixes.mcp)) {
+      return Effect.map(grantOf(token, isMcpToken), (grant): McpPrincipal => ({
+        kind: "mcp_token",
+        id: grant.id,
+        workspaceIds: grant.workspaceIds
+      }))
+    }
+    return Effect.map(authenticate(header), (principal): McpPrincipal => ({
+      kind: principal.kind,
+      id: principal.credential.id,
+      workspaceIds: principal.workspaceIds
+    }))
+  }
+
+  const reachablePrograms = (principal: Holder): Effect.Effect<ReadonlyArray<Reach>, StorageError> =>
     Effect.gen(function*() {
       const projects = yield* directory.projectsOfWorkspaces(principal.workspaceIds)
       if (projects.length === 0) return []
@@ -290,6 +337,7 @@ export const make = Effect.gen(function*() {
 
   return Credentials.of({
     authenticate,
+    authenticateMcp,
     reachableProgram: (principal, programId) =>
       Effect.map(Effect.provideService(reach(principal, programId), DirectoryStore, directory), (r) => r.program),
     reachablePrograms,

@@ -9,6 +9,7 @@ import {
   ApiKeyId,
   EventId,
   ExperimentId,
+  McpTokenId,
   MessageId,
   MilestoneId,
   OAuthGrantId,
@@ -257,6 +258,11 @@ export class DeliveryAttempt extends Schema.Class<DeliveryAttempt>("DeliveryAtte
 
 export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
   id: ApiKeyId,
+/**
+ * Access to whole workspaces held by a bearer token: an OAuth app's (`oag_…` id, `svc_oat_…` token)
+ * or an operator-issued MCP token's (`mcp_…` id, `svc_mcp_…` token; `appName` is its name). The
+ * id's prefix tells which: the two share one store and never answer for each other.
+ */
   workspaceId: WorkspaceId,
   name: Schema.String,
   tokenHash: Schema.String,
@@ -265,7 +271,7 @@ export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
 }) {}
 
 export class OAuthGrant extends Schema.Class<OAuthGrant>("OAuthGrant")({
-  id: OAuthGrantId,
+  id: Schema.Union(OAuthGrantId, McpTokenId),
   workspaceIds: Schema.Array(WorkspaceId),
   appName: Schema.String,
   tokenHash: Schema.String,

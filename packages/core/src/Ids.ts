@@ -84,6 +84,9 @@ export const ApiKeyId = id("ApiKeyId", "key_")
 export type ApiKeyId = typeof ApiKeyId.Type
 export const OAuthGrantId = id("OAuthGrantId", "oag_")
 export type OAuthGrantId = typeof OAuthGrantId.Type
+/** An operator-issued MCP token (CONTRACT §17), stored as a grant beside the OAuth apps' ones. */
+export const McpTokenId = id("McpTokenId", "mcp_")
+export type McpTokenId = typeof McpTokenId.Type
 export const ExperimentId = id("ExperimentId", "exp_")
 export type ExperimentId = typeof ExperimentId.Type
 export const EventId = id("EventId", "evt_")
@@ -126,6 +129,7 @@ const kinds = {
   MessageId,
   SiteKey
 }
+  McpTokenId,
 
 type Kind = keyof typeof kinds
 type Branded<K extends Kind> = (typeof kinds)[K]["Type"]

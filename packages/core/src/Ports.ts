@@ -33,7 +33,6 @@ import type {
   ApiKeyId,
   MessageId,
   MilestoneId,
-  OAuthGrantId,
   ProgramId,
   ProjectId,
   SiteKey,
@@ -379,7 +378,7 @@ export class CredentialStore extends Context.Tag("@streaks/core/CredentialStore"
   readonly revokeApiKey: (id: ApiKeyId, at: Date) => Io<Option.Option<ApiKey>>
   readonly createGrant: (grant: OAuthGrant) => Io<void>
   readonly grantByHash: (tokenHash: string) => Io<Option.Option<OAuthGrant>>
-  readonly revokeGrant: (id: OAuthGrantId, at: Date) => Io<Option.Option<OAuthGrant>>
+  readonly revokeGrant: (id: OAuthGrant["id"], at: Date) => Io<Option.Option<OAuthGrant>>
 }>() {}
 
 export interface UsageEntry {

@@ -1,13 +1,13 @@
 /**
  * The operator's provisioning operations (CONTRACT §13): workspaces and plans, projects with their
  * server token and signing secret, programs with milestones and webhook ingest secret, customer
- * API keys and OAuth grants. There is no dashboard, so this is how tenants come to exist.
+ * API keys, OAuth grants and MCP tokens. There is no dashboard, so this is how tenants come to exist.
  *
  * Every secret is generated here, returned exactly once, and stored only as a SHA-256 hash (tokens
  * that are compared) or sealed with `SecretBox` (the signing secret, an HMAC key used again later).
  * Validation failures are `InvalidBody` with a message naming the field; unknown ids are `NotFound`.
  */
-import { Context, DateTime, Effect, Layer, Option } from "effect"
+import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
 import {
@@ -90,6 +90,16 @@ export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Prov
   >
   /** Disconnects the app and removes every subscription it created, atomically. */
   readonly revokeOAuthGrant: (id: string) => Effect.Effect<void, NotFound | StorageError>
+  /**
+   * An MCP token over the workspaces (CONTRACT §17), with its `svc_mcp_…` token in plaintext: shown
+   * this once. It opens the MCP worker only, never the customer REST API.
+   */
+  readonly createMcpToken: (input: { readonly name: string; readonly workspaceIds: ReadonlyArray<string> }) => Effect.Effect<
+    { readonly id: Ids.McpTokenId; readonly token: string },
+    InvalidBody | NotFound | StorageError
+  >
+  /** Revokes the MCP token; it stops working at once. Unknown or already revoked: NotFound. */
+  readonly revokeMcpToken: (id: string) => Effect.Effect<void, NotFound | StorageError>
 }>() {}
 
 // --- Validation ---------------------------------------------------------------------------------
@@ -200,6 +210,31 @@ export const make = Effect.gen(function*() {
 
   const orNotFound = <A>(what: string) => (found: Option.Option<A>): Effect.Effect<A, NotFound> =>
     Option.match(found, { onNone: () => Effect.fail(notFound(what)), onSome: Effect.succeed })
+
+  /** A grant over existing workspaces (an OAuth app's or an MCP token's), with its token: shown once. */
+  const grant = <Id extends OAuthGrant["id"]>(
+    kind: "oauth" | "mcp",
+    makeId: Effect.Effect<Id>,
+    nameField: string,
+    name: string,
+    workspaceIds: ReadonlyArray<string>
+  ) =>
+    Effect.gen(function*() {
+      const valid = yield* validName(nameField, name)
+      const ids = [...new Set(workspaceIds)]
+      if (ids.length === 0) return yield* invalid("workspaceIds must name at least one workspace")
+      const workspaces = yield* Effect.forEach(ids, workspaceExists)
+      const token = Credentials.generate(kind)
+      const id = yield* makeId
+      yield* credentials.createGrant(new OAuthGrant({
+        id,
+        workspaceIds: workspaces.map((w) => w.id),
+        appName: valid,
+        tokenHash: Credentials.hashToken(token),
+        createdAt: yield* now
+      }))
+      return { id, token }
+    })
 
   return Provisioning.of({
     createWorkspace: (input) =>
@@ -316,28 +351,26 @@ export const make = Effect.gen(function*() {
       })),
 
     createOAuthGrant: (input) =>
-      Effect.gen(function*() {
-        const appName = yield* validName("appName", input.appName)
-        const ids = [...new Set(input.workspaceIds)]
-        if (ids.length === 0) return yield* invalid("workspaceIds must name at least one workspace")
-        const workspaces = yield* Effect.forEach(ids, workspaceExists)
-        const accessToken = Credentials.generate("oauth")
-        const grant = new OAuthGrant({
-          id: yield* Ids.make("OAuthGrantId"),
-          workspaceIds: workspaces.map((w) => w.id),
-          appName,
-          tokenHash: Credentials.hashToken(accessToken),
-          createdAt: yield* now
-        })
-        yield* credentials.createGrant(grant)
-        return { id: grant.id, accessToken }
-      }),
+      Effect.map(
+        grant("oauth", Ids.make("OAuthGrantId"), "appName", input.appName, input.workspaceIds),
+        ({ id, token }) => ({ id, accessToken: token })
+      ),
 
     revokeOAuthGrant: (id) =>
-      transactor.withTransaction(Effect.gen(function*() {
-        const grant = yield* Effect.flatMap(credentials.revokeGrant(Ids.unsafe("OAuthGrantId", id), yield* now), orNotFound("oauth grant"))
-        yield* subscriptions.removeCreatedBy({ type: "oauth", id: grant.id })
-      }))
+      Schema.is(Ids.OAuthGrantId)(id)
+        ? transactor.withTransaction(Effect.gen(function*() {
+          const grant = yield* Effect.flatMap(credentials.revokeGrant(id, yield* now), orNotFound("oauth grant"))
+          yield* subscriptions.removeCreatedBy({ type: "oauth", id: grant.id })
+        }))
+        : Effect.fail(notFound("oauth grant")),
+
+    createMcpToken: (input) => grant("mcp", Ids.make("McpTokenId"), "name", input.name, input.workspaceIds),
+
+    // An MCP token creates no subscriptions, so there is nothing to remove with it.
+    revokeMcpToken: (id) =>
+      Schema.is(Ids.McpTokenId)(id)
+        ? Effect.flatMap(now, (at) => Effect.flatMap(credentials.revokeGrant(id, at), orNotFound("mcp token"))).pipe(Effect.asVoid)
+        : Effect.fail(notFound("mcp token"))
   })
 })
 

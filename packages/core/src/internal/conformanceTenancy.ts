@@ -274,6 +274,22 @@ export const credentialSuite = (it: It) =>
         assert.isTrue(Option.isNone(yield* credentials.revokeGrant(grant.id, revokedAt)))
         assert.isTrue(Option.isNone(yield* credentials.revokeGrant(freshId("OAuthGrantId"), revokedAt)))
       }))
+
+    it.effect("a grant with an MCP token id (mcp_) is kept, found and revoked as an OAuth app's is", () =>
+      Effect.gen(function*() {
+        const directory = yield* DirectoryStore
+        const credentials = yield* CredentialStore
+        const workspace = makeWorkspace()
+        yield* directory.createWorkspace(workspace)
+        const app = makeGrant([workspace.id])
+        const token = makeGrant([workspace.id], { id: freshId("McpTokenId"), appName: "Support agent" })
+        yield* credentials.createGrant(app)
+        yield* credentials.createGrant(token)
+        assert.deepStrictEqual(plain(Option.getOrThrow(yield* credentials.grantByHash(token.tokenHash))), plain(token))
+        assert.strictEqual(Option.getOrThrow(yield* credentials.revokeGrant(token.id, at(epoch, DAY))).id, token.id)
+        assert.isTrue(Option.isNone(yield* credentials.grantByHash(token.tokenHash)))
+        assert.strictEqual(Option.getOrThrow(yield* credentials.grantByHash(app.tokenHash)).id, app.id)
+      }))
   })
 
 export const usageSuite = (it: It) =>

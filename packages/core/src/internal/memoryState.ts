@@ -24,7 +24,6 @@ import type {
   ExperimentId,
   MessageId,
   MilestoneId,
-  OAuthGrantId,
   ProgramId,
   ProjectId,
   SubscriptionId,
@@ -117,7 +116,7 @@ export interface MemoryState {
   readonly messages: Map<MessageId, OutboxMessage>
   readonly attempts: Map<MessageId, ReadonlyArray<DeliveryAttempt>>
   readonly apiKeys: Map<ApiKeyId, ApiKey>
-  readonly grants: Map<OAuthGrantId, OAuthGrant>
+  readonly grants: Map<OAuthGrant["id"], OAuthGrant>
   /** (workspaceId, month) → members. */
   readonly usage: Map<string, Set<string>>
   readonly experiments: Map<ExperimentId, Experiment>
