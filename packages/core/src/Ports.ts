@@ -357,9 +357,19 @@ export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
   readonly claimDue: (now: Date, limit: number, leaseUntil: Date) => Io<ReadonlyArray<OutboxMessage>>
   readonly recordAttempt: (attempt: DeliveryAttempt) => Io<void>
   readonly attempts: (messageId: MessageId) => Io<ReadonlyArray<DeliveryAttempt>>
-  readonly markDelivered: (id: MessageId, attempts: number, at: Date) => Io<void>
-  readonly reschedule: (id: MessageId, attempts: number, nextAttemptAt: Date) => Io<void>
-  readonly markFailed: (id: MessageId, attempts: number) => Io<void>
+  /**
+   * The status updates of a held message: `held.leaseUntil` is the lease its holder got (the
+   * `nextAttemptAt` its claim returned, or the time of the holder's last `reschedule`). Each MUST
+   * change the message only while it is still `pending` with `nextAttemptAt` = `held.leaseUntil`,
+   * in one atomic step, and answer whether it did: a holder whose lease ran out, and which another
+   * claimer has since claimed, delivered or failed, changes nothing (`false`). Since a claim
+   * happens only after the lease ran out, a later claim always holds a later `leaseUntil`.
+   */
+  readonly markDelivered: (held: { readonly id: MessageId; readonly leaseUntil: Date }, attempts: number, at: Date) => Io<boolean>
+  /** Back to pending until `nextAttemptAt` (see `markDelivered`); with `attempts` unchanged, this renews a lease. */
+  readonly reschedule: (held: { readonly id: MessageId; readonly leaseUntil: Date }, attempts: number, nextAttemptAt: Date) => Io<boolean>
+  /** Failed for good (see `markDelivered`). */
+  readonly markFailed: (held: { readonly id: MessageId; readonly leaseUntil: Date }, attempts: number) => Io<boolean>
   readonly get: (id: MessageId) => Io<Option.Option<OutboxMessage>>
   /** Delivered messages of a program and type, newest first by creation. */
   readonly recentDelivered: (programId: ProgramId, type: OutboundEventType, limit: number) => Io<ReadonlyArray<OutboxMessage>>

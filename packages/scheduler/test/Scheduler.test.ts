@@ -26,7 +26,7 @@ const pendingTypes = Effect.gen(function*() {
   const outbox = yield* Ports.Outbox
   const now = new Date(yield* TestClock.currentTimeMillis)
   const claimed = yield* outbox.claimDue(now, 100, new Date(now.getTime() + 1_000))
-  yield* Effect.forEach(claimed, (m) => outbox.markDelivered(m.id, 1, now))
+  yield* Effect.forEach(claimed, (m) => outbox.markDelivered({ id: m.id, leaseUntil: m.nextAttemptAt }, 1, now))
   return claimed.map((m) => m.type as Domain.OutboundEventType).sort()
 })
 

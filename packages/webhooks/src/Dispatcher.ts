@@ -1,7 +1,9 @@
 /**
  * Drains the outbox (CONTRACT §8): claims due messages (several replicas never share one), signs
  * and sends each, records every attempt, then marks it delivered, schedules its retry, or fails
- * it; a 410 removes the subscription. A fresh message wakes the loop at once, so events of an
+ * it; a 410 removes the subscription. A claim is a lease: a message whose send would start too
+ * close to its lease's end has the lease renewed first, and every status update is checked against
+ * the lease, so a dispatcher that lost a message to another one changes nothing of it. A fresh message wakes the loop at once, so events of an
  * action reach receivers within a second instead of waiting for a poll.
  */
 import type { HttpClient } from "@effect/platform"
@@ -31,10 +33,20 @@ export interface Options {
   readonly concurrency?: number
   /** Per-attempt timeout (default 15 s). */
   readonly timeout?: Duration.DurationInput
+  /**
+   * How long a claim keeps a message from other dispatchers (at least `timeout` + `leaseMargin`).
+   * Default: long enough for the whole batch, `concurrency` sends at a time, each up to `timeout`,
+   * plus `leaseMargin` (90 s with the other defaults). A dispatcher that dies gives its messages
+   * back when their lease runs out.
+   */
+  readonly lease?: Duration.DurationInput
+  /**
+   * Time a lease must have left beyond `timeout` when a send starts, else it is renewed first
+   * (default 30 s): room for the statements around the send (the subscription's lookup, the
+   * attempt's record, the status update), each bounded by the pool's statement timeout.
+   */
+  readonly leaseMargin?: Duration.DurationInput
 }
-
-/** How long a claimed message stays invisible to other dispatchers: past the send timeout. */
-const lease = Duration.seconds(60)
 
 type Needs = Ports.Outbox | Ports.SubscriptionStore | SecretBox.SecretBox | HttpClient.HttpClient
 
@@ -46,19 +58,40 @@ export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], n
     const context = yield* Effect.context<HttpClient.HttpClient>()
     const batchSize = options.batchSize ?? 50
     const concurrency = options.concurrency ?? 16
+    const sendTimeout = Duration.toMillis(options.timeout ?? Sender.defaultTimeout)
+    // A send may start only while its lease still covers the send and the statements around it.
+    const needed = sendTimeout + Duration.toMillis(options.leaseMargin ?? Duration.seconds(30))
+    const waves = Math.ceil(batchSize / Math.max(1, concurrency))
+    const leaseMillis = Math.max(
+      options.lease === undefined ? waves * sendTimeout + needed - sendTimeout : Duration.toMillis(options.lease),
+      needed
+    )
+
+    const lost = (message: Domain.OutboxMessage) =>
+      Effect.logWarning("webhook delivery: lease lost to another dispatcher; leaving the message to it").pipe(
+        Effect.annotateLogs({ messageId: message.id })
+      )
 
     const deliver = (message: Domain.OutboxMessage, tally: { -readonly [K in keyof PassResult]: PassResult[K] }) =>
       Effect.gen(function*() {
         const attempt = message.attempts + 1
+        // The lease this dispatcher holds: the claim's, until renewed below.
+        let held = { id: message.id, leaseUntil: message.nextAttemptAt }
         const subscription = yield* subscriptions.get(message.subscriptionId)
         const secret = Option.flatMapNullable(subscription, (s) => box.open(s.secretSealed))
         if (Option.isNone(subscription) || Option.isNone(secret)) {
           // Removed (410, DELETE, revoked credential) since the message was written: nobody to tell.
-          yield* outbox.markFailed(message.id, message.attempts)
-          tally.failed++
+          if (yield* outbox.markFailed(held, message.attempts)) tally.failed++
           return
         }
-        const now = new Date(yield* Clock.currentTimeMillis)
+        const startedAt = yield* Clock.currentTimeMillis
+        if (held.leaseUntil.getTime() - startedAt < needed) {
+          // Earlier sends of this pass took long: renew before sending, or leave it to its new holder.
+          const renewed = { id: message.id, leaseUntil: new Date(startedAt + leaseMillis) }
+          if (!(yield* outbox.reschedule(held, message.attempts, renewed.leaseUntil))) return yield* lost(message)
+          held = renewed
+        }
+        const now = new Date(startedAt)
         const sent = yield* Sender.send({
           url: subscription.value.url,
           id: message.id,
@@ -79,31 +112,31 @@ export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], n
           })
         )
         if (sent.outcome === "delivered") {
-          yield* outbox.markDelivered(message.id, attempt, now)
-          tally.delivered++
+          if (yield* outbox.markDelivered(held, attempt, now)) tally.delivered++
+          else yield* lost(message)
           return
         }
         if (sent.outcome === "gone") {
           yield* subscriptions.remove(subscription.value.id)
-          yield* outbox.markFailed(message.id, attempt)
-          tally.failed++
+          if (yield* outbox.markFailed(held, attempt)) tally.failed++
+          else yield* lost(message)
           return
         }
         const delay = RetryPolicy.nextAttemptDelay(attempt, sent.retryAfter)
         if (Option.isNone(delay)) {
-          yield* outbox.markFailed(message.id, attempt)
-          tally.failed++
+          if (yield* outbox.markFailed(held, attempt)) tally.failed++
+          else yield* lost(message)
           return
         }
-        yield* outbox.reschedule(message.id, attempt, new Date(now.getTime() + Duration.toMillis(delay.value)))
-        tally.retrying++
+        if (yield* outbox.reschedule(held, attempt, new Date(now.getTime() + Duration.toMillis(delay.value)))) tally.retrying++
+        else yield* lost(message)
       })
 
     const runOnce = Effect.gen(function*() {
       const tally = { attempted: 0, delivered: 0, failed: 0, retrying: 0 }
       while (true) {
         const now = yield* Clock.currentTimeMillis
-        const claimed = yield* outbox.claimDue(new Date(now), batchSize, new Date(now + Duration.toMillis(lease)))
+        const claimed = yield* outbox.claimDue(new Date(now), batchSize, new Date(now + leaseMillis))
         if (claimed.length === 0) return tally as PassResult
         yield* Effect.forEach(claimed, (m) => deliver(m, tally), { concurrency, discard: true })
       }

@@ -115,17 +115,21 @@ export const makeOutbox = ({ sql }: Ctx): Outbox["Type"] => ({
     sql`SELECT * FROM delivery_attempts WHERE message_id = ${messageId} ORDER BY attempt`
       .pipe(Effect.map((rows) => rows.map(decodeAttempt)), port(sql, "Outbox.attempts")),
 
-  markDelivered: (id, attempts, at) =>
-    sql`UPDATE outbox SET status = 'delivered', attempts = ${attempts}, delivered_at = ${ms(at)} WHERE id = ${id}`
-      .pipe(Effect.asVoid, port(sql, "Outbox.markDelivered")),
+  // Status updates apply only for the holder of the current lease (Ports: Outbox.markDelivered).
+  markDelivered: (held, attempts, at) =>
+    sql`UPDATE outbox SET status = 'delivered', attempts = ${attempts}, delivered_at = ${ms(at)}
+        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${ms(held.leaseUntil)} RETURNING id`
+      .pipe(Effect.map((rows) => rows.length > 0), port(sql, "Outbox.markDelivered")),
 
-  reschedule: (id, attempts, nextAttemptAt) =>
-    sql`UPDATE outbox SET status = 'pending', attempts = ${attempts}, next_attempt_at = ${ms(nextAttemptAt)} WHERE id = ${id}`
-      .pipe(Effect.asVoid, port(sql, "Outbox.reschedule")),
+  reschedule: (held, attempts, nextAttemptAt) =>
+    sql`UPDATE outbox SET attempts = ${attempts}, next_attempt_at = ${ms(nextAttemptAt)}
+        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${ms(held.leaseUntil)} RETURNING id`
+      .pipe(Effect.map((rows) => rows.length > 0), port(sql, "Outbox.reschedule")),
 
-  markFailed: (id, attempts) =>
-    sql`UPDATE outbox SET status = 'failed', attempts = ${attempts} WHERE id = ${id}`
-      .pipe(Effect.asVoid, port(sql, "Outbox.markFailed")),
+  markFailed: (held, attempts) =>
+    sql`UPDATE outbox SET status = 'failed', attempts = ${attempts}
+        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${ms(held.leaseUntil)} RETURNING id`
+      .pipe(Effect.map((rows) => rows.length > 0), port(sql, "Outbox.markFailed")),
 
   get: (id) => sql`SELECT * FROM outbox WHERE id = ${id}`.pipe(Effect.map(first(decodeMessage)), port(sql, "Outbox.get")),
 

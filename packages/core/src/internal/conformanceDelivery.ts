@@ -34,11 +34,18 @@ const seedSubscription = (tenant: Tenant, overrides: Parameters<typeof makeSubsc
     return subscription
   })
 
+/** The lease a message holds as stored now: what its holder passes to the status updates. */
+const held = (m: OutboxMessage) => ({ id: m.id, leaseUntil: m.nextAttemptAt })
+
 /** Takes this test's messages out of every later claim, whatever happened. */
 const retire = (messages: ReadonlyArray<OutboxMessage>) =>
   Effect.gen(function*() {
     const outbox = yield* Outbox
-    yield* Effect.forEach(messages, (m) => outbox.markFailed(m.id, 0), { discard: true })
+    yield* Effect.forEach(messages, (m) =>
+      Effect.flatMap(outbox.get(m.id), (stored) =>
+        Option.isSome(stored) && stored.value.status === "pending"
+          ? outbox.markFailed(held(stored.value), 0)
+          : Effect.succeed(false)), { discard: true })
   }).pipe(Effect.ignore)
 
 export const actionLogSuite = (it: It) =>
@@ -280,14 +287,14 @@ export const outboxSuite = (it: It) =>
         yield* outbox.enqueue([m1, m2])
         yield* Effect.gen(function*() {
           const next = at(future, 5 * SECOND)
-          yield* outbox.reschedule(m1.id, 1, next)
+          assert.isTrue(yield* outbox.reschedule(held(m1), 1, next))
           const rescheduled = Option.getOrThrow(yield* outbox.get(m1.id))
           assert.deepStrictEqual([rescheduled.status, rescheduled.attempts, rescheduled.nextAttemptAt], ["pending", 1, next])
           const deliveredAt = at(epoch, MINUTE)
-          yield* outbox.markDelivered(m1.id, 2, deliveredAt)
+          assert.isTrue(yield* outbox.markDelivered(held(rescheduled), 2, deliveredAt))
           const delivered = Option.getOrThrow(yield* outbox.get(m1.id))
           assert.deepStrictEqual([delivered.status, delivered.attempts, delivered.deliveredAt], ["delivered", 2, deliveredAt])
-          yield* outbox.markFailed(m2.id, 8)
+          assert.isTrue(yield* outbox.markFailed(held(m2), 8))
           const failed = Option.getOrThrow(yield* outbox.get(m2.id))
           assert.deepStrictEqual([failed.status, failed.attempts], ["failed", 8])
         }).pipe(Effect.ensuring(retire([m2])))
@@ -306,8 +313,8 @@ export const outboxSuite = (it: It) =>
         const mine = [...due, delivered, failed, later]
         yield* outbox.enqueue([due[2]!, later, due[0]!, delivered, due[4]!, failed, due[1]!, due[3]!])
         yield* Effect.gen(function*() {
-          yield* outbox.markDelivered(delivered.id, 1, base)
-          yield* outbox.markFailed(failed.id, 8)
+          yield* outbox.markDelivered(held(delivered), 1, base)
+          yield* outbox.markFailed(held(failed), 8)
           const now = at(base, 10 * MINUTE)
           const lease = at(base, HOUR)
           const claimed = yield* tx.withTransaction(outbox.claimDue(now, 3, lease))
@@ -338,6 +345,41 @@ export const outboxSuite = (it: It) =>
           const stored = Option.getOrThrow(yield* outbox.get(message.id))
           assert.strictEqual(stored.status, "pending")
           assert.strictEqual(stored.attempts, 0)
+        }).pipe(Effect.ensuring(retire([message])))
+      })
+    })
+
+    it.effect("a holder whose lease ran out and was claimed again can neither deliver, reschedule nor fail the message, nor reset it once delivered", () => {
+      const base = ancient.outboxStale
+      return Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const subscription = yield* seedSubscription(yield* seedTenant())
+        const message = makeMessage(subscription, { nextAttemptAt: base })
+        yield* outbox.enqueue([message])
+        yield* Effect.gen(function*() {
+          const mine = (ms: ReadonlyArray<OutboxMessage>) => ms.filter((m) => m.id === message.id)
+          const [stale] = mine(yield* drainOutbox(base, at(base, MINUTE)))
+          // The first holder's lease runs out; a second claimer takes the message.
+          const [current] = mine(yield* drainOutbox(at(base, MINUTE + SECOND), at(base, 2 * MINUTE)))
+          assert.isDefined(stale)
+          assert.isDefined(current)
+          assert.isFalse(yield* outbox.markDelivered(held(stale!), 1, at(base, MINUTE + 2 * SECOND)))
+          assert.isFalse(yield* outbox.reschedule(held(stale!), 1, at(base, HOUR)))
+          assert.isFalse(yield* outbox.markFailed(held(stale!), 1))
+          const untouched = Option.getOrThrow(yield* outbox.get(message.id))
+          assert.deepStrictEqual([untouched.status, untouched.attempts, untouched.nextAttemptAt], ["pending", 0, at(base, 2 * MINUTE)])
+          // The current holder renews its lease (same attempts, later time), then delivers under it.
+          const renewed = at(base, 3 * MINUTE)
+          assert.isTrue(yield* outbox.reschedule(held(current!), 0, renewed))
+          assert.isFalse(yield* outbox.markDelivered(held(current!), 1, at(base, MINUTE + 3 * SECOND)), "the renewed lease replaced the old one")
+          assert.isTrue(yield* outbox.markDelivered({ id: message.id, leaseUntil: renewed }, 1, at(base, MINUTE + 3 * SECOND)))
+          // Once delivered, no holder (stale or not) can set it back to pending or failed.
+          assert.isFalse(yield* outbox.reschedule(held(stale!), 2, at(base, 2 * HOUR)))
+          assert.isFalse(yield* outbox.reschedule({ id: message.id, leaseUntil: renewed }, 2, at(base, 2 * HOUR)))
+          assert.isFalse(yield* outbox.markFailed({ id: message.id, leaseUntil: renewed }, 2))
+          const delivered = Option.getOrThrow(yield* outbox.get(message.id))
+          assert.deepStrictEqual([delivered.status, delivered.attempts], ["delivered", 1])
+          assert.deepStrictEqual(mine(yield* drainOutbox(at(base, DAY), at(base, DAY + MINUTE))), [])
         }).pipe(Effect.ensuring(retire([message])))
       })
     })
@@ -380,8 +422,8 @@ export const outboxSuite = (it: It) =>
         ]
         yield* outbox.enqueue([...delivered, ...excluded])
         yield* Effect.gen(function*() {
-          for (const m of [...delivered, excluded[2]!, excluded[3]!]) yield* outbox.markDelivered(m.id, 1, created(10))
-          yield* outbox.markFailed(excluded[1]!.id, 8)
+          for (const m of [...delivered, excluded[2]!, excluded[3]!]) yield* outbox.markDelivered(held(m), 1, created(10))
+          yield* outbox.markFailed(held(excluded[1]!), 8)
           const newestFirst = [...delivered].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime()).map((m) => m.id)
           const recent = yield* outbox.recentDelivered(tenant.program.id, "milestone.achieved", 3)
           assert.deepStrictEqual(recent.map((m) => m.id), newestFirst.slice(0, 3))
@@ -401,7 +443,7 @@ export const outboxSuite = (it: It) =>
         yield* outbox.enqueue([next, early])
         yield* Effect.gen(function*() {
           assert.deepStrictEqual(yield* outbox.nextDueAt, Option.some(base))
-          yield* outbox.markDelivered(early.id, 1, base)
+          yield* outbox.markDelivered(held(early), 1, base)
           assert.deepStrictEqual(yield* outbox.nextDueAt, Option.some(at(base, SECOND)))
         }).pipe(Effect.ensuring(retire([early, next])))
       })

@@ -87,6 +87,7 @@ export const ancient = {
   outboxLimit: new Date("2000-03-01T00:00:00.000Z"),
   outboxLease: new Date("2000-04-01T00:00:00.000Z"),
   outboxClaimers: new Date("2000-05-01T00:00:00.000Z"),
+  outboxStale: new Date("2000-04-15T00:00:00.000Z"),
   purge: new Date("2001-01-01T00:00:00.000Z"),
   /** `nextDueAt` is global: this test's messages must be the earliest pending ones anywhere. */
   nextDue: new Date("1970-01-01T00:00:01.000Z")

@@ -43,10 +43,16 @@ const byDueThenAge = (a: OutboxMessage, b: OutboxMessage): number =>
 
 export const makeOutbox = (s: MemoryState, { run }: Runner): Context.Tag.Service<Outbox> => {
   const j = s.journal
-  const update = (id: MessageId, patch: Partial<OutboxMessage>) =>
+  // Only the holder of the current lease may change a claimed message.
+  const update = (held: { readonly id: MessageId; readonly leaseUntil: Date }, patch: Partial<OutboxMessage>) =>
     run(() => {
-      const message = s.messages.get(id)
-      if (message !== undefined) j.set(s.messages, id, new OutboxMessage({ ...message, ...patch }))
+      const message = s.messages.get(held.id)
+      if (
+        message === undefined || message.status !== "pending" ||
+        message.nextAttemptAt.getTime() !== held.leaseUntil.getTime()
+      ) return false
+      j.set(s.messages, held.id, new OutboxMessage({ ...message, ...patch }))
+      return true
     })
   return {
     enqueue: (messages) =>
@@ -74,9 +80,9 @@ export const makeOutbox = (s: MemoryState, { run }: Runner): Context.Tag.Service
       run(() =>
         [...(s.attempts.get(messageId) ?? [])].sort((a, b) => a.attempt - b.attempt || a.at.getTime() - b.at.getTime())
       ),
-    markDelivered: (id, attempts, at) => update(id, { status: "delivered", attempts, deliveredAt: at }),
-    reschedule: (id, attempts, nextAttemptAt) => update(id, { status: "pending", attempts, nextAttemptAt }),
-    markFailed: (id, attempts) => update(id, { status: "failed", attempts }),
+    markDelivered: (held, attempts, at) => update(held, { status: "delivered", attempts, deliveredAt: at }),
+    reschedule: (held, attempts, nextAttemptAt) => update(held, { status: "pending", attempts, nextAttemptAt }),
+    markFailed: (held, attempts) => update(held, { status: "failed", attempts }),
     get: (id) => run(() => Option.fromNullable(s.messages.get(id))),
     recentDelivered: (programId, type, limit) =>
       run(() =>

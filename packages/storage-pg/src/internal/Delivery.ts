@@ -149,18 +149,22 @@ export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
     sql`SELECT * FROM ${t.delivery_attempts} WHERE message_id = ${messageId} ORDER BY attempt`
       .pipe(Effect.map((rows) => rows.map(decodeAttempt)), io("Outbox.attempts")),
 
-  markDelivered: (id, attempts, at) =>
-    sql`UPDATE ${t.outbox} SET status = 'delivered', attempts = ${attempts}, delivered_at = ${at} WHERE id = ${id}`
-      .pipe(Effect.asVoid, io("Outbox.markDelivered")),
+  // Status updates apply only for the holder of the current lease (Ports: Outbox.markDelivered):
+  // a dispatcher whose lease ran out finds the row moved on and changes nothing.
+  markDelivered: (held, attempts, at) =>
+    sql`UPDATE ${t.outbox} SET status = 'delivered', attempts = ${attempts}, delivered_at = ${at}
+        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1 AS ok`
+      .pipe(Effect.map((rows) => rows.length > 0), io("Outbox.markDelivered")),
 
-  reschedule: (id, attempts, nextAttemptAt) =>
-    sql`UPDATE ${t.outbox} SET status = 'pending', attempts = ${attempts}, next_attempt_at = ${nextAttemptAt}
-        WHERE id = ${id}`
-      .pipe(Effect.asVoid, io("Outbox.reschedule")),
+  reschedule: (held, attempts, nextAttemptAt) =>
+    sql`UPDATE ${t.outbox} SET attempts = ${attempts}, next_attempt_at = ${nextAttemptAt}
+        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1 AS ok`
+      .pipe(Effect.map((rows) => rows.length > 0), io("Outbox.reschedule")),
 
-  markFailed: (id, attempts) =>
-    sql`UPDATE ${t.outbox} SET status = 'failed', attempts = ${attempts} WHERE id = ${id}`
-      .pipe(Effect.asVoid, io("Outbox.markFailed")),
+  markFailed: (held, attempts) =>
+    sql`UPDATE ${t.outbox} SET status = 'failed', attempts = ${attempts}
+        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1 AS ok`
+      .pipe(Effect.map((rows) => rows.length > 0), io("Outbox.markFailed")),
 
   get: (id) =>
     sql`SELECT * FROM ${t.outbox} WHERE id = ${id}`.pipe(Effect.map(firstOf(decodeMessage)), io("Outbox.get")),
