@@ -146,14 +146,7 @@ export class StreakRow extends Schema.Class<StreakRow>("StreakRow")({
   brokenNotifiedAfter: Schema.optional(LocalDate),
   /** When the scheduler must next look at this row; absent when nothing is due. */
   dueAt: Schema.optional(Schema.DateFromSelf),
-  updatedAt: Schema.DateFromSelf,
-  /**
-   * The usage month ("YYYY-MM", UTC) in which an action on this row marked its member active
-   * (`UsageStore.markActiveMany`, in the same transaction as this row); absent when not known.
-   * Ingest skips the mark of an action in that month: the member is already counted. A store
-   * that does not keep it only costs the mark again.
-   */
-  meteredMonth: Schema.optional(Schema.String)
+  updatedAt: Schema.DateFromSelf
 }) {}
 
 export class Achievement extends Schema.Class<Achievement>("Achievement")({
@@ -258,11 +251,6 @@ export class DeliveryAttempt extends Schema.Class<DeliveryAttempt>("DeliveryAtte
 
 export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
   id: ApiKeyId,
-/**
- * Access to whole workspaces held by a bearer token: an OAuth app's (`oag_…` id, `svc_oat_…` token)
- * or an operator-issued MCP token's (`mcp_…` id, `svc_mcp_…` token; `appName` is its name). The
- * id's prefix tells which: the two share one store and never answer for each other.
- */
   workspaceId: WorkspaceId,
   name: Schema.String,
   tokenHash: Schema.String,
@@ -270,6 +258,11 @@ export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
   revokedAt: Schema.optional(Schema.DateFromSelf)
 }) {}
 
+/**
+ * Access to whole workspaces held by a bearer token: an OAuth app's (`oag_…` id, `svc_oat_…` token)
+ * or an operator-issued MCP token's (`mcp_…` id, `svc_mcp_…` token; `appName` is its name). The
+ * id's prefix tells which: the two share one store and never answer for each other.
+ */
 export class OAuthGrant extends Schema.Class<OAuthGrant>("OAuthGrant")({
   id: Schema.Union(OAuthGrantId, McpTokenId),
   workspaceIds: Schema.Array(WorkspaceId),

@@ -141,7 +141,7 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
         }
         tally.enqueued += emitted.enqueued
       }
-      const next = rowOf(row, summary, zone, notified, now, row.meteredMonth)
+      const next = rowOf(row, summary, zone, notified, now)
       // Whatever the calculus says, a claimed row must leave the sweep's window, or this very
       // sweep would claim it again and never end.
       const stuck = next.dueAt !== undefined && next.dueAt.getTime() <= now.getTime()

@@ -56,12 +56,48 @@ export const IdempotencyKey = Schema.String.pipe(
   Schema.maxLength(IDEMPOTENCY_KEY_MAX, { message: () => `must be at most ${IDEMPOTENCY_KEY_MAX} characters` })
 )
 
+/**
+ * The earliest accepted `ts`: 1970-01-01T00:00:00Z. The time-zone database is reliable from then
+ * on, and everything accepted must count correctly (CONTRACT §2).
+ */
+export const earliestMillis = 0
+
+/** The instant of a `ts` that is a valid timestamp no earlier than 1970, else undefined. */
+const acceptedTs = (s: string): Date | undefined => {
+  const d = parseTimestamp(s)
+  return d !== undefined && d.getTime() >= earliestMillis ? d : undefined
+}
+
 /** `ts` on the wire: kept a string (so OpenAPI shows it as sent), validated by `parseTimestamp`. */
 export const Timestamp = Schema.String.pipe(
-  Schema.filter((s) => parseTimestamp(s) !== undefined, {
-    message: () => "must be an ISO 8601 date-time with Z or an offset, e.g. 2024-05-01T09:30:00+02:00"
+  Schema.filter((s) => acceptedTs(s) !== undefined, {
+    message: () => "must be an ISO 8601 date-time with Z or an offset, no earlier than 1970-01-01T00:00:00Z"
   })
 )
+
+const wellFormed = Ids.isWellFormedText
+
+/**
+ * Whether every string in a parsed JSON value (object keys included, at any depth) is text that
+ * can be stored faithfully: no U+0000 and no unpaired UTF-16 surrogate. Such text is refused with
+ * INVALID_BODY on every route (CONTRACT §2 "Text hygiene"): two different ids could otherwise collide.
+ */
+export const isCleanText = (u: unknown): boolean => {
+  if (typeof u === "string") return wellFormed(u)
+  if (typeof u !== "object" || u === null) return true
+  if (Array.isArray(u)) {
+    for (const v of u) if (!isCleanText(v)) return false
+    return true
+  }
+  for (const key in u) {
+    if (!wellFormed(key) || !isCleanText((u as Record<string, unknown>)[key])) return false
+  }
+  return true
+}
+
+/** The answer to text that `isCleanText` refuses. */
+export const uncleanText = (): InvalidBody =>
+  new InvalidBody({ message: "body: contains U+0000 or an unpaired UTF-16 surrogate" })
 
 /** An IANA zone name ("Europe/Paris", "UTC"); bare offsets are refused (they know no DST). */
 export const TimeZone = Schema.String.pipe(
@@ -159,7 +195,7 @@ const extraOf = (parts: Record<string, unknown>): Record<string, unknown> | unde
   return present
 }
 
-const tsOf = (ts: string | undefined): Date | undefined => (ts === undefined ? undefined : parseTimestamp(ts))
+const tsOf = (ts: string | undefined): Date | undefined => (ts === undefined ? undefined : acceptedTs(ts))
 
 /** Whether an action is dated more than {@link maxFutureSkewMillis} after `now`. */
 export const isInFuture = (action: { readonly ts?: Date | undefined }, now: Date): boolean =>
@@ -167,6 +203,16 @@ export const isInFuture = (action: { readonly ts?: Date | undefined }, now: Date
 
 /** The answer to an action dated too far ahead. */
 export const tooFarAhead = (): InvalidBody => new InvalidBody({ message: "ts: is more than 5 minutes in the future" })
+
+/**
+ * The answer to an action whose `ts` cannot be accepted at `now` (over 5 minutes ahead, or before
+ * 1970), else undefined: for actions built by hand, which skipped the decode helpers.
+ */
+export const checkTimestamp = (action: { readonly ts?: Date | undefined }, now: Date): InvalidBody | undefined => {
+  if (action.ts === undefined) return undefined
+  if (isInFuture(action, now)) return tooFarAhead()
+  return action.ts.getTime() >= earliestMillis ? undefined : new InvalidBody({ message: "ts: is before 1970-01-01T00:00:00Z" })
+}
 
 /**
  * Refuses an action dated more than {@link maxFutureSkewMillis} after now (`Clock`). Part of body
@@ -248,7 +294,7 @@ const eitherOptions = { errors: "first", onExcessProperty: "ignore" } as const
 const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
   const decode = Schema.decodeUnknownEither(schema, eitherOptions)
   return (u: unknown, field?: string): Effect.Effect<A, InvalidBody> =>
-    Either.match(decode(u), {
+    !isCleanText(u) ? Effect.fail(uncleanText()) : Either.match(decode(u), {
       onLeft: (e) => Effect.fail(invalidBody(e, field)),
       onRight: Effect.succeed
     })
@@ -285,7 +331,7 @@ export const usualRecord = (u: unknown): Action | undefined => {
   if (r.source !== undefined && !sources.has(r.source)) return undefined
   if (r.test !== undefined && typeof r.test !== "boolean") return undefined
   if (r.tz !== undefined && (typeof r.tz !== "string" || !Calendar.isValidZone(r.tz))) return undefined
-  const ts = typeof r.ts === "string" ? parseTimestamp(r.ts) : undefined
+  const ts = typeof r.ts === "string" ? acceptedTs(r.ts) : undefined
   if (r.ts !== undefined && ts === undefined) return undefined
   const parts = r.meta !== undefined || r.details !== undefined || r.performance !== undefined
   if (parts || r.error !== undefined || r.consent !== undefined) return undefined
@@ -297,6 +343,7 @@ export const usualRecord = (u: unknown): Action | undefined => {
  * server's fast path), which reads the clock itself.
  */
 export const checkEventRecord = (u: unknown, now: Date): Either.Either<Action, InvalidBody> => {
+  if (!isCleanText(u)) return Either.left(uncleanText())
   let action = usualRecord(u)
   if (action === undefined) {
     const decoded = decodeRecordEither(u)

@@ -99,11 +99,16 @@ export type SiteKey = typeof SiteKey.Type
 const USER_HASH_MAX = 256
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
 
+/** Text that can be stored and compared faithfully: no U+0000, no unpaired UTF-16 surrogate. */
+export const isWellFormedText = (s: string): boolean =>
+  !s.includes("\u0000") && (s as unknown as { isWellFormed(): boolean }).isWellFormed()
+
 /** A member's stable opaque id within a project (a hash chosen by the customer, never an e-mail). */
 export const UserHash = Schema.String.pipe(
   Schema.minLength(1),
   Schema.maxLength(USER_HASH_MAX),
   Schema.filter((s) => !EMAIL.test(s) || "userHash must not be a raw e-mail address"),
+  Schema.filter((s) => isWellFormedText(s) || "userHash must not contain U+0000 or an unpaired surrogate"),
   Schema.brand("UserHash")
 )
 export type UserHash = typeof UserHash.Type
@@ -113,7 +118,7 @@ export type UserHash = typeof UserHash.Type
  * allocated a result per refinement). The schema stays the source of the error messages.
  */
 export const isUserHash = (u: unknown): u is UserHash =>
-  typeof u === "string" && u.length >= 1 && u.length <= USER_HASH_MAX && !EMAIL.test(u)
+  typeof u === "string" && u.length >= 1 && u.length <= USER_HASH_MAX && !EMAIL.test(u) && isWellFormedText(u)
 
 /** Every id kind with its schema: the prefix lives in one place, the schema's `startsWith`. */
 const kinds = {
@@ -124,12 +129,12 @@ const kinds = {
   SubscriptionId,
   ApiKeyId,
   OAuthGrantId,
+  McpTokenId,
   ExperimentId,
   EventId,
   MessageId,
   SiteKey
 }
-  McpTokenId,
 
 type Kind = keyof typeof kinds
 type Branded<K extends Kind> = (typeof kinds)[K]["Type"]

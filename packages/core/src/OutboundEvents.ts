@@ -9,7 +9,6 @@ import type { StorageError } from "./Errors.js"
 import * as Experiments from "./Experiments.js"
 import * as Ids from "./Ids.js"
 import type { MessageId, UserHash } from "./Ids.js"
-import { together } from "./internal/together.js"
 import { type ExperimentStore, Outbox, SubscriptionStore } from "./Ports.js"
 
 /**
@@ -97,6 +96,24 @@ export const fires = (subject: Subject): Effect.Effect<boolean, StorageError, Ex
 /** Events about test progress or a program in test never fire, whoever listens. */
 const silent = (subject: Subject): boolean => subject.ledger !== "live" || subject.program.status !== "live"
 
+/** Whether events about this subject may fire: a live program and the live ledger (control groups aside). */
+export const mayFire = (subject: Subject): boolean => !silent(subject)
+
+/** The pending outbox message of one event for one listening subscription, due at `now`. */
+export const message = (id: MessageId, subscription: Subscription, now: Date, subject: Subject, event: Event): OutboxMessage =>
+  new OutboxMessage({
+    id,
+    subscriptionId: subscription.id,
+    projectId: subject.project.id,
+    programId: subject.program.id,
+    type: event.type,
+    payload: JSON.stringify(body(id, now, subject, event)),
+    status: "pending",
+    attempts: 0,
+    nextAttemptAt: now,
+    createdAt: now
+  })
+
 export interface Emitted {
   /** Events that fired (whether or not anyone listens): 0 for test programs and control members. */
   readonly fired: number
@@ -134,11 +151,11 @@ export const emitWhere = <R>(
 ): Effect.Effect<Emitted, StorageError, R | SubscriptionStore | Outbox | ExperimentStore> =>
   silent(subject) ? Effect.as(kept, { fired: 0, enqueued: 0 }) : Effect.flatMap(SubscriptionStore, (subscriptions) =>
     Effect.flatMap(
-      together([
+      Effect.all([
         kept,
         Experiments.inControlGroup(subject.program.id, subject.userHash),
-        together(events.map((event) => subscriptions.forEvent(subject.program.id, event.type)))
-      ]),
+        Effect.all(events.map((event) => subscriptions.forEvent(subject.program.id, event.type)), { concurrency: "unbounded" })
+      ], { concurrency: "unbounded" }),
       ([keep, control, listening]) => {
         const firing = events.filter((_, i) => keep[i])
         if (control || firing.length === 0) return none
@@ -180,21 +197,7 @@ const enqueue = (
     for (let i = 0; i < events.length; i++) {
       const event = events[i]!
       for (const subscription of listening[i]!) {
-        const id = yield* Ids.make("MessageId")
-        messages.push(
-          new OutboxMessage({
-            id,
-            subscriptionId: subscription.id,
-            projectId: subject.project.id,
-            programId: subject.program.id,
-            type: event.type,
-            payload: JSON.stringify(body(id, now, subject, event)),
-            status: "pending",
-            attempts: 0,
-            nextAttemptAt: now,
-            createdAt: now
-          })
-        )
+        messages.push(message(yield* Ids.make("MessageId"), subscription, now, subject, event))
       }
     }
     if (messages.length > 0) yield* Effect.flatMap(Outbox, (outbox) => outbox.enqueue(messages))

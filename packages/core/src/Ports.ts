@@ -112,22 +112,6 @@ export interface Standing {
   readonly achieved: ReadonlyArray<MilestoneId>
 }
 
-/** A key to lock by `StreakStore.lockExistingWithAchieved`, and whether to read its achievements. */
-export interface LockAhead {
-  readonly key: StreakKey
-  readonly withAchieved: boolean
-}
-
-/** A row locked by `StreakStore.lockExistingWithAchieved`, with what the store keeps beside it. */
-export interface LockedRow {
-  readonly row: StreakRow
-  /**
-   * Ids of the milestones achieved on the key, in any order, as `AchievementStore.achievedMany`
-   * answers them once the lock is taken; `undefined` where they were not asked for, or where the
-   * store does not know them with the row (its caller then asks `achievedMany`).
-   */
-  readonly achieved: ReadonlyArray<MilestoneId> | undefined
-}
 
 /** Member facts per project: aliases (anonymous → member) and the member's time zone. */
 export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<MemberStore, {
@@ -139,12 +123,6 @@ export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<Member
   /** `lookup` of many ids at once (a batch of actions), answers in input order; one round trip where the store allows. */
   readonly lookupMany: (ids: ReadonlyArray<MemberRef>) => Io<ReadonlyArray<Member>>
   readonly setTimezone: (projectId: ProjectId, userHash: UserHash, timezone: string) => Io<void>
-  /**
-   * Optional: `setTimezone` of many members at once (a batch of actions), in input order, so a
-   * member given twice keeps the last zone; one statement where the store allows. Without it,
-   * ingest stores each zone with `setTimezone`, side by side.
-   */
-  readonly setTimezones?: (zones: ReadonlyArray<MemberZone>) => Io<void>
   /**
    * Links `anonymousId` to `userHash`. MUST be atomic: returns `"linked"` the first time,
    * `"unchanged"` when the same pair exists, and the other member when `anonymousId` is already
@@ -171,35 +149,11 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * cannot deadlock); one round trip where the store allows.
    */
   readonly lockMany: (keys: ReadonlyArray<{ readonly key: StreakKey; readonly timezone: string }>) => Io<ReadonlyArray<StreakRow>>
-  /**
-   * Optional: `lockMany` without creating anything. The rows of `keys` that exist, locked as
-   * `lockMany` locks them (one deterministic order), in input order, `None` where a key has no row
-   * (a key may repeat). Ingest then locks a batch's rows in the same round trip as the members'
-   * lookup, before it knows whether an id is an alias (whose key must not get a row); without it,
-   * ingest locks after the lookup, one round trip more per batch.
-   */
-  readonly lockExisting?: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<Option.Option<StreakRow>>>
-  /**
-   * Optional: `lockExisting` that also answers the achieved milestones of each found key that asks
-   * for them, for a store that keeps them with the row (`LockedRow`). Ingest's lookahead then reads
-   * a batch's rows and achievements in one statement instead of two. A store that has it MUST have
-   * `lockExisting` and lock exactly as it does.
-   */
-  readonly lockExistingWithAchieved?: (keys: ReadonlyArray<LockAhead>) => Io<ReadonlyArray<Option.Option<LockedRow>>>
   readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>
   /** Inserts or replaces the row (all fields, including `dueAt`). */
   readonly save: (row: StreakRow) => Io<void>
   /** `save` for many rows at once (a due-check batch); one round trip where the store allows. */
   readonly saveAll: (rows: ReadonlyArray<StreakRow>) => Io<void>
-  /**
-   * Optional: `saveAll(rows)` and `addDays(days)` in one call, answering `addDays`'s answers: for a
-   * store that can do both in one statement. Ingest saves a round's rows with the new days it found
-   * ahead, one statement instead of two.
-   */
-  readonly saveAllWithDays?: (
-    rows: ReadonlyArray<StreakRow>,
-    days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>
-  ) => Io<ReadonlyArray<boolean>>
   /** Records an active day. MUST return `true` only for the first insert of (key, day). */
   readonly addDay: (key: StreakKey, day: LocalDate) => Io<boolean>
   /**
@@ -280,18 +234,6 @@ export type IdempotencyClaim =
   | { readonly _tag: "InProgress" }
   | { readonly _tag: "Completed"; readonly response: StoredResponse }
 
-/** One key of `IdempotencyStore.claimMany` and `claimWithin`: `claim`'s arguments. */
-export interface KeyClaim {
-  readonly projectId: ProjectId
-  readonly key: string
-  readonly now: Date
-}
-
-/** One key of `IdempotencyStore.completeMany`: `complete`'s arguments. */
-export interface KeyCompletion extends KeyClaim {
-  readonly response: StoredResponse
-}
-
 /** Idempotency keys shared by every replica (CONTRACT §4). */
 export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStore")<IdempotencyStore, {
   /**
@@ -300,35 +242,7 @@ export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStor
    * 30 s, or any record older than 24 h, is claimed afresh.
    */
   readonly claim: (projectId: ProjectId, key: string, now: Date) => Io<IdempotencyClaim>
-  /**
-   * Optional: `claim` of many keys at once (the keyed actions of a batch), each at its
-   * own `now`, answers in input order; one statement and commit where the store allows. Each key
-   * MUST be claimed atomically, as by `claim`. Ingest gives distinct (project, key) pairs sorted by
-   * project, then key, so that concurrent calls take their locks in one order. Without it, ingest
-   * claims each key with `claim`.
-   */
-  readonly claimMany?: (claims: ReadonlyArray<KeyClaim>) => Io<ReadonlyArray<IdempotencyClaim>>
-  /**
-   * Optional: `claimMany` inside the caller's transaction (`Transactor.withTransaction`), with no
-   * commit of its own: a key it answers `Claimed` is held until that transaction ends, and its
-   * answer MUST be stored (`completeMany` or `complete`) in the same transaction. A rollback
-   * leaves no trace, so there is nothing to `release`. While held, `claim`, `claimMany` and other
-   * transactions' `claimWithin` MUST NOT claim it: a store that runs transactions side by side
-   * MUST answer them `InProgress` at once, without waiting for the holder (CONTRACT §4's 409); one
-   * that runs them one at a time (memory) may let them wait for the holder's end. Once it commits,
-   * they find the stored answer. A key claimed with `claim` and not completed is
-   * `InProgress` here as well. Ingest gives distinct pairs and prefers this to `claimMany`: the
-   * claims then go out with the batch's first statements instead of a round trip and a commit
-   * ahead of them.
-   */
-  readonly claimWithin?: (claims: ReadonlyArray<KeyClaim>) => Io<ReadonlyArray<IdempotencyClaim>>
   readonly complete: (projectId: ProjectId, key: string, response: StoredResponse, now: Date) => Io<void>
-  /**
-   * Optional: `complete` of many distinct keys at once (the keyed actions of one batch, inside its
-   * transaction); one statement where the store allows. Without it, ingest completes each key with
-   * `complete`, side by side.
-   */
-  readonly completeMany?: (completions: ReadonlyArray<KeyCompletion>) => Io<void>
   /** Drops an in-progress claim whose work failed, so a retry can run. */
   readonly release: (projectId: ProjectId, key: string) => Io<void>
   /** Deletes records older than 24 h at `now`; returns how many. */

@@ -19,7 +19,7 @@ import * as EventInput from "./EventInput.js"
 import * as Finished from "./Finished.js"
 import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
-import * as Coalesce from "./internal/coalesce.js"
+import * as GroupCommit from "./internal/groupCommit.js"
 import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js"
 import { memberZone, nowDate, summaryOf } from "./internal/streakProgress.js"
 import { DirectoryStore, type Standing, type StandingRef, StreakStore } from "./Ports.js"
@@ -168,7 +168,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
             : Effect.succeed(reads.map(() => Exit.failCause(cause)))
         )
       )
-    const standing = yield* Coalesce.make(readAll, {
+    const standing = yield* GroupCommit.make(readAll, {
       workers: options.workers ?? 1,
       minBatchBeside: options.minBatchBeside,
       maxBatch: options.maxBatch ?? 100,

@@ -102,8 +102,6 @@ describe("DueChecks (CONTRACT §8)", () => {
         assert.strictEqual(acted?.run, (swept?.run ?? 0) + 1)
         assert.isDefined(swept?.dueAt)
         assert.deepStrictEqual(acted?.dueAt, swept?.dueAt)
-        // The sweep keeps the month its member was metered in, so the next action skips the mark.
-        assert.strictEqual(swept?.meteredMonth, "2026-05")
       }
       // The start of May 13 in Tokyo: at-risk for the day after the last action.
       assert.strictEqual((yield* rowOf(t, "u1", "live"))?.dueAt?.getTime(), at("2026-05-12T15:00:00Z"))

@@ -1,9 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Ref, TestClock } from "effect"
-import { StreakRow } from "../src/Domain.js"
-import type { LocalDate } from "../src/Calendar.js"
-import type { UserHash } from "../src/Ids.js"
-import { DirectoryStore, IdempotencyStore, StreakStore, UsageStore } from "../src/Ports.js"
+import { DirectoryStore, IdempotencyStore, UsageStore } from "../src/Ports.js"
 import type { Tenant } from "../src/testing.js"
 import {
   api,
@@ -13,7 +10,6 @@ import {
   drainOutbox,
   layer,
   layerFirstTransactionFails,
-  layerFirstTransactionFailsWithKeys,
   layerPoisoned,
   liveTenant,
   logged,
@@ -149,18 +145,18 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
       assert.deepStrictEqual(again, first)
       assert.deepStrictEqual(yield* daysOf(t, "u1", "live"), ["2026-05-10"])
       assert.strictEqual((yield* logged(t, "live")).length, 1)
-      // The same key from another door of the same project replays too (scope: project + key),
-      // in that door's shape.
+      // Keys are scoped per door: the same key on another door is another action, so a browser
+      // call cannot claim the key of a later server or webhook delivery.
       assert.deepStrictEqual((yield* api(t, { userHash: "u9", idempotencyKey: "k1" })).body, { counted: true })
-      assert.isUndefined(yield* rowOf(t, "u9", "live"))
+      assert.strictEqual((yield* rowOf(t, "u9", "live"))?.run, 1)
     }).pipe(Effect.provide(layer)))
 
   it.effect("a repeat while the first is still processing is IDEMPOTENCY_KEY_IN_PROGRESS", () =>
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(NOON)
-      // Another replica holds the claim.
-      yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "k1", new Date(NOON)))
+      // Another replica holds the claim (keys are stored per door).
+      yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "webhook:k1", new Date(NOON)))
       yield* TestClock.setTime(NOON + 29_000)
       const error = yield* Effect.flip(webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1", idempotencyKey: "k1" }))
       assert.strictEqual(error._tag, "IdempotencyKeyInProgress")
@@ -172,7 +168,7 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(NOON)
-      yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "k1", new Date(NOON)))
+      yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "webhook:k1", new Date(NOON)))
       yield* TestClock.setTime(NOON + 30_000)
       const answer = yield* webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1", idempotencyKey: "k1" })
       assert.deepStrictEqual(answer.body, { ok: true, counted: true })
@@ -219,10 +215,7 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
       ] as any)
     }).pipe(Effect.provide(layer)))
 
-  for (const [store, layerFails] of [
-    ["claimed inside the transaction (claimWithin)", layerFirstTransactionFails],
-    ["claimed ahead of it (claimMany)", layerFirstTransactionFailsWithKeys(({ claimWithin: _, ...store }) => store)]
-  ] as const) {
+  for (const [store, layerFails] of [["claimed inside the transaction", layerFirstTransactionFails]] as const) {
     it.effect(`an action whose work failed frees its key at once, so the retry runs: key ${store}`, () =>
       Effect.gen(function*() {
         const t = yield* tenant({ program: { status: "live" } })
@@ -335,52 +328,6 @@ describe("Ingest: counting (CONTRACT §2, §6)", () => {
       const usage = yield* UsageStore
       assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-05"), 1)
       assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-04"), 1, "a late action counts in the month of its ts")
-    }).pipe(Effect.provide(layer)))
-
-  it.effect("a counted live action keeps its usage month on the streak row; a test action does not", () =>
-    Effect.gen(function*() {
-      const t = yield* tenant()
-      yield* TestClock.setTime(NOON)
-      yield* webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1" })
-      assert.isDefined(yield* rowOf(t, "u1", "test"))
-      assert.isUndefined((yield* rowOf(t, "u1", "test"))?.meteredMonth)
-      const live = yield* liveTenant()
-      yield* server(body(live, { ts: "2026-04-30T12:00:00Z" }))
-      assert.strictEqual((yield* rowOf(live, "u1", "live"))?.meteredMonth, "2026-04", "the month of the action's ts")
-      yield* server(body(live))
-      assert.strictEqual((yield* rowOf(live, "u1", "live"))?.meteredMonth, "2026-05")
-    }).pipe(Effect.provide(layer)))
-
-  it.effect("a row that says its member was metered this month spares the mark; another month's or none does not", () =>
-    Effect.gen(function*() {
-      const t = yield* liveTenant()
-      yield* TestClock.setTime(NOON)
-      const streaks = yield* StreakStore
-      // Rows as an earlier action would have left them, without the usage table's marks: only
-      // the row's month tells ingest whether to mark.
-      const rowFor = (userHash: string, meteredMonth?: string) =>
-        new StreakRow({
-          projectId: t.project.id,
-          programId: t.program.id,
-          userHash: userHash as UserHash,
-          ledger: "live",
-          lastActiveDay: "2026-05-09" as LocalDate,
-          run: 1,
-          best: 1,
-          timezone: "UTC",
-          updatedAt: new Date(NOON - DAY),
-          ...(meteredMonth === undefined ? {} : { meteredMonth })
-        })
-      yield* streaks.saveAll([rowFor("u_may", "2026-05"), rowFor("u_april", "2026-04"), rowFor("u_unknown")])
-      for (const userHash of ["u_may", "u_april", "u_unknown"]) {
-        assert.deepStrictEqual((yield* server(body(t, { userHash }))).body, { ok: true, counted: true })
-        assert.strictEqual((yield* rowOf(t, userHash, "live"))?.run, 2, userHash)
-        assert.strictEqual((yield* rowOf(t, userHash, "live"))?.meteredMonth, "2026-05", userHash)
-      }
-      const usage = yield* UsageStore
-      assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-05"), 2, "u_april and u_unknown marked, u_may trusted")
-      assert.isFalse(yield* usage.markActive(t.workspace.id, "2026-05", `${t.project.id}:u_april`))
-      assert.isTrue(yield* usage.markActive(t.workspace.id, "2026-05", `${t.project.id}:u_may`))
     }).pipe(Effect.provide(layer)))
 })
 

@@ -1,8 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import { StorageError } from "../src/Errors.js"
 import type { Tenant } from "../src/testing.js"
-import { at, layer, layerWithKeys, logged, rowOf, server, tenant } from "./support/pipeline.js"
+import { at, layer, logged, rowOf, server, tenant } from "./support/pipeline.js"
 
 const NOON = at("2026-05-10T12:00:00Z")
 
@@ -13,24 +12,7 @@ const keyed = (t: Tenant, userHash: string, idempotencyKey: string) => ({
   idempotencyKey
 })
 
-const stores = [
-  { name: "with claimWithin (keys claimed inside the batch's transaction)", layer },
-  {
-    name: "without claimWithin (keys claimed ahead of the transaction with claimMany)",
-    layer: layerWithKeys(({ claimWithin: _, ...store }) => store)
-  },
-  {
-    name: "without claimWithin, claimMany and completeMany (each key claimed and completed alone)",
-    layer: layerWithKeys(({ claimMany: _, claimWithin: __, completeMany: ___, ...store }) => store)
-  },
-  {
-    name: "without claimWithin, whose claimMany fails (each key claimed again alone)",
-    layer: layerWithKeys(({ claimWithin: _, ...store }) => ({
-      ...store,
-      claimMany: () => Effect.fail(new StorageError({ message: "injected failure" }))
-    }))
-  }
-]
+const stores = [{ name: "in memory (keys claimed inside the group's transaction)", layer }]
 
 describe("Ingest: keyed actions that arrive together (CONTRACT §4)", () => {
   for (const store of stores) {

@@ -3,7 +3,7 @@
  * as plain functions from request facts to an `Answer`. Both the lean fast path and the HttpApi
  * handlers call them, so the two give the same statuses, bodies and headers by construction.
  */
-import { Aliases, Errors, type EventInput, Finished, Ingest, StateQuery } from "@streaks/core"
+import { Aliases, Errors, EventInput, Finished, Ids, Ingest, StateQuery } from "@streaks/core"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { statusOf } from "./Api.js"
 import * as Cors from "./Cors.js"
@@ -36,7 +36,8 @@ export const errorAnswer = (e: Coded, headers: Readonly<Record<string, string>> 
     : headers
 })
 
-const storageDown = { code: "SERVICE_UNAVAILABLE" }
+// A client may try again shortly: an outage or an overload is not its fault.
+const storageDown = { code: "SERVICE_UNAVAILABLE", retryAfterSeconds: 1 }
 
 /** Renders the outcome of a door: client errors with their code, storage failures as 503 (logged). */
 const settle = <A, R>(
@@ -66,9 +67,8 @@ type IngestServices = Ingest.Ingest | RateLimiter
 
 /**
  * `POST /v1/e` and `POST /v1/server/e` with a decoded action, for a caller that is not a fiber
- * (the fast path): `onExit` gets the answer, or the defect that stopped it. With a warm directory
- * cache an action on the server door runs no fiber of its own (`Ingest.recordCallback`); `runtime`
- * runs what must (a cache miss, the browser door's rate limits, the log of a storage failure).
+ * (the fast path): `onExit` gets the answer, or the defect that stopped it. `runtime` runs what
+ * must run in a fiber (a cache miss, the browser door's rate limits, `Ingest.record`).
  */
 export const ingestCallback = (
   runtime: Runtime.Runtime<IngestServices>,
@@ -79,6 +79,7 @@ export const ingestCallback = (
 ): void => {
   const service = Context.get(runtime.context, Ingest.Ingest)
   const run = Finished.runner(runtime)
+  const record = (input: Ingest.RecordInput) => run(service.record(input), answer)
   let cors: Record<string, string> = {}
   const answer = (exit: Exit.Exit<Ingest.IngestAnswer, Ingest.RecordError | Errors.StorageError>) =>
     onExit(
@@ -89,11 +90,11 @@ export const ingestCallback = (
   run(service.resolveProject(action.siteKey ?? ""), (found) => {
     if (Exit.isFailure(found)) return onExit(failureAnswer(runtime, found.cause, cors))
     const project = found.value
-    if (door === "server") return service.recordCallback({ project, action, auth: { door, serverToken: facts.serverToken } }, answer)
+    if (door === "server") return record({ project, action, auth: { door, serverToken: facts.serverToken } })
     if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
     run(limited(Context.get(runtime.context, RateLimiter), facts.ip, project.siteKey), (allowed) => {
       if (Exit.isFailure(allowed)) return onExit(failureAnswer(runtime, allowed.cause, cors))
-      service.recordCallback({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } }, answer)
+      record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } })
     })
   })
 }
@@ -146,6 +147,10 @@ export const stateCallback = (
   facts: StateFacts,
   onExit: (exit: Exit.Exit<Answer>) => void
 ): void => {
+  const texts = [query.siteKey, query.userHash, query.event, query.kind, facts.identityToken]
+  if (!texts.every((t) => t === undefined || Ids.isWellFormedText(t))) {
+    return onExit(Exit.succeed(errorAnswer(EventInput.uncleanText())))
+  }
   const event = query.event ?? query.kind
   if (event === undefined || event === "" || (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)) {
     return onExit(Exit.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" }))))

@@ -4,7 +4,7 @@
  * HTTP pipeline (see docs/decisions/0002) but calls the same `Doors` as the HttpApi handlers,
  * with the same schemas, limits and error bodies. Anything else falls through to HttpApi.
  */
-import { Aliases, EventInput, Ingest, StateQuery } from "@streaks/core"
+import { Aliases, EventInput, Ids, Ingest, StateQuery } from "@streaks/core"
 import { Headers, HttpTraceContext } from "@effect/platform"
 import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -200,8 +200,11 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
       case "browser":
       case "server":
         return ingest(rt, req, res, door)
-      case "webhook":
-        return webhook(rt, req, res, decodeSegment(WEBHOOK.exec(path)![1]!))
+      case "webhook": {
+        const siteKey = decodeSegment(WEBHOOK.exec(path)![1]!)
+        // Text hygiene (CONTRACT §2): the body's strings are checked by the decoder, the path's here.
+        return Ids.isWellFormedText(siteKey) ? webhook(rt, req, res, siteKey) : fail(res, 400, "INVALID_BODY")
+      }
       case "state":
         return state(rt, req, res, query === -1 ? "" : req.url!.slice(query + 1))
       case "preflight":

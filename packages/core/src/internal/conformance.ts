@@ -3,8 +3,8 @@
  * MUST rules of `Ports.ts` (each port's suite lives in `conformance<Area>.ts`).
  */
 import { assert, describe, layer } from "@effect/vitest"
-import { Duration, Effect, Option } from "effect"
-import type { Layer } from "effect"
+import { Context, Duration, Effect, Layer, Option } from "effect"
+import * as IngestStore from "../IngestStore.js"
 import {
   AchievementStore,
   ActionLog,
@@ -35,7 +35,7 @@ import {
   seedTenant
 } from "./conformanceFixtures.js"
 import { Boom, type It } from "./conformanceKit.js"
-import { keyClaimSuite } from "./conformanceKeyClaims.js"
+import { ingestSuite } from "./conformanceIngest.js"
 import { standingSuite } from "./conformanceStanding.js"
 import { achievementSuite, streakSuite, transactorSuite } from "./conformanceStreaks.js"
 import { credentialSuite, directorySuite, experimentSuite, memberSuite, usageSuite } from "./conformanceTenancy.js"
@@ -102,6 +102,13 @@ const rollbackSuite = (it: It) =>
       }))
   })
 
+/** The adapter's own `IngestStore` where its layer provides one, else `IngestStore.fromPorts`. */
+const withIngestStore = (storage: Layer.Layer<Storage, unknown>): Layer.Layer<Storage | IngestStore.IngestStore, unknown> =>
+  Layer.flatMap(storage, (context) =>
+    Option.isSome(Context.getOption(context as Context.Context<Storage | IngestStore.IngestStore>, IngestStore.IngestStore))
+      ? Layer.succeedContext(context as Context.Context<Storage | IngestStore.IngestStore>)
+      : Layer.provideMerge(IngestStore.layerFromPorts, Layer.succeedContext(context)))
+
 /**
  * Registers the conformance suite of a storage adapter under `name`.
  *
@@ -113,7 +120,7 @@ const rollbackSuite = (it: It) =>
  * their own rows, and retire those rows when they finish.
  */
 export const storageConformance = (name: string, storage: Layer.Layer<Storage, unknown>): void =>
-  layer(storage, { excludeTestServices: true, timeout: Duration.minutes(2) })(name, (it) => {
+  layer(withIngestStore(storage), { excludeTestServices: true, timeout: Duration.minutes(2) })(name, (it) => {
     transactorSuite(it)
     rollbackSuite(it)
     directorySuite(it)
@@ -128,6 +135,6 @@ export const storageConformance = (name: string, storage: Layer.Layer<Storage, u
     usageSuite(it)
     experimentSuite(it)
     batchSuite(it)
-    keyClaimSuite(it)
+    ingestSuite(it)
     standingSuite(it)
   })

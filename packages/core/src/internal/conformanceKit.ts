@@ -6,11 +6,12 @@ import type { Vitest } from "@effect/vitest"
 import { Data, Effect } from "effect"
 import type { OutboxMessage, StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
+import type { IngestStore } from "../IngestStore.js"
 import { Outbox, type Storage, StreakStore, Transactor } from "../Ports.js"
 import { withoutDue } from "./conformanceFixtures.js"
 
 /** The `it` of a conformance suite: tests run against the adapter's layer on the live clock. */
-export type It = Vitest.MethodsNonLive<Storage, true>
+export type It = Vitest.MethodsNonLive<Storage | IngestStore, true>
 
 /** The error a test's unit of work fails with on purpose. */
 export class Boom extends Data.TaggedError("Boom")<{}> {}
@@ -86,8 +87,8 @@ export const ancient = {
   streakClaimers: new Date("2000-02-01T00:00:00.000Z"),
   outboxLimit: new Date("2000-03-01T00:00:00.000Z"),
   outboxLease: new Date("2000-04-01T00:00:00.000Z"),
-  outboxClaimers: new Date("2000-05-01T00:00:00.000Z"),
   outboxStale: new Date("2000-04-15T00:00:00.000Z"),
+  outboxClaimers: new Date("2000-05-01T00:00:00.000Z"),
   purge: new Date("2001-01-01T00:00:00.000Z"),
   /** `nextDueAt` is global: this test's messages must be the earliest pending ones anywhere. */
   nextDue: new Date("1970-01-01T00:00:01.000Z")

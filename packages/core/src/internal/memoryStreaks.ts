@@ -7,7 +7,7 @@ import type { Context } from "effect"
 import type { LocalDate } from "../Calendar.js"
 import { Achievement, type ActionRecord, StreakKey, StreakRow, type StoredResponse } from "../Domain.js"
 import type { ProgramId, ProjectId, UserHash } from "../Ids.js"
-import type { ActionLog, ActionQuery, AchievementStore, IdempotencyClaim, IdempotencyStore, KeyClaim, StreakStore } from "../Ports.js"
+import type { ActionLog, ActionQuery, AchievementStore, IdempotencyClaim, IdempotencyStore, StreakStore } from "../Ports.js"
 import { keyOf, type MemoryState, pair, type Runner } from "./memoryState.js"
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -51,28 +51,11 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     lock: (key, timezone) => Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => lock(key, timezone, now))),
     lockMany: (keys) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => keys.map((k) => lock(k.key, k.timezone, now)))),
-    lockExisting: (keys) => run(() => keys.map((key) => Option.fromNullable(s.streaks.get(keyOf(key))))),
-    // Achievements live beside the rows here, so they are always known.
-    lockExistingWithAchieved: (keys) =>
-      run(() =>
-        keys.map(({ key, withAchieved }) => {
-          const k = keyOf(key)
-          return Option.map(Option.fromNullable(s.streaks.get(k)), (row) => ({
-            row,
-            achieved: withAchieved ? [...(s.achievements.get(k)?.keys() ?? [])] : undefined
-          }))
-        })
-      ),
     get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
     save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
     saveAll: (rows) => run(() => saveRows(rows)),
     addDay: (key, day) => run(() => addDay(key, day)),
     addDays: (days) => run(() => addDayEach(days)),
-    saveAllWithDays: (rows, days) =>
-      run(() => {
-        saveRows(rows)
-        return addDayEach(days)
-      }),
     days: (key) => run(() => sortedDays(keyOf(key))),
     daysBetween: (key, from, to) => run(() => sortedDays(keyOf(key)).filter((d) => d >= from && d <= to)),
     standingMany: (refs, from, to) =>
@@ -233,16 +216,9 @@ export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Se
     // The lifetime counts from first receipt (CONTRACT §4), so completing keeps `claimedAt`.
     j.set(s.idempotency, k, { claimedAt: s.idempotency.get(k)?.claimedAt ?? now.getTime(), response })
   }
-  const claimMany = (claims: ReadonlyArray<KeyClaim>) => run(() => claims.map((c) => claim(c.projectId, c.key, c.now)))
   return {
     claim: (projectId, key, now) => run(() => claim(projectId, key, now)),
-    claimMany,
-    // Transactions here run one at a time, and a rollback undoes the claim with the rest: the
-    // claim is `claimMany`'s, made inside the caller's transaction.
-    claimWithin: claimMany,
     complete: (projectId, key, response, now) => run(() => complete(projectId, key, response, now)),
-    completeMany: (completions) =>
-      run(() => completions.forEach((c) => complete(c.projectId, c.key, c.response, c.now))),
     release: (projectId, key) =>
       run(() => {
         const k = pair(projectId, key)

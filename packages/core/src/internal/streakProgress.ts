@@ -9,7 +9,6 @@ import type { StorageError } from "../Errors.js"
 import * as OutboundEvents from "../OutboundEvents.js"
 import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
 import * as Streak from "../Streak.js"
-import { together } from "./together.js"
 
 /** The current instant from `Clock`, as a Date (tests drive it with `TestClock`). */
 export const nowDate: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -39,17 +38,13 @@ export const notifiedOf = (row: StreakRow): Streak.Notified => ({
   brokenAfter: row.brokenNotifiedAfter
 })
 
-/**
- * The row holding `summary`, computed in `zone`, with `dueAt` following from what was notified;
- * `meteredMonth` is the row's (see `StreakRow`), carried over by whoever saves it.
- */
+/** The row holding `summary`, computed in `zone`, with `dueAt` following from what was notified. */
 export const rowOf = (
   key: Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">,
   summary: Streak.Summary,
   zone: string,
   notified: Streak.Notified,
-  now: Date,
-  meteredMonth: string | undefined
+  now: Date
 ): StreakRow => {
   const dueAt = Streak.nextDueAt(summary, zone, notified)
   // Built from a validated key and the calculus' output: no constructor on the hot path.
@@ -65,8 +60,7 @@ export const rowOf = (
     ...(notified.atRiskFor === undefined ? {} : { atRiskNotifiedFor: notified.atRiskFor }),
     ...(notified.brokenAfter === undefined ? {} : { brokenNotifiedAfter: notified.brokenAfter }),
     ...(dueAt === undefined ? {} : { dueAt }),
-    updatedAt: now,
-    ...(meteredMonth === undefined ? {} : { meteredMonth })
+    updatedAt: now
   })
 }
 
@@ -126,7 +120,7 @@ export const recordCrossed = (
   Effect.flatMap(AchievementStore, (achievements) => {
     const { key, now, program } = input
     const eventsOf = crossed.map(OutboundEvents.milestoneEvents)
-    const added = together(crossed.map((milestone) => achievements.add(key, milestone.id, now)))
+    const added = Effect.all(crossed.map((milestone) => achievements.add(key, milestone.id, now)), { concurrency: "unbounded" })
     return Effect.map(
       OutboundEvents.emitWhere(
         {
@@ -144,8 +138,8 @@ export const recordCrossed = (
   })
 
 /** The row to save after `reach`: the new summary, with what was notified kept. */
-export const progressRow = ({ key, now, row, summary, zone }: Progress, meteredMonth = row.meteredMonth): StreakRow =>
-  rowOf(key, summary, zone, notifiedOf(row), now, meteredMonth)
+export const progressRow = ({ key, now, row, summary, zone }: Progress): StreakRow =>
+  rowOf(key, summary, zone, notifiedOf(row), now)
 
 /** `reach`, then saves the row. */
 export const settle = (

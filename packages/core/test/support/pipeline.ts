@@ -102,48 +102,6 @@ export const layerPoisoned = services.pipe(
   Layer.provideMerge(Layer.effect(Transactions, Ref.make(0)))
 )
 
-export interface LockCall {
-  readonly method: "lockMany" | "lockExisting" | "lockExistingWithAchieved"
-  readonly userHashes: ReadonlyArray<string>
-}
-
-/** Every `lockMany`, `lockExisting` and `lockExistingWithAchieved` call, as the user hashes it was given. */
-export class Locks extends Context.Tag("test/Locks")<Locks, Ref.Ref<ReadonlyArray<LockCall>>>() {}
-
-const spiedStreaks = (change: (store: StreakStore["Type"]) => StreakStore["Type"]) =>
-  Layer.effect(
-    StreakStore,
-    Effect.gen(function*() {
-      const streaks = change(yield* StreakStore)
-      const calls = yield* Locks
-      const note = (method: LockCall["method"], userHashes: ReadonlyArray<string>) =>
-        Ref.update(calls, (all) => [...all, { method, userHashes }])
-      const { lockExistingWithAchieved } = streaks
-      return {
-        ...streaks,
-        lockMany: (keys) => Effect.zipRight(note("lockMany", keys.map((k) => k.key.userHash)), streaks.lockMany(keys)),
-        lockExisting: (keys) =>
-          Effect.zipRight(note("lockExisting", keys.map((k) => k.userHash)), streaks.lockExisting!(keys)),
-        ...(lockExistingWithAchieved === undefined ? {} : {
-          lockExistingWithAchieved: (keys) =>
-            Effect.zipRight(note("lockExistingWithAchieved", keys.map((k) => k.key.userHash)), lockExistingWithAchieved(keys))
-        })
-      } satisfies StreakStore["Type"]
-    })
-  )
-
-/**
- * `layer`, with `Locks` noting how the streak rows were locked, on the in-memory streak store
- * changed by `change` (say, without an optional method, as a third-party adapter may be).
- */
-export const layerLocksWith = (change: (store: StreakStore["Type"]) => StreakStore["Type"]) =>
-  services.pipe(
-    Layer.provideMerge(spiedStreaks(change).pipe(Layer.provideMerge(base))),
-    Layer.provideMerge(Layer.effect(Locks, Ref.make<ReadonlyArray<LockCall>>([])))
-  )
-
-export const layerLocks = layerLocksWith((store) => store)
-
 type Overrides = Parameters<typeof seedTenant>[0]
 
 /**

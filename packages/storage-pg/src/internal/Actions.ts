@@ -2,8 +2,10 @@
  * The action log (append-only, plus the two aggregate reads of reports) and the idempotency keys
  * shared by every replica, on Postgres.
  */
-import type { ActionRecord, EventType } from "@streaks/core/Domain"
-import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore, KeyClaim } from "@streaks/core/Ports"
+import type { ActionRecord, EventType, StoredResponse } from "@streaks/core/Domain"
+import type { StorageError } from "@streaks/core/Errors"
+import type { ProjectId } from "@streaks/core/Ids"
+import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore } from "@streaks/core/Ports"
 import { Effect } from "effect"
 import { type Ctx, io, jsonParam, lastPerKey, toLocalDate, toOptionalString } from "./Sql.js"
 
@@ -86,7 +88,25 @@ const claimAttempts = 3
 
 const inProgress: IdempotencyClaim = { _tag: "InProgress" }
 
-export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyStore["Type"] => {
+/** What the Postgres ingest store uses beyond the port: claims inside its transaction, answers stored at once. */
+export interface IdempotencyExtras {
+  readonly claimWithin: (claims: ReadonlyArray<KeyClaim>) => Effect.Effect<ReadonlyArray<IdempotencyClaim>, StorageError>
+  readonly completeMany: (completions: ReadonlyArray<KeyCompletion>) => Effect.Effect<void, StorageError>
+}
+
+/** One key to claim. */
+export interface KeyClaim {
+  readonly projectId: ProjectId
+  readonly key: string
+  readonly now: Date
+}
+
+/** One key's answer to store. */
+export interface KeyCompletion extends KeyClaim {
+  readonly response: StoredResponse
+}
+
+export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyStore["Type"] & IdempotencyExtras => {
   // Every claim first takes the key's advisory lock, without waiting (`pg_try_advisory_xact_lock`,
   // in a lock space of this schema's own), and touches the key's row only if it got it. So a key
   // claimed inside a transaction that is still running (`claimWithin`: its row not yet committed)
@@ -175,10 +195,7 @@ export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyS
     claim: (projectId, key, now) =>
       claimAll([{ projectId, key, now }]).pipe(Effect.map((answers) => answers[0]!), io("IdempotencyStore.claim")),
 
-    claimMany: (claims) =>
-      claims.length === 0 ? Effect.succeed([]) : claimAll(claims).pipe(io("IdempotencyStore.claimMany")),
-
-    claimWithin: (claims) =>
+    claimWithin: (claims: ReadonlyArray<KeyClaim>) =>
       claims.length === 0 ? Effect.succeed([]) : claimAll(claims).pipe(io("IdempotencyStore.claimWithin")),
 
     complete: (projectId, key, response, now) =>
@@ -194,7 +211,7 @@ export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyS
     // anyway, as the in-memory store does. Each key is claimed by one action at a time, so two
     // batches write the same row only when a claim expired (30 s) under a batch still running;
     // should they deadlock, ingest retries each action alone.
-    completeMany: (completions) => {
+    completeMany: (completions: ReadonlyArray<KeyCompletion>) => {
       if (completions.length === 0) return Effect.void
       const last = lastPerKey(completions, (c) => `${c.projectId}\u0000${c.key}`)
       return hot(sql`INSERT INTO ${t.idempotency_keys} AS k

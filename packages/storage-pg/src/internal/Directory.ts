@@ -28,9 +28,11 @@ import type {
   DirectoryStore,
   MemberRef,
   MemberStore,
+  MemberZone,
   UsageEntry,
   UsageStore
 } from "@streaks/core/Ports"
+import type { StorageError } from "@streaks/core/Errors"
 import { Array as Arr, Effect, Option } from "effect"
 import { firstOccurrences } from "./Batch.js"
 import { type Ctx, io, jsonParam, lastPerKey, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
@@ -206,7 +208,12 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
       .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setWebhookSecretHash"))
 })
 
-export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] => {
+/** What the Postgres ingest store uses beyond the port: many members' zones in one statement. */
+export interface MemberExtras {
+  readonly setTimezones: (zones: ReadonlyArray<MemberZone>) => Effect.Effect<void, StorageError>
+}
+
+export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & MemberExtras => {
   // One round trip for a batch: resolve each id's alias (if any), then the canonical member's zone,
   // each a primary-key seek (LATERAL with LIMIT, which the planner cannot turn into a join): joins
   // let a plan made while the tables were small scan both of them at every call, for the life of
@@ -243,7 +250,7 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] => {
       .pipe(Effect.asVoid, io("MemberStore.setTimezone")),
 
   // One statement; a member given twice keeps the last zone (an upsert may not touch a row twice).
-  setTimezones: (zones) => {
+  setTimezones: (zones: ReadonlyArray<MemberZone>) => {
     if (zones.length === 0) return Effect.void
     const last = lastPerKey(zones, (z) => `${z.projectId}\u0000${z.userHash}`)
     return hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone)

@@ -7,7 +7,8 @@ import type { Fragment } from "@effect/sql/Statement"
 import { Achievement, StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
 import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
-import type { AchievementStore, LockAhead, StreakStore } from "@streaks/core/Ports"
+import type { StorageError } from "@streaks/core/Errors"
+import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./Batch.js"
@@ -40,7 +41,6 @@ export const decodeStreakRow = (r: Row): StreakRow =>
     ...opt("brokenNotifiedAfter", toOptionalLocalDate(r.broken_notified_after)),
     ...opt("dueAt", toOptionalDate(r.due_at)),
     updatedAt: toDate(r.updated_at),
-    ...opt("meteredMonth", r.metered_month as string | null)
   })
 
 const decodeKey = (r: Row): StreakKey =>
@@ -103,7 +103,31 @@ const keyArraysOf = (sql: Ctx["sql"], keys: ReadonlyArray<Pick<StreakKey, "proje
   sql`${keys.map((k) => k.projectId)}::text[], ${keys.map((k) => k.programId)}::text[],
     ${keys.map((k) => k.userHash)}::text[], ${keys.map((k) => k.ledger)}::text[]`
 
-export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
+/**
+ * What the Postgres ingest store (`Ingest.ts`) uses beyond the port: rows locked without creating
+ * any, with their achievements (one statement), and rows saved with their new days (one statement).
+ */
+export interface StreakExtras {
+  readonly lockExistingWithAchieved: (keys: ReadonlyArray<LockAhead>) => Effect.Effect<ReadonlyArray<Option.Option<LockedRow>>, StorageError>
+  readonly saveAllWithDays: (
+    rows: ReadonlyArray<StreakRow>,
+    days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>
+  ) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
+}
+
+/** A key to lock ahead, and whether to read its achievements with it. */
+export interface LockAhead {
+  readonly key: StreakKey
+  readonly withAchieved: boolean
+}
+
+/** A row locked ahead, with its achieved milestone ids (`undefined` where not asked or not known with the row). */
+export interface LockedRow {
+  readonly row: StreakRow
+  readonly achieved: ReadonlyArray<MilestoneId> | undefined
+}
+
+export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & StreakExtras => {
   const cols = sql.literal(streakColumns)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
@@ -157,17 +181,6 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
       return inputs.map((i) => found.get(keyOf(i.key))!)
     })
 
-  // The `locked` part of `lockOnce` alone: rows that exist, locked in the caller's (sorted) order.
-  const lockExisting = (keys: ReadonlyArray<StreakKey>) =>
-    Effect.map(
-      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, inLockOrder(keys, (k) => k))})
-        AS k (project_id, program_id, user_hash, ledger) ${lockEach}`),
-      (rows) => {
-        const found = rowsByKey(rows)
-        return keys.map((k) => Option.fromNullable(found.get(keyOf(k))))
-      }
-    )
-
   const lockExistingWithAchieved = (keys: ReadonlyArray<LockAhead>) => {
     // A key given twice is locked once, with its achievements if either asks.
     const names = keys.map((k) => keyOf(k.key))
@@ -200,7 +213,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
             ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${rows.map((r) => r.brokenNotifiedAfter ?? null)}::date[],
             ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${rows.map((r) => r.updatedAt.toISOString())}::timestamptz[],
-            ${rows.map((r) => r.meteredMonth ?? null)}::text[])
+            ${rows.map(() => null)}::text[])
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
@@ -234,9 +247,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
 
     lockMany: (keys) => keys.length === 0 ? Effect.succeed([]) : lockMany(keys).pipe(io("StreakStore.lockMany")),
 
-    lockExisting: (keys) => keys.length === 0 ? Effect.succeed([]) : lockExisting(keys).pipe(io("StreakStore.lockExisting")),
-
-    lockExistingWithAchieved: (keys) =>
+    lockExistingWithAchieved: (keys: ReadonlyArray<LockAhead>) =>
       keys.length === 0
         ? Effect.succeed([])
         : lockExistingWithAchieved(keys).pipe(io("StreakStore.lockExistingWithAchieved")),
@@ -255,7 +266,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] => {
 
     addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
 
-    saveAllWithDays: (rows, days) => {
+    saveAllWithDays: (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>) => {
       if (days.length === 0) {
         return rows.length === 0 ? Effect.succeed([]) : Effect.as(hot(saveRows(rows)), []).pipe(io("StreakStore.saveAllWithDays"))
       }

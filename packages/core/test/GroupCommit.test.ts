@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, Fiber, Logger, Scope } from "effect"
-import * as Coalesce from "../src/internal/coalesce.js"
+import * as GroupCommit from "../src/internal/groupCommit.js"
 
 /** A `run` that records each batch and waits for `gate` before answering `input * 10`. */
 const recorder = (gate: Deferred.Deferred<void>) => {
@@ -24,13 +24,13 @@ const recorder = (gate: Deferred.Deferred<void>) => {
 const firstBatchRunning = Effect.gen(function*() {
   const gate = yield* Deferred.make<void>()
   const { batches, run } = recorder(gate)
-  const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 })
+  const submit = yield* GroupCommit.make(run, { workers: 1, maxBatch: 100 })
   const first = yield* Effect.fork(submit(1))
   yield* Effect.sleep("20 millis")
   return { batches, first, gate, submit }
 })
 
-describe("Coalesce", () => {
+describe("GroupCommit", () => {
   it.live("a lone call is a batch of one; calls made while it runs share the next batch, each with its own answer", () =>
     Effect.gen(function*() {
       const { batches, first, gate, submit } = yield* firstBatchRunning
@@ -47,7 +47,7 @@ describe("Coalesce", () => {
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
       const { batches, run } = recorder(gate)
-      const submit = yield* Coalesce.make(run, { workers: 2, minBatchBeside: 3, maxBatch: 100 })
+      const submit = yield* GroupCommit.make(run, { workers: 2, minBatchBeside: 3, maxBatch: 100 })
       const calls = yield* Effect.fork(Effect.all([1, 2, 3].map(submit), { concurrency: "unbounded" }))
       yield* Effect.sleep("20 millis")
       assert.deepStrictEqual(batches, [[1]], "two waiting are fewer than three: no batch beside the first")
@@ -67,7 +67,7 @@ describe("Coalesce", () => {
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
       const { batches, run } = recorder(gate)
-      const submit = yield* Coalesce.make(run, { workers: 2, maxBatch: 100 })
+      const submit = yield* GroupCommit.make(run, { workers: 2, maxBatch: 100 })
       const calls = yield* Effect.fork(Effect.all([1, 2, 3].map(submit), { concurrency: "unbounded" }))
       yield* Effect.sleep("20 millis")
       assert.deepStrictEqual(batches, [[1], [2]])
@@ -80,7 +80,7 @@ describe("Coalesce", () => {
       const gate = yield* Deferred.make<void>()
       yield* Deferred.succeed(gate, undefined)
       const { batches, run } = recorder(gate)
-      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 2 })
+      const submit = yield* GroupCommit.make(run, { workers: 1, maxBatch: 2 })
       const exits = yield* Effect.all([10, 11, 12, 13, 14].map((n) => Effect.exit(submit(n))), {
         concurrency: "unbounded"
       })
@@ -101,7 +101,7 @@ describe("Coalesce", () => {
       const gate = yield* Deferred.make<void>()
       const { batches, run } = recorder(gate)
       const finished: Array<number> = []
-      const submit = yield* Coalesce.make(
+      const submit = yield* GroupCommit.make(
         (inputs: ReadonlyArray<number>) => Effect.tap(run(inputs), () => Effect.sync(() => finished.push(...inputs))),
         { workers: 1, maxBatch: 100 }
       )
@@ -120,7 +120,7 @@ describe("Coalesce", () => {
       const { batches, run } = recorder(gate)
       const answers: Array<() => void> = []
       const startedWhenHandedOff: Array<number> = []
-      const submit = yield* Coalesce.make(run, {
+      const submit = yield* GroupCommit.make(run, {
         workers: 1,
         maxBatch: 100,
         handOff: (answer) => {
@@ -194,7 +194,7 @@ describe("Coalesce", () => {
       const gate = yield* Deferred.make<void>()
       const { run } = recorder(gate)
       const scope = yield* Scope.make()
-      const submit = yield* Coalesce.make(run, { workers: 1, maxBatch: 100 }).pipe(Scope.extend(scope))
+      const submit = yield* GroupCommit.make(run, { workers: 1, maxBatch: 100 }).pipe(Scope.extend(scope))
       const call = yield* Effect.fork(submit(7))
       yield* Effect.sleep("20 millis")
       const closing = yield* Effect.fork(Scope.close(scope, Exit.void))

@@ -4,7 +4,7 @@
  */
 import { Cause, Context, Effect, Exit, Runtime, type Scope } from "effect"
 
-export interface Options {
+export interface Options<E = never> {
   /** Batches run at the same time. */
   readonly workers: number
   /**
@@ -15,6 +15,9 @@ export interface Options {
   readonly minBatchBeside?: number | undefined
   /** Most inputs in one batch. */
   readonly maxBatch: number
+  /** Most inputs waiting for a batch; past it a submission fails at once with `overloaded()`. */
+  readonly maxWaiting?: number | undefined
+  readonly overloaded?: (() => E) | undefined
   /**
    * How a finished batch hands each caller its answer (default: at once), once per caller, in
    * order. The next batch has started, up to its first wait, before this is called; see
@@ -54,7 +57,7 @@ interface Job<I, A, E> {
  */
 export const make = <I, A, E>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
-  options: Options
+  options: Options<E>
 ): Effect.Effect<Front<I, A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
     // Batches run with the fiber refs of the front's maker and no services (`run` needs none): a
@@ -126,7 +129,10 @@ export const make = <I, A, E>(
       })
     )
 
+    const maxWaiting = options.maxWaiting ?? Infinity
+    const overloaded = options.overloaded
     const submit = (input: I, onExit: (exit: Exit.Exit<A, E>) => void): void => {
+      if (overloaded !== undefined && waiting.length >= maxWaiting) return onExit(Exit.fail(overloaded()))
       waiting.push({ input, resume: onExit })
       pump()
     }

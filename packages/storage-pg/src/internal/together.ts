@@ -3,7 +3,7 @@
  * once (a store that pipelines sends them in one round trip).
  */
 import { Effect, Exit, Runtime } from "effect"
-import type { StorageError } from "../Errors.js"
+import type { StorageError } from "@streaks/core/Errors"
 
 /**
  * Runs statements of one transaction side by side and answers their results in order, or the first

@@ -1,0 +1,179 @@
+/**
+ * Conformance of `IngestStore`, whether an adapter implements it or gets it from `fromPorts`: what
+ * `load` reads and locks, claims held until the transaction ends, and what `commit` writes.
+ */
+import { assert, describe } from "@effect/vitest"
+import { Effect, Exit, Option } from "effect"
+import { Achievement, StreakKey, StreakRow } from "../Domain.js"
+import type { ProjectId, UserHash } from "../Ids.js"
+import { IngestStore, type LoadRequest, noChanges } from "../IngestStore.js"
+import { AchievementStore, ActionLog, IdempotencyStore, MemberStore, StreakStore, Transactor, UsageStore } from "../Ports.js"
+import { at, day, epoch, makeAction, makeMilestone, makeUserHash, randomHex, seedTenant } from "./conformanceFixtures.js"
+import { Boom, concurrently, type It, plain, SECOND } from "./conformanceKit.js"
+
+const response = { status: 202, body: { ok: true, counted: true } }
+
+const keyRequests = (projectId: ProjectId, keys: ReadonlyArray<string>) =>
+  [...keys].sort().map((key) => ({ projectId, key, now: epoch }))
+
+export const ingestSuite = (it: It) =>
+  describe("IngestStore", () => {
+    it.effect("load resolves aliases and locks each asked key's row, created empty in its zone when missing, with achievements where asked", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const milestone = makeMilestone({ target: 1 })
+        const { program, project } = yield* seedTenant({ program: { milestones: [milestone] } })
+        const [member, anonymous, fresh] = [makeUserHash(), makeUserHash(), makeUserHash()]
+        const members = yield* MemberStore
+        yield* members.link(project.id, anonymous, member)
+        yield* members.setTimezone(project.id, member, "Asia/Tokyo")
+        const key = new StreakKey({ projectId: project.id, programId: program.id, userHash: member, ledger: "live" })
+        yield* (yield* StreakStore).save(new StreakRow({ ...key, lastActiveDay: day("2024-02-29"), run: 3, best: 5, timezone: "Asia/Tokyo", updatedAt: epoch }))
+        yield* (yield* AchievementStore).add(key, milestone.id, epoch)
+        const streak = (userHash: UserHash, withAchieved: boolean) => ({
+          projectId: project.id,
+          userHash,
+          streak: { programId: program.id, ledger: "live" as const, timezone: "Europe/Paris", withAchieved }
+        })
+        const request: LoadRequest = {
+          members: [streak(anonymous, true), streak(fresh, false), { projectId: project.id, userHash: fresh }, streak(member, false)],
+          keys: [],
+          programs: [program.id]
+        }
+        const snapshot = yield* (yield* Transactor).withTransaction(store.load(request))
+        const [viaAlias, created, plainMember, direct] = snapshot.members
+        assert.strictEqual(viaAlias!.member.userHash, member)
+        assert.deepStrictEqual(Option.getOrUndefined(viaAlias!.member.timezone), "Asia/Tokyo")
+        assert.strictEqual(viaAlias!.streak!.key.userHash, member, "the alias counts for its member")
+        assert.strictEqual(viaAlias!.streak!.row.run, 3)
+        assert.deepStrictEqual([...viaAlias!.streak!.achieved], [milestone.id])
+        assert.deepStrictEqual(plain({ ...created!.streak!.row, updatedAt: undefined }), plain({ ...key, userHash: fresh, run: 0, best: 0, timezone: "Europe/Paris" }))
+        assert.deepStrictEqual([...created!.streak!.achieved], [])
+        assert.isUndefined(plainMember!.streak)
+        assert.strictEqual(direct!.streak!.row.best, 5)
+        assert.isTrue(Option.isNone(yield* (yield* StreakStore).get(new StreakKey({ ...key, userHash: anonymous }))), "no row for the alias itself")
+        assert.deepStrictEqual(snapshot.subscriptions.get(program.id), [])
+        assert.isFalse(snapshot.experiments.has(program.id))
+      }))
+
+    it.effect("load locks: 20 concurrent transactions that load, add 1 and commit the same keys lose no update", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tx = yield* Transactor
+        const { program, project } = yield* seedTenant()
+        const users = [makeUserHash(), makeUserHash(), makeUserHash()]
+        const request = (order: ReadonlyArray<UserHash>): LoadRequest => ({
+          members: order.map((userHash) => ({
+            projectId: project.id,
+            userHash,
+            streak: { programId: program.id, ledger: "live" as const, timezone: "UTC", withAchieved: false }
+          })),
+          keys: [],
+          programs: []
+        })
+        yield* concurrently(20, (i) =>
+          tx.withTransaction(Effect.gen(function*() {
+            const snapshot = yield* store.load(request(i % 2 === 0 ? users : [...users].reverse()))
+            const rows = snapshot.members.map((m) => new StreakRow({ ...m.streak!.row, run: m.streak!.row.run + 1 }))
+            yield* store.commit({ ...noChanges, rows })
+          })))
+        for (const userHash of users) {
+          const row = yield* (yield* StreakStore).get(new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" }))
+          assert.strictEqual(Option.getOrThrow(row).run, 20)
+        }
+      }))
+
+    it.effect("load claims keys as claim does; an answer committed with them replays, a rolled-back claim is free again", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tx = yield* Transactor
+        const idempotency = yield* IdempotencyStore
+        const { project } = yield* seedTenant()
+        const [done, kept, dropped, held] = ["done", "kept", "dropped", "held"].map((k) => `${k}-${randomHex(6)}`) as [string, string, string, string]
+        yield* idempotency.claim(project.id, done, epoch)
+        yield* idempotency.complete(project.id, done, response, epoch)
+        yield* idempotency.claim(project.id, held, epoch)
+        const keys = keyRequests(project.id, [done, kept, held])
+        const snapshot = yield* tx.withTransaction(Effect.gen(function*() {
+          const s = yield* store.load({ members: [], keys, programs: [] })
+          yield* store.commit({ ...noChanges, answers: [{ projectId: project.id, key: kept, response, now: epoch }] })
+          return s
+        }))
+        const tags = new Map(keys.map((k, i) => [k.key, snapshot.claims[i]!]))
+        assert.deepStrictEqual(tags.get(done), { _tag: "Completed", response })
+        assert.deepStrictEqual(tags.get(kept), { _tag: "Claimed" })
+        assert.deepStrictEqual(tags.get(held), { _tag: "InProgress" })
+        assert.deepStrictEqual(yield* idempotency.claim(project.id, kept, at(epoch, SECOND)), { _tag: "Completed", response })
+        const failed = yield* Effect.exit(tx.withTransaction(Effect.zipRight(
+          store.load({ members: [], keys: keyRequests(project.id, [dropped]), programs: [] }),
+          Effect.fail(new Boom())
+        )))
+        assert.isTrue(Exit.isFailure(failed))
+        assert.deepStrictEqual(yield* idempotency.claim(project.id, dropped, at(epoch, SECOND)), { _tag: "Claimed" })
+      }))
+
+    it.effect("of 10 concurrent transactions claiming the same keys, each key is Claimed exactly once", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tx = yield* Transactor
+        const { project } = yield* seedTenant()
+        const keys = keyRequests(project.id, Array.from({ length: 5 }, (_, i) => `k${i}-${randomHex(6)}`))
+        const results = yield* concurrently(10, () =>
+          tx.withTransaction(Effect.gen(function*() {
+            const { claims } = yield* store.load({ members: [], keys, programs: [] })
+            const answers = keys.flatMap((k, i) => (claims[i]!._tag === "Claimed" ? [{ ...k, response }] : []))
+            yield* store.commit({ ...noChanges, answers })
+            return claims
+          })))
+        for (let k = 0; k < keys.length; k++) {
+          assert.deepStrictEqual(results.map((r) => r[k]!._tag).filter((tag) => tag === "Claimed"), ["Claimed"])
+        }
+      }))
+
+    it.effect("commit writes days, rows, achievements, usage, zones and actions; history answers the days ascending", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tx = yield* Transactor
+        const milestone = makeMilestone({ target: 2 })
+        const { program, project, workspace } = yield* seedTenant({ program: { milestones: [milestone] } })
+        const userHash = makeUserHash()
+        const key = new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
+        const row = new StreakRow({ ...key, lastActiveDay: day("2024-03-02"), run: 2, best: 2, timezone: "Europe/Paris", updatedAt: epoch })
+        const action = makeAction(program, { userHash })
+        const usage = { workspaceId: workspace.id, month: "2024-03", member: `${project.id}:${userHash}` }
+        yield* tx.withTransaction(store.commit({
+          ...noChanges,
+          days: [{ key, day: day("2024-03-02") }, { key, day: day("2024-03-01") }],
+          rows: [row],
+          achievements: [new Achievement({ ...key, milestoneId: milestone.id, achievedAt: epoch })],
+          usage: [usage],
+          zones: [{ projectId: project.id, userHash, timezone: "Europe/Paris" }],
+          actions: [action]
+        }))
+        assert.deepStrictEqual(yield* store.history([key]), [[day("2024-03-01"), day("2024-03-02")]])
+        assert.deepStrictEqual(plain(Option.getOrThrow(yield* (yield* StreakStore).get(key))), plain(row))
+        assert.deepStrictEqual((yield* (yield* AchievementStore).achievedMany([key]))[0], [milestone.id])
+        assert.deepStrictEqual(yield* (yield* UsageStore).markActiveMany([usage]), [false], "already marked")
+        assert.deepStrictEqual(Option.getOrUndefined((yield* (yield* MemberStore).lookup(project.id, userHash)).timezone), "Europe/Paris")
+        const counts = yield* (yield* ActionLog).countsByDay({ programIds: [program.id], from: at(epoch, -SECOND), to: at(epoch, SECOND), ledger: "live" })
+        assert.strictEqual(counts.reduce((n, c) => n + c.count, 0), 1)
+      }))
+
+    it.effect("commit of an active day already recorded fails, and its transaction leaves nothing behind", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tx = yield* Transactor
+        const { program, project } = yield* seedTenant()
+        const key = new StreakKey({ projectId: project.id, programId: program.id, userHash: makeUserHash(), ledger: "live" })
+        yield* (yield* StreakStore).addDay(key, day("2024-03-01"))
+        const row = new StreakRow({ ...key, lastActiveDay: day("2024-03-02"), run: 2, best: 2, timezone: "UTC", updatedAt: epoch })
+        const exit = yield* Effect.exit(tx.withTransaction(store.commit({
+          ...noChanges,
+          days: [{ key, day: day("2024-03-02") }, { key, day: day("2024-03-01") }],
+          rows: [row]
+        })))
+        assert.isTrue(Exit.isFailure(exit))
+        assert.deepStrictEqual(yield* store.history([key]), [[day("2024-03-01")]])
+        assert.isTrue(Option.isNone(yield* (yield* StreakStore).get(key)))
+      }))
+  })

@@ -1,0 +1,146 @@
+/**
+ * `IngestStore` on Postgres: a group's reads in one round trip where the members acted before, its
+ * writes in another, each statement pipelined on the transaction's connection (`together`).
+ */
+import type { LocalDate } from "@streaks/core/Calendar"
+import { StreakKey as StreakKeyClass, type StreakKey, unsafeMake } from "@streaks/core/Domain"
+import { StorageError } from "@streaks/core/Errors"
+import type { MilestoneId } from "@streaks/core/Ids"
+import { goesAhead, type IngestStore, type LoadRequest, type LockedStreak, type Snapshot } from "@streaks/core/IngestStore"
+import type {
+  AchievementStore,
+  ActionLog,
+  ExperimentStore,
+  IdempotencyStore,
+  MemberStore,
+  Outbox,
+  StreakStore,
+  SubscriptionStore,
+  UsageStore
+} from "@streaks/core/Ports"
+import { Effect, Option } from "effect"
+import type { IdempotencyExtras } from "./Actions.js"
+import type { MemberExtras } from "./Directory.js"
+import type { StreakExtras } from "./Streaks.js"
+import { together } from "./together.js"
+
+export interface Stores {
+  readonly members: MemberStore["Type"] & MemberExtras
+  readonly streaks: StreakStore["Type"] & StreakExtras
+  readonly achievements: AchievementStore["Type"]
+  readonly idempotency: IdempotencyStore["Type"] & IdempotencyExtras
+  readonly experiments: ExperimentStore["Type"]
+  readonly subscriptions: SubscriptionStore["Type"]
+  readonly log: ActionLog["Type"]
+  readonly outbox: Outbox["Type"]
+  readonly usage: UsageStore["Type"]
+}
+
+const none = Effect.succeed([] as ReadonlyArray<never>)
+
+const conflict = (what: string) =>
+  new StorageError({ message: `IngestStore.commit: ${what} was already recorded (the plan was made from a stale read)` })
+
+export const make = (stores: Stores): IngestStore["Type"] => {
+  const { achievements, experiments, idempotency, members, streaks, subscriptions } = stores
+
+  const programsOf = (request: LoadRequest) =>
+    together(request.programs.map((id) =>
+      together([
+        experiments.running(id),
+        subscriptions.forEvent(id, "milestone.achieved"),
+        subscriptions.forEvent(id, "reward.unlocked")
+      ])
+    ))
+
+  const load = (request: LoadRequest): Effect.Effect<Snapshot, StorageError> =>
+    Effect.gen(function*() {
+      const asked = request.members.flatMap((m, i) => (m.streak === undefined ? [] : [i]))
+      // The rows of the ids as sent are locked with the members' lookup, before it is known which
+      // ids are aliases: it creates nothing, so an alias's key gets no row.
+      const sentKey = (i: number): StreakKey => {
+        const m = request.members[i]!
+        return unsafeMake(StreakKeyClass, {
+          projectId: m.projectId,
+          programId: m.streak!.programId,
+          userHash: m.userHash,
+          ledger: m.streak!.ledger
+        })
+      }
+      const [found, ahead, claims, programs] = yield* together([
+        members.lookupMany(request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))),
+        asked.length === 0
+          ? none
+          : streaks.lockExistingWithAchieved(asked.map((i) => ({ key: sentKey(i), withAchieved: request.members[i]!.streak!.withAchieved }))),
+        request.keys.length === 0 ? none : idempotency.claimWithin(request.keys),
+        request.programs.length === 0 ? none : programsOf(request)
+      ])
+      const locked = new Map<number, LockedStreak>()
+      const toLock: Array<{ readonly i: number; readonly key: StreakKey }> = []
+      const held = new Set(asked.filter((i) => !goesAhead(request.members[i]!, claims)))
+      const toAsk: Array<{ readonly i: number; readonly key: StreakKey }> = []
+      asked.forEach((i, n) => {
+        const m = request.members[i]!
+        const streak = m.streak!
+        const canonical = found[i]!.userHash
+        const key = canonical === m.userHash
+          ? sentKey(i)
+          : unsafeMake(StreakKeyClass, { projectId: m.projectId, programId: streak.programId, userHash: canonical, ledger: streak.ledger })
+        const row = canonical === m.userHash ? ahead[n]! : Option.none()
+        // A replay, or a key in progress, changes nothing: no row is created for it.
+        if (Option.isNone(row)) return held.has(i) ? undefined : toLock.push({ i, key })
+        if (held.has(i)) return
+        locked.set(i, { key, row: row.value.row, achieved: row.value.achieved ?? [] })
+        if (streak.withAchieved && row.value.achieved === undefined) toAsk.push({ i, key })
+      })
+      // First actions of a key, and aliases: locked (created where missing) in a second round trip.
+      const askAfter = [...toAsk, ...toLock.filter(({ i }) => request.members[i]!.streak!.withAchieved)]
+      if (toLock.length + askAfter.length > 0) {
+        const [rows, achieved] = yield* together([
+          toLock.length === 0
+            ? none
+            : streaks.lockMany(toLock.map(({ i, key }) => ({ key, timezone: request.members[i]!.streak!.timezone }))),
+          askAfter.length === 0 ? none : achievements.achievedMany(askAfter.map((a) => a.key))
+        ])
+        toLock.forEach(({ i, key }, n) => locked.set(i, { key, row: rows[n]!, achieved: [] }))
+        askAfter.forEach(({ i }, n) => {
+          const l = locked.get(i)!
+          locked.set(i, { ...l, achieved: achieved[n]! as ReadonlyArray<MilestoneId> })
+        })
+      }
+      return {
+        members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })),
+        claims,
+        experiments: new Map(request.programs.flatMap((id, n) => Option.toArray(Option.map(programs[n]![0], (e) => [id, e] as const)))),
+        subscriptions: new Map(request.programs.map((id, n) => {
+          const [, achieved, unlocked] = programs[n]!
+          return [id, [...new Map([...achieved, ...unlocked].map((s) => [s.id, s])).values()]] as const
+        }))
+      }
+    })
+
+  const commit: IngestStore["Type"]["commit"] = (changes) => {
+    const allNew = (what: string) => (added: ReadonlyArray<boolean>) =>
+      added.every(Boolean) ? Effect.void : Effect.fail(conflict(what))
+    return Effect.asVoid(together([
+      changes.rows.length + changes.days.length === 0
+        ? Effect.void
+        : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days), allNew("an active day")),
+      changes.achievements.length === 0
+        ? Effect.void
+        : Effect.flatMap(together(changes.achievements.map((a) => achievements.add(a, a.milestoneId, a.achievedAt))), allNew("an achievement")),
+      changes.usage.length === 0 ? Effect.void : stores.usage.markActiveMany(changes.usage),
+      changes.zones.length === 0 ? Effect.void : members.setTimezones(changes.zones),
+      changes.actions.length === 0 ? Effect.void : stores.log.appendAll(changes.actions),
+      changes.outbox.length === 0 ? Effect.void : stores.outbox.enqueue(changes.outbox),
+      changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers)
+    ]))
+  }
+
+  return {
+    load,
+    history: (keys: ReadonlyArray<StreakKey>) =>
+      together(keys.map((k) => streaks.days(k))) as Effect.Effect<ReadonlyArray<ReadonlyArray<LocalDate>>, StorageError>,
+    commit
+  }
+}
