@@ -36,6 +36,8 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("revokeApiKey", ({ path }) => provisioning.revokeApiKey(path.id))
       .handle("createGrant", ({ payload }) => provisioning.createOAuthGrant(payload))
       .handle("revokeGrant", ({ path }) => provisioning.revokeOAuthGrant(path.id))
+      .handle("createMcpToken", ({ payload }) => provisioning.createMcpToken(payload))
+      .handle("revokeMcpToken", ({ path }) => provisioning.revokeMcpToken(path.id))
       .handle("dueChecks", () => jobs.dueChecks)
       .handle("deliveries", () => jobs.deliveries)
   }))

@@ -142,6 +142,11 @@ export const GrantBody = Schema.Struct({
   appName: Schema.String.pipe(Schema.minLength(1))
 })
 export const GrantCreated = Schema.Struct({ id: Schema.String, accessToken: Schema.String })
+export const McpTokenBody = Schema.Struct({
+  name: Schema.String.pipe(Schema.minLength(1)),
+  workspaceIds: Schema.Array(Schema.String).pipe(Schema.minItems(1))
+})
+export const McpTokenCreated = Schema.Struct({ id: Schema.String, token: Schema.String })
 export const DueChecksRun = Schema.Struct({ atRisk: Schema.Int, broken: Schema.Int })
 export const DeliveriesRun = Schema.Struct({
   attempted: Schema.Int,

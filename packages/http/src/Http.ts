@@ -41,10 +41,15 @@ export interface ServerOptions extends NodeServer.Options {
   readonly tracing?: boolean | undefined
 }
 
-/** Serves the API (fast path in front) on `options.port` / `options.host`. */
-export const layerServer = (options: ServerOptions) =>
+/**
+ * Serves the API (fast path in front) on `options.port` / `options.host`. `routes` registers routes
+ * of its own on the same router (`HttpApiBuilder.Router.use`), behind the same error mapping: the
+ * reference server mounts the MCP worker (`@streaks/mcp`) with it.
+ */
+export const layerServer = <E = never, R = never>(options: ServerOptions, routes: Layer.Layer<never, E, R> = Layer.empty) =>
   NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, (api) => FastPath.front(api, { tracing: options.tracing })), options).pipe(
     Layer.provide([HttpApiScalar.layerCdn({ path: "/docs", version: scalarVersion }), HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })]),
+    Layer.provide(routes),
     Layer.provide(layerApi),
     // One router for the API, its middleware and the docs page.
     Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext])
