@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url"
 const root = fileURLToPath(new URL("..", import.meta.url))
 
 /** The library packages, in dependency order. */
-const packages = ["core", "storage-pg", "http", "webhooks", "scheduler", "server"]
+const packages = ["core", "storage-pg", "http", "webhooks", "scheduler", "mcp", "server"]
 
 /**
  * The environment for package-manager children: without the `npm_*` variables that a parent

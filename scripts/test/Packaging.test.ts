@@ -14,7 +14,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const libraries = ["core", "storage-pg", "http", "webhooks", "scheduler", "server"]
+const libraries = ["core", "storage-pg", "http", "webhooks", "scheduler", "mcp", "server"]
 const installed = ["core", "storage-pg", "http"]
 
 /** Without the `npm_*` variables of a parent `pnpm run`, which npm would read as its own settings. */

@@ -1,0 +1,297 @@
+/**
+ * The tools of the MCP worker (CONTRACT §17): what an agent sees in `tools/list` (name, input and
+ * output JSON schemas, hints) and what each call does. A call runs the core services that the
+ * customer REST route answering the same question runs, in the same order; no rule lives here.
+ */
+import { Credentials, Errors, EventInput, Ingest, Metering, Ports, StateQuery, Streak } from "@streaks/core"
+import { Clock, Effect, JSONSchema, Option, type ParseResult, Schema } from "effect"
+
+/** What the tools need from their context: core services and two storage ports (reach, at-risk rows). */
+export type Requirements =
+  | Credentials.Credentials
+  | StateQuery.StateQuery
+  | Ingest.Ingest
+  | Metering.Metering
+  | Ports.DirectoryStore
+  | Ports.StreakStore
+
+/** How a call can fail; each error carries the spec code the agent reads (a StorageError none). */
+export type ToolError =
+  | Errors.InvalidBody
+  | Errors.NotFound
+  | Errors.StorageError
+  | Ingest.RecordError
+
+/** A tool as `tools/list` describes it. */
+export interface Descriptor {
+  readonly name: string
+  readonly title: string
+  readonly description: string
+  readonly inputSchema: { readonly type: "object"; readonly [key: string]: unknown }
+  readonly outputSchema: { readonly type: "object"; readonly [key: string]: unknown }
+  readonly annotations: {
+    readonly title: string
+    readonly readOnlyHint: boolean
+    readonly destructiveHint: boolean
+    readonly idempotentHint: boolean
+    readonly openWorldHint: boolean
+  }
+}
+
+interface Definition<I, IE, O, OE> {
+  readonly name: string
+  readonly title: string
+  readonly description: string
+  readonly input: Schema.Schema<I, IE>
+  readonly output: Schema.Schema<O, OE>
+  /** Reads change nothing; the one write (`record_action`) is not idempotent without a key. */
+  readonly readOnly: boolean
+  readonly run: (caller: Credentials.McpPrincipal, input: I) => Effect.Effect<O, ToolError, Requirements>
+}
+
+/** A tool with its types erased: its descriptor, and a call from raw arguments to structured content. */
+export interface Tool {
+  readonly descriptor: Descriptor
+  readonly call: (caller: Credentials.McpPrincipal, args: unknown) => Effect.Effect<Record<string, unknown>, ToolError, Requirements>
+}
+
+/** The JSON Schema of a struct as MCP wants it: an object schema, without `$schema` or `$id`. */
+const objectSchema = (schema: Schema.Schema.Any): Descriptor["inputSchema"] => {
+  const json: Record<string, unknown> = Object.fromEntries(
+    Object.entries(JSONSchema.make(schema)).filter(([key]) => key !== "$schema" && key !== "$id")
+  )
+  if (json["type"] !== "object") throw new Error(`not an object schema: ${JSON.stringify(json)}`)
+  return { ...json, type: "object" }
+}
+
+const invalidArguments = (error: ParseResult.ParseError) => EventInput.invalidBody(error, "arguments")
+
+const tool = <I, IE, O, OE>(definition: Definition<I, IE, O, OE>): Tool => {
+  // Unknown arguments are refused, as the published schema (`additionalProperties: false`) says.
+  const decode = Schema.decodeUnknown(definition.input, { errors: "first", onExcessProperty: "error" })
+  // Encoding through the declared output drops whatever the schema does not publish.
+  const encode = Schema.encode(definition.output)
+  return {
+    descriptor: {
+      name: definition.name,
+      title: definition.title,
+      description: definition.description,
+      inputSchema: objectSchema(definition.input),
+      outputSchema: objectSchema(definition.output),
+      annotations: {
+        title: definition.title,
+        readOnlyHint: definition.readOnly,
+        destructiveHint: false,
+        idempotentHint: definition.readOnly,
+        openWorldHint: false
+      }
+    },
+    call: (caller, args) =>
+      decode(args ?? {}).pipe(
+        Effect.mapError(invalidArguments),
+        Effect.flatMap((input) => definition.run(caller, input)),
+        Effect.flatMap((output) => Effect.orDie(encode(output))),
+        Effect.map((encoded) => encoded as Record<string, unknown>)
+      )
+  }
+}
+
+// --- Schemas --------------------------------------------------------------------------------------
+
+/** An empty argument object (`Schema.Struct({})` alone would also admit arrays in its JSON Schema). */
+const NoArguments = Schema.Struct({}).annotations({
+  jsonSchema: { type: "object", properties: {}, additionalProperties: false }
+})
+
+const Integer = Schema.Number.pipe(Schema.int())
+
+const ProgramId = Schema.String.annotations({ description: "A program id (prg_…), as list_programs gives it" })
+const UserHash = Schema.String.annotations({
+  description: "The member's stable opaque id (a hash of an e-mail or internal id; never a raw e-mail address), at most 256 characters"
+})
+
+const ProgramItem = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  eventKey: Schema.String.annotations({ description: "The action the program counts" }),
+  status: Schema.Literal("test", "live").annotations({
+    description: "test: actions count on the test ledger; live: real progress"
+  }),
+  projectId: Schema.String
+})
+
+/** The customer REST member answer (CONTRACT §9). */
+const MemberStreak = Schema.Struct({
+  programId: Schema.String,
+  userHash: Schema.String,
+  current: Integer.annotations({ description: "Length of the streak alive now (0 when broken)" }),
+  best: Integer.annotations({ description: "Longest streak ever" }),
+  todayDone: Schema.Boolean.annotations({ description: "Today's action is done (in the member's time zone)" }),
+  pending: Schema.Boolean.annotations({ description: "Alive, but today's action is still owed" }),
+  lastActiveDate: Schema.NullOr(Schema.String).annotations({ description: "YYYY-MM-DD of the last active day" }),
+  isLive: Schema.Boolean
+})
+
+/** The customer REST count-action answer (CONTRACT §2, §3). */
+const Counted = Schema.Struct({
+  counted: Schema.Boolean.annotations({ description: "Whether the action counts toward the streak" }),
+  reason: Schema.optional(Schema.String).annotations({
+    description: "PROGRAM_NOT_LIVE: the program is in test and the action was not sent with test: true; nothing was counted"
+  }),
+  duplicate: Schema.optional(Schema.Boolean).annotations({
+    description: "An earlier action already marked that day: nothing moved"
+  })
+})
+
+/** The usage answer (CONTRACT §11). */
+const Usage = Schema.Struct({
+  month: Schema.String,
+  plan: Schema.Literal("starter", "growth", "scale", "pro"),
+  limit: Integer,
+  activeStreakers: Integer,
+  overLimit: Schema.Boolean
+})
+
+/** Most members `list_at_risk` answers when `limit` is not given, and at most. */
+export const atRiskDefault = 50
+export const atRiskMax = 500
+
+// --- The tools ------------------------------------------------------------------------------------
+
+const listPrograms = tool({
+  name: "list_programs",
+  title: "List programs",
+  description: "Every program this credential reaches: its id (for the other tools), name, the event key it counts, " +
+    "whether it is live or in test, and its project.",
+  input: NoArguments,
+  output: Schema.Struct({ programs: Schema.Array(ProgramItem) }),
+  readOnly: true,
+  run: (caller) =>
+    Effect.flatMap(Credentials.Credentials, (credentials) =>
+      Effect.map(credentials.reachablePrograms(caller), (reached) => ({
+        programs: reached.map(({ program }) => ({
+          id: program.id,
+          name: program.name,
+          eventKey: program.eventKey,
+          status: program.status,
+          projectId: program.projectId
+        }))
+      })))
+})
+
+const getMemberStreak = tool({
+  name: "get_member_streak",
+  title: "Get a member's streak",
+  description: "A member's streak in a program as the customer REST API answers it: current and best length, " +
+    "whether today's action is done or still owed, the last active day. An unknown member has zeros.",
+  input: Schema.Struct({ programId: ProgramId, userHash: UserHash }),
+  output: MemberStreak,
+  readOnly: true,
+  run: (caller, { programId, userHash }) =>
+    Effect.gen(function*() {
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      return yield* (yield* StateQuery.StateQuery).memberStreak(program.id, userHash)
+    })
+})
+
+const recordAction = tool({
+  name: "record_action",
+  title: "Record a member action",
+  description: "Counts one action of a member in a program, exactly as the customer REST count action does: " +
+    "one per member and local day, test progress apart from real progress. In a test program send test: true, " +
+    "else nothing counts (reason PROGRAM_NOT_LIVE). Retries with the same idempotencyKey count once.",
+  input: Schema.Struct({
+    programId: ProgramId,
+    userHash: UserHash,
+    ts: Schema.optional(Schema.String).annotations({
+      description: "When the action happened: ISO 8601 with Z or an offset (default now; at most 5 minutes ahead)"
+    }),
+    idempotencyKey: Schema.optional(Schema.String).annotations({
+      description: "At most 255 characters; a repeat within 24 hours replays the first answer and counts nothing"
+    }),
+    test: Schema.optional(Schema.Boolean).annotations({ description: "Count on the test ledger (a test action)" })
+  }),
+  output: Counted,
+  readOnly: false,
+  // The order of the REST route: the body's shape, the program's reach, the action's own checks.
+  run: (caller, { programId, ...body }) =>
+    Effect.gen(function*() {
+      const payload = yield* Schema.decodeUnknown(EventInput.CountAction)(body).pipe(Effect.mapError(invalidArguments))
+      const { program, project } = yield* Credentials.reach(caller, programId)
+      const action = yield* EventInput.fromCountAction(payload)
+      const answer = yield* (yield* Ingest.Ingest).record({ project, action, auth: { door: "api", programId: program.id } })
+      const { counted, duplicate, reason } = answer.body
+      return {
+        counted: counted ?? false,
+        ...(reason === "PROGRAM_NOT_LIVE" ? { reason } : {}),
+        ...(duplicate !== undefined ? { duplicate } : {})
+      }
+    })
+})
+
+const listAtRisk = tool({
+  name: "list_at_risk",
+  title: "List members at risk",
+  description: "Members of the program's live ledger whose streak is alive but whose current period (today, in the " +
+    "member's time zone) is not yet kept: they lose the streak unless they act before periodEnd ends. " +
+    "Longest current streak first.",
+  input: Schema.Struct({
+    programId: ProgramId,
+    limit: Schema.optional(Integer.pipe(Schema.between(1, atRiskMax))).annotations({
+      description: `Most members to answer (default ${atRiskDefault}, at most ${atRiskMax})`
+    })
+  }),
+  output: Schema.Struct({
+    members: Schema.Array(Schema.Struct({
+      userHash: Schema.String,
+      current: Integer,
+      periodEnd: Schema.String.annotations({ description: "YYYY-MM-DD: the last day of the period still owed" })
+    }))
+  }),
+  readOnly: true,
+  run: (caller, { limit, programId }) =>
+    Effect.gen(function*() {
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const rows = yield* (yield* Ports.StreakStore).rowsOfProgram(program.id, "live")
+      const now = yield* Clock.currentTimeMillis
+      // Each row is judged in its own zone, as the due checks that send `streak.at_risk` judge it.
+      const members = rows.flatMap((row) => {
+        const state = Streak.evaluate(
+          { mode: program.mode, lastActiveDay: row.lastActiveDay, run: row.run, best: row.best },
+          now,
+          row.timezone
+        )
+        return state.pending ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.today as string }] : []
+      })
+      members.sort((a, b) => b.current - a.current || (a.userHash < b.userHash ? -1 : a.userHash > b.userHash ? 1 : 0))
+      return { members: members.slice(0, limit ?? atRiskDefault) }
+    })
+})
+
+const getUsage = tool({
+  name: "get_usage",
+  title: "Get usage",
+  description: "Active streakers of the credential's workspace in a UTC month against its plan's limit " +
+    "(over the limit nothing is refused; reports pause until the plan is raised).",
+  input: Schema.Struct({
+    month: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}$/))).annotations({
+      description: "YYYY-MM (default: the current UTC month)"
+    })
+  }),
+  output: Usage,
+  readOnly: true,
+  run: (caller, { month }) =>
+    Effect.gen(function*() {
+      const workspaceId = Option.fromNullable(caller.workspaceIds[0])
+      if (Option.isNone(workspaceId)) return yield* new Errors.NotFound({ message: "no workspace" })
+      return yield* (yield* Metering.Metering).usage(workspaceId.value, month)
+    })
+})
+
+/** Every tool, in the order `tools/list` gives them. (`explain_streak` comes with the streak policies' ledger.) */
+export const all: ReadonlyArray<Tool> = [listPrograms, getMemberStreak, recordAction, listAtRisk, getUsage]
+
+const byName = new Map(all.map((t) => [t.descriptor.name, t]))
+
+/** The tool named `name`, if there is one. */
+export const find = (name: string): Option.Option<Tool> => Option.fromNullable(byName.get(name))
