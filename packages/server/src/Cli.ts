@@ -1,13 +1,15 @@
 /**
  * The `streaks` command line: `serve` runs the service, `migrate` prepares the database and
- * exits, `demo` provisions a demo tenant and prints its credentials (shown once).
+ * exits, `demo` provisions a demo tenant and prints its credentials (shown once), `mcp` runs the
+ * MCP worker on its own (Streamable HTTP, or stdio for a local agent).
  */
 import { Command, Options } from "@effect/cli"
 import { PgStorage } from "@streaks/storage-pg"
 import { Services, SecretBox, OutboundEvents } from "@streaks/core"
-import { Console, Effect, Layer } from "effect"
+import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import * as Demo from "./Demo.js"
 import * as Main from "./Main.js"
+import * as McpWorker from "./McpWorker.js"
 import * as SecretKey from "./SecretKey.js"
 import * as ServerConfig from "./ServerConfig.js"
 
@@ -47,6 +49,33 @@ const demo = Command.make("demo", { origin }, ({ origin }) =>
     yield* Console.log(JSON.stringify(created, null, 2))
   }).pipe(reportFailure))
 
-export const command = Command.make("streaks").pipe(Command.withSubcommands([serve, migrate, demo]))
+const stdio = Options.boolean("stdio").pipe(
+  Options.withDescription("Serve one local agent over stdin/stdout, as the holder of STREAKS_MCP_TOKEN")
+)
+const mcpPort = Options.integer("port").pipe(
+  Options.withDescription("Port of the Streamable HTTP endpoint /mcp (default: STREAKS_MCP_PORT, else 8788)"),
+  Options.optional
+)
+
+const mcpStdio = Effect.gen(function*() {
+  const config = yield* ServerConfig.config
+  const token = yield* Config.redacted("STREAKS_MCP_TOKEN")
+  yield* McpWorker.runStdio(config, Redacted.value(token))
+})
+
+const mcpHttp = (port: Option.Option<number>) =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig.config
+    const chosen = Option.isSome(port) ? port.value : yield* McpWorker.port
+    yield* Layer.launch(McpWorker.logListening.pipe(Layer.provideMerge(McpWorker.layerHttp(config, chosen))))
+  })
+
+const mcp = Command.make("mcp", { stdio, port: mcpPort }, ({ port, stdio }) =>
+  Effect.if(stdio, {
+    onTrue: () => McpWorker.logToStderr(reportFailure(mcpStdio)),
+    onFalse: () => reportFailure(mcpHttp(port))
+  }))
+
+export const command = Command.make("streaks").pipe(Command.withSubcommands([serve, migrate, demo, mcp]))
 
 export const run = Command.run(command, { name: "streaks", version: "0.1.0" })

@@ -6,6 +6,9 @@ import { NodeHttpClient } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
 import { Http, HttpConfig, Jobs, RateLimit, Turns } from "@streaks/http"
+// By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
+import * as McpConfig from "@streaks/mcp/McpConfig"
+import * as StreamableHttp from "@streaks/mcp/StreamableHttp"
 import { Scheduler } from "@streaks/scheduler"
 import { PgConnection, PgStorage } from "@streaks/storage-pg"
 import { Dispatcher } from "@streaks/webhooks"
@@ -63,10 +66,13 @@ const layerJobs = Layer.effect(
   })
 )
 
+/** The MCP worker at `/mcp` (`@streaks/mcp`), its settings from the environment. */
+const mcpRoutes = StreamableHttp.layerRoutes.pipe(Layer.provide(McpConfig.layerConfig))
+
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
-  const http = Http.layerServer({ port: config.port, host: config.host }).pipe(
+  const http = Http.layerServer({ port: config.port, host: config.host }, mcpRoutes).pipe(
     Layer.provide(layerJobs),
     Layer.provide(RateLimit.layer({ ipPerSecond: config.rateLimitIp, sitePerSecond: config.rateLimitSite })),
     Layer.provide(HttpConfig.layer({
