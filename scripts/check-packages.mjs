@@ -65,7 +65,9 @@ const checkPackages = (out) => {
     const packed = run(pnpm, [...pnpmArgs, "pack", "--pack-destination", out], dir)
     const manifest = JSON.parse(readFileSync(join(dir, "package.json"), "utf8"))
     const tarball = join(out, `${manifest.name.replace("@", "").replace("/", "-")}-${manifest.version}.tgz`)
-    if (packed.status !== 0) return { name: manifest.name, tarball, bytes: 0, failures: [`pnpm pack\n${packed.stdout}${packed.stderr}`] }
+    if (packed.status !== 0) {
+      return { name: manifest.name, tarball, bytes: 0, failures: [`pnpm pack\n${packed.stdout}${packed.stderr}`] }
+    }
     const publint = run(process.execPath, [binOf("publint", "publint"), "run", "--strict", tarball], root)
     const attw = run(process.execPath, [
       binOf("@arethetypeswrong/cli", "attw"),
@@ -83,7 +85,14 @@ const checkPackages = (out) => {
       ...(publint.status === 0 ? [] : [`publint\n${publint.stdout}${publint.stderr}`]),
       ...(attw.status === 0 ? [] : [`attw\n${attw.stdout}${attw.stderr}`])
     ]
-    return { name: manifest.name, tarball, bytes: statSync(tarball).size, failures, publint: publint.stdout, attw: attw.stdout }
+    return {
+      name: manifest.name,
+      tarball,
+      bytes: statSync(tarball).size,
+      failures,
+      publint: publint.stdout,
+      attw: attw.stdout
+    }
   })
 }
 
@@ -95,7 +104,11 @@ const main = () => {
     const results = checkPackages(out)
     for (const result of results) {
       const size = `${(result.bytes / 1024).toFixed(1)} KiB`
-      console.log(`${result.name.padEnd(20)} ${basename(result.tarball).padEnd(32)} ${size.padStart(10)}  ${result.failures.length === 0 ? "publint ok, attw ok" : "FAILED"}`)
+      console.log(
+        `${result.name.padEnd(20)} ${basename(result.tarball).padEnd(32)} ${size.padStart(10)}  ${
+          result.failures.length === 0 ? "publint ok, attw ok" : "FAILED"
+        }`
+      )
       for (const failure of result.failures) console.log(failure)
     }
     if (results.some((result) => result.failures.length > 0)) process.exitCode = 1
