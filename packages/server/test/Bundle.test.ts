@@ -149,7 +149,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
         const edited = version.replace(/\d$/, (d) => String((Number(d) + 1) % 10))
         const text = readFileSync(server, "utf8")
         assert.include(text, `version:"${version}"`)
-        writeFileSync(join(dir, "server.cjs"), text.replace(`version:"${version}"`, `version:"${edited}"`))
+        // Every occurrence: the MCP worker names the same version in its `initialize` answer.
+        writeFileSync(join(dir, "server.cjs"), text.replaceAll(`version:"${version}"`, `version:"${edited}"`))
         copyFileSync(`${server}.cache`, join(dir, "server.cjs.cache"))
         assert.strictEqual(versionOf(), edited)
       } finally {
