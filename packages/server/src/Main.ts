@@ -23,7 +23,12 @@ export const layerDatabase = (config: ServerConfig) =>
     url: config.databaseUrl,
     dataDir: join(config.dataDir, "pg"),
     port: config.embeddedPort,
-    pool: { maxConnections: config.databasePoolSize, prepare: config.databasePrepare }
+    pool: {
+      maxConnections: config.databasePoolSize,
+      prepare: config.databasePrepare,
+      statementTimeout: config.databaseStatementTimeout,
+      connectTimeout: config.databaseConnectTimeout
+    }
   })
 
 /** Storage (migrated at start), the secret box, core services and the dispatcher. */

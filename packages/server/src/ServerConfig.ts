@@ -24,6 +24,10 @@ export interface ServerConfig {
   readonly databasePoolSize: number
   /** Prepare statements once per connection; off behind PgBouncer < 1.21 in transaction mode. */
   readonly databasePrepare: boolean
+  /** Longest a statement may run (lock waits included) before Postgres cancels it; zero: none. */
+  readonly databaseStatementTimeout: Duration.Duration
+  /** Longest wait for a new Postgres connection, or for a free one of a full pool. */
+  readonly databaseConnectTimeout: Duration.Duration
   /** How long project and program lookups are served from memory (`DirectoryCache`); zero: off. */
   readonly directoryCacheTtl: Duration.Duration
 }
@@ -43,6 +47,8 @@ export const config: Config.Config<ServerConfig> = Config.all({
   embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329),
   databasePoolSize: Config.withDefault(Config.integer("STREAKS_DB_POOL_SIZE"), 10),
   databasePrepare: Config.withDefault(Config.boolean("STREAKS_DB_PREPARE"), true),
+  databaseStatementTimeout: Config.withDefault(Config.duration("STREAKS_DB_STATEMENT_TIMEOUT"), Duration.seconds(5)),
+  databaseConnectTimeout: Config.withDefault(Config.duration("STREAKS_DB_CONNECT_TIMEOUT"), Duration.seconds(5)),
   directoryCacheTtl: Config.withDefault(Config.duration("STREAKS_DIRECTORY_CACHE_TTL"), Duration.seconds(1))
 })
 

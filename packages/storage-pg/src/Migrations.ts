@@ -364,6 +364,9 @@ export const run = (
     const sql = yield* SqlClient.SqlClient
     const table = `${prefix}migrations`
     return yield* sql.withTransaction(Effect.gen(function*() {
+      // Waiting for another replica's run, and a migration itself, may take longer than the pool's
+      // statement timeout allows a request.
+      yield* sql.unsafe("SET LOCAL statement_timeout = 0")
       yield* sql.unsafe(`SELECT pg_advisory_xact_lock(${lockKey})`)
       // Created here, under the lock, so that the migrator's own "create if missing" (a failing
       // `::regclass` probe) never runs inside this transaction, where a failed statement would

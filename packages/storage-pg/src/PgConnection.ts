@@ -21,15 +21,24 @@ export interface PoolOptions {
    * transaction mode).
    */
   readonly prepare?: boolean
+  /**
+   * Longest a statement may run, lock waits included, before Postgres cancels it (its
+   * `statement_timeout`; default 5 seconds; zero: none). A database that hangs then fails the
+   * request (503) instead of holding it.
+   */
+  readonly statementTimeout?: Duration.DurationInput
+  /** Longest wait for a new connection, or for a free one of a full pool (default 5 seconds). */
+  readonly connectTimeout?: Duration.DurationInput
 }
 
 // No name transforms: our SQL is written in snake_case and rows are mapped explicitly.
 const pool = (options: PoolOptions | undefined) => ({
   prepare: options?.prepare ?? true,
+  statementTimeout: options?.statementTimeout ?? "5 seconds",
   maxConnections: options?.maxConnections ?? 10,
   minConnections: 0,
   idleTimeout: "30 seconds",
-  connectTimeout: "10 seconds",
+  connectTimeout: options?.connectTimeout ?? "5 seconds",
   // Recycle connections now and then so that a failed-over or restarted server is picked up.
   connectionTTL: "30 minutes",
   applicationName: options?.applicationName ?? "streaks"
@@ -52,14 +61,18 @@ const millis = (d: Duration.DurationInput | undefined) => (d === undefined ? und
  */
 const genericPlans = "SET plan_cache_mode = force_generic_plan"
 
+/** TCP keep-alive probes start after a connection has been idle this long, so a dead peer is noticed. */
+const keepAliveDelay = Duration.seconds(10)
+
 /**
  * A `PgClient` as `PgClient.make` builds it, on a pool whose connections prepare each parameterised
  * statement once (`internal/Clients.ts`) and keep its generic plan (`genericPlans`): Postgres then
  * skips parsing and planning on every call, the larger part of its CPU for our short primary-key
- * statements.
+ * statements. Connections use TCP keep-alive; `statementTimeout` (none unless given) becomes each
+ * connection's `statement_timeout`.
  */
 export const make = (
-  config: PgClient.PgClientConfig & { readonly prepare?: boolean }
+  config: PgClient.PgClientConfig & { readonly prepare?: boolean; readonly statementTimeout?: Duration.DurationInput }
 ): Effect.Effect<PgClient.PgClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> => {
   let created: pg.Pool | undefined
   return PgClient.fromPool({
@@ -80,6 +93,12 @@ export const make = (
             user: config.username,
             password: config.password === undefined ? undefined : Redacted.value(config.password),
             connectionTimeoutMillis: millis(config.connectTimeout),
+            keepAlive: true,
+            keepAliveInitialDelayMillis: Duration.toMillis(keepAliveDelay),
+            // Sent with the connection's startup message: no statement of its own.
+            ...(config.statementTimeout !== undefined && Duration.toMillis(config.statementTimeout) > 0
+              ? { statement_timeout: Duration.toMillis(config.statementTimeout) }
+              : {}),
             idleTimeoutMillis: millis(config.idleTimeout),
             max: config.maxConnections,
             min: config.minConnections,
