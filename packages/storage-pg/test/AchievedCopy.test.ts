@@ -12,6 +12,7 @@ import { AchievementStore, StreakStore, Transactor } from "@streaks/core/Ports"
 import { Effect, Layer, Option } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
+import type { StreakExtras } from "../src/internal/Streaks.js"
 
 const key = (userHash: string) =>
   new StreakKey({
@@ -79,7 +80,7 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
   it.effect("a row locked ahead with its achievements gets them as achievedMany does: the copy where known, else the table", () =>
     Effect.gen(function*() {
       const achievements = yield* AchievementStore
-      const streaks = yield* StreakStore
+      const streaks = (yield* StreakStore) as StreakStore["Type"] & StreakExtras
       const sql = yield* SqlClient.SqlClient
       const [k, none] = [key("ahead"), key("ahead-nobody")]
       yield* rowFor(k)
@@ -87,7 +88,7 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
       yield* recordedBeforeTheCopy(k, "mil_behind")
       const ahead = Effect.flatMap(Transactor, (tx) =>
         tx.withTransaction(Effect.map(
-          streaks.lockExistingWithAchieved!([{ key: k, withAchieved: true }, { key: none, withAchieved: true }, {
+          streaks.lockExistingWithAchieved([{ key: k, withAchieved: true }, { key: none, withAchieved: true }, {
             key: k,
             withAchieved: false
           }]),

@@ -15,6 +15,8 @@ import * as Migrations from "../src/Migrations.js"
 import * as PgConnection from "../src/PgConnection.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
+import type { IdempotencyExtras } from "../src/internal/Actions.js"
+import type { StreakExtras } from "../src/internal/Streaks.js"
 
 /**
  * Named statements of the connection running the current transaction whose text mentions `marker`,
@@ -115,11 +117,11 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       }))
     })
 
-  it.effect("claimMany and completeMany seek each key, even on plans made while the keys table was empty", () =>
+  it.effect("the ingest store's claims and answers seek each key, even on plans made while the keys table was empty", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "keyplan_" })
-      const keys = Context.get(PgStorage.make(sql, "keyplan_"), IdempotencyStore)
+      const keys = Context.get(PgStorage.make(sql, "keyplan_"), IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
       const now = new Date("2025-01-15T12:00:00Z")
       const claims = (round: number) => Array.from({ length: 10 }, (_, i) => ({ projectId: "prj_plan" as ProjectId, key: `k${round}-${i}`, now }))
       const scanned = yield* scansAfterGrowth(
@@ -127,8 +129,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         ["idempotency_keys"],
         (round) =>
           Effect.zipRight(
-            keys.claimMany!(claims(round)),
-            keys.completeMany!(claims(round).map((c) => ({ ...c, response: { status: 202, body: { ok: true } } })))
+            keys.claimWithin(claims(round)),
+            keys.completeMany(claims(round).map((c) => ({ ...c, response: { status: 202, body: { ok: true } } })))
           ),
         sql`INSERT INTO keyplan_idempotency_keys (project_id, key, state, created_at, claimed_at)
           SELECT 'prj_plan', 'filler-' || g, 'in_progress', ${now}, ${now} FROM generate_series(1, 20000) g`
@@ -156,12 +158,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       assert.strictEqual(scanned, 0, "no scan of the whole members or aliases table")
     }))
 
-  it.effect("the batch reads of streak rows (standingMany, lockExisting, lockExistingWithAchieved, achievedMany) seek each key, even on plans made while the tables were empty", () =>
+  it.effect("the batch reads of streak rows (standingMany, the ingest store's locks ahead, achievedMany) seek each key, even on plans made while the tables were empty", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "rowplan_" })
       const storage = PgStorage.make(sql, "rowplan_")
-      const streaks = Context.get(storage, StreakStore)
+      const streaks = Context.get(storage, StreakStore) as StreakStore["Type"] & StreakExtras
       const achievements = Context.get(storage, AchievementStore)
       const keys = (round: number) =>
         Array.from({ length: 10 }, (_, i) =>
@@ -176,8 +178,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         (round) =>
           Effect.all([
             streaks.standingMany(keys(round), from, to),
-            streaks.lockExisting!(keys(round)),
-            streaks.lockExistingWithAchieved!(keys(round).map((key) => ({ key, withAchieved: true }))),
+            streaks.lockExistingWithAchieved(keys(round).map((key) => ({ key, withAchieved: false }))),
+            streaks.lockExistingWithAchieved(keys(round).map((key) => ({ key, withAchieved: true }))),
             achievements.achievedMany(keys(round))
           ]),
         Effect.all([

@@ -18,8 +18,7 @@ export const failingWith = (
     })),
     Layer.succeed(Ingest.Ingest, Ingest.Ingest.of({
       resolveProject,
-      record: () => failure,
-      recordCallback: (_input, onExit) => onExit(failure)
+      record: () => failure
     })),
     Layer.succeed(Aliases.Aliases, {} as Aliases.Aliases["Type"]),
     RateLimit.layer({ ipPerSecond: 100, sitePerSecond: 100 })

@@ -11,6 +11,7 @@ import * as HttpConfig from "../../src/HttpConfig.js"
 import * as Jobs from "../../src/Jobs.js"
 import { NodeServer } from "../../src/NodeServer.js"
 import * as RateLimit from "../../src/RateLimit.js"
+import * as Contract from "./Contract.js"
 
 export const ADMIN_TOKEN = "test-admin-token"
 
@@ -43,7 +44,7 @@ export const layer = (options: Options = {}) =>
     Layer.provideMerge(OutboundEvents.layerNoop),
     Layer.provideMerge(SecretBox.layerEphemeral),
     Layer.provideMerge(PgStorage.layer()),
-    Layer.provide(PgTest.layer),
+    Layer.provideMerge(PgTest.layer),
     // `layer(...)` of @effect/vitest builds this under TestContext, whose TestClock stands at 1970
     // and never moves: a real server must see real time (dates, ts skew, token expiry).
     Layer.provideMerge(Layer.setClock(Clock.make()))
@@ -56,15 +57,20 @@ export interface Reply {
   readonly text: string
 }
 
-/** A request to the test server; JSON bodies are stringified, answers parsed when JSON. */
+/**
+ * A request to the test server; JSON bodies are stringified, answers parsed when JSON. Each answer
+ * is checked against the server's `/openapi.json` (`Contract.violation`): a status, code or body
+ * the document does not declare for the route fails the test.
+ */
 export const request = (
   path: string,
   init: { readonly method?: string; readonly headers?: Record<string, string>; readonly body?: unknown; readonly raw?: string } = {}
 ): Effect.Effect<Reply, never, NodeServer> =>
   Effect.flatMap(NodeServer, (server) =>
     Effect.promise(async () => {
+      const method = init.method ?? (init.body === undefined && init.raw === undefined ? "GET" : "POST")
       const response = await fetch(`${server.url}${path}`, {
-        method: init.method ?? (init.body === undefined && init.raw === undefined ? "GET" : "POST"),
+        method,
         headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
         ...(init.raw !== undefined ? { body: init.raw } : init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
       })
@@ -75,7 +81,10 @@ export const request = (
       } catch {
         body = undefined
       }
-      return { status: response.status, headers: response.headers, body, text }
+      const reply = { status: response.status, headers: response.headers, body, text }
+      const broken = await Contract.violation(server.url, method, path, reply)
+      if (broken !== undefined) throw new Error(`OpenAPI contract: ${broken}`)
+      return reply
     }))
 
 /** Admin calls carry the test admin token. */
