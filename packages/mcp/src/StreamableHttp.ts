@@ -160,11 +160,13 @@ export const handler: Effect.Effect<
   }
   const runtime = yield* Effect.runtime<Tools.Requirements>()
   const answer = yield* exchange(request, baseUrl, body.right, principal.right, runtime)
-  return HttpServerResponse.text(answer.text, {
-    status: answer.status,
-    headers: cors,
-    ...(answer.contentType !== null ? { contentType: answer.contentType } : {})
-  })
+  return answer.text === ""
+    ? HttpServerResponse.empty({ status: answer.status, headers: cors })
+    : HttpServerResponse.text(answer.text, {
+      status: answer.status,
+      headers: cors,
+      ...(answer.contentType !== null ? { contentType: answer.contentType } : {})
+    })
 })
 
 /** The protected-resource document's route (public, readable from any origin). */
