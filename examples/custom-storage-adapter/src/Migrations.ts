@@ -209,14 +209,9 @@ const initial: ReadonlyArray<string> = [
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
-// `StreakRow.meteredMonth`: the month an action on the row counted its member in `usage`. A store
-// may leave it out (ingest then marks every live action again); keeping it spares that write.
-const meteredMonth: ReadonlyArray<string> = [`ALTER TABLE streaks ADD COLUMN metered_month TEXT`]
-
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
-  "0001_initial": statements(initial),
-  "0002_metered_month": statements(meteredMonth)
+  "0001_initial": statements(initial)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

@@ -37,11 +37,10 @@ describe("core services on SQLite", () => {
         const action = yield* EventInput.decodeCountAction({ userHash: "member-42", tz: "Europe/Paris" })
         const answer = yield* ingest.record({ project, action, auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) } })
         assert.deepStrictEqual(answer.body, { counted: true })
-        // The row keeps the month its member was counted in, so their next action skips the mark.
         const row = yield* (yield* Ports.StreakStore).get(
           new Domain.StreakKey({ projectId: project.id, programId: program.id, userHash: "member-42" as Ids.UserHash, ledger: "live" })
         )
-        assert.strictEqual(Option.getOrThrow(row).meteredMonth, new Date().toISOString().slice(0, 7))
+        assert.strictEqual(Option.getOrThrow(row).run, 1)
         return program.id
       }).pipe(Effect.provide(servicesOn(filename)))
 

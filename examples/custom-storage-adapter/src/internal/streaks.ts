@@ -40,7 +40,6 @@ const decodeRow = (r: Row): StreakRow =>
     ...opt("brokenNotifiedAfter", toOptLocalDate(r.broken_notified_after)),
     ...opt("dueAt", toOptDate(r.due_at)),
     updatedAt: toDate(r.updated_at),
-    ...opt("meteredMonth", toOptString(r.metered_month))
   }, trusted)
 
 const decodeKey = (r: Row): StreakKey =>
@@ -57,15 +56,15 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
 
   const upsert = (r: StreakRow) =>
     sql`INSERT INTO streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-          at_risk_notified_for, broken_notified_after, due_at, updated_at, metered_month)
+          at_risk_notified_for, broken_notified_after, due_at, updated_at)
         VALUES (${r.projectId}, ${r.programId}, ${r.userHash}, ${r.ledger}, ${nullable(r.lastActiveDay)}, ${r.run},
           ${r.best}, ${r.timezone}, ${nullable(r.atRiskNotifiedFor)}, ${nullable(r.brokenNotifiedAfter)},
-          ${optMs(r.dueAt)}, ${ms(r.updatedAt)}, ${nullable(r.meteredMonth)})
+          ${optMs(r.dueAt)}, ${ms(r.updatedAt)})
         ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
           last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
           timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
           broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
-          updated_at = excluded.updated_at, metered_month = excluded.metered_month`.pipe(Effect.asVoid)
+          updated_at = excluded.updated_at`.pipe(Effect.asVoid)
 
   // "MUST lock the row for the rest of the transaction": transactions of this adapter run one
   // at a time (see `port`), so the row is the caller's until it commits. Insert-if-missing,
