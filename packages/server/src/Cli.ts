@@ -18,7 +18,9 @@ const reportFailure = <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.tapErrorCause(self, (cause) => Effect.logError("streaks failed", cause))
 
 const serve = Command.make("serve", {}, () =>
-  Effect.flatMap(ServerConfig.config, (config) => Layer.launch(Main.layer(config))).pipe(reportFailure))
+  Effect.flatMap(ServerConfig.config, (config) =>
+    // Refused before anything starts (no connection, no migration): see SecretKey.check.
+    Effect.zipRight(SecretKey.check(config), Layer.launch(Main.layer(config)))).pipe(reportFailure))
 
 const migrate = Command.make("migrate", {}, () =>
   Effect.gen(function*() {
@@ -38,7 +40,7 @@ const origin = Options.text("origin").pipe(
 const demo = Command.make("demo", { origin }, ({ origin }) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig.config
-    const key = yield* SecretKey.resolve(config.secretKey, config.dataDir)
+    const key = yield* SecretKey.resolve(config.secretKey, config.dataDir, config.databaseUrl)
     const services = Services.layer.pipe(
       Layer.provide(OutboundEvents.layerNoop),
       Layer.provideMerge(SecretBox.layer(key)),

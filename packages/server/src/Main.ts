@@ -35,7 +35,7 @@ export const layerDatabase = (config: ServerConfig) =>
 export const layerCore = (config: ServerConfig) => {
   const storage = PgStorage.layer({ prefix: config.tablePrefix })
   const secretBox = Layer.unwrapEffect(
-    Effect.map(SecretKey.resolve(config.secretKey, config.dataDir), SecretBox.layer)
+    Effect.map(SecretKey.resolve(config.secretKey, config.dataDir, config.databaseUrl), SecretBox.layer)
   )
   const dispatcher = Dispatcher.layer().pipe(Layer.provide(NodeHttpClient.layerUndici))
   const base = Layer.mergeAll(storage, secretBox)
@@ -94,11 +94,6 @@ export const layer = (config: ServerConfig) => {
           ? "database: DATABASE_URL"
           : `database: embedded Postgres under ${join(config.dataDir, "pg")}`
       )
-      if (Option.isSome(config.databaseUrl) && Option.isNone(config.secretKey)) {
-        yield* Effect.logWarning(
-          `STREAKS_SECRET_KEY is not set: using a key generated in ${config.dataDir}; set the same key on every replica`
-        )
-      }
       if (Option.isNone(config.adminToken)) {
         yield* Effect.logWarning("STREAKS_ADMIN_TOKEN is not set: every /admin route answers 401")
       }

@@ -33,6 +33,8 @@ const config = (url: Redacted.Redacted<string>) => ({
   embeddedPort: 0,
   databasePoolSize: 10,
   databasePrepare: true,
+  databaseStatementTimeout: Duration.seconds(5),
+  databaseConnectTimeout: Duration.seconds(5),
   directoryCacheTtl: Duration.seconds(1)
 })
 
