@@ -10,9 +10,6 @@ import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, ConfigProvider, Effect, Layer, Redacted } from "effect"
 import { spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Main from "../src/Main.js"
 import * as ServerConfig from "../src/ServerConfig.js"
@@ -65,12 +62,11 @@ const tenant = Effect.gen(function*() {
   return { programId: program.body.id as string, apiKey: key.body.key as string, token: token.body as { id: string; token: string } }
 })
 
-/** What the CLI needs besides the token: the database, the sealing key, a data directory. */
+/** What the CLI needs besides the token: the server's database and sealing key (it writes no file). */
 const env = (databaseUrl: string, token: string): Record<string, string> => ({
   DATABASE_URL: databaseUrl,
   STREAKS_MCP_TOKEN: token,
   STREAKS_SECRET_KEY: SECRET_KEY,
-  STREAKS_DATA_DIR: mkdtempSync(join(tmpdir(), "streaks-mcp-stdio-")),
   STREAKS_DB_POOL_SIZE: "2"
 })
 
