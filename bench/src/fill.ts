@@ -9,8 +9,7 @@ export const PROGRAMS = 5
 
 /**
  * What the actions do besides extending a run. By default none sends `tz` and none crosses a
- * milestone, as most actions of a live product. Two knobs add the paths that cost a batch more
- * round trips, one after another, until the twenty-ninth session:
+ * milestone, as most actions of a live product. Two knobs add the paths that cost a batch more:
  * - `BENCH_TZ=1`: every action sends `"tz":"UTC"`, and each round starts with no member's zone
  *   stored, as for members new to the service: a member's first action of the round stores it
  *   (`MemberStore.setTimezones`, with its batch's last writes), later ones find it. UTC is the

@@ -123,7 +123,7 @@ const pump = () => {
 }
 
 // The body is read and answered as `baseline.ts` does, copied rather than shared: the baseline stays
-// one file that stands alone, the yardstick every session's figures were taken with.
+// one file that stands alone, the yardstick every figure is taken with.
 const server = createServer((req, res) => {
   if (req.method !== "POST") return send(res, 200, `{"ok":true}`)
   const chunks: Array<Buffer> = []

@@ -31,8 +31,7 @@ export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean
  *
  * Why a subclass rather than a closure set on each request: with the closure, each young-generation
  * collection promoted about 0.6 MB of requests into the old generation under load, which then
- * grew until a full collection (docs/performance.md, "Objects of a request outlive two
- * scavenges"; the mechanism was not pinned down).
+ * grew until a full collection (the mechanism was not pinned down).
  */
 export class GuardedRequest extends IncomingMessage {
   response: ServerResponse | undefined = undefined
