@@ -5,7 +5,7 @@
 import { NodeHttpClient } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
-import { Http, HttpConfig, Jobs, RateLimit, Turns } from "@streaks/http"
+import { Http, HttpConfig, Jobs, RateLimit, Turns, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
 import * as StreamableHttp from "@streaks/mcp/StreamableHttp"
@@ -71,13 +71,16 @@ const layerJobs = Layer.effect(
   })
 )
 
+/** `GET /widget.js`: the display widget's module, read when first asked for (a bundle inlines it). */
+const widgetRoutes = WidgetScript.layer(() => import("@streaks/widget/source").then((module) => module.default))
+
 /** The MCP worker at `/mcp` (`@streaks/mcp`), its settings from the environment. */
 const mcpRoutes = StreamableHttp.layerRoutes.pipe(Layer.provide(McpConfig.layerConfig))
 
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
-  const http = Http.layerServer({ port: config.port, host: config.host }, mcpRoutes).pipe(
+  const http = Http.layerServer({ port: config.port, host: config.host }, Layer.mergeAll(mcpRoutes, widgetRoutes)).pipe(
     Layer.provide(layerJobs),
     Layer.provide(RateLimit.layer({ ipPerSecond: config.rateLimitIp, sitePerSecond: config.rateLimitSite })),
     Layer.provide(HttpConfig.layer({
