@@ -16,7 +16,10 @@ describe("MCP tokens", () => {
   it.effect("a token is svc_mcp_ + 52 base32 characters, its id mcp_, and only its SHA-256 is stored", () =>
     Effect.gen(function*() {
       const a = yield* tenant()
-      const created = yield* (yield* Provisioning).createMcpToken({ name: "Support agent", workspaceIds: [a.workspace.id] })
+      const created = yield* (yield* Provisioning).createMcpToken({
+        name: "Support agent",
+        workspaceIds: [a.workspace.id]
+      })
       assert.match(created.token, /^svc_mcp_[0-9a-hjkmnp-tv-z]{52}$/)
       assert.match(created.id, /^mcp_/)
       const stored = yield* (yield* Ports.CredentialStore).grantByHash(Credentials.hashToken(created.token))
@@ -70,8 +73,14 @@ describe("MCP tokens", () => {
       const token = yield* admin.createMcpToken({ name: "Agent", workspaceIds: [a.workspace.id] })
       yield* credentials.authenticateMcp(bearer(token.token))
       yield* admin.revokeMcpToken(token.id)
-      for (const header of [bearer(token.token), bearer(Credentials.generate("mcp")), token.token, undefined, "Bearer "]) {
-        assert.strictEqual((yield* Effect.flip(credentials.authenticateMcp(header)))._tag, "Unauthorized", String(header))
+      for (
+        const header of [bearer(token.token), bearer(Credentials.generate("mcp")), token.token, undefined, "Bearer "]
+      ) {
+        assert.strictEqual(
+          (yield* Effect.flip(credentials.authenticateMcp(header)))._tag,
+          "Unauthorized",
+          String(header)
+        )
       }
       assert.strictEqual((yield* Effect.flip(admin.revokeMcpToken(token.id)))._tag, "NotFound")
       assert.strictEqual((yield* Effect.flip(admin.revokeMcpToken("mcp_unknown")))._tag, "NotFound")

@@ -22,8 +22,10 @@ export class McpConfig extends Context.Tag("@streaks/mcp/McpConfig")<McpConfig, 
 export const layer = (config: McpConfig["Type"]): Layer.Layer<McpConfig> => Layer.succeed(McpConfig, config)
 
 /** Comma-separated origins, blanks ignored. */
-const origins = Config.map(Config.string("STREAKS_MCP_ALLOWED_ORIGINS"), (value) =>
-  value.split(",").map((origin) => origin.trim()).filter((origin) => origin.length > 0))
+const origins = Config.map(
+  Config.string("STREAKS_MCP_ALLOWED_ORIGINS"),
+  (value) => value.split(",").map((origin) => origin.trim()).filter((origin) => origin.length > 0)
+)
 
 /** `STREAKS_MCP_ALLOWED_ORIGINS` (comma-separated, default none) and `STREAKS_BASE_URL` (optional). */
 export const layerConfig: Layer.Layer<McpConfig, ConfigError.ConfigError> = Layer.effect(

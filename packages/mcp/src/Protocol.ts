@@ -37,7 +37,11 @@ const refused = (code: string, message?: string): CallToolResult => ({
  * read only text), or `isError` with the error's code. Storage failures and defects are logged and
  * answered without their details.
  */
-export const callTool = (caller: Caller, tool: Tools.Tool, args: unknown): Effect.Effect<CallToolResult, never, Tools.Requirements> =>
+export const callTool = (
+  caller: Caller,
+  tool: Tools.Tool,
+  args: unknown
+): Effect.Effect<CallToolResult, never, Tools.Requirements> =>
   caller.pipe(
     Effect.flatMap((principal) => tool.call(principal, args)),
     Effect.map((structuredContent): CallToolResult => ({
@@ -68,7 +72,8 @@ export const make = (caller: Caller, runtime: Runtime.Runtime<Tools.Requirements
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     Option.match(Tools.find(request.params.name), {
       onNone: () => Promise.reject(new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`)),
-      onSome: (tool) => Runtime.runPromise(runtime)(callTool(caller, tool, request.params.arguments), { signal: extra.signal })
+      onSome: (tool) =>
+        Runtime.runPromise(runtime)(callTool(caller, tool, request.params.arguments), { signal: extra.signal })
     }))
   return server
 }

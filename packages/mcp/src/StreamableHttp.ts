@@ -11,16 +11,17 @@
  * The SDK is loaded at the first exchange, not with this module: a server whose `/mcp` is never
  * called does not pay its start-up time and memory (docs/decisions/0004).
  */
+import type { HttpServerError } from "@effect/platform"
 import {
   HttpApiBuilder,
   HttpIncomingMessage,
   HttpRouter,
-  HttpServerError,
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
 import { Credentials, Ingest } from "@streaks/core"
-import { Effect, Layer, Option, Runtime } from "effect"
+import type { Layer, Runtime } from "effect"
+import { Effect, Option } from "effect"
 import { McpConfig } from "./McpConfig.js"
 import type * as Tools from "./Tools.js"
 
@@ -82,7 +83,8 @@ const preflight = (origin: string | undefined) =>
     headers: {
       ...corsHeaders(origin),
       "access-control-allow-methods": "POST, GET, DELETE, OPTIONS",
-      "access-control-allow-headers": "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
+      "access-control-allow-headers":
+        "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
       "access-control-max-age": "600"
     }
   })
@@ -143,7 +145,9 @@ export const handler: Effect.Effect<
       message: "send the token in the Authorization header (Bearer), never in the query string"
     }, { ...cors, "www-authenticate": `Bearer error="invalid_request"` })
   }
-  const principal = yield* Effect.either((yield* Credentials.Credentials).authenticateMcp(request.headers["authorization"]))
+  const principal = yield* Effect.either(
+    (yield* Credentials.Credentials).authenticateMcp(request.headers["authorization"])
+  )
   if (principal._tag === "Left") {
     return principal.left._tag === "Unauthorized"
       ? json(401, { error: "UNAUTHORIZED" }, {
@@ -152,11 +156,17 @@ export const handler: Effect.Effect<
       })
       : json(503, { error: "SERVICE_UNAVAILABLE" }, cors)
   }
-  if (request.method !== "POST") return HttpServerResponse.empty({ status: 405, headers: { ...cors, allow: "POST, OPTIONS" } })
-  if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) return json(413, { error: "PAYLOAD_TOO_LARGE" }, cors)
+  if (request.method !== "POST") {
+    return HttpServerResponse.empty({ status: 405, headers: { ...cors, allow: "POST, OPTIONS" } })
+  }
+  if (Number(request.headers["content-length"] ?? 0) > maxBodyBytes) {
+    return json(413, { error: "PAYLOAD_TOO_LARGE" }, cors)
+  }
   const body = yield* Effect.either(HttpIncomingMessage.withMaxBodySize(request.text, Option.some(maxBodyBytes)))
   if (body._tag === "Left") {
-    return isTooLarge(body.left) ? json(413, { error: "PAYLOAD_TOO_LARGE" }, cors) : json(400, { error: "INVALID_BODY" }, cors)
+    return isTooLarge(body.left)
+      ? json(413, { error: "PAYLOAD_TOO_LARGE" }, cors)
+      : json(400, { error: "INVALID_BODY" }, cors)
   }
   const runtime = yield* Effect.runtime<Tools.Requirements>()
   const answer = yield* exchange(request, baseUrl, body.right, principal.right, runtime)
@@ -196,11 +206,12 @@ export const app = router.pipe(
  * The worker's routes on the reference server's router (`Http.layerServer`'s `routes`), behind its
  * error mapping and body limit.
  */
-export const layerRoutes: Layer.Layer<never, never, HttpApiBuilder.Router | McpConfig | Tools.Requirements> = HttpApiBuilder.Router.use((routes) =>
-  Effect.gen(function*() {
-    const context = yield* Effect.context<McpConfig | Tools.Requirements>()
-    yield* routes.all(path, Effect.provide(handler, context))
-    yield* routes.get(metadataPath, Effect.provide(metadataHandler, context))
-    yield* routes.get(`${metadataPath}${path}`, Effect.provide(metadataHandler, context))
-  })
-)
+export const layerRoutes: Layer.Layer<never, never, HttpApiBuilder.Router | McpConfig | Tools.Requirements> =
+  HttpApiBuilder.Router.use((routes) =>
+    Effect.gen(function*() {
+      const context = yield* Effect.context<McpConfig | Tools.Requirements>()
+      yield* routes.all(path, Effect.provide(handler, context))
+      yield* routes.get(metadataPath, Effect.provide(metadataHandler, context))
+      yield* routes.get(`${metadataPath}${path}`, Effect.provide(metadataHandler, context))
+    })
+  )

@@ -52,7 +52,10 @@ interface Definition<I, IE, O, OE> {
 /** A tool with its types erased: its descriptor, and a call from raw arguments to structured content. */
 export interface Tool {
   readonly descriptor: Descriptor
-  readonly call: (caller: Credentials.McpPrincipal, args: unknown) => Effect.Effect<Record<string, unknown>, ToolError, Requirements>
+  readonly call: (
+    caller: Credentials.McpPrincipal,
+    args: unknown
+  ) => Effect.Effect<Record<string, unknown>, ToolError, Requirements>
 }
 
 /** The JSON Schema of a struct as MCP wants it: an object schema, without `$schema` or `$id`. */
@@ -107,7 +110,8 @@ const Integer = Schema.Number.pipe(Schema.int())
 
 const ProgramId = Schema.String.annotations({ description: "A program id (prg_…), as list_programs gives it" })
 const UserHash = Schema.String.annotations({
-  description: "The member's stable opaque id (a hash of an e-mail or internal id; never a raw e-mail address), at most 256 characters"
+  description:
+    "The member's stable opaque id (a hash of an e-mail or internal id; never a raw e-mail address), at most 256 characters"
 })
 
 const ProgramItem = Schema.Struct({
@@ -136,7 +140,8 @@ const MemberStreak = Schema.Struct({
 const Counted = Schema.Struct({
   counted: Schema.Boolean.annotations({ description: "Whether the action counts toward the streak" }),
   reason: Schema.optional(Schema.String).annotations({
-    description: "PROGRAM_NOT_LIVE: the program is in test and the action was not sent with test: true; nothing was counted"
+    description:
+      "PROGRAM_NOT_LIVE: the program is in test and the action was not sent with test: true; nothing was counted"
   }),
   duplicate: Schema.optional(Schema.Boolean).annotations({
     description: "An earlier action already marked that day: nothing moved"
@@ -167,16 +172,19 @@ const listPrograms = tool({
   output: Schema.Struct({ programs: Schema.Array(ProgramItem) }),
   readOnly: true,
   run: (caller) =>
-    Effect.flatMap(Credentials.Credentials, (credentials) =>
-      Effect.map(credentials.reachablePrograms(caller), (reached) => ({
-        programs: reached.map(({ program }) => ({
-          id: program.id,
-          name: program.name,
-          eventKey: program.eventKey,
-          status: program.status,
-          projectId: program.projectId
+    Effect.flatMap(
+      Credentials.Credentials,
+      (credentials) =>
+        Effect.map(credentials.reachablePrograms(caller), (reached) => ({
+          programs: reached.map(({ program }) => ({
+            id: program.id,
+            name: program.name,
+            eventKey: program.eventKey,
+            status: program.status,
+            projectId: program.projectId
+          }))
         }))
-      })))
+    )
 })
 
 const getMemberStreak = tool({
@@ -219,7 +227,11 @@ const recordAction = tool({
       const payload = yield* Schema.decodeUnknown(EventInput.CountAction)(body).pipe(Effect.mapError(invalidArguments))
       const { program, project } = yield* Credentials.reach(caller, programId)
       const action = yield* EventInput.fromCountAction(payload)
-      const answer = yield* (yield* Ingest.Ingest).record({ project, action, auth: { door: "api", programId: program.id } })
+      const answer = yield* (yield* Ingest.Ingest).record({
+        project,
+        action,
+        auth: { door: "api", programId: program.id }
+      })
       const { counted, duplicate, reason } = answer.body
       return {
         counted: counted ?? false,
@@ -261,7 +273,9 @@ const listAtRisk = tool({
           now,
           row.timezone
         )
-        return state.pending ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.today as string }] : []
+        return state.pending
+          ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.today as string }]
+          : []
       })
       members.sort((a, b) => b.current - a.current || (a.userHash < b.userHash ? -1 : a.userHash > b.userHash ? 1 : 0))
       return { members: members.slice(0, limit ?? atRiskDefault) }

@@ -11,7 +11,7 @@ import { Credentials, OutboundEvents, Provisioning, SecretBox, Services } from "
 import { layerMemory } from "@streaks/core/testing"
 import { Effect, Layer, TestClock } from "effect"
 import * as Protocol from "../src/Protocol.js"
-import * as Tools from "../src/Tools.js"
+import type * as Tools from "../src/Tools.js"
 
 const layer = Services.layer.pipe(
   Layer.provideMerge(Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, OutboundEvents.layerNoop))
@@ -28,7 +28,12 @@ const tenant = (name = "Acme") =>
     const admin = yield* Provisioning.Provisioning
     const workspace = yield* admin.createWorkspace({ name, plan: "starter" })
     const { project } = yield* admin.createProject({ workspaceId: workspace.id, name, allowedOrigins: [] })
-    const { program } = yield* admin.createProgram({ projectId: project.id, name: "Daily lesson", eventKey: "lesson", milestones: [] })
+    const { program } = yield* admin.createProgram({
+      projectId: project.id,
+      name: "Daily lesson",
+      eventKey: "lesson",
+      milestones: []
+    })
     yield* admin.setProgramStatus(program.id, "live")
     const apiKey = yield* admin.createApiKey(workspace.id, "key")
     const mcp = yield* admin.createMcpToken({ name: "agent", workspaceIds: [workspace.id] })
@@ -75,7 +80,13 @@ describe("tools/list", () => {
       }
       const record = tools.find((tool) => tool.name === "record_action")!
       assert.sameMembers(record.inputSchema.required as Array<string>, ["programId", "userHash"])
-      assert.sameMembers(Object.keys(record.inputSchema.properties ?? {}), ["programId", "userHash", "ts", "idempotencyKey", "test"])
+      assert.sameMembers(Object.keys(record.inputSchema.properties ?? {}), [
+        "programId",
+        "userHash",
+        "ts",
+        "idempotencyKey",
+        "test"
+      ])
     }).pipe(Effect.provide(layer)))
 })
 
@@ -100,7 +111,9 @@ describe("list_at_risk", () => {
         ]
       })
       const first = yield* call(client, "list_at_risk", { programId: t.program.id, limit: 1 })
-      assert.deepStrictEqual(first.structuredContent, { members: [{ userHash: "three-days", current: 3, periodEnd: "2026-03-10" }] })
+      assert.deepStrictEqual(first.structuredContent, {
+        members: [{ userHash: "three-days", current: 3, periodEnd: "2026-03-10" }]
+      })
     }).pipe(Effect.provide(layer)))
 
   it.scoped("a limit outside 1..500 is INVALID_BODY", () =>
@@ -122,11 +135,13 @@ describe("errors", () => {
       const other = yield* tenant("Other")
       const client = yield* connect(t.mcpToken)
       for (const programId of [other.program.id, "prg_unknown"]) {
-        for (const [name, args] of [
-          ["get_member_streak", { programId, userHash: "m1" }],
-          ["record_action", { programId, userHash: "m1" }],
-          ["list_at_risk", { programId }]
-        ] as const) {
+        for (
+          const [name, args] of [
+            ["get_member_streak", { programId, userHash: "m1" }],
+            ["record_action", { programId, userHash: "m1" }],
+            ["list_at_risk", { programId }]
+          ] as const
+        ) {
           const result = yield* call(client, name, args)
           assert.isTrue(result.isError, `${name} ${programId}`)
           assert.deepStrictEqual(texts(result), ["NOT_FOUND"], `${name} ${programId}`)

@@ -59,9 +59,11 @@ const mcpPort = Options.integer("port").pipe(
   Options.optional
 )
 
+// As `serve`, refused before anything starts without the key that opens the server's secrets.
 const mcpStdio = Effect.gen(function*() {
   const config = yield* ServerConfig.config
   const token = yield* Config.redacted("STREAKS_MCP_TOKEN")
+  yield* SecretKey.check(config)
   yield* McpWorker.runStdio(config, Redacted.value(token))
 })
 
@@ -69,6 +71,7 @@ const mcpHttp = (port: Option.Option<number>) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig.config
     const chosen = Option.isSome(port) ? port.value : yield* McpWorker.port
+    yield* SecretKey.check(config)
     yield* Layer.launch(McpWorker.logListening.pipe(Layer.provideMerge(McpWorker.layerHttp(config, chosen))))
   })
 

@@ -18,7 +18,8 @@ import type { ServerConfig } from "./ServerConfig.js"
 export const port: Config.Config<number> = Config.withDefault(Config.port("STREAKS_MCP_PORT"), 8788)
 
 /** The core services on the configured database, as `streaks serve` runs them. */
-const layerServices = (config: ServerConfig) => Main.layerCore(config).pipe(Layer.provideMerge(Main.layerDatabase(config)))
+const layerServices = (config: ServerConfig) =>
+  Main.layerCore(config).pipe(Layer.provideMerge(Main.layerDatabase(config)))
 
 /**
  * The worker alone over Streamable HTTP on `config.host` and `port` (0: any free port), with the
@@ -33,7 +34,9 @@ export const layerHttp = (config: ServerConfig, port: number) =>
 
 /** Logs `Streaks MCP worker listening on http://…/mcp` once the server is up. */
 export const logListening = Layer.effectDiscard(
-  HttpServer.addressFormattedWith((address) => Effect.logInfo(`Streaks MCP worker listening on ${address}${StreamableHttp.path}`))
+  HttpServer.addressFormattedWith((address) =>
+    Effect.logInfo(`Streaks MCP worker listening on ${address}${StreamableHttp.path}`)
+  )
 )
 
 /**

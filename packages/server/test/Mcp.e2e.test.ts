@@ -25,14 +25,16 @@ const DAY = 86_400_000
  * change shows at once (the tests switch programs to live).
  */
 const environment = (url: Redacted.Redacted<string>) =>
-  ConfigProvider.fromMap(new Map([
-    ["DATABASE_URL", Redacted.value(url)],
-    ["STREAKS_ADMIN_TOKEN", ADMIN],
-    ["STREAKS_SECRET_KEY", "mcp-e2e-secret-key"],
-    ["STREAKS_DB_POOL_SIZE", "4"],
-    ["STREAKS_DIRECTORY_CACHE_TTL", "0 seconds"],
-    ["STREAKS_MCP_ALLOWED_ORIGINS", AGENT_ORIGIN]
-  ]))
+  ConfigProvider.fromMap(
+    new Map([
+      ["DATABASE_URL", Redacted.value(url)],
+      ["STREAKS_ADMIN_TOKEN", ADMIN],
+      ["STREAKS_SECRET_KEY", "mcp-e2e-secret-key"],
+      ["STREAKS_DB_POOL_SIZE", "4"],
+      ["STREAKS_DIRECTORY_CACHE_TTL", "0 seconds"],
+      ["STREAKS_MCP_ALLOWED_ORIGINS", AGENT_ORIGIN]
+    ])
+  )
 
 /** `streaks mcp` alone, on the same database, its address for the tests. */
 class Standalone extends Effect.Tag("mcp-e2e/Standalone")<Standalone, { readonly url: string }>() {}
@@ -78,7 +80,11 @@ const http = (path: string, init: { method?: string; headers?: Record<string, st
     }))
 
 const admin = (path: string, body?: unknown, method?: string) =>
-  http(path, { headers: { "x-admin-token": ADMIN }, ...(body !== undefined ? { body } : {}), ...(method !== undefined ? { method } : {}) })
+  http(path, {
+    headers: { "x-admin-token": ADMIN },
+    ...(body !== undefined ? { body } : {}),
+    ...(method !== undefined ? { method } : {})
+  })
 
 const rest = (token: string, path: string, body?: unknown) =>
   http(`/v1/api${path}`, { headers: { authorization: `Bearer ${token}` }, ...(body !== undefined ? { body } : {}) })
@@ -87,16 +93,36 @@ const rest = (token: string, path: string, body?: unknown) =>
 const tenant = (name: string) =>
   Effect.gen(function*() {
     const workspace = yield* admin("/admin/workspaces", { name, plan: "starter" })
-    const project = yield* admin("/admin/projects", { workspaceId: workspace.body.id, name, allowedOrigins: [], timezone: "UTC" })
-    const program = yield* admin("/admin/programs", { projectId: project.body.id, name: "Daily lesson", eventKey: "lesson" })
+    const project = yield* admin("/admin/projects", {
+      workspaceId: workspace.body.id,
+      name,
+      allowedOrigins: [],
+      timezone: "UTC"
+    })
+    const program = yield* admin("/admin/programs", {
+      projectId: project.body.id,
+      name: "Daily lesson",
+      eventKey: "lesson"
+    })
     const apiKey = yield* admin(`/admin/workspaces/${workspace.body.id}/api-keys`, { name: "key" })
     const grant = yield* admin("/admin/oauth-grants", { workspaceIds: [workspace.body.id], appName: "Zapier" })
     const mcp = yield* admin("/admin/mcp-tokens", { name: "Support agent", workspaceIds: [workspace.body.id] })
-    expect([workspace.status, project.status, program.status, apiKey.status, grant.status, mcp.status]).toEqual([201, 201, 201, 201, 201, 201])
+    expect([workspace.status, project.status, program.status, apiKey.status, grant.status, mcp.status]).toEqual([
+      201,
+      201,
+      201,
+      201,
+      201,
+      201
+    ])
     return {
       workspaceId: workspace.body.id as string,
       programId: program.body.id as string,
-      tokens: { apiKey: apiKey.body.key as string, oauth: grant.body.accessToken as string, mcp: mcp.body.token as string },
+      tokens: {
+        apiKey: apiKey.body.key as string,
+        oauth: grant.body.accessToken as string,
+        mcp: mcp.body.token as string
+      },
       mcpTokenId: mcp.body.id as string
     }
   })
@@ -106,9 +132,11 @@ const connectTo = (url: string, token: string) =>
   Effect.acquireRelease(
     Effect.promise(async () => {
       const client = new Client({ name: "e2e-agent", version: "1.0.0" })
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
-        requestInit: { headers: { authorization: `Bearer ${token}` } }
-      }))
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${url}/mcp`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } }
+        })
+      )
       return client
     }),
     (client) => Effect.promise(() => client.close())
@@ -139,7 +167,13 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       for (const token of Object.values(t.tokens)) {
         const client = yield* connect(token)
         const { tools } = yield* Effect.promise(() => client.listTools())
-        expect(tools.map((tool) => tool.name)).toEqual(["list_programs", "get_member_streak", "record_action", "list_at_risk", "get_usage"])
+        expect(tools.map((tool) => tool.name)).toEqual([
+          "list_programs",
+          "get_member_streak",
+          "record_action",
+          "list_at_risk",
+          "get_usage"
+        ])
         for (const tool of tools) {
           expect(tool.inputSchema.type).toBe("object")
           expect(tool.outputSchema?.type).toBe("object")
@@ -156,8 +190,15 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       const key = t.tokens.apiKey
       for (const [userHash, days] of [["alice", [2, 1]], ["bob", [1]], ["carol", [1, 0]]] as const) {
         for (const day of days) {
-          const viaMcp = yield* call(client, "record_action", { programId: t.programId, userHash: `${userHash}-mcp`, ts: daysAgo(day) })
-          const viaRest = yield* rest(key, `/programs/${t.programId}/events`, { userHash: `${userHash}-rest`, ts: daysAgo(day) })
+          const viaMcp = yield* call(client, "record_action", {
+            programId: t.programId,
+            userHash: `${userHash}-mcp`,
+            ts: daysAgo(day)
+          })
+          const viaRest = yield* rest(key, `/programs/${t.programId}/events`, {
+            userHash: `${userHash}-rest`,
+            ts: daysAgo(day)
+          })
           expect(viaMcp.structuredContent).toEqual(viaRest.body)
           yield* rest(key, `/programs/${t.programId}/events`, { userHash, ts: daysAgo(day) })
         }
@@ -168,11 +209,19 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
 
       const programs = yield* rest(key, "/programs")
       expect((yield* call(client, "list_programs")).structuredContent).toEqual({
-        programs: programs.body.map((p: any) => ({ id: p.id, name: p.name, eventKey: p.eventKey, status: p.status, projectId: p.project.id }))
+        programs: programs.body.map((p: any) => ({
+          id: p.id,
+          name: p.name,
+          eventKey: p.eventKey,
+          status: p.status,
+          projectId: p.project.id
+        }))
       })
       for (const userHash of ["alice", "bob", "carol", "nobody"]) {
         const member = yield* call(client, "get_member_streak", { programId: t.programId, userHash })
-        expect(member.structuredContent).toEqual((yield* rest(key, `/programs/${t.programId}/members/${userHash}`)).body)
+        expect(member.structuredContent).toEqual(
+          (yield* rest(key, `/programs/${t.programId}/members/${userHash}`)).body
+        )
       }
       expect((yield* call(client, "get_usage")).structuredContent).toEqual((yield* rest(key, "/usage")).body)
       expect((yield* call(client, "get_usage", { month: "2025-01" })).structuredContent)
@@ -180,7 +229,14 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
 
       // At risk: alive but today not kept; each listed with the current the member view shows.
       const atRisk = (yield* call(client, "list_at_risk", { programId: t.programId })).structuredContent as any
-      expect(atRisk.members.map((m: any) => m.userHash)).toEqual(["alice", "alice-mcp", "alice-rest", "bob", "bob-mcp", "bob-rest"])
+      expect(atRisk.members.map((m: any) => m.userHash)).toEqual([
+        "alice",
+        "alice-mcp",
+        "alice-rest",
+        "bob",
+        "bob-mcp",
+        "bob-rest"
+      ])
       for (const m of atRisk.members) {
         const member = (yield* rest(key, `/programs/${t.programId}/members/${m.userHash}`)).body
         expect([m.current, member.pending, member.todayDone]).toEqual([member.current, true, false])
@@ -193,7 +249,10 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       const client = yield* connect(t.tokens.oauth)
       const member = () => Effect.map(rest(t.tokens.apiKey, `/programs/${t.programId}/members/m1`), (r) => r.body)
       const record = (args: Record<string, unknown>) =>
-        Effect.map(call(client, "record_action", { programId: t.programId, userHash: "m1", ...args }), (r) => r.structuredContent)
+        Effect.map(
+          call(client, "record_action", { programId: t.programId, userHash: "m1", ...args }),
+          (r) => r.structuredContent
+        )
 
       // A test program: nothing counts without test: true; with it, the test ledger moves.
       expect(yield* record({})).toEqual({ counted: false, reason: "PROGRAM_NOT_LIVE" })
@@ -224,11 +283,13 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
         const listed = (yield* call(client, "list_programs")).structuredContent as any
         expect(listed.programs.map((p: any) => p.id)).toEqual([t.programId])
         for (const programId of [other.programId, "prg_unknown"]) {
-          for (const [name, args] of [
-            ["get_member_streak", { programId, userHash: "m1" }],
-            ["record_action", { programId, userHash: "m1", test: true }],
-            ["list_at_risk", { programId }]
-          ] as const) {
+          for (
+            const [name, args] of [
+              ["get_member_streak", { programId, userHash: "m1" }],
+              ["record_action", { programId, userHash: "m1", test: true }],
+              ["list_at_risk", { programId }]
+            ] as const
+          ) {
             const result = yield* call(client, name, args)
             expect([result.isError, textOf(result)]).toEqual([true, "NOT_FOUND"])
           }
@@ -243,9 +304,14 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       const url = yield* base
       const t = yield* tenant("Challenge")
       const challenge = `Bearer resource_metadata="${url}/.well-known/oauth-protected-resource"`
-      expect((yield* http("/mcp", { headers: { ...mcpHeaders, authorization: `Bearer ${t.tokens.mcp}` }, body: initialize })).status).toBe(200)
+      expect(
+        (yield* http("/mcp", { headers: { ...mcpHeaders, authorization: `Bearer ${t.tokens.mcp}` }, body: initialize }))
+          .status
+      ).toBe(200)
       expect((yield* admin(`/admin/mcp-tokens/${t.mcpTokenId}`, undefined, "DELETE")).status).toBe(204)
-      for (const authorization of [undefined, "Bearer svc_mcp_wrong", `Basic ${t.tokens.mcp}`, `Bearer ${t.tokens.mcp}`]) {
+      for (
+        const authorization of [undefined, "Bearer svc_mcp_wrong", `Basic ${t.tokens.mcp}`, `Bearer ${t.tokens.mcp}`]
+      ) {
         const reply = yield* http("/mcp", {
           headers: { ...mcpHeaders, ...(authorization !== undefined ? { authorization } : {}) },
           body: initialize
@@ -281,12 +347,21 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       const headers = { ...mcpHeaders, authorization: `Bearer ${t.tokens.mcp}` }
       const foreign = yield* http("/mcp", { headers: { ...headers, origin: "https://evil.example" }, body: initialize })
       expect([foreign.status, foreign.body]).toEqual([403, { error: "FORBIDDEN_ORIGIN" }])
-      const noToken = yield* http("/mcp", { headers: { ...mcpHeaders, origin: "https://evil.example" }, body: initialize })
+      const noToken = yield* http("/mcp", {
+        headers: { ...mcpHeaders, origin: "https://evil.example" },
+        body: initialize
+      })
       expect(noToken.status).toBe(403)
       const allowed = yield* http("/mcp", { headers: { ...headers, origin: AGENT_ORIGIN }, body: initialize })
       expect([allowed.status, allowed.headers.get("access-control-allow-origin")]).toEqual([200, AGENT_ORIGIN])
-      const preflight = yield* http("/mcp", { method: "OPTIONS", headers: { origin: AGENT_ORIGIN, "access-control-request-method": "POST" } })
-      expect([preflight.status, preflight.headers.get("access-control-allow-headers")]).toEqual([204, expect.stringContaining("authorization")])
+      const preflight = yield* http("/mcp", {
+        method: "OPTIONS",
+        headers: { origin: AGENT_ORIGIN, "access-control-request-method": "POST" }
+      })
+      expect([preflight.status, preflight.headers.get("access-control-allow-headers")]).toEqual([
+        204,
+        expect.stringContaining("authorization")
+      ])
     }))
 
   it.effect("the operator's MCP-token routes: 201 shown once, validation, 404s, and no access to the REST API", () =>
@@ -297,10 +372,13 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       expect(Object.keys(created.body).sort()).toEqual(["id", "token"])
       expect(created.body.token).toMatch(/^svc_mcp_/)
       expect((yield* rest(created.body.token, "/me")).status).toBe(401)
-      expect((yield* admin("/admin/mcp-tokens", { workspaceIds: [t.workspaceId] })).body).toEqual(expect.objectContaining({ error: "INVALID_BODY" }))
+      expect((yield* admin("/admin/mcp-tokens", { workspaceIds: [t.workspaceId] })).body).toEqual(
+        expect.objectContaining({ error: "INVALID_BODY" })
+      )
       expect((yield* admin("/admin/mcp-tokens", { name: "Agent", workspaceIds: [] })).status).toBe(400)
       expect((yield* admin("/admin/mcp-tokens", { name: "Agent", workspaceIds: ["ws_unknown"] })).status).toBe(404)
-      expect((yield* http("/admin/mcp-tokens", { body: { name: "Agent", workspaceIds: [t.workspaceId] } })).status).toBe(401)
+      expect((yield* http("/admin/mcp-tokens", { body: { name: "Agent", workspaceIds: [t.workspaceId] } })).status)
+        .toBe(401)
       expect((yield* admin(`/admin/oauth-grants/${created.body.id}`, undefined, "DELETE")).status).toBe(404)
       expect((yield* admin(`/admin/mcp-tokens/${created.body.id}`, undefined, "DELETE")).status).toBe(204)
       expect((yield* admin(`/admin/mcp-tokens/${created.body.id}`, undefined, "DELETE")).status).toBe(404)
@@ -314,7 +392,9 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       const client = yield* connectTo(url, t.tokens.mcp)
       const listed = (yield* call(client, "list_programs")).structuredContent as any
       expect(listed.programs.map((p: any) => p.id)).toEqual([t.programId])
-      const other = yield* Effect.promise(() => fetch(`${url}/v1/api/programs`).then(async (r) => [r.status, await r.json()]))
+      const other = yield* Effect.promise(() =>
+        fetch(`${url}/v1/api/programs`).then(async (r) => [r.status, await r.json()])
+      )
       expect(other).toEqual([404, { error: "NOT_FOUND" }])
     }))
 })

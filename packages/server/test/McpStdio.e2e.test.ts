@@ -24,13 +24,15 @@ class Database extends Effect.Tag("mcp-stdio/Database")<Database, { readonly url
 const server = Layer.unwrapEffect(
   Effect.gen(function*() {
     const url = Redacted.value(yield* PgTest.url)
-    const environment = ConfigProvider.fromMap(new Map([
-      ["DATABASE_URL", url],
-      ["STREAKS_ADMIN_TOKEN", ADMIN],
-      ["STREAKS_SECRET_KEY", SECRET_KEY],
-      ["STREAKS_DB_POOL_SIZE", "4"],
-      ["STREAKS_DIRECTORY_CACHE_TTL", "0 seconds"]
-    ]))
+    const environment = ConfigProvider.fromMap(
+      new Map([
+        ["DATABASE_URL", url],
+        ["STREAKS_ADMIN_TOKEN", ADMIN],
+        ["STREAKS_SECRET_KEY", SECRET_KEY],
+        ["STREAKS_DB_POOL_SIZE", "4"],
+        ["STREAKS_DIRECTORY_CACHE_TTL", "0 seconds"]
+      ])
+    )
     const config = yield* Effect.withConfigProvider(ServerConfig.config, environment)
     return Layer.merge(Main.layer({ ...config, port: 0 }), Layer.succeed(Database, { url })).pipe(
       Layer.provide(Layer.setConfigProvider(environment))
@@ -59,7 +61,11 @@ const tenant = Effect.gen(function*() {
   const program = yield* admin("/admin/programs", { projectId: project.body.id, name: "Daily", eventKey: "lesson" })
   const key = yield* admin(`/admin/workspaces/${workspace.body.id}/api-keys`, { name: "key" })
   const token = yield* admin("/admin/mcp-tokens", { name: "Desktop agent", workspaceIds: [workspace.body.id] })
-  return { programId: program.body.id as string, apiKey: key.body.key as string, token: token.body as { id: string; token: string } }
+  return {
+    programId: program.body.id as string,
+    apiKey: key.body.key as string,
+    token: token.body as { id: string; token: string }
+  }
 })
 
 /** What the CLI needs besides the token: the server's database and sealing key (it writes no file). */
@@ -86,13 +92,24 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
       yield* Effect.promise(() => client.connect(transport))
 
       const { tools } = yield* Effect.promise(() => client.listTools())
-      expect(tools.map((tool) => tool.name)).toEqual(["list_programs", "get_member_streak", "record_action", "list_at_risk", "get_usage"])
-      const call = (name: string, args: Record<string, unknown> = {}) => Effect.promise(() => client.callTool({ name, arguments: args }))
-      expect((yield* call("list_programs")).structuredContent).toMatchObject({ programs: [{ id: t.programId, status: "test" }] })
+      expect(tools.map((tool) => tool.name)).toEqual([
+        "list_programs",
+        "get_member_streak",
+        "record_action",
+        "list_at_risk",
+        "get_usage"
+      ])
+      const call = (name: string, args: Record<string, unknown> = {}) =>
+        Effect.promise(() => client.callTool({ name, arguments: args }))
+      expect((yield* call("list_programs")).structuredContent).toMatchObject({
+        programs: [{ id: t.programId, status: "test" }]
+      })
       expect((yield* call("record_action", { programId: t.programId, userHash: "m1", test: true })).structuredContent)
         .toEqual({ counted: true })
       const member = yield* http(`/v1/api/programs/${t.programId}/members/m1`, { authorization: `Bearer ${t.apiKey}` })
-      expect((yield* call("get_member_streak", { programId: t.programId, userHash: "m1" })).structuredContent).toEqual(member.body)
+      expect((yield* call("get_member_streak", { programId: t.programId, userHash: "m1" })).structuredContent).toEqual(
+        member.body
+      )
       expect(member.body.current).toBe(1)
 
       expect((yield* admin(`/admin/mcp-tokens/${t.token.id}`, undefined, "DELETE")).status).toBe(204)
@@ -121,7 +138,8 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
           child.stdout.on("data", (chunk) => (stdout += chunk))
           child.stderr.on("data", (chunk) => (stderr += chunk))
           child.once("exit", (code) => resolve({ code, stdout, stderr }))
-        }))
+        })
+      )
       expect(outcome.code, outcome.stderr).toBe(1)
       expect(outcome.stdout).toBe("")
       expect(outcome.stderr).toContain("Unauthorized")
