@@ -265,6 +265,12 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       expect(yield* member()).toMatchObject({ current: 0, isLive: true })
       expect(yield* record({ idempotencyKey: "run-1", ts: daysAgo(1) })).toEqual({ counted: true })
       expect(yield* record({ idempotencyKey: "run-1" })).toEqual({ counted: true })
+      // The REST count action is the same door: the key replays there too.
+      const viaRest = yield* rest(t.tokens.apiKey, `/programs/${t.programId}/events`, {
+        userHash: "m1",
+        idempotencyKey: "run-1"
+      })
+      expect([viaRest.status, viaRest.body]).toEqual([202, { counted: true }])
       expect(yield* member()).toMatchObject({ current: 1, todayDone: false })
       // A second action of that day moves nothing; a test action does not touch the live ledger.
       expect(yield* record({ ts: daysAgo(1) })).toMatchObject({ duplicate: true })
