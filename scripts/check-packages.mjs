@@ -45,7 +45,7 @@ const run = (command, args, cwd) =>
 /** A package's public modules beside its index, for attw, which does not expand `./*` itself. */
 const entrypoints = (dir) =>
   readdirSync(join(dir, "src"))
-    .filter((file) => file.endsWith(".ts") && file !== "index.ts")
+    .filter((file) => file.endsWith(".ts") && !file.endsWith(".d.ts") && file !== "index.ts")
     .map((file) => `./${file.slice(0, -3)}`)
 
 /**
