@@ -54,8 +54,8 @@ export const patterns = [
 
 /**
  * Findings in files being rewritten by their owner, each as the exact text matched: they are
- * listed, not failed. An entry that no longer matches fails the check: delete it once the file is
- * reworded, until this is empty.
+ * listed, not failed. An entry that no longer matches is listed as stale: delete it, until this is
+ * empty.
  */
 export const awaitingOwner = {
   "docs/architecture.md": ["twenty-ninth session"],
@@ -109,24 +109,24 @@ const trackedTexts = () =>
     }
   })
 
-/** The check: findings not awaiting their owner, and entries of `awaitingOwner` that no longer match. */
+/**
+ * The check: `problems` are the findings not awaiting their owner; `stale` lists the entries of
+ * `awaitingOwner` that no longer match anything.
+ */
 export const check = (texts = trackedTexts()) => {
   const found = findingsIn(texts)
   const awaited = (f) => (awaitingOwner[f.file] ?? []).includes(f.text)
   const problems = found.filter((f) => !awaited(f)).map((f) => `${f.file}:${f.line}: "${f.text}" (${f.why})`)
-  for (const [file, phrases] of Object.entries(awaitingOwner)) {
-    for (const text of phrases) {
-      if (!found.some((f) => f.file === file && f.text === text)) {
-        problems.push(`${file}: "${text}" no longer appears: delete it from awaitingOwner in scripts/check-wording.mjs`)
-      }
-    }
-  }
-  return { problems, awaiting: found.filter(awaited) }
+  const stale = Object.entries(awaitingOwner).flatMap(([file, phrases]) =>
+    phrases.filter((text) => !found.some((f) => f.file === file && f.text === text)).map((text) => `${file}: "${text}"`)
+  )
+  return { problems, awaiting: found.filter(awaited), stale }
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const { awaiting, problems } = check()
+  const { awaiting, problems, stale } = check()
   for (const f of awaiting) console.log(`awaiting its owner: ${f.file}:${f.line}: "${f.text}"`)
+  for (const entry of stale) console.log(`reworded, delete from awaitingOwner in scripts/check-wording.mjs: ${entry}`)
   for (const problem of problems) console.error(problem)
   if (problems.length > 0) {
     console.error(`\n${problems.length} phrase(s) of a work log: say what the product does, not how the work went.`)
