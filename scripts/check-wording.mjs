@@ -58,7 +58,6 @@ export const patterns = [
  * empty.
  */
 export const awaitingOwner = {
-  "docs/architecture.md": ["twenty-ninth session"],
   "packages/http/src/Turns.ts": ["twelfth session's"]
 }
 
