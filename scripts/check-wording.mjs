@@ -57,9 +57,7 @@ export const patterns = [
  * listed, not failed. An entry that no longer matches is listed as stale: delete it, until this is
  * empty.
  */
-export const awaitingOwner = {
-  "packages/http/src/Turns.ts": ["twelfth session's"]
-}
+export const awaitingOwner = {}
 
 /** Tracked files (every file under the root when git is not there), without binaries and the lockfile. */
 const trackedFiles = () => {

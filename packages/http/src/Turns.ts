@@ -89,8 +89,7 @@ export const make = (perTurn: number): Queue => {
 /**
  * The process's queue, which the fast path's action fronts and, ahead of them, the reference
  * server's ingest answers share (one event loop, one queue). Sixteen jobs a turn, about half a
- * batch's answers: in `pnpm bench` on the twelfth session's host it served more ingest than 4, 8
- * or 64 (each turn costs the loop a round of its own), as much as 32, and a whole burst at once is
- * what this avoids. The best slice moves with the host (docs/performance.md).
+ * group's answers: small slices cost the loop a turn each, a whole burst at once is what this
+ * avoids, and the best slice moves with the host (docs/performance.md).
  */
 export const shared: Queue = make(16)
