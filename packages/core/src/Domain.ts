@@ -103,8 +103,8 @@ export class Program extends Schema.Class<Program>("Program")({
 /**
  * An instance of a domain class from fields already known to be valid (built from checked parts,
  * or read back from storage), without running the class's constructor. With validation off, a
- * Schema class constructor still copies its fields twice and merges defaults: about 0.5 µs
- * against 0.04 µs, several times per action on the ingest path. Equal, hashing and `instanceof`
+ * Schema class constructor still copies its fields twice and merges defaults, several times per
+ * action on the ingest path. Equal, hashing and `instanceof`
  * behave as for `new`. Only for classes without constructor defaults (StreakKey, StreakRow,
  * ActionRecord; a test compares both ways for each).
  */

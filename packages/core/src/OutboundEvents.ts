@@ -133,8 +133,7 @@ export const emit = (
   events: ReadonlyArray<Event>
 ): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox | ExperimentStore> =>
   // Plain `flatMap`s rather than a generator: a sweep emits for each of its rows, and a generator
-  // here cost about 7 µs more per row (100k due rows, four runs each taking turns: 6.2–7.1 s
-  // against 5.2–6.3).
+  // here costs measurably more per row (docs/decisions/0008-due-sweep-by-index.md).
   events.length === 0 ? none : Effect.flatMap(fires(subject), (fire) => (fire ? toListeners(subject, events) : none))
 
 /**

@@ -113,16 +113,14 @@ export type Requirements = DirectoryStore | StreakStore | SecretBox
  */
 export interface ReadOptions {
   /**
-   * Batches read at the same time (default 1: in `pnpm bench`, 2 that each took whatever waited
-   * gave 8 % fewer reads per second and 4 gave 25 % fewer, each batch smaller for the same fixed
-   * cost). See `minBatchBeside`.
+   * Batches read at the same time (default 1: batches that each take whatever waits are smaller
+   * for the same fixed cost). See `minBatchBeside`.
    */
   readonly workers?: number
   /**
    * With more than one worker, the fewest waiting reads for which a batch starts beside one in
    * flight (default 1: at once), as `Ingest.BatchOptions.minBatchBeside`. The reference server
-   * reads two batches at once from 24 waiting reads: 8–19 % more reads per second in `pnpm bench`
-   * (docs/performance.md).
+   * reads two batches at once from 24 waiting reads (docs/performance.md).
    */
   readonly minBatchBeside?: number
   /** Most reads in one batch (default 100). */
@@ -130,7 +128,7 @@ export interface ReadOptions {
   /**
    * How a finished batch hands each reader its answer (default: at once), as
    * `Ingest.BatchOptions.handOff`. The reference server keeps the default: deferring reads by a
-   * tick cost 15–18 % of state reads per second in `pnpm bench`.
+   * tick cost reads per second (docs/performance.md).
    */
   readonly handOff?: ((answer: () => void) => void) | undefined
 }

@@ -52,8 +52,8 @@ interface Job<I, A, E> {
  * work already submitted.
  *
  * Callers wait through `Effect.async` on a plain queue rather than a `Queue` and a `Deferred` per
- * call: this sits on the path of every action, and the lighter hand-off measured about 10 µs less
- * per call.
+ * call: this sits on the path of every action, and the lighter hand-off costs less
+ * (docs/decisions/0003-group-commit-queue.md).
  */
 export const make = <I, A, E>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,

@@ -33,7 +33,7 @@ export type Auth =
 const SITE_KEY = /^site_\S{1,59}$/
 
 // The directory is passed in rather than read from the context: these run on every request, and
-// providing a service copies the whole context (measured: 7 µs with the server's services).
+// providing a service copies the whole context.
 type Directory = DirectoryStore["Type"]
 
 /** The project of a siteKey, else INVALID_SITE_KEY (step 3 of CONTRACT §2, also `/v1/state` and aliases). */

@@ -63,8 +63,8 @@ export type Hot = (statement: Statement.Statement<Row>) => Effect.Effect<Readonl
 /**
  * Runs a statement on the transaction's connection inside `withTransaction`, else straight on the
  * pool behind the client (when `PgConnection` made it), skipping what running a `sql\`…\``
- * statement costs on every call besides the query (a span, a scope and a connection acquirer):
- * measured 40 to 70 µs of server CPU per statement under load, as much as node-postgres itself.
+ * statement costs on every call besides the query (a span, a scope and a connection acquirer),
+ * about as much as node-postgres itself (docs/decisions/0005-batch-statements-on-postgres.md).
  * Rows and failures are the same; a client made elsewhere runs the statement as usual.
  */
 export const makeHot = (pool: pg.Pool | undefined): Hot => (statement) =>

@@ -21,7 +21,7 @@ export const together = <const T extends Statements>(
 ): Effect.Effect<Successes<T>, StorageError, Effect.Effect.Context<T[number]>> =>
   // A fiber per statement on the caller's runtime (its transaction and services), joined through
   // one callback. `Effect.all` with concurrency forked one fiber more per call and kept sets,
-  // arrays and scheduler tasks per statement: measured 11 % of the server's CPU per action.
+  // arrays and scheduler tasks per statement (docs/decisions/0005-batch-statements-on-postgres.md).
   // Uninterruptible, as the statements are: the caller waits for every one of them.
   Effect.uninterruptible(Effect.flatMap(Effect.runtime<Effect.Effect.Context<T[number]>>(), (runtime) =>
     Effect.async<Successes<T>, StorageError>((resume) => {
