@@ -51,7 +51,6 @@ export const batchSuite = (it: It) =>
         assert.deepStrictEqual(yield* members.lookupMany([]), [])
       }))
 
-    // `setTimezones` is optional: a store without it is skipped here (ingest then calls `setTimezone` per member).
     it.effect("lockMany creates missing rows in their zones, returns stored ones, in input order, a repeated key twice", () =>
       Effect.gen(function*() {
         const tx = yield* Transactor
@@ -91,7 +90,6 @@ export const batchSuite = (it: It) =>
         for (const key of keys) assert.strictEqual(Option.getOrThrow(yield* streaks.get(key)).run, 20)
       }))
 
-    // `lockExisting` is optional: a store without it is skipped here (ingest then locks after the lookup).
     it.effect("addDays is true only for first inserts: a stored day and a repeat within the call are false", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
@@ -105,7 +103,6 @@ export const batchSuite = (it: It) =>
         assert.deepStrictEqual(yield* streaks.addDays([]), [])
       }))
 
-    // `saveAllWithDays` is optional: a store without it is skipped here (ingest then calls both).
     it.effect("markActiveMany is true only for first marks, a repeat within the call false, and counts each member once", () =>
       Effect.gen(function*() {
         const usage = yield* UsageStore

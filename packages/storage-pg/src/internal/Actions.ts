@@ -171,7 +171,7 @@ export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyS
     }
   }
 
-  // `claim`, `claimMany` and `claimWithin` alike: what the transaction they run in (their own, or
+  // `claim` and `claimWithin` alike: what the transaction they run in (their own, or
   // the caller's) decides is how long a claim's lock and uncommitted row last.
   const claimAll = (claims: ReadonlyArray<KeyClaim>) =>
     Effect.gen(function*() {
