@@ -3,12 +3,14 @@
  * security and error codes. The server implements it; TypeScript users derive a typed client
  * from it (`HttpApiClient.make(Api, { baseUrl })`).
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity } from "@effect/platform"
+import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
 import type { Credentials } from "@streaks/core"
 import { Errors, EventInput } from "@streaks/core"
 import { Context, Schema } from "effect"
 import * as S from "./ApiSchemas.js"
+import * as HttpErrors from "./HttpErrors.js"
 import { httpError } from "./HttpErrors.js"
+import * as Doc from "./OpenApiDocument.js"
 
 /** The authenticated customer credential of a `/v1/api` request. */
 export class CurrentPrincipal extends Context.Tag("@streaks/http/CurrentPrincipal")<
@@ -29,119 +31,406 @@ export class CustomerAuth extends HttpApiMiddleware.Tag<CustomerAuth>()("@streak
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
-const ServerToken = Schema.Struct({ "x-streak-server-token": Schema.optional(Schema.String) })
+const serverToken = Schema.optional(Schema.String.annotations({
+  description: "The project's server token (`sst_…`): required on calls without an `Origin` header."
+}))
+const ServerToken = Schema.Struct({ "x-streak-server-token": serverToken })
 const Accepted = { status: 202 } as const
 const Created = { status: 201 } as const
 const id = HttpApiSchema.param("id", Schema.String)
 
 export class IngestGroup extends HttpApiGroup.make("ingest")
+  .annotateContext(Doc.group({
+    title: "Public and ingest endpoints",
+    description: "The doors that record a member's action (browser or widget, your backend, an automation's " +
+      "webhook) and the member's streak state (spec §4.1). Every door feeds the same programs: calls with the " +
+      "same siteKey, userHash and event key count toward the same streak.",
+    errors: ["SERVICE_UNAVAILABLE"]
+  }))
   .add(
     HttpApiEndpoint.post("browser", "/v1/e").setPayload(EventInput.EventRecord).setHeaders(ServerToken)
       .addSuccess(S.IngestOk, Accepted)
+      .annotateContext(Doc.route({
+        summary: "Record an action from a browser or the widget",
+        description: "A call with an `Origin` header must come from one of the project's allowed origins; a call " +
+          "without one is a server call and needs `X-Streak-Server-Token`. Only `streak_interaction` events count; " +
+          "`widget_impression` and `widget_interaction` are stored for analytics. Rate-limited per address and per " +
+          "site. Repeating an `idempotencyKey` within 24 hours replays the first answer.",
+        success: "Accepted: the action is stored (and counted when `counted` is true).",
+        errors: [
+          "INVALID_SITE_KEY",
+          "INVALID_WIDGET_KIND",
+          "SERVER_TOKEN_REQUIRED",
+          "FORBIDDEN_ORIGIN",
+          "IDEMPOTENCY_KEY_IN_PROGRESS",
+          "RATE_LIMITED"
+        ],
+        security: [{}, { serverToken: [] }],
+        examples: { request: S.examples.browserEvent, response: S.examples.ingestAnswer }
+      }))
   )
   .add(
     HttpApiEndpoint.post("server", "/v1/server/e").setPayload(EventInput.EventRecord).setHeaders(ServerToken)
       .addSuccess(S.IngestOk, Accepted)
+      .annotateContext(Doc.route({
+        summary: "Record an action from your backend",
+        description: "The trusted door: `X-Streak-Server-Token` must be the token of the body's project. A second " +
+          "action on the same local day is stored but moves nothing (`duplicate: true`). Repeating an " +
+          "`idempotencyKey` within 24 hours replays the first answer.",
+        success: "Accepted: the action is stored (and counted when `counted` is true).",
+        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "IDEMPOTENCY_KEY_IN_PROGRESS"],
+        security: [{ serverToken: [] }],
+        examples: { request: S.examples.serverEvent, response: S.examples.ingestAnswer }
+      }))
   )
   .add(
     HttpApiEndpoint.post("webhook")`/v1/webhook/${HttpApiSchema.param("siteKey", Schema.String)}/e`
       .setPayload(EventInput.WebhookEvent)
-      .setHeaders(Schema.Struct({ "x-streak-webhook-secret": Schema.optional(Schema.String) }))
+      .setHeaders(Schema.Struct({
+        "x-streak-webhook-secret": Schema.optional(Schema.String.annotations({
+          description: "The webhook ingest secret (`whi_…`) of the program that counts `event`."
+        }))
+      }))
       .addSuccess(S.IngestOk, Accepted)
+      .annotateContext(Doc.route({
+        summary: "Record an action from an automation's webhook",
+        description: "For automation platforms and other senders that can set a header but not sign a request. " +
+          "The secret must be the one of the program that counts `event`; an unknown event answers like a wrong " +
+          "secret, so event keys are never revealed. While the program is in test mode the action counts as test " +
+          "progress. Send an `idempotencyKey` per completion: retries with the same key count once.",
+        success: "Accepted: the action is stored (and counted when `counted` is true).",
+        errors: ["INVALID_SITE_KEY", "SITE_KEY_MISMATCH", "WEBHOOK_SECRET_REQUIRED", "IDEMPOTENCY_KEY_IN_PROGRESS"],
+        security: [{ webhookSecret: [] }],
+        examples: { request: S.examples.webhookEvent, response: S.examples.ingestAnswer }
+      }))
   )
   .add(
     HttpApiEndpoint.get("state", "/v1/state").setUrlParams(S.StateParams).setHeaders(
       Schema.Struct({
-        "x-streak-server-token": Schema.optional(Schema.String),
-        "x-streak-identity": Schema.optional(Schema.String)
+        "x-streak-server-token": serverToken,
+        "x-streak-identity": Schema.optional(Schema.String.annotations({
+          description: "A signed identity token for this member: reveals coupon and link reward values."
+        }))
       })
     ).addSuccess(S.State)
+      .annotateContext(Doc.route({
+        summary: "Read a member's streak",
+        description: "The current and best streak, this ISO week (Monday to Sunday, in the member's time zone) and " +
+          "the program's milestones, from the ledger that matches the program's mode (`meta.isLive`). `event` (or " +
+          "its legacy alias `kind`) names the program. The caller is checked as on `POST /v1/e`: an allowed browser " +
+          "origin, or the server token. Coupon and link reward values are shown only with a valid identity token " +
+          "(`X-Streak-Identity` or `identity`).",
+        success: "The member's state (zeros for a member with no action yet).",
+        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "FORBIDDEN_ORIGIN"],
+        security: [{}, { serverToken: [] }, { identityToken: [] }, { serverToken: [], identityToken: [] }],
+        examples: { response: S.examples.state, parameters: S.examples.stateParameters }
+      }))
   )
-  .add(HttpApiEndpoint.post("alias", "/v1/alias").setPayload(S.TokenAlias).addSuccess(S.IngestOk))
+  .add(
+    HttpApiEndpoint.post("alias", "/v1/alias").setPayload(S.TokenAlias).addSuccess(S.IngestOk)
+      .annotateContext(Doc.route({
+        summary: "Link an anonymous visitor with an alias token",
+        description: "The token is an HS256 JWT that your server signs with the project's signing secret, claims " +
+          "`sub` (userHash), `anon` (anonymous id), `site` (siteKey) and `exp` (at most 10 minutes ahead). From then " +
+          "on the anonymous id's actions count for the member, and what it had already recorded is merged in. " +
+          "Rate-limited per address and per site.",
+        success: "Linked (linking the same pair again changes nothing).",
+        errors: ["INVALID_SITE_KEY", "INVALID_ALIAS_TOKEN", "ALIAS_CONFLICT", "RATE_LIMITED"]
+      }))
+  )
 {}
 
 export class AdminGroup extends HttpApiGroup.make("admin")
-  .add(HttpApiEndpoint.post("alias", "/admin/alias").setPayload(S.AdminAlias).addSuccess(HttpApiSchema.NoContent))
-  .add(HttpApiEndpoint.post("createWorkspace", "/admin/workspaces").setPayload(S.WorkspaceBody).addSuccess(S.WorkspaceView, Created))
-  .add(HttpApiEndpoint.patch("setPlan")`/admin/workspaces/${id}`.setPayload(S.PlanBody).addSuccess(S.WorkspaceView))
-  .add(HttpApiEndpoint.post("createProject", "/admin/projects").setPayload(S.ProjectBody).addSuccess(S.ProjectCreated, Created))
-  .add(HttpApiEndpoint.post("createProgram", "/admin/programs").setPayload(S.ProgramBody).addSuccess(S.ProgramCreated, Created))
-  .add(HttpApiEndpoint.post("rotateWebhookSecret")`/admin/programs/${id}/webhook-secret`.addSuccess(S.WebhookSecret))
-  .add(HttpApiEndpoint.post("setProgramStatus")`/admin/programs/${id}/status`.setPayload(S.StatusBody).addSuccess(S.ProgramView))
-  .add(HttpApiEndpoint.post("createApiKey")`/admin/workspaces/${id}/api-keys`.setPayload(S.NameBody).addSuccess(S.ApiKeyCreated, Created))
-  .add(HttpApiEndpoint.del("revokeApiKey")`/admin/api-keys/${id}`.addSuccess(HttpApiSchema.NoContent))
-  .add(HttpApiEndpoint.post("createGrant", "/admin/oauth-grants").setPayload(S.GrantBody).addSuccess(S.GrantCreated, Created))
-  .add(HttpApiEndpoint.del("revokeGrant")`/admin/oauth-grants/${id}`.addSuccess(HttpApiSchema.NoContent))
-  .add(HttpApiEndpoint.post("createMcpToken", "/admin/mcp-tokens").setPayload(S.McpTokenBody).addSuccess(S.McpTokenCreated, Created))
-  .add(HttpApiEndpoint.del("revokeMcpToken")`/admin/mcp-tokens/${id}`.addSuccess(HttpApiSchema.NoContent))
-  .add(HttpApiEndpoint.post("dueChecks", "/admin/jobs/due-checks").addSuccess(S.DueChecksRun))
-  .add(HttpApiEndpoint.post("deliveries", "/admin/jobs/deliveries").addSuccess(S.DeliveriesRun))
+  .annotateContext(Doc.group({
+    title: "Admin API",
+    description: "Provisioning and operations for the deployment's operator (CONTRACT §13, §15): workspaces, " +
+      "projects, programs, credentials, alias links and on-demand jobs. Secrets are returned once, when created.",
+    errors: ["UNAUTHORIZED", "SERVICE_UNAVAILABLE"]
+  }))
+  .add(
+    HttpApiEndpoint.post("alias", "/admin/alias").setPayload(S.AdminAlias).addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Link an anonymous visitor to a member",
+        description: "From then on, actions sent with `userHash` = `anonymousId` count for `userHash`, and what the " +
+          "anonymous id had already recorded is merged into the member. Linking the same pair again changes " +
+          "nothing.",
+        errors: ["INVALID_SITE_KEY", "ALIAS_CONFLICT"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createWorkspace", "/admin/workspaces").setPayload(S.WorkspaceBody).addSuccess(S.WorkspaceView, Created)
+      .annotateContext(Doc.route({
+        summary: "Create a workspace",
+        description: "A workspace is the account: it holds projects, credentials and the plan that meters its active " +
+          "streakers."
+      }))
+  )
+  .add(
+    HttpApiEndpoint.patch("setPlan")`/admin/workspaces/${id}`.setPayload(S.PlanBody).addSuccess(S.WorkspaceView)
+      .annotateContext(Doc.route({
+        summary: "Change a workspace's plan",
+        description: "Raising the plan above the month's active streakers resumes paused reports at once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createProject", "/admin/projects").setPayload(S.ProjectBody).addSuccess(S.ProjectCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Create a project",
+        description: "Returns the project's siteKey, and its server token and signing secret, shown this once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createProgram", "/admin/programs").setPayload(S.ProgramBody).addSuccess(S.ProgramCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Create a program",
+        description: "A program counts one event key of its project and starts in test mode. Returns its webhook " +
+          "ingest secret, shown this once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("rotateWebhookSecret")`/admin/programs/${id}/webhook-secret`.addSuccess(S.WebhookSecret)
+      .annotateContext(Doc.route({
+        summary: "Rotate a program's webhook secret",
+        description: "The old secret stops working at once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("setProgramStatus")`/admin/programs/${id}/status`.setPayload(S.StatusBody).addSuccess(S.ProgramView)
+      .annotateContext(Doc.route({
+        summary: "Set a program's mode",
+        description: "The only way from live back to test; the live ledger is kept.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createApiKey")`/admin/workspaces/${id}/api-keys`.setPayload(S.NameBody).addSuccess(S.ApiKeyCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Create a customer API key",
+        description: "The key (`svc_api_\u2026`) reaches every program of the workspace and is shown this once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("revokeApiKey")`/admin/api-keys/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Revoke a customer API key",
+        description: "The key stops working at once, and every subscription it created is removed.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createGrant", "/admin/oauth-grants").setPayload(S.GrantBody).addSuccess(S.GrantCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Connect an app (OAuth grant)",
+        description: "Returns an access token (`svc_oat_\u2026`) that reaches the given workspaces, shown this once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("revokeGrant")`/admin/oauth-grants/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Disconnect an app",
+        description: "Its access token stops working at once, and every subscription it created is removed.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createMcpToken", "/admin/mcp-tokens").setPayload(S.McpTokenBody).addSuccess(S.McpTokenCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Create an MCP token",
+        description: "A bearer token (`svc_mcp_\u2026`) for the MCP worker at `/mcp`, reaching the given workspaces; shown " +
+          "this once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("revokeMcpToken")`/admin/mcp-tokens/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Revoke an MCP token",
+        description: "The token stops working at once.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("dueChecks", "/admin/jobs/due-checks").addSuccess(S.DueChecksRun)
+      .annotateContext(Doc.route({
+        summary: "Run the at-risk and broken checks now",
+        description: "One sweep, as the scheduler runs every hour: for use after an outage, and in tests."
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("deliveries", "/admin/jobs/deliveries").addSuccess(S.DeliveriesRun)
+      .annotateContext(Doc.route({
+        summary: "Deliver pending webhooks now",
+        description: "Drains the outbox once."
+      }))
+  )
   .middleware(AdminAuth)
 {}
 
 const programId = HttpApiSchema.param("programId", Schema.String)
 
 export class CustomerGroup extends HttpApiGroup.make("customer")
-  .add(HttpApiEndpoint.get("me", "/me").addSuccess(S.Me))
-  .add(HttpApiEndpoint.get("programs", "/programs").addSuccess(Schema.Array(S.CustomerProgram)))
+  .annotateContext(Doc.group({
+    title: "Customer REST API",
+    description: "For the customer's own systems and automation platforms (spec §4.2), with a customer API key " +
+      "or an OAuth access token. Anything outside the credential's reach answers 404, like something unknown.",
+    errors: ["UNAUTHORIZED", "SERVICE_UNAVAILABLE"]
+  }))
+  .add(
+    HttpApiEndpoint.get("me", "/me").addSuccess(S.Me)
+      .annotateContext(Doc.route({
+        summary: "The credential and its workspace",
+        description: "An API key answers its workspace; an OAuth token the workspaces of the user who connected the " +
+          "app."
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("programs", "/programs").addSuccess(Schema.Array(S.CustomerProgram))
+      .annotateContext(Doc.route({
+        summary: "List the programs the credential reaches",
+        description: "Every program of every project the credential reaches, with its event key and mode."
+      }))
+  )
   .add(
     HttpApiEndpoint.post("countAction")`/programs/${programId}/events`.setPayload(EventInput.CountAction)
       .addSuccess(S.Counted, Accepted)
+      .annotateContext(Doc.route({
+        summary: "Count a member action",
+        description: "The customer REST door of ingest: the same checks, idempotency and streak rules as the other " +
+          "doors. While the program is in test mode an action counts only with `test: true` (as test " +
+          "progress); without it the answer is `counted: false` with `reason: PROGRAM_NOT_LIVE`.",
+        errors: ["NOT_FOUND", "IDEMPOTENCY_KEY_IN_PROGRESS"],
+        examples: { request: S.examples.countAction, response: S.examples.counted }
+      }))
   )
   .add(
     HttpApiEndpoint.get("member")`/programs/${programId}/members/${HttpApiSchema.param("userHash", Schema.String)}`
       .addSuccess(S.MemberStreak)
+      .annotateContext(Doc.route({
+        summary: "A member's current and best streak",
+        description: "A member with no action yet has zeros, not 404.",
+        errors: ["NOT_FOUND"]
+      }))
   )
-  .add(HttpApiEndpoint.post("createHook", "/hooks").setPayload(S.HookBody).addSuccess(S.HookCreated, Created))
-  .add(HttpApiEndpoint.del("deleteHook")`/hooks/${id}`.addSuccess(HttpApiSchema.NoContent))
+  .add(
+    HttpApiEndpoint.post("createHook", "/hooks").setPayload(S.HookBody).addSuccess(S.HookCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Subscribe a URL to outbound events",
+        description: "The URL must be HTTPS. Deliveries are signed as Standard Webhooks with the returned `secret`, " +
+          "shown this once; a receiver answering 410 removes the subscription. Creating one ends the " +
+          "program's running experiment.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("deleteHook")`/hooks/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Remove a subscription",
+        description: "Any credential that reaches the program may remove it. Removing one ends the program's running " +
+          "experiment.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
   .add(
     HttpApiEndpoint.get("webhookSamples")`/programs/${programId}/webhook-samples`.setUrlParams(S.SamplesParams)
       .addSuccess(Schema.Array(Schema.Unknown))
+      .annotateContext(Doc.route({
+        summary: "Recent payloads of one event type",
+        description: "Up to 3 recent delivered payloads of `type` for the program, newest first, or one synthetic " +
+          "sample of the right shape when there is none (for automation platforms' field mapping).",
+        errors: ["NOT_FOUND"]
+      }))
   )
-  .add(HttpApiEndpoint.get("usage", "/usage").setUrlParams(S.UsageParams).addSuccess(S.Usage))
+  .add(
+    HttpApiEndpoint.get("usage", "/usage").setUrlParams(S.UsageParams).addSuccess(S.Usage)
+      .annotateContext(Doc.route({
+        summary: "The workspace's active streakers this month",
+        description: "Active streakers (members with at least one counted live action in the UTC month) against the " +
+          "plan's limit; `month=YYYY-MM` for another month.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
   .add(
     HttpApiEndpoint.get("report")`/reports/${HttpApiSchema.param("report", Schema.Literal("overview", "events", "insights"))}`
       .setUrlParams(S.ReportParams).addSuccess(Schema.Unknown)
+      .annotateContext(Doc.route({
+        summary: "A report: overview, events or insights",
+        description: "Over `from`..`to` (dates), optionally for one program. While the workspace is over its plan's " +
+          "limit the answer is `{\"paused\": true, \"reason\": \"PLAN_LIMIT_EXCEEDED\", ...}`; raising the plan " +
+          "shows everything tracked meanwhile.",
+        errors: ["NOT_FOUND"]
+      }))
   )
   .add(
     HttpApiEndpoint.post("startExperiment")`/programs/${programId}/experiments`.setPayload(S.ExperimentBody)
       .addSuccess(S.ExperimentView, Created)
+      .annotateContext(Doc.route({
+        summary: "Start an experiment (Proof)",
+        description: "Holds out `holdoutPercent` of the members as a control group, chosen by a stable hash: their " +
+          "streaks count, but they receive no outbound events.",
+        errors: ["NOT_FOUND"]
+      }))
   )
-  .add(HttpApiEndpoint.get("currentExperiment")`/programs/${programId}/experiments/current`.addSuccess(Schema.Unknown))
-  .add(HttpApiEndpoint.post("stopExperiment")`/programs/${programId}/experiments/current/stop`.addSuccess(S.ExperimentView))
+  .add(
+    HttpApiEndpoint.get("currentExperiment")`/programs/${programId}/experiments/current`.addSuccess(Schema.Unknown)
+      .annotateContext(Doc.route({
+        summary: "The program's running experiment and its results",
+        description: "Member counts and 7-day retention of the control and treatment groups.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("stopExperiment")`/programs/${programId}/experiments/current/stop`.addSuccess(S.ExperimentView)
+      .annotateContext(Doc.route({
+        summary: "Stop the program's running experiment",
+        description: "Its results stay readable.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
   .middleware(CustomerAuth)
   .prefix("/v1/api")
 {}
 
 export class MetaGroup extends HttpApiGroup.make("meta")
-  .add(HttpApiEndpoint.get("health", "/health").addSuccess(S.Health))
-  .add(HttpApiEndpoint.get("ready", "/ready").addSuccess(S.Health))
+  .annotateContext(Doc.group({
+    title: "Health",
+    description: "For load balancers and orchestrators (CONTRACT §15).",
+    errors: []
+  }))
+  .add(
+    HttpApiEndpoint.get("health", "/health").addSuccess(S.Health)
+      .annotateContext(Doc.route({ summary: "Liveness", description: "The process is up." }))
+  )
+  .add(
+    HttpApiEndpoint.get("ready", "/ready").addSuccess(S.Health)
+      .annotateContext(Doc.route({
+        summary: "Readiness",
+        description: "Storage is reachable and its migrations are applied.",
+        errors: ["SERVICE_UNAVAILABLE"]
+      }))
+  )
 {}
 
 /** The status of every error code (spec §7, CONTRACT §2, §9, §10); the fast path answers with it too. */
-export const statusOf: Record<string, number> = {
-  INVALID_BODY: 400,
-  INVALID_SITE_KEY: 400,
-  SITE_KEY_MISMATCH: 400,
-  INVALID_WIDGET_KIND: 400,
-  SERVER_TOKEN_REQUIRED: 401,
-  WEBHOOK_SECRET_REQUIRED: 401,
-  INVALID_ALIAS_TOKEN: 401,
-  UNAUTHORIZED: 401,
-  FORBIDDEN_ORIGIN: 403,
-  NOT_FOUND: 404,
-  IDEMPOTENCY_KEY_IN_PROGRESS: 409,
-  ALIAS_CONFLICT: 409,
-  PAYLOAD_TOO_LARGE: 413,
-  RATE_LIMITED: 429,
-  SERVICE_UNAVAILABLE: 503
-}
+export const statusOf: Record<string, number> = Object.fromEntries(
+  Object.entries(HttpErrors.codes).map(([code, { status }]) => [code, status])
+)
 
 export class Api extends HttpApi.make("streaks")
+  // The document's info, security schemes and per-route errors (OpenApiDocument); `Api` is read
+  // when the document is first made, after this class exists.
+  .annotate(OpenApi.Transform, Doc.transform((): HttpApi.HttpApi.Any => Api))
   .add(IngestGroup)
   .add(AdminGroup)
   .add(CustomerGroup)
   .add(MetaGroup)
+  // Registered once for the whole API, so any handler may fail with any of them; the document
+  // lists per route only the codes it answers (`OpenApiDocument.Errors`).
   .addError(httpError(Errors.InvalidBody, 400, "INVALID_BODY"))
   .addError(httpError(Errors.InvalidSiteKey, 400, "INVALID_SITE_KEY"))
   .addError(httpError(Errors.SiteKeyMismatch, 400, "SITE_KEY_MISMATCH"))

@@ -18,11 +18,11 @@ export const Counted = Schema.Struct({
 })
 
 export const StateParams = Schema.Struct({
-  siteKey: Schema.String,
-  userHash: Schema.String,
-  event: Schema.optional(Schema.String),
-  kind: Schema.optional(Schema.String),
-  identity: Schema.optional(Schema.String)
+  siteKey: Schema.String.annotations({ description: "The project's siteKey." }),
+  userHash: Schema.String.annotations({ description: "The member's stable id (a hash, never a raw e-mail address)." }),
+  event: Schema.optional(Schema.String.annotations({ description: "The event key of the program; required unless `kind` is given." })),
+  kind: Schema.optional(Schema.String.annotations({ description: "Legacy alias of `event`; if both are given they must be equal." })),
+  identity: Schema.optional(Schema.String.annotations({ description: "A signed identity token, as in `X-Streak-Identity`." }))
 })
 
 export const WeekEntry = Schema.Struct({
@@ -234,3 +234,92 @@ export const ExperimentView = Schema.Struct({
 })
 
 export const Health = Schema.Struct({ status: Schema.Literal("ok") })
+
+// --- Examples the OpenAPI document shows (checked against the schemas by the document's lint) ---
+
+const siteKey = "site_01jzb8q3w7k2m9x4r6t1v5c8ny"
+const userHash = "b1946ac92492d2347c6235b4d2611184"
+
+/** Bodies of the ingest doors and answers of `GET /v1/state`, named as the document lists them. */
+export const examples = {
+  browserEvent: {
+    widget: { summary: "A member's action, from the widget", value: { siteKey, userHash, event: "lesson_completed", tz: "Europe/Paris" } },
+    impression: {
+      summary: "The widget was seen (analytics only)",
+      value: { siteKey, userHash, event: "lesson_completed", eventType: "widget_impression", sessionId: "s_7f3a" }
+    }
+  },
+  serverEvent: {
+    minimal: { summary: "The required fields", value: { siteKey, userHash, event: "lesson_completed" } },
+    full: {
+      summary: "With time, zone, idempotency key and metadata",
+      value: {
+        siteKey,
+        userHash,
+        event: "lesson_completed",
+        ts: "2025-06-03T18:42:05Z",
+        tz: "America/New_York",
+        idempotencyKey: "lesson-8812-completion",
+        source: "api",
+        meta: { lessonId: "8812", course: "spanish-a1" }
+      }
+    }
+  },
+  webhookEvent: {
+    minimal: { summary: "The required fields", value: { event: "lesson_completed", userHash } },
+    full: {
+      summary: "From an automation, with an idempotency key",
+      value: {
+        event: "lesson_completed",
+        userHash,
+        idempotencyKey: "zap-run-20250603-0042",
+        ts: "2025-06-03T18:42:05Z",
+        externalService: "zapier",
+        integrationId: "lesson-sync"
+      }
+    }
+  },
+  countAction: {
+    live: { summary: "Count an action", value: { userHash, idempotencyKey: "lesson-8812-completion" } },
+    test: { summary: "Count test progress while the program is in test mode", value: { userHash, test: true } }
+  },
+  ingestAnswer: {
+    counted: { summary: "Counted: the member's day is marked", value: { ok: true, counted: true } },
+    duplicate: {
+      summary: "An earlier action already marked the day: nothing moved",
+      value: { ok: true, counted: true, duplicate: true }
+    },
+    notCounted: {
+      summary: "Stored for analytics only (browser counting disabled for the project)",
+      value: { ok: true, counted: false, reason: "BROWSER_COUNTING_DISABLED" }
+    }
+  },
+  counted: {
+    counted: { summary: "Counted", value: { counted: true } },
+    notLive: { summary: "The program is in test mode and `test` was not set", value: { counted: false, reason: "PROGRAM_NOT_LIVE" } }
+  },
+  state: {
+    streak: {
+      summary: "A 3-day streak, today done, the 3-day milestone reached",
+      value: {
+        meta: { apiVersion: "1", isLive: true },
+        streak: { mode: "continuous", current: 3, best: 5, todayDone: true, pending: false },
+        week: [
+          { isoDate: "2025-06-02", label: "Mon", dayNumber: 2, isToday: false, isCheckedIn: true },
+          { isoDate: "2025-06-03", label: "Tue", dayNumber: 3, isToday: false, isCheckedIn: true },
+          { isoDate: "2025-06-04", label: "Wed", dayNumber: 4, isToday: true, isCheckedIn: true },
+          { isoDate: "2025-06-05", label: "Thu", dayNumber: 5, isToday: false, isCheckedIn: false },
+          { isoDate: "2025-06-06", label: "Fri", dayNumber: 6, isToday: false, isCheckedIn: false },
+          { isoDate: "2025-06-07", label: "Sat", dayNumber: 7, isToday: false, isCheckedIn: false },
+          { isoDate: "2025-06-08", label: "Sun", dayNumber: 8, isToday: false, isCheckedIn: false }
+        ],
+        milestones: [
+          { id: "ms_01jzb8r0c2d4f6h8j0k2m4p6r8", target: 3, msg: "Three days!", achieved: true, rewardType: "coupon" },
+          { id: "ms_01jzb8r0c2d4f6h8j0k2m4p6r9", target: 7, msg: "A whole week", achieved: false, rewardType: "message" }
+        ],
+        settings: { theme: { name: "default" }, position: "bottom-right", mainMessage: "Keep your streak going!" }
+      }
+    }
+  },
+  stateParameters: { siteKey, userHash, event: "lesson_completed" }
+} as const

@@ -13,9 +13,58 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Cause, Effect, Layer, Option, ParseResult, Schema } from "effect"
+import * as TextHygiene from "./TextHygiene.js"
 
 /** Largest request body read (CONTRACT §2 step 1): 64 KiB. */
 export const maxBodyBytes = 64 * 1024
+
+/**
+ * Every error code a client can receive, with its status and what it means (spec §7, CONTRACT §2,
+ * §9, §10). `statusOf` and the OpenAPI document both read it. A defect answers 500 `INTERNAL`,
+ * which no route declares: it is a bug, not part of the contract.
+ */
+export const codes = {
+  INVALID_BODY: {
+    status: 400,
+    meaning: "The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad " +
+      "ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address " +
+      "as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired " +
+      "surrogate anywhere in the URL or the body."
+  },
+  INVALID_SITE_KEY: { status: 400, meaning: "No project has this siteKey." },
+  SITE_KEY_MISMATCH: { status: 400, meaning: "The siteKey in the body differs from the one in the URL." },
+  INVALID_WIDGET_KIND: { status: 400, meaning: "No program of the project counts this event key (the match is exact)." },
+  SERVER_TOKEN_REQUIRED: {
+    status: 401,
+    meaning: "`X-Streak-Server-Token` is missing or is not this project's (a call without an `Origin` header must carry it)."
+  },
+  WEBHOOK_SECRET_REQUIRED: {
+    status: 401,
+    meaning: "`X-Streak-Webhook-Secret` is missing or wrong, or no program counts the event (the two look the same)."
+  },
+  INVALID_ALIAS_TOKEN: { status: 401, meaning: "The alias token is malformed, wrongly signed or expired." },
+  UNAUTHORIZED: { status: 401, meaning: "The admin token or the bearer credential is missing, wrong or revoked." },
+  FORBIDDEN_ORIGIN: { status: 403, meaning: "The browser's `Origin` is not among the project's allowed origins." },
+  NOT_FOUND: {
+    status: 404,
+    meaning: "Nothing with this id, or nothing within the credential's reach (existence is never revealed)."
+  },
+  IDEMPOTENCY_KEY_IN_PROGRESS: {
+    status: 409,
+    meaning: "The first request with this `idempotencyKey` is still being processed; retry after `Retry-After` (1 s)."
+  },
+  ALIAS_CONFLICT: { status: 409, meaning: "The anonymous id is already linked to another member." },
+  PAYLOAD_TOO_LARGE: {
+    status: 413,
+    meaning: "The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, " +
+      "`performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024)."
+  },
+  RATE_LIMITED: { status: 429, meaning: "Too many requests from this address or for this site; retry after `Retry-After` seconds." },
+  SERVICE_UNAVAILABLE: { status: 503, meaning: "Storage could not be reached; the request had no effect. Retry later." }
+} as const
+
+/** An error code of the API (`{"error":CODE}`). */
+export type Code = keyof typeof codes
 
 /** The JSON text of an error answer: `{"error":"CODE"}`. */
 export const errorBody = (code: string): string => JSON.stringify({ error: code })
@@ -111,7 +160,8 @@ export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.succeed(tooLarge)
-    return HttpIncomingMessage.withMaxBodySize(app, Option.some(maxBodyBytes))
+    const checked = Effect.flatMap(TextHygiene.refuses, (refused) => (refused ? Effect.succeed(invalidBody) : app))
+    return HttpIncomingMessage.withMaxBodySize(checked, Option.some(maxBodyBytes))
   }).pipe(Effect.catchAllCause((cause) => {
     const failure = Cause.failureOption(cause)
     if (Option.isSome(failure)) {
