@@ -4,7 +4,6 @@
  * serves it on a node:http server with the fast path in front.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import * as HttpApiScalar from "@effect/platform/HttpApiScalar"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
 import * as AdminHandlers from "./AdminHandlers.js"
@@ -12,6 +11,7 @@ import { Api } from "./Api.js"
 import * as Auth from "./Auth.js"
 import * as Cors from "./Cors.js"
 import * as CustomerHandlers from "./CustomerHandlers.js"
+import * as DocsPage from "./DocsPage.js"
 import * as FastPath from "./FastPath.js"
 import * as HttpErrors from "./HttpErrors.js"
 import * as IngestHandlers from "./IngestHandlers.js"
@@ -24,14 +24,6 @@ export const layerApi = HttpApiBuilder.api(Api).pipe(
   Layer.provide([Auth.layerAdmin, Auth.layerCustomer]),
   Layer.provide([HttpErrors.ErrorMapping, Cors.layerPreflight()])
 )
-
-/**
- * The `/docs` page loads its viewer (Scalar) from jsDelivr, pinned to the version that
- * `@effect/platform` would otherwise inline. Inlined, the viewer's 6.5 MB script stayed in the
- * server's memory for its whole life, and the bundle's source with it (together about 50 MB of
- * RSS under load; docs/performance.md).
- */
-const scalarVersion = "1.39.3"
 
 export interface ServerOptions extends NodeServer.Options {
   /**
@@ -48,7 +40,7 @@ export interface ServerOptions extends NodeServer.Options {
  */
 export const layerServer = <E = never, R = never>(options: ServerOptions, routes: Layer.Layer<never, E, R> = Layer.empty) =>
   NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, (api) => FastPath.front(api, { tracing: options.tracing })), options).pipe(
-    Layer.provide([HttpApiScalar.layerCdn({ path: "/docs", version: scalarVersion }), HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })]),
+    Layer.provide([DocsPage.layer({ path: "/docs", openApiPath: "/openapi.json" }), HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })]),
     Layer.provide(routes),
     Layer.provide(layerApi),
     // One router for the API, its middleware and the docs page.

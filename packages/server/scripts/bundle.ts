@@ -41,6 +41,9 @@ const built = await esbuild.build({
   minifyWhitespace: true,
   minifySyntax: true,
   logLevel: "warning",
+  // The docs page (http's DocsPage.ts) finds its viewer's files with the bundle's own `require` and
+  // uses `import.meta` only when it runs as a module, never in this bundle.
+  logOverride: { "empty-import-meta": "silent", "require-resolve-not-external": "silent" },
   external,
   metafile: true
 })
