@@ -1,0 +1,36 @@
+/**
+ * The reference server for the tests: `Main.layer` of `@streaks/server` (what `streaks serve`
+ * runs) on a free port of 127.0.0.1, over the throwaway database of `PgTest` (on DATABASE_URL's
+ * server when set, else an embedded cluster), dropped when the layer is released.
+ */
+import { FileSystem } from "@effect/platform"
+import { NodeFileSystem } from "@effect/platform-node"
+import { Main, ServerConfig } from "@streaks/server"
+import * as PgTest from "@streaks/storage-pg/PgTest"
+import { Effect, Layer, Logger, LogLevel, Option, Redacted } from "effect"
+
+export const ADMIN_TOKEN = "typed-client-test-admin-token"
+
+/** Provides `NodeServer` (its `url`) for the life of the layer. */
+export const layer = Layer.unwrapScoped(
+  Effect.gen(function*() {
+    const database = yield* PgTest.PgTestDatabase
+    const fromEnv = yield* ServerConfig.config
+    const dataDir = yield* Effect.flatMap(
+      FileSystem.FileSystem,
+      (fs) => fs.makeTempDirectoryScoped({ prefix: "streaks-typed-client-" })
+    )
+    return Main.layer({
+      ...fromEnv,
+      port: 0,
+      host: "127.0.0.1",
+      databaseUrl: Option.some(database.url),
+      dataDir,
+      adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
+      secretKey: Option.some(Redacted.make("typed-client-test-secret-key"))
+    })
+  })
+).pipe(
+  Layer.provide([PgTest.layer, NodeFileSystem.layer]),
+  Layer.provide(Logger.minimumLogLevel(LogLevel.Warning))
+)
