@@ -20,13 +20,17 @@ export class CurrentPrincipal extends Context.Tag("@streaks/http/CurrentPrincipa
 
 /** `X-Admin-Token` equal to the deployment's admin token (CONTRACT §5). */
 export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("@streaks/http/AdminAuth", {
-  failure: httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"),
+  failure: Schema.Union(httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"), httpError(Errors.RateLimited, 429, "RATE_LIMITED")),
   security: { adminToken: HttpApiSecurity.apiKey({ in: "header", key: "X-Admin-Token" }) }
 }) {}
 
 /** `Authorization: Bearer svc_api_…` or `svc_oat_…` (spec §5 rules 2–3). */
 export class CustomerAuth extends HttpApiMiddleware.Tag<CustomerAuth>()("@streaks/http/CustomerAuth", {
-  failure: httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"),
+  failure: Schema.Union(
+    httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"),
+    httpError(Errors.RateLimited, 429, "RATE_LIMITED"),
+    httpError(Errors.StorageError, 503, "SERVICE_UNAVAILABLE")
+  ),
   provides: CurrentPrincipal,
   security: { bearer: HttpApiSecurity.bearer }
 }) {}

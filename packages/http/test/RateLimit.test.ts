@@ -117,3 +117,67 @@ describe("RateLimit buckets memory", () => {
     assert.strictEqual(buckets.size(), 2)
   })
 })
+
+describe("failed authentications per IP", () => {
+  const limits = (authFailuresPerMinute: number) =>
+    Effect.provide(RateLimit.layer({ ipPerSecond: 50, sitePerSecond: 500, authFailuresPerMinute }))
+  const check = (kind: RateLimit.Kind, key: string) => Effect.flatMap(RateLimit.RateLimiter, (l) => l.check(kind, key))
+
+  it.effect("the burst is the per-minute rate, refilled over the minute; check never takes", () =>
+    Effect.gen(function*() {
+      for (let i = 0; i < 100; i++) assert.isTrue((yield* check("auth", "1.2.3.4")).allowed)
+      assert.strictEqual(yield* takeN("auth", "1.2.3.4", 100), 30)
+      assert.deepStrictEqual(yield* check("auth", "1.2.3.4"), { allowed: false, retryAfterSeconds: 2 })
+      assert.isTrue((yield* check("auth", "5.6.7.8")).allowed, "another IP is not affected")
+      yield* TestClock.adjust("2 seconds")
+      assert.strictEqual(yield* takeN("auth", "1.2.3.4", 100), 1)
+      yield* TestClock.adjust("1 minute")
+      assert.strictEqual(yield* takeN("auth", "1.2.3.4", 100), 30)
+    }).pipe(limits(30)))
+
+  it.effect("beforeAuthentication refuses an IP with no failures left, with Retry-After; 0 disables the limit", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimit.RateLimiter
+      for (let i = 0; i < 3; i++) {
+        yield* RateLimit.beforeAuthentication(limiter, "ip")
+        yield* RateLimit.authenticationFailed(limiter, "ip")
+      }
+      const refused = yield* Effect.flip(RateLimit.beforeAuthentication(limiter, "ip"))
+      assert.strictEqual(refused.code, "RATE_LIMITED")
+      assert.strictEqual(refused.retryAfterSeconds, 20)
+    }).pipe(limits(3)))
+
+  it.effect("with 0 failed authentications per minute nothing is refused", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimit.RateLimiter
+      for (let i = 0; i < 100; i++) yield* RateLimit.authenticationFailed(limiter, "ip")
+      yield* RateLimit.beforeAuthentication(limiter, "ip")
+    }).pipe(limits(0)))
+
+  it.effect("a public door spends the site's budget only for callers that passed its authentication", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimit.RateLimiter
+      // 2/s per site: a burst of 4. A hundred callers holding only the siteKey fail authentication…
+      for (let i = 0; i < 100; i++) {
+        const facts = { ip: `10.0.0.${i}`, siteKey: "site_a" }
+        yield* RateLimit.beforePublicDoor(limiter, facts)
+        yield* RateLimit.afterPublicDoor(limiter, { ...facts, authenticated: false })
+      }
+      // …and the site's own callers still have its whole budget.
+      const own = { ip: "192.0.2.1", siteKey: "site_a" }
+      for (let i = 0; i < 4; i++) {
+        yield* RateLimit.beforePublicDoor(limiter, own)
+        yield* RateLimit.afterPublicDoor(limiter, { ...own, authenticated: true })
+      }
+      const refused = yield* Effect.flip(RateLimit.beforePublicDoor(limiter, own))
+      assert.strictEqual(refused.code, "RATE_LIMITED")
+      // A caller that keeps failing runs out of its own failures, not the site's budget.
+      const guesser = { ip: "198.51.100.7", siteKey: "site_b" }
+      for (let i = 0; i < 30; i++) {
+        yield* RateLimit.beforePublicDoor(limiter, guesser)
+        yield* RateLimit.afterPublicDoor(limiter, { ...guesser, authenticated: false })
+      }
+      assert.strictEqual((yield* Effect.flip(RateLimit.beforePublicDoor(limiter, guesser))).code, "RATE_LIMITED")
+      assert.isTrue((yield* limiter.check("site", "site_b")).allowed)
+    }).pipe(Effect.provide(RateLimit.layer({ ipPerSecond: 1000, sitePerSecond: 2 }))))
+})

@@ -82,7 +82,11 @@ export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
   const http = Http.layerServer({ port: config.port, host: config.host }, Layer.mergeAll(mcpRoutes, widgetRoutes)).pipe(
     Layer.provide(layerJobs),
-    Layer.provide(RateLimit.layer({ ipPerSecond: config.rateLimitIp, sitePerSecond: config.rateLimitSite })),
+    Layer.provide(RateLimit.layer({
+      ipPerSecond: config.rateLimitIp,
+      sitePerSecond: config.rateLimitSite,
+      authFailuresPerMinute: config.rateLimitAuthFailures
+    })),
     Layer.provide(HttpConfig.layer({
       adminToken: config.adminToken,
       allowInsecureWebhookUrls: config.allowInsecureWebhookUrls

@@ -16,6 +16,8 @@ export interface ServerConfig {
   readonly dueCheckInterval: Duration.Duration
   readonly rateLimitIp: number
   readonly rateLimitSite: number
+  /** Failed authentications per minute per client IP, on every route that authenticates. */
+  readonly rateLimitAuthFailures: number
   readonly allowInsecureWebhookUrls: boolean
   readonly tablePrefix: string
   /** Port of the embedded cluster (reused across restarts). */
@@ -42,6 +44,7 @@ export const config: Config.Config<ServerConfig> = Config.all({
   dueCheckInterval: Config.withDefault(Config.duration("STREAKS_DUE_CHECK_INTERVAL"), Duration.hours(1)),
   rateLimitIp: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_IP"), 50),
   rateLimitSite: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_SITE"), 500),
+  rateLimitAuthFailures: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_AUTH_FAILURES"), 30),
   allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false),
   tablePrefix: Config.withDefault(Config.string("STREAKS_TABLE_PREFIX"), "streaks_"),
   embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329),

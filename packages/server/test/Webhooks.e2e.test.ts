@@ -28,6 +28,7 @@ const config = (url: Redacted.Redacted<string>) => ({
   dueCheckInterval: Duration.hours(1),
   rateLimitIp: 10_000,
   rateLimitSite: 10_000,
+  rateLimitAuthFailures: 10_000,
   allowInsecureWebhookUrls: true,
   tablePrefix: "streaks_",
   embeddedPort: 0,

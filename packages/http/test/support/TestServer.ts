@@ -16,7 +16,7 @@ import * as Contract from "./Contract.js"
 export const ADMIN_TOKEN = "test-admin-token"
 
 export interface Options {
-  readonly rateLimit?: { readonly ipPerSecond: number; readonly sitePerSecond: number }
+  readonly rateLimit?: { readonly ipPerSecond: number; readonly sitePerSecond: number; readonly authFailuresPerMinute?: number }
   /** Server spans on the fast path's routes (`Http.ServerOptions.tracing`). */
   readonly tracing?: boolean
 }
@@ -35,7 +35,8 @@ const jobs = Layer.effect(
 export const layer = (options: Options = {}) =>
   Http.layerServer({ port: 0, shutdownTimeout: "1 second", tracing: options.tracing }).pipe(
     Layer.provide(jobs),
-    Layer.provide(RateLimit.layer(options.rateLimit ?? { ipPerSecond: 10_000, sitePerSecond: 10_000 })),
+    // Tests fail authentication on purpose, many times from one address.
+    Layer.provide(RateLimit.layer({ authFailuresPerMinute: 10_000, ...(options.rateLimit ?? { ipPerSecond: 10_000, sitePerSecond: 10_000 }) })),
     Layer.provide(HttpConfig.layer({
       adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
       allowInsecureWebhookUrls: true
