@@ -149,7 +149,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
     title: "Admin API",
     description: "Provisioning and operations for the deployment's operator (CONTRACT §13, §15): workspaces, " +
       "projects, programs, credentials, alias links and on-demand jobs. Secrets are returned once, when created.",
-    errors: ["UNAUTHORIZED", "SERVICE_UNAVAILABLE"]
+    errors: ["UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"]
   }))
   .add(
     HttpApiEndpoint.post("alias", "/admin/alias").setPayload(S.AdminAlias).addSuccess(HttpApiSchema.NoContent)
@@ -283,7 +283,7 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
     title: "Customer REST API",
     description: "For the customer's own systems and automation platforms (spec §4.2), with a customer API key " +
       "or an OAuth access token. Anything outside the credential's reach answers 404, like something unknown.",
-    errors: ["UNAUTHORIZED", "SERVICE_UNAVAILABLE"]
+    errors: ["UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"]
   }))
   .add(
     HttpApiEndpoint.get("me", "/me").addSuccess(S.Me)
