@@ -119,13 +119,28 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     const apply = (work: ReadonlyArray<IngestPlan.Work>) =>
       transactor.withTransaction(Effect.gen(function*() {
         const snapshot = yield* store.load(IngestPlan.request(work))
-        const input = { work, snapshot, history: new Map(), ids: ids(yield* Clock.currentTimeMillis), check: options.planCheck }
+        const millis = yield* Clock.currentTimeMillis
+        let input: IngestPlan.Input = { work, snapshot, history: new Map(), ids: ids(millis), check: options.planCheck }
         let result = IngestPlan.plan(input)
-        if (result._tag === "NeedsHistory") {
-          const days = yield* store.history(result.keys)
-          const history = new Map(result.keys.map((k, n) => [keyOf(k), days[n]!]))
-          result = IngestPlan.plan({ ...input, history })
-          if (result._tag === "NeedsHistory") return yield* new StorageError({ message: "IngestStore.history: a key's days were not answered" })
+        // A late action needs its key's history, a crossed milestone its program's audience: read
+        // what was asked, then plan again (a history read can reveal a crossing, hence a second turn).
+        for (let turn = 0; result._tag === "Needs"; turn++) {
+          if (turn === 2) return yield* new StorageError({ message: "IngestStore: what the plan asked for was not answered" })
+          const { keys, programs } = result
+          const known = input.history
+          const [days, audience] = yield* Effect.all([
+            keys.length === 0 ? Effect.succeed([]) : store.history(keys),
+            programs.length === 0
+              ? Effect.succeed(input.audience)
+              : store.audience([...programs, ...(input.audience?.subscriptions.keys() ?? [])])
+          ])
+          input = {
+            ...input,
+            ids: ids(millis),
+            history: new Map([...known, ...keys.map((k, n) => [keyOf(k), days[n]!] as const)]),
+            audience
+          }
+          result = IngestPlan.plan(input)
         }
         // Rare (a program's first real action): through the directory, so that a cache over it learns.
         for (const id of result.goLive) yield* directory.goLive(id)

@@ -21,7 +21,7 @@ import {
 import type { Action } from "./EventInput.js"
 import * as Experiments from "./Experiments.js"
 import type { EventId, MessageId, ProgramId, UserHash } from "./Ids.js"
-import type { Changes, KeyAnswer, KeyRequest, LoadRequest, MemberRequest, Snapshot, ZoneChange } from "./IngestStore.js"
+import type { Audience, Changes, KeyAnswer, KeyRequest, LoadRequest, MemberRequest, Snapshot, ZoneChange } from "./IngestStore.js"
 import { keyOf } from "./IngestStore.js"
 import * as Metering from "./Metering.js"
 import * as OutboundEvents from "./OutboundEvents.js"
@@ -66,8 +66,12 @@ export type Result =
     /** Test programs that the group made live. */
     readonly goLive: ReadonlyArray<ProgramId>
   }
-  /** Late actions need these keys' active days (`IngestStore.history`); plan again with them. */
-  | { readonly _tag: "NeedsHistory"; readonly keys: ReadonlyArray<StreakKey> }
+  /**
+   * Plan again once these are read: the active days of keys that late actions land in
+   * (`IngestStore.history`), the audience of programs whose milestones were crossed
+   * (`IngestStore.audience`). Most groups need neither.
+   */
+  | { readonly _tag: "Needs"; readonly keys: ReadonlyArray<StreakKey>; readonly programs: ReadonlyArray<ProgramId> }
 
 /** Fresh ids for the records and messages a plan writes. */
 export interface Ids {
@@ -81,6 +85,8 @@ export interface Input {
   readonly snapshot: Snapshot
   /** Active days of the keys a previous plan asked for, by `IngestStore.keyOf`. */
   readonly history: ReadonlyMap<string, ReadonlyArray<Calendar.LocalDate>>
+  /** The audience of the programs a previous plan asked for. */
+  readonly audience?: Audience | undefined
   readonly ids: Ids
   /** A hook for tests that inject a defect into one action's planning. */
   readonly check?: ((work: Work) => void) | undefined
@@ -136,7 +142,6 @@ const byProjectThenKey = (a: KeyRequest, b: KeyRequest) =>
 /** What `IngestStore.load` must read for a group of actions. */
 export const request = (work: ReadonlyArray<Work>): LoadRequest => {
   const keys = new Map<string, KeyRequest>()
-  const programs = new Set<ProgramId>()
   // A key sent twice in one group is claimed by its first action; the later ones lock nothing.
   const repeats = new Set<number>()
   const pairs = work.map((w, i) => {
@@ -155,8 +160,6 @@ export const request = (work: ReadonlyArray<Work>): LoadRequest => {
     const c = counting(w.project, w.program, w.action, w.door)
     if (!c.counting || repeats.has(i)) return { projectId: w.project.id, userHash: w.action.userHash, ...keyed }
     const withAchieved = w.program.milestones.length > 0
-    // Only the live ledger's milestones are heard: their listeners are read with the rows.
-    if (withAchieved && c.ledger === "live") programs.add(w.program.id)
     return {
       projectId: w.project.id,
       userHash: w.action.userHash,
@@ -169,7 +172,7 @@ export const request = (work: ReadonlyArray<Work>): LoadRequest => {
       }
     }
   })
-  return { members, keys: sorted, programs: [...programs] }
+  return { members, keys: sorted }
 }
 
 /** The plan's view of one streak while the group's actions are applied to it in order. */
@@ -201,6 +204,11 @@ class NeedsHistory {
   constructor(readonly key: StreakKey) {}
 }
 
+/** Signals that a crossed milestone's program needs its audience first. */
+class NeedsAudience {
+  constructor(readonly program: ProgramId) {}
+}
+
 const claimsByKey = (request: LoadRequest, claims: ReadonlyArray<IdempotencyClaim>) =>
   new Map(request.keys.map((k, i) => [`${k.projectId}/${k.key}`, claims[i]!]))
 
@@ -209,7 +217,7 @@ const claimsByKey = (request: LoadRequest, claims: ReadonlyArray<IdempotencyClai
  * Each action's zone is its `tz` (which becomes the member's zone), else the member's, else the
  * project's, else UTC; its activity day is the local date of its `ts` (default: receipt) there.
  * A day already active moves nothing; a new day extends the streak in O(1), and a day older than
- * the row's last active day recomputes from the key's history (asked for with `NeedsHistory`).
+ * the row's last active day recomputes from the key's history (asked for with `Needs`).
  * Milestones are judged on the state at receipt; their events fire for live programs on the live
  * ledger, for members outside a running experiment's control group, to each subscription listening.
  * A defect while planning one action fails that action alone.
@@ -225,6 +233,7 @@ export const plan = (input: Input): Result => {
   const steps: Array<Step> = []
   const answered: Array<KeyAnswer> = []
   const missing = new Map<string, StreakKey>()
+  const unheard = new Set<ProgramId>()
   const live = new Set<ProgramId>()
 
   work.forEach((w, i) => {
@@ -241,10 +250,14 @@ export const plan = (input: Input): Result => {
     let step: Step
     try {
       input.check?.(w)
-      step = planOne(w, snapshot.members[i]!, loadRequest.members[i]!, { states, zones, history, ids, snapshot, live })
+      step = planOne(w, snapshot.members[i]!, loadRequest.members[i]!, { states, zones, history, ids, audience: input.audience, live })
     } catch (defect) {
       if (defect instanceof NeedsHistory) {
         missing.set(keyOf(defect.key), defect.key)
+        return answers.push({ _tag: "Applied", body: {} })
+      }
+      if (defect instanceof NeedsAudience) {
+        unheard.add(defect.program)
         return answers.push({ _tag: "Applied", body: {} })
       }
       return answers.push({ _tag: "Defect", defect })
@@ -258,7 +271,7 @@ export const plan = (input: Input): Result => {
       answered.push({ projectId: w.project.id, key, response: { status: 202, body: step.body }, now: w.now })
     }
   })
-  if (missing.size > 0) return { _tag: "NeedsHistory", keys: [...missing.values()] }
+  if (missing.size + unheard.size > 0) return { _tag: "Needs", keys: [...missing.values()], programs: [...unheard] }
 
   const usage = new Map<string, UsageEntry>()
   for (const s of steps) if (s.usage !== undefined) usage.set(`${s.usage.workspaceId} ${s.usage.month} ${s.usage.member}`, s.usage)
@@ -285,7 +298,7 @@ interface Group {
   readonly zones: ReadonlyMap<string, ZoneChange>
   readonly history: ReadonlyMap<string, ReadonlyArray<Calendar.LocalDate>>
   readonly ids: Ids
-  readonly snapshot: Snapshot
+  readonly audience: Audience | undefined
   /** Programs an earlier action of the group made live. */
   readonly live: ReadonlySet<ProgramId>
 }
@@ -369,10 +382,10 @@ const planOne = (
     ledger: c.ledger,
     streak: { current: streakNow.current, best: streakNow.best }
   }
-  const outbox = crossed.length === 0 || !heard(subject, group.snapshot)
+  const outbox = crossed.length === 0 || !heard(subject, group.audience)
     ? []
     : crossed.flatMap(OutboundEvents.milestoneEvents).flatMap((event) =>
-      (group.snapshot.subscriptions.get(counted.id) ?? [])
+      (group.audience!.subscriptions.get(counted.id) ?? [])
         .filter((s) => s.eventTypes.includes(event.type))
         .map((s) => OutboundEvents.message(group.ids.message(), s, now, subject, event))
     )
@@ -400,9 +413,10 @@ const liveProgram = (program: Program): Program =>
   program.status === "live" ? program : new Program({ ...program, status: "live" })
 
 /** Whether a subject's events are heard: a live program, the live ledger, no control group. */
-const heard = (subject: OutboundEvents.Subject, snapshot: Snapshot): boolean => {
+const heard = (subject: OutboundEvents.Subject, audience: Audience | undefined): boolean => {
   if (!OutboundEvents.mayFire(subject)) return false
-  const experiment = snapshot.experiments.get(subject.program.id)
+  if (audience === undefined || !audience.subscriptions.has(subject.program.id)) throw new NeedsAudience(subject.program.id)
+  const experiment = audience.experiments.get(subject.program.id)
   return experiment === undefined || !Experiments.isControl(experiment.id, subject.userHash, experiment.holdoutPercent)
 }
 

@@ -69,8 +69,6 @@ export interface LoadRequest {
   readonly members: ReadonlyArray<MemberRequest>
   /** Distinct keys, sorted by project then key (one lock order for every caller). */
   readonly keys: ReadonlyArray<KeyRequest>
-  /** Programs whose running experiment and subscriptions decide who hears a milestone. */
-  readonly programs: ReadonlyArray<ProgramId>
 }
 
 /** A locked streak row (created empty when missing) with its achieved milestones. */
@@ -91,9 +89,13 @@ export interface LoadedMember {
 export interface Snapshot {
   readonly members: ReadonlyArray<LoadedMember>
   readonly claims: ReadonlyArray<IdempotencyClaim>
-  /** The running experiment of each requested program that has one. */
+}
+
+/** Who hears a program's events: its running experiment (control groups hear nothing) and subscriptions. */
+export interface Audience {
+  /** The running experiment of each asked program that has one. */
   readonly experiments: ReadonlyMap<ProgramId, Experiment>
-  /** The subscriptions of each requested program (any event type). */
+  /** The subscriptions of each asked program that listen to milestone events. */
   readonly subscriptions: ReadonlyMap<ProgramId, ReadonlyArray<Subscription>>
 }
 
@@ -150,9 +152,11 @@ export class IngestStore extends Context.Tag("@streaks/core/IngestStore")<Ingest
    * rows MUST be locked in one deterministic order so two groups cannot deadlock), reads its
    * achieved milestones where asked, claims each key (as `IdempotencyStore.claim`; a key held by
    * another running transaction MAY be answered `InProgress` at once, a store MAY also let the
-   * claim wait for it), and reads the programs' running experiments and subscriptions.
+   * claim wait for it). An action whose key is not claimed gets no row.
    */
   readonly load: (request: LoadRequest) => Io<Snapshot>
+  /** The audience of programs whose members crossed a milestone (rare: read only then). */
+  readonly audience: (programs: ReadonlyArray<ProgramId>) => Io<Audience>
   /** Every active day of each key, ascending (a late action recomputes from them). */
   readonly history: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<ReadonlyArray<LocalDate>>>
   /**
@@ -213,13 +217,16 @@ export const fromPorts: Effect.Effect<
       const achieved = yield* achievements.achievedMany(withAchieved.map((a) => a.key))
       const achievedOf = new Map(withAchieved.map((a, n) => [a.i, achieved[n]!]))
       const streakOf = new Map(asked.map((a, n) => [a.i, { key: a.key, row: rows[n]!, achieved: achievedOf.get(a.i) ?? [] }]))
-      const running = yield* Effect.forEach(request.programs, (id) => experiments.running(id))
-      const listening = yield* Effect.forEach(request.programs, (id) => subscriptionsOf(id))
+      return { members: request.members.map((_, i) => ({ member: found[i]!, streak: streakOf.get(i) })), claims }
+    })
+
+  const audience = (programs: ReadonlyArray<ProgramId>): Io<Audience> =>
+    Effect.gen(function*() {
+      const running = yield* Effect.forEach(programs, (id) => experiments.running(id))
+      const listening = yield* Effect.forEach(programs, (id) => subscriptionsOf(id))
       return {
-        members: request.members.map((_, i) => ({ member: found[i]!, streak: streakOf.get(i) })),
-        claims,
-        experiments: new Map(request.programs.flatMap((id, n) => Option.toArray(Option.map(running[n]!, (e) => [id, e] as const)))),
-        subscriptions: new Map(request.programs.map((id, n) => [id, listening[n]!]))
+        experiments: new Map(programs.flatMap((id, n) => Option.toArray(Option.map(running[n]!, (e) => [id, e] as const)))),
+        subscriptions: new Map(programs.map((id, n) => [id, listening[n]!]))
       }
     })
 
@@ -249,6 +256,7 @@ export const fromPorts: Effect.Effect<
 
   return IngestStore.of({
     load,
+    audience,
     history: (keys) => Effect.forEach(keys, (k) => streaks.days(k)),
     commit
   })

@@ -46,9 +46,7 @@ const snapshotOf = (group: ReadonlyArray<IngestPlan.Work>, rows: ReadonlyMap<str
       streak: { key, row: rows.get(w.action.userHash) ?? makeRow(key), achieved: [] }
     }
   }),
-  claims: [],
-  experiments: new Map(),
-  subscriptions: new Map()
+  claims: []
 })
 
 /** Plans a group against stored rows and days, reading history when asked, as `Ingest` does. */
@@ -59,6 +57,7 @@ const planGroup = (
 ) => {
   const input = { work: group, snapshot: snapshotOf(group, rows), history: new Map(), ids }
   const first = IngestPlan.plan(input)
+  if (first._tag === "Needs" && first.programs.length > 0) throw new Error("no milestones in these programs")
   const result = first._tag === "Planned" ? first : IngestPlan.plan({
     ...input,
     history: new Map(first.keys.map((k) => [`${k.projectId}\u0000${k.programId}\u0000${k.userHash}\u0000${k.ledger}`, days.get(k.userHash) ?? []]))

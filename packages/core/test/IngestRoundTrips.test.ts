@@ -16,6 +16,7 @@ const counted = Layer.effect(
     const note = (name: string) => Ref.update(calls, (all) => [...all, name])
     return {
       load: (request) => Effect.zipRight(note("load"), store.load(request)),
+      audience: (programs) => Effect.zipRight(note("audience"), store.audience(programs)),
       history: (keys) => Effect.zipRight(note("history"), store.history(keys)),
       commit: (changes) => Effect.zipRight(note("commit"), store.commit(changes))
     }
@@ -24,10 +25,11 @@ const counted = Layer.effect(
 
 const layer = Ingest.layer.pipe(Layer.provideMerge(counted), Layer.provideMerge(base))
 
-/** `n` members act at once, each with a new zone, crossing a milestone a subscription hears. */
-const group = (n: number) =>
+/** `n` members act at once, each with a new zone and a key; with `crossing`, each crosses a milestone a subscription hears. */
+const group = (n: number, crossing: boolean) =>
   Effect.gen(function*() {
-    const t = yield* liveTenant({ program: { milestones: [makeMilestone({ target: 1, rewardType: "coupon", rewardValue: "DAY1" })] } })
+    const target = crossing ? 1 : 2
+    const t = yield* liveTenant({ program: { milestones: [makeMilestone({ target, rewardType: "coupon", rewardValue: "DAY1" })] } })
     yield* TestClock.setTime(NOON)
     yield* Ref.set(calls, [])
     const members = Array.from({ length: n }, (_, i) => `m${i}`)
@@ -42,15 +44,17 @@ const group = (n: number) =>
   })
 
 describe("Ingest: a group costs one load and one commit, however many members", () => {
-  it.effect("2 and 16 members with keys, zones and milestone events: the same IngestStore calls", () =>
+  it.effect("2 and 16 members with keys and zones: the same IngestStore calls; crossing a milestone adds one audience read", () =>
     Effect.gen(function*() {
-      const few = yield* group(2)
-      const many = yield* group(16)
+      const few = yield* group(2, false)
       assert.deepStrictEqual(few, ["load", "commit", "load", "commit"])
-      assert.deepStrictEqual(many, few)
+      assert.deepStrictEqual(yield* group(16, false), few)
+      const crossing = yield* group(2, true)
+      assert.deepStrictEqual(crossing, ["load", "audience", "commit", "load", "audience", "commit"])
+      assert.deepStrictEqual(yield* group(16, true), crossing)
     }).pipe(Effect.provide(layer)))
 
-  it.effect("a late action reads its key's history once, in the same transaction", () =>
+  it.effect("a late action reads its key's history once, in the same transaction, and the audience when the joined run crosses a milestone", () =>
     Effect.gen(function*() {
       const t = yield* liveTenant()
       yield* TestClock.setTime(NOON)
@@ -59,7 +63,8 @@ describe("Ingest: a group costs one load and one commit, however many members", 
       yield* server(body("2026-05-08T10:00:00Z"))
       yield* Ref.set(calls, [])
       assert.deepStrictEqual((yield* server(body("2026-05-09T10:00:00Z"))).body, { ok: true, counted: true })
-      assert.deepStrictEqual(yield* Ref.get(calls), ["load", "history", "commit"])
+      // The joined run reaches the tenant's milestone: only the history shows it, so the audience comes after.
+      assert.deepStrictEqual(yield* Ref.get(calls), ["load", "history", "audience", "commit"])
       assert.strictEqual((yield* rowOf(t, "late", "live"))?.run, 3, "the late day joins the two runs")
     }).pipe(Effect.provide(layer)))
 })

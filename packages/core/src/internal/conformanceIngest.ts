@@ -7,8 +7,29 @@ import { Effect, Exit, Option } from "effect"
 import { Achievement, StreakKey, StreakRow } from "../Domain.js"
 import type { ProjectId, UserHash } from "../Ids.js"
 import { IngestStore, type LoadRequest, noChanges } from "../IngestStore.js"
-import { AchievementStore, ActionLog, IdempotencyStore, MemberStore, StreakStore, Transactor, UsageStore } from "../Ports.js"
-import { at, day, epoch, makeAction, makeMilestone, makeUserHash, randomHex, seedTenant } from "./conformanceFixtures.js"
+import {
+  AchievementStore,
+  ActionLog,
+  ExperimentStore,
+  IdempotencyStore,
+  MemberStore,
+  StreakStore,
+  SubscriptionStore,
+  Transactor,
+  UsageStore
+} from "../Ports.js"
+import {
+  at,
+  day,
+  epoch,
+  makeAction,
+  makeExperiment,
+  makeMilestone,
+  makeSubscription,
+  makeUserHash,
+  randomHex,
+  seedTenant
+} from "./conformanceFixtures.js"
 import { Boom, concurrently, type It, plain, SECOND } from "./conformanceKit.js"
 
 const response = { status: 202, body: { ok: true, counted: true } }
@@ -37,8 +58,7 @@ export const ingestSuite = (it: It) =>
         })
         const request: LoadRequest = {
           members: [streak(anonymous, true), streak(fresh, false), { projectId: project.id, userHash: fresh }, streak(member, false)],
-          keys: [],
-          programs: [program.id]
+          keys: []
         }
         const snapshot = yield* (yield* Transactor).withTransaction(store.load(request))
         const [viaAlias, created, plainMember, direct] = snapshot.members
@@ -52,8 +72,23 @@ export const ingestSuite = (it: It) =>
         assert.isUndefined(plainMember!.streak)
         assert.strictEqual(direct!.streak!.row.best, 5)
         assert.isTrue(Option.isNone(yield* (yield* StreakStore).get(new StreakKey({ ...key, userHash: anonymous }))), "no row for the alias itself")
-        assert.deepStrictEqual(snapshot.subscriptions.get(program.id), [])
-        assert.isFalse(snapshot.experiments.has(program.id))
+      }))
+
+    it.effect("audience answers each program's running experiment and the subscriptions that hear milestones", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tenant = yield* seedTenant()
+        const quiet = yield* seedTenant()
+        const hearing = makeSubscription(tenant, { eventTypes: ["milestone.achieved"] })
+        yield* (yield* SubscriptionStore).create(hearing)
+        yield* (yield* SubscriptionStore).create(makeSubscription(tenant, { eventTypes: ["streak.broken"] }))
+        const experiment = makeExperiment(tenant.program)
+        yield* (yield* ExperimentStore).start(experiment)
+        const audience = yield* store.audience([tenant.program.id, quiet.program.id])
+        assert.deepStrictEqual(audience.subscriptions.get(tenant.program.id)?.map((s) => s.id), [hearing.id])
+        assert.deepStrictEqual(audience.subscriptions.get(quiet.program.id), [])
+        assert.strictEqual(audience.experiments.get(tenant.program.id)?.id, experiment.id)
+        assert.isFalse(audience.experiments.has(quiet.program.id))
       }))
 
     it.effect("load locks: 20 concurrent transactions that load, add 1 and commit the same keys lose no update", () =>
@@ -68,8 +103,7 @@ export const ingestSuite = (it: It) =>
             userHash,
             streak: { programId: program.id, ledger: "live" as const, timezone: "UTC", withAchieved: false }
           })),
-          keys: [],
-          programs: []
+          keys: []
         })
         yield* concurrently(20, (i) =>
           tx.withTransaction(Effect.gen(function*() {
@@ -95,7 +129,7 @@ export const ingestSuite = (it: It) =>
         yield* idempotency.claim(project.id, held, epoch)
         const keys = keyRequests(project.id, [done, kept, held])
         const snapshot = yield* tx.withTransaction(Effect.gen(function*() {
-          const s = yield* store.load({ members: [], keys, programs: [] })
+          const s = yield* store.load({ members: [], keys })
           yield* store.commit({ ...noChanges, answers: [{ projectId: project.id, key: kept, response, now: epoch }] })
           return s
         }))
@@ -105,7 +139,7 @@ export const ingestSuite = (it: It) =>
         assert.deepStrictEqual(tags.get(held), { _tag: "InProgress" })
         assert.deepStrictEqual(yield* idempotency.claim(project.id, kept, at(epoch, SECOND)), { _tag: "Completed", response })
         const failed = yield* Effect.exit(tx.withTransaction(Effect.zipRight(
-          store.load({ members: [], keys: keyRequests(project.id, [dropped]), programs: [] }),
+          store.load({ members: [], keys: keyRequests(project.id, [dropped]) }),
           Effect.fail(new Boom())
         )))
         assert.isTrue(Exit.isFailure(failed))
@@ -120,7 +154,7 @@ export const ingestSuite = (it: It) =>
         const keys = keyRequests(project.id, Array.from({ length: 5 }, (_, i) => `k${i}-${randomHex(6)}`))
         const results = yield* concurrently(10, () =>
           tx.withTransaction(Effect.gen(function*() {
-            const { claims } = yield* store.load({ members: [], keys, programs: [] })
+            const { claims } = yield* store.load({ members: [], keys })
             const answers = keys.flatMap((k, i) => (claims[i]!._tag === "Claimed" ? [{ ...k, response }] : []))
             yield* store.commit({ ...noChanges, answers })
             return claims

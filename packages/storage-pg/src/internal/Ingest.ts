@@ -44,14 +44,23 @@ const conflict = (what: string) =>
 export const make = (stores: Stores): IngestStore["Type"] => {
   const { achievements, experiments, idempotency, members, streaks, subscriptions } = stores
 
-  const programsOf = (request: LoadRequest) =>
-    together(request.programs.map((id) =>
-      together([
-        experiments.running(id),
-        subscriptions.forEvent(id, "milestone.achieved"),
-        subscriptions.forEvent(id, "reward.unlocked")
-      ])
-    ))
+  const audience: IngestStore["Type"]["audience"] = (programs) =>
+    Effect.map(
+      together(programs.map((id) =>
+        together([
+          experiments.running(id),
+          subscriptions.forEvent(id, "milestone.achieved"),
+          subscriptions.forEvent(id, "reward.unlocked")
+        ])
+      )),
+      (read) => ({
+        experiments: new Map(programs.flatMap((id, n) => Option.toArray(Option.map(read[n]![0], (e) => [id, e] as const)))),
+        subscriptions: new Map(programs.map((id, n) => {
+          const [, achieved, unlocked] = read[n]!
+          return [id, [...new Map([...achieved, ...unlocked].map((s) => [s.id, s])).values()]] as const
+        }))
+      })
+    )
 
   const load = (request: LoadRequest): Effect.Effect<Snapshot, StorageError> =>
     Effect.gen(function*() {
@@ -67,13 +76,12 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           ledger: m.streak!.ledger
         })
       }
-      const [found, ahead, claims, programs] = yield* together([
+      const [found, ahead, claims] = yield* together([
         members.lookupMany(request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))),
         asked.length === 0
           ? none
           : streaks.lockExistingWithAchieved(asked.map((i) => ({ key: sentKey(i), withAchieved: request.members[i]!.streak!.withAchieved }))),
-        request.keys.length === 0 ? none : idempotency.claimWithin(request.keys),
-        request.programs.length === 0 ? none : programsOf(request)
+        request.keys.length === 0 ? none : idempotency.claimWithin(request.keys)
       ])
       const locked = new Map<number, LockedStreak>()
       const toLock: Array<{ readonly i: number; readonly key: StreakKey }> = []
@@ -108,15 +116,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           locked.set(i, { ...l, achieved: achieved[n]! as ReadonlyArray<MilestoneId> })
         })
       }
-      return {
-        members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })),
-        claims,
-        experiments: new Map(request.programs.flatMap((id, n) => Option.toArray(Option.map(programs[n]![0], (e) => [id, e] as const)))),
-        subscriptions: new Map(request.programs.map((id, n) => {
-          const [, achieved, unlocked] = programs[n]!
-          return [id, [...new Map([...achieved, ...unlocked].map((s) => [s.id, s])).values()]] as const
-        }))
-      }
+      return { members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })), claims }
     })
 
   const commit: IngestStore["Type"]["commit"] = (changes) => {
@@ -139,6 +139,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
 
   return {
     load,
+    audience,
     history: (keys: ReadonlyArray<StreakKey>) =>
       together(keys.map((k) => streaks.days(k))) as Effect.Effect<ReadonlyArray<ReadonlyArray<LocalDate>>, StorageError>,
     commit
