@@ -31,6 +31,28 @@ const firstBatchRunning = Effect.gen(function*() {
 })
 
 describe("GroupCommit", () => {
+  it.live("past maxWaiting inputs, a submission fails at once with the overload error; the waiting ones still run", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { batches, run } = recorder(gate)
+      const submit = yield* GroupCommit.make<number, number, string>(run, {
+        workers: 1,
+        maxBatch: 100,
+        maxWaiting: 2,
+        overloaded: () => "overloaded"
+      })
+      const first = yield* Effect.fork(submit(1))
+      yield* Effect.sleep("20 millis")
+      const waiting = yield* Effect.fork(Effect.all([2, 3].map(submit), { concurrency: "unbounded" }))
+      yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(yield* Effect.flip(submit(4)), "overloaded")
+      yield* Deferred.succeed(gate, undefined)
+      assert.strictEqual(yield* Fiber.join(first), 10)
+      assert.deepStrictEqual(yield* Fiber.join(waiting), [20, 30])
+      assert.deepStrictEqual(batches, [[1], [2, 3]])
+      assert.strictEqual(yield* submit(5), 50, "room again once the queue drained")
+    }).pipe(Effect.scoped))
+
   it.live("a lone call is a batch of one; calls made while it runs share the next batch, each with its own answer", () =>
     Effect.gen(function*() {
       const { batches, first, gate, submit } = yield* firstBatchRunning
