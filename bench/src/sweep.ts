@@ -22,7 +22,8 @@ export const run = (url: string, options: { readonly rows: number; readonly due:
       SecretBox.layer(Redacted.make("bench")),
       OutboundEvents.layerNoop
     )),
-    Layer.provideMerge(PgConnection.layerUrl(url, { maxConnections: 10 }))
+    // Seeding a million rows is one statement, longer than the pool's default statement timeout.
+    Layer.provideMerge(PgConnection.layerUrl(url, { maxConnections: 10, statementTimeout: 0 }))
   )
   return Effect.gen(function*() {
     const provisioning = yield* Provisioning.Provisioning
