@@ -4,12 +4,16 @@
  * subscription belongs to the workspace, remembers the credential that created it (revoking that
  * credential removes it), and creating or removing one ends the program's running Proof
  * experiment, since the experiment would otherwise compare groups under changed conditions.
+ * A URL must reach the public internet: a host that is, or resolves to, a loopback, private,
+ * link-local, shared, multicast or reserved address is refused (`IpAddress`), unless the operator
+ * allows insecure URLs for development.
  */
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import * as Credentials from "./Credentials.js"
 import { OutboundEventType, Subscription } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
+import * as IpAddress from "./IpAddress.js"
 import { DirectoryStore, ExperimentStore, SubscriptionStore, Transactor } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 
@@ -34,9 +38,25 @@ export interface CreatedSubscription extends SubscriptionView {
 }
 
 export interface SubscriptionOptions {
-  /** Operator setting (`STREAKS_ALLOW_INSECURE_WEBHOOK_URLS`): allow `http://localhost` / `127.0.0.1`. */
+  /**
+   * Operator setting (`STREAKS_ALLOW_INSECURE_WEBHOOK_URLS`), for development and tests: allow
+   * `http://localhost` / `127.0.0.1`, and hosts that are not on the public internet.
+   */
   readonly allowInsecureUrls: boolean
 }
+
+/**
+ * Resolves a URL's host name to its addresses when a subscription is created, so that a name that
+ * points into the operator's network is refused at once. `None`: not resolved (no resolver); an
+ * empty list: the name does not resolve. Core does no DNS itself: the default resolves nothing,
+ * and only literal addresses are checked; the server provides the system resolver. Deliveries
+ * check the address again when they connect, so a name that changes later gains nothing.
+ */
+export class HostResolver extends Context.Reference<HostResolver>()("@streaks/core/Subscriptions/HostResolver", {
+  defaultValue: () => ({
+    resolve: (_host: string): Effect.Effect<Option.Option<ReadonlyArray<string>>> => Effect.succeed(Option.none())
+  })
+}) {}
 
 export class Subscriptions extends Context.Tag("@streaks/core/Subscriptions")<Subscriptions, {
   /**
@@ -62,7 +82,20 @@ const invalid = (message: string) => new InvalidBody({ message })
 const notFound = new NotFound({ message: "subscription not found" })
 const localHosts = new Set(["localhost", "127.0.0.1"])
 
-/** HTTPS only; plain HTTP to this machine only when the operator allows it (CONTRACT §8). */
+const notPublic = (host: string) =>
+  invalid(`url: ${host} is not a public internet address (loopback, private, link-local, shared, multicast or reserved)`)
+
+/** Whether a host name can only ever mean this machine (RFC 6761), whatever DNS says. */
+const isLocalName = (host: string) => {
+  const name = host.toLowerCase().replace(/\.$/, "")
+  return name === "localhost" || name.endsWith(".localhost")
+}
+
+/**
+ * HTTPS only, to a host that is not a non-public IP address nor `localhost`; plain HTTP to this
+ * machine, and any host, only when the operator allows insecure URLs (CONTRACT §8). Names are not
+ * resolved here (see `HostResolver`).
+ */
 export const validUrl = (url: string, options: SubscriptionOptions): Effect.Effect<string, InvalidBody> => {
   if (url.length > 2048) return Effect.fail(invalid("url must be at most 2048 characters"))
   let parsed: URL
@@ -71,7 +104,12 @@ export const validUrl = (url: string, options: SubscriptionOptions): Effect.Effe
   } catch {
     return Effect.fail(invalid("url must be an absolute HTTPS URL"))
   }
-  if (parsed.protocol === "https:" && parsed.hostname !== "") return Effect.succeed(url)
+  if (parsed.protocol === "https:" && parsed.hostname !== "") {
+    if (options.allowInsecureUrls) return Effect.succeed(url)
+    const range = IpAddress.classify(parsed.hostname)
+    const blocked = Option.isSome(range) ? range.value !== "public" : isLocalName(parsed.hostname)
+    return blocked ? Effect.fail(notPublic(parsed.hostname)) : Effect.succeed(url)
+  }
   if (parsed.protocol === "http:" && options.allowInsecureUrls && localHosts.has(parsed.hostname)) {
     return Effect.succeed(url)
   }
@@ -106,6 +144,18 @@ export const make = Effect.gen(function*() {
   const experiments = yield* ExperimentStore
   const transactor = yield* Transactor
   const box = yield* SecretBox
+  const resolver = yield* HostResolver
+
+  /** A host name must resolve, and only to public addresses (literal addresses were checked by `validUrl`). */
+  const publicHost = (url: string, options: SubscriptionOptions): Effect.Effect<void, InvalidBody> => {
+    const host = new URL(url).hostname
+    if (options.allowInsecureUrls || Option.isSome(IpAddress.classify(host))) return Effect.void
+    return Effect.flatMap(resolver.resolve(host), (resolved) => {
+      if (Option.isNone(resolved)) return Effect.void
+      if (resolved.value.length === 0) return Effect.fail(invalid(`url: ${host} does not resolve`))
+      return resolved.value.every(IpAddress.isPublic) ? Effect.void : Effect.fail(notPublic(host))
+    })
+  }
 
   const reach = (principal: Credentials.Principal, programId: string) =>
     Effect.provideService(Credentials.reach(principal, programId), DirectoryStore, directory)
@@ -116,6 +166,8 @@ export const make = Effect.gen(function*() {
         const url = yield* validUrl(input.url, options)
         const eventTypes = yield* validEventTypes(input.eventTypes)
         const { program, project } = yield* reach(principal, input.programId)
+        // After the reach check: a caller learns nothing about names for programs it cannot reach.
+        yield* publicHost(url, options)
         const secret = Credentials.generate("subscription")
         const createdAt = DateTime.toDateUtc(yield* DateTime.now)
         const subscription = new Subscription({

@@ -2,7 +2,6 @@
  * The composition root: configuration → database (DATABASE_URL or the embedded default) →
  * storage → core services → HTTP server, webhook dispatcher and scheduler, as one layer.
  */
-import { NodeHttpClient } from "@effect/platform-node"
 import { SqlClient } from "@effect/sql"
 import { DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
 import { Http, HttpConfig, Jobs, RateLimit, Turns, WidgetScript } from "@streaks/http"
@@ -11,7 +10,7 @@ import * as McpConfig from "@streaks/mcp/McpConfig"
 import * as StreamableHttp from "@streaks/mcp/StreamableHttp"
 import { Scheduler } from "@streaks/scheduler"
 import { PgConnection, PgStorage } from "@streaks/storage-pg"
-import { Dispatcher } from "@streaks/webhooks"
+import { Dispatcher, Egress } from "@streaks/webhooks"
 import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import * as SecretKey from "./SecretKey.js"
@@ -37,7 +36,10 @@ export const layerCore = (config: ServerConfig) => {
   const secretBox = Layer.unwrapEffect(
     Effect.map(SecretKey.resolve(config.secretKey, config.dataDir, config.databaseUrl), SecretBox.layer)
   )
-  const dispatcher = Dispatcher.layer().pipe(Layer.provide(NodeHttpClient.layerUndici))
+  // Deliveries connect only to public addresses (the SSRF guard), unless insecure URLs are allowed.
+  const dispatcher = Dispatcher.layer().pipe(
+    Layer.provide(Egress.layerHttpClient({ allowPrivate: config.allowInsecureWebhookUrls }))
+  )
   const base = Layer.mergeAll(storage, secretBox)
   // A committed ingest batch's callers resume after the next batch's first statement is on the
   // wire, a few per turn of the event loop, ahead of the action fronts that the fast path queues on
@@ -51,6 +53,8 @@ export const layerCore = (config: ServerConfig) => {
   return Services.layerWith({ ingest: { ...twoBeside, handOff: Turns.shared.ahead }, state: twoBeside }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
+    // Subscription hosts are resolved when created: a name into a private network is refused.
+    Layer.provide(Egress.layerHostResolver()),
     Layer.provideMerge(dispatcher),
     Layer.provideMerge(base)
   )

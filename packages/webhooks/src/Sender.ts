@@ -65,6 +65,10 @@ export const parseRetryAfter = (value: string | undefined, now: Date): Duration.
   return Number.isNaN(at) ? undefined : Duration.millis(Math.max(0, at - now.getTime()))
 }
 
+/** An error's message with its cause's (the transport's reason: refused, reset, not public...). */
+const withCause = (e: { readonly message: string; readonly cause?: unknown }): string =>
+  e.cause instanceof Error && e.cause.message !== "" ? `${e.message}: ${e.cause.message}` : e.message
+
 export const send = (request: Request): Effect.Effect<Attempt, never, HttpClient.HttpClient> =>
   Effect.gen(function*() {
     // Redirects are not followed (the undici client does not; the fetch client would): 3xx is a failure.
@@ -83,7 +87,7 @@ export const send = (request: Request): Effect.Effect<Attempt, never, HttpClient
     const latencyMs = (yield* Clock.currentTimeMillis) - started
     if (result._tag === "Left") {
       const e = result.left
-      const error = e._tag === "TimeoutException" ? "timeout" : e.message
+      const error = e._tag === "TimeoutException" ? "timeout" : withCause(e)
       return { status: undefined, latencyMs, error, retryAfter: undefined, outcome: "retry" } satisfies Attempt
     }
     const response = result.right
