@@ -1,0 +1,298 @@
+/**
+ * Security probes against the reference server (`Main.layer`, MCP worker included) on Postgres:
+ * - no credential of one workspace (API key, OAuth grant, MCP token) reads, changes or learns of
+ *   another workspace's data through any customer REST route (every `/v1/api` route of the
+ *   OpenAPI document) or any MCP tool;
+ * - no plaintext secret (tokens, keys, signing and webhook secrets, the admin token, the sealing
+ *   key) is ever written to the log or to any table.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import { SqlClient } from "@effect/sql"
+import { NodeServer } from "@streaks/http"
+import * as PgTest from "@streaks/storage-pg/PgTest"
+import { Clock, ConfigProvider, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
+import * as Main from "../src/Main.js"
+import * as ServerConfig from "../src/ServerConfig.js"
+
+const ADMIN = "security-probe-admin-token-7f3a"
+const SEALING_KEY = "security-probe-sealing-key-91c2"
+
+/** Every line the server logs, as the default logger would print it. */
+const logged: Array<string> = []
+const capture = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make((options) => {
+    logged.push(Logger.logfmtLogger.log(options))
+  })
+)
+
+const environment = (url: Redacted.Redacted<string>) =>
+  ConfigProvider.fromMap(
+    new Map([
+      ["DATABASE_URL", Redacted.value(url)],
+      ["STREAKS_ADMIN_TOKEN", ADMIN],
+      ["STREAKS_SECRET_KEY", SEALING_KEY],
+      ["STREAKS_DB_POOL_SIZE", "4"],
+      ["STREAKS_DIRECTORY_CACHE_TTL", "0 seconds"],
+      // Receivers of these tests are on 127.0.0.1.
+      ["STREAKS_ALLOW_INSECURE_WEBHOOK_URLS", "true"],
+      ["STREAKS_RATE_LIMIT_AUTH_FAILURES", "0"]
+    ])
+  )
+
+const server = Layer.unwrapEffect(
+  Effect.gen(function*() {
+    const url = yield* PgTest.url
+    const config = yield* Effect.withConfigProvider(ServerConfig.config, environment(url))
+    return Main.layer({ ...config, port: 0 }).pipe(Layer.provide(Layer.setConfigProvider(environment(url))))
+  })
+).pipe(
+  Layer.provide([capture, Logger.minimumLogLevel(LogLevel.All)]),
+  Layer.provideMerge(PgTest.layer),
+  Layer.provideMerge(Layer.setClock(Clock.make()))
+)
+
+interface Reply {
+  readonly status: number
+  readonly text: string
+  readonly body: any
+}
+
+const http = (path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) =>
+  Effect.flatMap(NodeServer.NodeServer, (s) =>
+    Effect.promise(async (): Promise<Reply> => {
+      const response = await fetch(`${s.url}${path}`, {
+        method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+        headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
+        ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+      })
+      const text = await response.text()
+      let body: unknown = undefined
+      try {
+        body = text === "" ? undefined : JSON.parse(text)
+      } catch {
+        body = undefined
+      }
+      return { status: response.status, text, body }
+    }))
+
+const admin = (path: string, body?: unknown, method?: string) =>
+  http(path, { headers: { "x-admin-token": ADMIN }, ...(body !== undefined ? { body } : {}), ...(method ? { method } : {}) })
+
+const rest = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
+  http(`/v1/api${path}`, { headers: { authorization: `Bearer ${token}` }, ...init })
+
+/** A workspace with a live program, a member with activity, a subscription, an experiment and every kind of secret. */
+const tenant = (name: string) =>
+  Effect.gen(function*() {
+    const workspace = yield* admin("/admin/workspaces", { name, plan: "starter" })
+    const project = yield* admin("/admin/projects", {
+      workspaceId: workspace.body.id,
+      name,
+      allowedOrigins: [`https://${name}.example`],
+      timezone: "UTC"
+    })
+    const program = yield* admin("/admin/programs", {
+      projectId: project.body.id,
+      name: "Daily",
+      eventKey: "lesson",
+      milestones: [{ target: 1, msg: "First", rewardType: "coupon", rewardValue: `${name}-COUPON` }]
+    })
+    const rotated = yield* admin(`/admin/programs/${program.body.id}/webhook-secret`, {})
+    const apiKey = yield* admin(`/admin/workspaces/${workspace.body.id}/api-keys`, { name: "key" })
+    const grant = yield* admin("/admin/oauth-grants", { workspaceIds: [workspace.body.id], appName: "Zapier" })
+    const mcp = yield* admin("/admin/mcp-tokens", { name: "agent", workspaceIds: [workspace.body.id] })
+    yield* admin(`/admin/programs/${program.body.id}/status`, { status: "live" })
+    const member = `${name}-member`
+    const token = apiKey.body.key as string
+    const hook = yield* rest(token, "/hooks", {
+      body: { programId: program.body.id, url: "http://127.0.0.1:9/hook", eventTypes: ["milestone.achieved"] }
+    })
+    const counted = yield* http("/v1/server/e", {
+      headers: { "x-streak-server-token": project.body.serverToken },
+      body: { siteKey: project.body.siteKey, userHash: member, event: "lesson" }
+    })
+    const viaWebhook = yield* http(`/v1/webhook/${project.body.siteKey}/e`, {
+      headers: { "x-streak-webhook-secret": rotated.body.webhookSecret },
+      body: { userHash: `${member}-2`, event: "lesson" }
+    })
+    const experiment = yield* rest(token, `/programs/${program.body.id}/experiments`, { body: { holdoutPercent: 10 } })
+    expect([workspace, project, program, apiKey, grant, mcp, hook, experiment].map((r) => r.status)).toEqual([
+      201, 201, 201, 201, 201, 201, 201, 201
+    ])
+    expect([rotated.status, counted.status, viaWebhook.status]).toEqual([200, 202, 202])
+    return {
+      ids: {
+        workspaceId: workspace.body.id as string,
+        projectId: project.body.id as string,
+        siteKey: project.body.siteKey as string,
+        programId: program.body.id as string,
+        member,
+        subscriptionId: hook.body.id as string,
+        experimentId: experiment.body.id as string,
+        coupon: `${name}-COUPON`
+      },
+      credentials: { apiKey: token, oauth: grant.body.accessToken as string, mcp: mcp.body.token as string },
+      secrets: [
+        project.body.serverToken,
+        project.body.signingSecret,
+        program.body.webhookSecret,
+        rotated.body.webhookSecret,
+        token,
+        grant.body.accessToken,
+        mcp.body.token,
+        hook.body.secret
+      ] as ReadonlyArray<string>
+    }
+  })
+
+type Tenant = Effect.Effect.Success<ReturnType<typeof tenant>>
+
+/** Which of `victim`'s identifiers appear in `text`. */
+const leaks = (text: string, victim: Tenant) => Object.entries(victim.ids).filter(([, id]) => text.includes(id)).map(([k]) => k)
+
+/**
+ * How to call each customer route on the victim's resources: path parameters, query and body. A
+ * route of the OpenAPI document that is missing here fails the test, so new routes get probed.
+ */
+const probes = (victim: Tenant) => {
+  const v = victim.ids
+  return {
+    "GET /v1/api/me": [{ path: "/me" }],
+    "GET /v1/api/programs": [{ path: "/programs" }],
+    "POST /v1/api/programs/{programId}/events": [{ path: `/programs/${v.programId}/events`, body: { userHash: v.member } }],
+    "GET /v1/api/programs/{programId}/members/{userHash}": [{ path: `/programs/${v.programId}/members/${v.member}` }],
+    "POST /v1/api/hooks": [{
+      path: "/hooks",
+      body: { programId: v.programId, url: "http://127.0.0.1:9/x", eventTypes: ["milestone.achieved"] }
+    }],
+    "DELETE /v1/api/hooks/{id}": [{ path: `/hooks/${v.subscriptionId}`, method: "DELETE" }],
+    "GET /v1/api/programs/{programId}/webhook-samples": [
+      { path: `/programs/${v.programId}/webhook-samples?type=milestone.achieved` },
+      { path: `/programs/${v.programId}/webhook-samples?type=reward.unlocked` }
+    ],
+    "GET /v1/api/usage": [{ path: "/usage" }],
+    "GET /v1/api/reports/{report}": ["overview", "events", "insights"].flatMap((r) => [
+      { path: `/reports/${r}` },
+      { path: `/reports/${r}?programId=${v.programId}` }
+    ]),
+    "POST /v1/api/programs/{programId}/experiments": [{ path: `/programs/${v.programId}/experiments`, body: { holdoutPercent: 20 } }],
+    "GET /v1/api/programs/{programId}/experiments/current": [{ path: `/programs/${v.programId}/experiments/current` }],
+    "POST /v1/api/programs/{programId}/experiments/current/stop": [{
+      path: `/programs/${v.programId}/experiments/current/stop`,
+      method: "POST"
+    }]
+  } as Record<string, ReadonlyArray<{ readonly path: string; readonly method?: string; readonly body?: unknown }>>
+}
+
+/** What the victim's own credential sees of its data, to compare before and after the probes. */
+const standing = (victim: Tenant) =>
+  Effect.gen(function*() {
+    const key = victim.credentials.apiKey
+    const member = yield* rest(key, `/programs/${victim.ids.programId}/members/${victim.ids.member}`)
+    const experiment = yield* rest(key, `/programs/${victim.ids.programId}/experiments/current`)
+    const sql = yield* SqlClient.SqlClient
+    const hooks = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM streaks_subscriptions WHERE id = ${victim.ids.subscriptionId}`
+    const actions = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM streaks_actions WHERE program_id = ${victim.ids.programId}`
+    return { member: member.body, experiment: experiment.body?.experiment?.id ?? experiment.body?.id, hooks: hooks[0]!.n, actions: actions[0]!.n }
+  }).pipe(Effect.orDie)
+
+const connectMcp = (token: string) =>
+  Effect.flatMap(NodeServer.NodeServer, (s) =>
+    Effect.acquireRelease(
+      Effect.promise(async () => {
+        const client = new Client({ name: "probe", version: "1.0.0" })
+        await client.connect(
+          new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } })
+        )
+        return client
+      }),
+      (client) => Effect.promise(() => client.close())
+    ))
+
+layer(server, { timeout: 180_000 })("security probes", (it) => {
+  it.scoped("no credential of workspace A reaches workspace B through any customer route or MCP tool (0 leaks, nothing changed)", () =>
+    Effect.gen(function*() {
+      const a = yield* tenant("alpha")
+      const b = yield* tenant("bravo")
+      const before = yield* standing(b)
+      const document = (yield* http("/openapi.json")).body as { paths: Record<string, Record<string, unknown>> }
+      const routes = Object.entries(document.paths).flatMap(([path, methods]) =>
+        path.startsWith("/v1/api/") ? Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`) : []
+      )
+      const table = probes(b)
+      expect(routes.filter((r) => table[r] === undefined), "customer routes without a probe").toEqual([])
+      const findings: Array<string> = []
+      let calls = 0
+      for (const [kind, token] of Object.entries(a.credentials)) {
+        for (const route of routes) {
+          for (const probe of table[route]!) {
+            const reply = yield* rest(token, probe.path, {
+              ...(probe.method !== undefined ? { method: probe.method } : {}),
+              ...(probe.body !== undefined ? { body: probe.body } : {})
+            })
+            calls++
+            const leaked = leaks(reply.text, b)
+            if (leaked.length > 0) findings.push(`${kind} ${route} ${probe.path}: ${reply.status} shows ${leaked.join(", ")}`)
+            const targetsVictim = probe.path.includes(b.ids.programId) || probe.path.includes(b.ids.subscriptionId) ||
+              (probe.body as { programId?: string } | undefined)?.programId === b.ids.programId
+            if (targetsVictim && reply.status < 400) findings.push(`${kind} ${route} ${probe.path}: answered ${reply.status}`)
+            if (kind === "mcp" && reply.status !== 401) findings.push(`mcp token on REST ${route}: ${reply.status}`)
+            if (reply.status >= 500) findings.push(`${kind} ${route} ${probe.path}: ${reply.status} ${reply.text}`)
+          }
+        }
+      }
+      // MCP: every tool, with each of A's credentials, on B's program where the tool takes one.
+      for (const [kind, token] of Object.entries(a.credentials)) {
+        const client = yield* connectMcp(token)
+        const { tools } = yield* Effect.promise(() => client.listTools())
+        for (const tool of tools) {
+          const properties = Object.keys((tool.inputSchema as { properties?: Record<string, unknown> }).properties ?? {})
+          const args: Record<string, unknown> = {}
+          if (properties.includes("programId")) args["programId"] = b.ids.programId
+          if (properties.includes("userHash")) args["userHash"] = b.ids.member
+          const result = yield* Effect.promise(() => client.callTool({ name: tool.name, arguments: args }))
+          calls++
+          const text = JSON.stringify(result)
+          const leaked = leaks(text, b)
+          if (leaked.length > 0) findings.push(`${kind} MCP ${tool.name}: shows ${leaked.join(", ")}`)
+          if (properties.includes("programId") && result["isError"] !== true) findings.push(`${kind} MCP ${tool.name}: no error on B's program`)
+        }
+      }
+      expect(findings).toEqual([])
+      expect(calls).toBeGreaterThan(3 * routes.length)
+      expect(yield* standing(b)).toEqual(before)
+    }))
+
+  it.effect("no plaintext secret appears in the log or in a dump of every table", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant("charlie")
+      // Failures that log: a wrong admin token, unknown and revoked credentials, a wrong server token.
+      yield* http("/admin/workspaces", { headers: { "x-admin-token": `${ADMIN}-wrong` }, body: { name: "x" } })
+      yield* rest(`${t.credentials.apiKey}x`, "/me")
+      yield* http("/v1/server/e", {
+        headers: { "x-streak-server-token": `${t.secrets[0]}x` },
+        body: { siteKey: t.ids.siteKey, userHash: "m", event: "lesson" }
+      })
+      yield* admin("/admin/jobs/deliveries", {})
+      const secrets = [...t.secrets, ADMIN, SEALING_KEY]
+      // The random part of each secret, so that a store keeping it without its prefix is caught too.
+      const needles = secrets.flatMap((s) => [s, s.replace(/^(sst_|ass_|whi_|svc_api_|svc_oat_|svc_mcp_|whsec_)/, "")])
+      const sql = yield* SqlClient.SqlClient
+      const tables = yield* sql<{ name: string }>`
+        SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`
+      expect(tables.length).toBeGreaterThan(10)
+      let dump = ""
+      for (const { name } of tables) {
+        const rows = yield* sql.unsafe<{ r: string }>(`SELECT row_to_json(t)::text AS r FROM "${name}" t`)
+        dump += rows.map((row) => row.r).join("\n")
+      }
+      expect(dump).toContain(t.ids.programId) // the dump holds the tenant's rows
+      expect(logged.length).toBeGreaterThan(0)
+      const log = logged.join("\n")
+      expect(needles.filter((n) => dump.includes(n)), "secrets in the tables").toEqual([])
+      expect(needles.filter((n) => log.includes(n)), "secrets in the log").toEqual([])
+    }).pipe(Effect.orDie))
+})
