@@ -12,6 +12,7 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
+import * as Multipart from "@effect/platform/Multipart"
 import { Cause, Effect, Layer, Option, ParseResult, Schema } from "effect"
 import * as TextHygiene from "./TextHygiene.js"
 
@@ -107,10 +108,12 @@ const notFound = errorResponse(404, "NOT_FOUND")
 const tooLarge = errorResponse(413, "PAYLOAD_TOO_LARGE")
 const internal = errorResponse(500, "INTERNAL")
 
-const bodyError = (e: unknown): HttpServerResponse.HttpServerResponse | undefined =>
-  e instanceof HttpServerError.RequestError && e.reason === "Decode"
-    ? isTooLarge(e) ? tooLarge : invalidBody
-    : undefined
+const bodyError = (e: unknown): HttpServerResponse.HttpServerResponse | undefined => {
+  if (e instanceof HttpServerError.RequestError && e.reason === "Decode") return isTooLarge(e) ? tooLarge : invalidBody
+  // A multipart body (which no route takes) that does not parse, or is over a part's limit.
+  if (e instanceof Multipart.MultipartError) return e.reason.endsWith("TooLarge") ? tooLarge : invalidBody
+  return undefined
+}
 
 /**
  * Answers a defect with 500 `{"error":"INTERNAL"}` and logs the cause: internals (messages,
@@ -160,6 +163,11 @@ export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const declared = request.headers["content-length"]
     if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.succeed(tooLarge)
+    // No route takes a multipart body, and the platform's multipart reader can wait forever on a
+    // body that never brings its boundary: refused before anything reads it.
+    if (request.headers["content-type"]?.toLowerCase().trimStart().startsWith("multipart/") === true) {
+      return Effect.succeed(invalidBody)
+    }
     const checked = Effect.flatMap(TextHygiene.refuses, (refused) => (refused ? Effect.succeed(invalidBody) : app))
     return HttpIncomingMessage.withMaxBodySize(checked, Option.some(maxBodyBytes))
   }).pipe(Effect.catchAllCause((cause) => {

@@ -1,7 +1,8 @@
 /**
- * Text hygiene for every route (CONTRACT §2): a string in the query, the path or a JSON body
- * (object keys and nested values included) holding U+0000 or an unpaired UTF-16 surrogate is
- * refused with 400 `INVALID_BODY` before anything reads it, so nothing stores or compares it.
+ * Text hygiene for every route (CONTRACT §2): a string in the query, the path, a JSON body
+ * (object keys and nested values included) or a form body holding U+0000 or an unpaired UTF-16
+ * surrogate is refused with 400 `INVALID_BODY` before anything reads it, so nothing stores or
+ * compares it.
  */
 import { HttpServerRequest } from "@effect/platform"
 import { EventInput, Ids } from "@streaks/core"
@@ -34,6 +35,15 @@ export const refuses: Effect.Effect<boolean, never, HttpServerRequest.HttpServer
   (request) => {
     if (!cleanUrl(request.url)) return Effect.succeed(true)
     if (!hasBody(request.method)) return Effect.succeed(false)
+    // A JSON body (HttpApi reads a body without a type as JSON) and a form body (HttpApi decodes
+    // its fields into a JSON route's payload too) are checked. A body of another type is not read
+    // here: its decoder reads the request's stream again, which a read here would have drained, and
+    // would wait for it forever.
+    const type = request.headers["content-type"]?.toLowerCase()
+    if (type !== undefined && type.includes("x-www-form-urlencoded")) {
+      return request.text.pipe(Effect.map((text) => !cleanUrl(`/?${text}`)), Effect.orElseSucceed(() => false))
+    }
+    if (type !== undefined && !type.includes("application/json")) return Effect.succeed(false)
     return request.text.pipe(
       Effect.map((text) => {
         if (text === "") return false
