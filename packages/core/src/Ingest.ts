@@ -118,9 +118,10 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
     /** Load → plan → commit, in one transaction. */
     const apply = (work: ReadonlyArray<IngestPlan.Work>) =>
       transactor.withTransaction(Effect.gen(function*() {
-        const snapshot = yield* store.load(IngestPlan.request(work))
+        const request = IngestPlan.request(work)
+        const snapshot = yield* store.load(request)
         const millis = yield* Clock.currentTimeMillis
-        let input: IngestPlan.Input = { work, snapshot, history: new Map(), ids: ids(millis), check: options.planCheck }
+        let input: IngestPlan.Input = { work, request, snapshot, history: new Map(), ids: ids(millis), check: options.planCheck }
         let result = IngestPlan.plan(input)
         // A late action needs its key's history, a crossed milestone its program's audience: read
         // what was asked, then plan again (a history read can reveal a crossing, hence a second turn).

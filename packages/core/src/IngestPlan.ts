@@ -88,6 +88,8 @@ export interface Input {
   /** The audience of the programs a previous plan asked for. */
   readonly audience?: Audience | undefined
   readonly ids: Ids
+  /** `request(work)`, when the caller made it already (to load the snapshot). */
+  readonly request?: LoadRequest | undefined
   /** A hook for tests that inject a defect into one action's planning. */
   readonly check?: ((work: Work) => void) | undefined
 }
@@ -224,7 +226,7 @@ const claimsByKey = (request: LoadRequest, claims: ReadonlyArray<IdempotencyClai
  */
 export const plan = (input: Input): Result => {
   const { history, ids, snapshot, work } = input
-  const loadRequest = request(work)
+  const loadRequest = input.request ?? request(work)
   const claimOf = claimsByKey(loadRequest, snapshot.claims)
   const seenKeys = new Set<string>()
   const states = new Map<string, KeyState>()

@@ -75,6 +75,27 @@ const crowd = Effect.gen(function*() {
 })
 
 layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
+  it.effect("a member's row remembers the month they were metered in: the next action that month marks nothing, another month's does", () =>
+    Effect.gen(function*() {
+      const t = yield* provision
+      const sql = yield* SqlClient.SqlClient
+      const DAY = 86_400_000
+      const start = Date.parse("2026-04-29T12:00:00Z")
+      const usage = () =>
+        Effect.map(sql<{ month: string }>`select month from streaks_usage where member = ${`${t.project.id}:metered`} order by month`, (rows) =>
+          rows.map((r) => r.month))
+      yield* serverAction(t.project, t.secrets[0]!, "metered", undefined, start - 2 * DAY)
+      assert.deepStrictEqual(yield* usage(), ["2026-04"])
+      const [row] = yield* sql<{ metered_month: string }>`select metered_month from streaks_streaks where user_hash = 'metered'`
+      assert.strictEqual(row!.metered_month, "2026-04")
+      // Forget the mark: only the row's month can now tell that the member was counted in April.
+      yield* sql`delete from streaks_usage where member = ${`${t.project.id}:metered`}`
+      yield* serverAction(t.project, t.secrets[0]!, "metered", undefined, start - DAY)
+      assert.deepStrictEqual(yield* usage(), [], "April is already on the row: no mark")
+      yield* serverAction(t.project, t.secrets[0]!, "metered", undefined, start + 2 * DAY)
+      assert.deepStrictEqual(yield* usage(), ["2026-05"], "May is not: marked, and the row now says May")
+    }))
+
   it.effect("50 concurrent actions of one member on one day count once", () =>
     Effect.gen(function*() {
       const t = yield* provision

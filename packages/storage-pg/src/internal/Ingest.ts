@@ -18,8 +18,9 @@ import type {
   SubscriptionStore,
   UsageStore
 } from "@streaks/core/Ports"
-import { Effect, Option } from "effect"
+import { Effect, FiberRef, Option } from "effect"
 import type { IdempotencyExtras } from "./Actions.js"
+import { keyOf } from "./Batch.js"
 import type { MemberExtras } from "./Directory.js"
 import type { StreakExtras } from "./Streaks.js"
 import { together } from "./together.js"
@@ -37,6 +38,13 @@ export interface Stores {
 }
 
 const none = Effect.succeed([] as ReadonlyArray<never>)
+
+/**
+ * The usage month each row of the running group's `load` was last metered in (`metered_month`),
+ * by key, for its `commit`: both run on the group's fiber, one after the other. A member whose row
+ * says it was marked in a month needs no mark in that month again.
+ */
+const metered = FiberRef.unsafeMake<ReadonlyMap<string, string>>(new Map())
 
 const conflict = (what: string) =>
   new StorageError({ message: `IngestStore.commit: ${what} was already recorded (the plan was made from a stale read)` })
@@ -84,6 +92,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         request.keys.length === 0 ? none : idempotency.claimWithin(request.keys)
       ])
       const locked = new Map<number, LockedStreak>()
+      const months = new Map<string, string>()
       const toLock: Array<{ readonly i: number; readonly key: StreakKey }> = []
       const held = new Set(asked.filter((i) => !goesAhead(request.members[i]!, claims)))
       const toAsk: Array<{ readonly i: number; readonly key: StreakKey }> = []
@@ -99,6 +108,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         if (Option.isNone(row)) return held.has(i) ? undefined : toLock.push({ i, key })
         if (held.has(i)) return
         locked.set(i, { key, row: row.value.row, achieved: row.value.achieved ?? [] })
+        if (row.value.meteredMonth !== undefined) months.set(keyOf(key), row.value.meteredMonth)
         if (streak.withAchieved && row.value.achieved === undefined) toAsk.push({ i, key })
       })
       // First actions of a key, and aliases: locked (created where missing) in a second round trip.
@@ -116,26 +126,40 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           locked.set(i, { ...l, achieved: achieved[n]! as ReadonlyArray<MilestoneId> })
         })
       }
+      yield* FiberRef.set(metered, months)
       return { members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })), claims }
     })
 
-  const commit: IngestStore["Type"]["commit"] = (changes) => {
+  const commit: IngestStore["Type"]["commit"] = (changes) => Effect.flatMap(FiberRef.get(metered), (before) => {
     const allNew = (what: string) => (added: ReadonlyArray<boolean>) =>
       added.every(Boolean) ? Effect.void : Effect.fail(conflict(what))
+    // Live rows keep the month their member is marked in; a mark their row already records is spared.
+    const monthOfMember = new Map(changes.usage.map((u) => [u.member, u.month]))
+    const months = new Map<string, string>()
+    const spared = new Set<string>()
+    for (const row of changes.rows) {
+      if (row.ledger !== "live") continue
+      const member = `${row.projectId}:${row.userHash}`
+      const month = monthOfMember.get(member)
+      if (month !== undefined) months.set(keyOf(row), month)
+      const known = before.get(keyOf(row))
+      if (known !== undefined) spared.add(`${member} ${known}`)
+    }
+    const usage = changes.usage.filter((u) => !spared.has(`${u.member} ${u.month}`))
     return Effect.asVoid(together([
       changes.rows.length + changes.days.length === 0
         ? Effect.void
-        : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days), allNew("an active day")),
+        : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days, months), allNew("an active day")),
       changes.achievements.length === 0
         ? Effect.void
         : Effect.flatMap(together(changes.achievements.map((a) => achievements.add(a, a.milestoneId, a.achievedAt))), allNew("an achievement")),
-      changes.usage.length === 0 ? Effect.void : stores.usage.markActiveMany(changes.usage),
+      usage.length === 0 ? Effect.void : stores.usage.markActiveMany(usage),
       changes.zones.length === 0 ? Effect.void : members.setTimezones(changes.zones),
       changes.actions.length === 0 ? Effect.void : stores.log.appendAll(changes.actions),
       changes.outbox.length === 0 ? Effect.void : stores.outbox.enqueue(changes.outbox),
       changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers)
     ]))
-  }
+  })
 
   return {
     load,

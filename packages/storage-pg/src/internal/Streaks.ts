@@ -111,7 +111,8 @@ export interface StreakExtras {
   readonly lockExistingWithAchieved: (keys: ReadonlyArray<LockAhead>) => Effect.Effect<ReadonlyArray<Option.Option<LockedRow>>, StorageError>
   readonly saveAllWithDays: (
     rows: ReadonlyArray<StreakRow>,
-    days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>
+    days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>,
+    months?: ReadonlyMap<string, string>
   ) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
 }
 
@@ -125,6 +126,11 @@ export interface LockAhead {
 export interface LockedRow {
   readonly row: StreakRow
   readonly achieved: ReadonlyArray<MilestoneId> | undefined
+  /**
+   * The usage month ("YYYY-MM") in which an action on this row marked its member active, saved
+   * with the row in the same transaction as the mark (`metered_month`); undefined when not known.
+   */
+  readonly meteredMonth: string | undefined
 }
 
 export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & StreakExtras => {
@@ -193,18 +199,23 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
       (rows) => {
         const found = new Map(rows.map((r) => {
           const row = decodeStreakRow(r)
-          return [keyOf(row), { row, achieved: r.achieved === null ? undefined : r.achieved as Array<MilestoneId> }] as const
+          return [keyOf(row), {
+            row,
+            achieved: r.achieved === null ? undefined : r.achieved as Array<MilestoneId>,
+            meteredMonth: (r.metered_month as string | null) ?? undefined
+          }] as const
         }))
         return keys.map(({ withAchieved }, n) =>
-          Option.map(Option.fromNullable(found.get(names[n]!)), (l) => (withAchieved ? l : { row: l.row, achieved: undefined }))
+          Option.map(Option.fromNullable(found.get(names[n]!)), (l) => (withAchieved ? l : { ...l, achieved: undefined }))
         )
       }
     )
   }
 
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
-  // may not touch one row twice).
-  const saveRows = (all: ReadonlyArray<StreakRow>) => {
+  // may not touch one row twice). `months`, by key: the usage month marked with the row; a row
+  // without one keeps the month it had.
+  const saveRows = (all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) => {
     const rows = lastPerKey(all, keyOf)
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, due_at, updated_at, metered_month)
@@ -213,12 +224,13 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
             ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${rows.map((r) => r.brokenNotifiedAfter ?? null)}::date[],
             ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${rows.map((r) => r.updatedAt.toISOString())}::timestamptz[],
-            ${rows.map(() => null)}::text[])
+            ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[])
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
             broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
-            updated_at = excluded.updated_at, metered_month = excluded.metered_month`
+            updated_at = excluded.updated_at,
+            metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)`
   }
   type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
   const insertDays = (inputs: ReadonlyArray<DayInput>) =>
@@ -235,9 +247,9 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
     )
   const addDays = (inputs: ReadonlyArray<DayInput>) => Effect.map(hot(insertDays(inputs)), daysAdded(inputs))
   // Both writes in one statement; they touch different tables, so neither needs to see the other.
-  const saveAllWithDays = (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>) =>
+  const saveAllWithDays = (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>, months?: ReadonlyMap<string, string>) =>
     Effect.map(
-      hot(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows)}) SELECT * FROM added`),
+      hot(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows, months)}) SELECT * FROM added`),
       daysAdded(days)
     )
 
@@ -266,11 +278,11 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
 
     addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
 
-    saveAllWithDays: (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>) => {
+    saveAllWithDays: (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>, months?: ReadonlyMap<string, string>) => {
       if (days.length === 0) {
-        return rows.length === 0 ? Effect.succeed([]) : Effect.as(hot(saveRows(rows)), []).pipe(io("StreakStore.saveAllWithDays"))
+        return rows.length === 0 ? Effect.succeed([]) : Effect.as(hot(saveRows(rows, months)), []).pipe(io("StreakStore.saveAllWithDays"))
       }
-      return (rows.length === 0 ? addDays(days) : saveAllWithDays(rows, days)).pipe(io("StreakStore.saveAllWithDays"))
+      return (rows.length === 0 ? addDays(days) : saveAllWithDays(rows, days, months)).pipe(io("StreakStore.saveAllWithDays"))
     },
 
     days: (key) =>
