@@ -33,7 +33,11 @@ export const freshDatabase = async (adminUrl: string) => {
 }
 
 /** Runs `sql` on `url` with a short-lived connection. */
-export const query = async <R extends Record<string, unknown>>(url: string, sql: string, values: Array<unknown> = []) => {
+export const query = async <R extends Record<string, unknown>>(
+  url: string,
+  sql: string,
+  values: Array<unknown> = []
+) => {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
   try {

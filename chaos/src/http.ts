@@ -31,7 +31,9 @@ export const call = (
       path,
       agent: false,
       headers: {
-        ...(text !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) } : {}),
+        ...(text !== undefined
+          ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(text)) }
+          : {}),
         ...options.headers
       }
     }, (res) => {

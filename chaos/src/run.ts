@@ -78,7 +78,11 @@ const provision = async (port: number, eventKey: string, workspace?: { id: strin
     const key = await admin(port, `/admin/workspaces/${created.id}/api-keys`, { name: "chaos" })
     return { id: created.id as string, apiKey: key.key as string }
   })()
-  const project = await admin(port, "/admin/projects", { workspaceId: ws.id, name: `Chaos ${eventKey}`, allowedOrigins: [] })
+  const project = await admin(port, "/admin/projects", {
+    workspaceId: ws.id,
+    name: `Chaos ${eventKey}`,
+    allowedOrigins: []
+  })
   const program = await admin(port, "/admin/programs", {
     projectId: project.id,
     name: eventKey,
@@ -86,7 +90,13 @@ const provision = async (port: number, eventKey: string, workspace?: { id: strin
     milestones: [{ target: 1, msg: "First day", rewardType: "coupon", rewardValue: "CHAOS-1" }]
   })
   await admin(port, `/admin/programs/${program.id}/status`, { status: "live" })
-  return { workspace: ws, projectId: project.id as string, siteKey: project.siteKey as string, serverToken: project.serverToken as string, programId: program.id as string }
+  return {
+    workspace: ws,
+    projectId: project.id as string,
+    siteKey: project.siteKey as string,
+    serverToken: project.serverToken as string,
+    programId: program.id as string
+  }
 }
 
 const subscribe = async (port: number, apiKey: string, programId: string, receiver: Receiver) => {
@@ -103,7 +113,11 @@ const subscribe = async (port: number, apiKey: string, programId: string, receiv
 const drained = async (url: string, projectId: string, timeoutMs: number) => {
   const started = Date.now()
   while (Date.now() - started < timeoutMs) {
-    const [row] = await query<{ n: number }>(url, "SELECT count(*)::int AS n FROM streaks_outbox WHERE project_id = $1 AND status = 'pending'", [projectId])
+    const [row] = await query<{ n: number }>(
+      url,
+      "SELECT count(*)::int AS n FROM streaks_outbox WHERE project_id = $1 AND status = 'pending'",
+      [projectId]
+    )
     if (row!.n === 0) return Date.now() - started
     await sleep(1_000)
   }
@@ -125,7 +139,9 @@ const storedOnce = async (url: string, projectId: string, acked: ReadonlySet<str
 
 /** The events of `projectId` against what `receivers` got, after deduplication by `webhook-id`. */
 const eventsDelivered = async (url: string, projectId: string, receivers: ReadonlyMap<string, Receiver>) => {
-  const messages = await query<{ id: string; subscription_id: string; status: string; type: string; user_hash: string }>(
+  const messages = await query<
+    { id: string; subscription_id: string; status: string; type: string; user_hash: string }
+  >(
     url,
     "SELECT id, subscription_id, status, type, payload::json->'data'->>'userHash' AS user_hash FROM streaks_outbox WHERE project_id = $1",
     [projectId]
@@ -141,7 +157,12 @@ const eventsDelivered = async (url: string, projectId: string, receivers: Readon
   for (const r of receivers.values()) for (const id of r.seen.keys()) if (!ids.has(id)) unknown++
   // One event per (subscription, member, type): a retried action must not fire its events twice.
   const perEvent = new Map<string, number>()
-  for (const m of messages) perEvent.set(`${m.subscription_id}/${m.user_hash}/${m.type}`, (perEvent.get(`${m.subscription_id}/${m.user_hash}/${m.type}`) ?? 0) + 1)
+  for (const m of messages) {
+    perEvent.set(
+      `${m.subscription_id}/${m.user_hash}/${m.type}`,
+      (perEvent.get(`${m.subscription_id}/${m.user_hash}/${m.type}`) ?? 0) + 1
+    )
+  }
   const doubled = [...perEvent.values()].filter((n) => n > 1).length
   const members = new Set(messages.map((m) => m.user_hash))
   return { produced: messages.length, members, missing, notDelivered, unknown, doubled }
@@ -169,7 +190,9 @@ const replicasKilled = async () => {
     await Promise.all(receivers.slice(0, 2).map((r) => r.listen()))
     const tenant = await provision(ports[0]!, "lesson")
     const subscriptions = new Map<string, Receiver>()
-    for (const receiver of receivers.slice(0, 2)) subscriptions.set(await subscribe(ports[0]!, tenant.workspace.apiKey, tenant.programId, receiver), receiver)
+    for (const receiver of receivers.slice(0, 2)) {
+      subscriptions.set(await subscribe(ports[0]!, tenant.workspace.apiKey, tenant.programId, receiver), receiver)
+    }
 
     const load = new Load({
       ports: () => ports,
@@ -201,12 +224,46 @@ const replicasKilled = async () => {
     const repeats = [...subscriptions.values()].reduce((n, r) => n + r.repeats, 0)
     const invalid = [...subscriptions.values()].reduce((n, r) => n + r.invalid, 0)
     const samples = load.samples
-    record(S, "3 replicas, one killed with SIGKILL every 4-6 s and restarted", `${kills} kills in ${loadSeconds} s of load`, kills >= Math.floor(loadSeconds / 8))
-    record(S, "answers during the load", `${fmt(samples.length)} requests (${byStatus(samples)})`, samples.every((s) => s.status < 500 || s.status === 503))
-    record(S, "actions answered 2xx stored exactly once", `${fmt(load.acked.size)} acknowledged: ${stored.lost} lost, ${stored.twice} stored twice`, stored.lost === 0 && stored.twice === 0 && load.acked.size > 0)
-    record(S, "events produced, once per subscription, member and type", `${fmt(events.produced)} events for ${fmt(events.members.size)} members: ${events.doubled} produced twice`, events.doubled === 0 && events.produced === 4 * events.members.size)
-    record(S, "every event delivered to its receiver (deduplicated by webhook-id)", `${fmt(events.produced - events.missing)} / ${fmt(events.produced)} received, ${events.notDelivered} not marked delivered, ${events.unknown} unknown; drained ${waited === undefined ? "not within 180 s" : `${(waited / 1000).toFixed(0)} s after the load`}`, events.missing === 0 && events.notDelivered === 0 && events.unknown === 0 && waited !== undefined)
-    record(S, "repeat deliveries (at-least-once; receivers deduplicate)", `${repeats}; invalid signatures ${invalid}`, invalid === 0)
+    record(
+      S,
+      "3 replicas, one killed with SIGKILL every 4-6 s and restarted",
+      `${kills} kills in ${loadSeconds} s of load`,
+      kills >= Math.floor(loadSeconds / 8)
+    )
+    record(
+      S,
+      "answers during the load",
+      `${fmt(samples.length)} requests (${byStatus(samples)})`,
+      samples.every((s) => s.status < 500 || s.status === 503)
+    )
+    record(
+      S,
+      "actions answered 2xx stored exactly once",
+      `${fmt(load.acked.size)} acknowledged: ${stored.lost} lost, ${stored.twice} stored twice`,
+      stored.lost === 0 && stored.twice === 0 && load.acked.size > 0
+    )
+    record(
+      S,
+      "events produced, once per subscription, member and type",
+      `${fmt(events.produced)} events for ${fmt(events.members.size)} members: ${events.doubled} produced twice`,
+      events.doubled === 0 && events.produced === 4 * events.members.size
+    )
+    record(
+      S,
+      "every event delivered to its receiver (deduplicated by webhook-id)",
+      `${fmt(events.produced - events.missing)} / ${
+        fmt(events.produced)
+      } received, ${events.notDelivered} not marked delivered, ${events.unknown} unknown; drained ${
+        waited === undefined ? "not within 180 s" : `${(waited / 1000).toFixed(0)} s after the load`
+      }`,
+      events.missing === 0 && events.notDelivered === 0 && events.unknown === 0 && waited !== undefined
+    )
+    record(
+      S,
+      "repeat deliveries (at-least-once; receivers deduplicate)",
+      `${repeats}; invalid signatures ${invalid}`,
+      invalid === 0
+    )
 
     // --- 2: one receiver down, then slow, then answering 1 GB ---
     const C = "receiver down/slow/1 GB"
@@ -233,13 +290,29 @@ const replicasKilled = async () => {
     }
     await act("down", 10)
     await sleep(3_000)
-    const whileDown = await query<{ n: number }>(db.url, "SELECT count(*)::int AS n FROM streaks_delivery_attempts a JOIN streaks_outbox o ON o.id = a.message_id WHERE o.project_id = $1 AND a.status IS NULL", [second.projectId])
-    record(C, "down: attempts fail and are retried later", `${whileDown[0]!.n} failed attempts, ${slow.requests} received`, whileDown[0]!.n > 0 && slow.requests === 0)
+    const whileDown = await query<{ n: number }>(
+      db.url,
+      "SELECT count(*)::int AS n FROM streaks_delivery_attempts a JOIN streaks_outbox o ON o.id = a.message_id WHERE o.project_id = $1 AND a.status IS NULL",
+      [second.projectId]
+    )
+    record(
+      C,
+      "down: attempts fail and are retried later",
+      `${whileDown[0]!.n} failed attempts, ${slow.requests} received`,
+      whileDown[0]!.n > 0 && slow.requests === 0
+    )
     slow.mode = "slow"
     await slow.listen()
     const slowStarted = Date.now()
     const slowDrained = await drained(db.url, second.projectId, 90_000)
-    record(C, "slow (answers after 3 s): the retries are delivered", slowDrained === undefined ? "not within 90 s" : `all delivered ${((Date.now() - slowStarted) / 1000).toFixed(0)} s after it came up`, slowDrained !== undefined)
+    record(
+      C,
+      "slow (answers after 3 s): the retries are delivered",
+      slowDrained === undefined
+        ? "not within 90 s"
+        : `all delivered ${((Date.now() - slowStarted) / 1000).toFixed(0)} s after it came up`,
+      slowDrained !== undefined
+    )
     slow.mode = "huge"
     const rssDuring = new Map<string, number>()
     const sampler = setInterval(() => peakRss(replicas, rssDuring), 200)
@@ -250,9 +323,30 @@ const replicasKilled = async () => {
     clearInterval(sampler)
     const growth = Math.max(...replicas.map((r) => (rssDuring.get(r.name) ?? 0) - (rssBefore.get(r.name) ?? 0)))
     const all = await eventsDelivered(db.url, second.projectId, only)
-    record(C, "1 GB answers: deliveries complete, the answer is not read", `${slow.hugeAnswers} answers of 1 GB, ${hugeDrained === undefined ? "not drained" : `drained in ${((Date.now() - hugeStarted) / 1000).toFixed(0)} s`}; at most ${(slow.largestHugeWrite / 1048576).toFixed(1)} MB of one written before the close`, hugeDrained !== undefined && slow.hugeAnswers > 0 && slow.largestHugeWrite < 64 * 1048576)
-    record(C, "replicas' RSS while receivers stream 1 GB", `peak ${replicas.map((r) => `${r.name} ${(rssBefore.get(r.name) ?? 0).toFixed(0)}→${(rssDuring.get(r.name) ?? 0).toFixed(0)} MB`).join(", ")} (largest growth ${growth.toFixed(0)} MB)`, growth < 64)
-    record(C, "every event delivered once it answers", `${all.produced - all.missing} / ${all.produced} received, ${all.notDelivered} not marked delivered`, all.missing === 0 && all.notDelivered === 0 && all.produced > 0)
+    record(
+      C,
+      "1 GB answers: deliveries complete, the answer is not read",
+      `${slow.hugeAnswers} answers of 1 GB, ${
+        hugeDrained === undefined ? "not drained" : `drained in ${((Date.now() - hugeStarted) / 1000).toFixed(0)} s`
+      }; at most ${(slow.largestHugeWrite / 1048576).toFixed(1)} MB of one written before the close`,
+      hugeDrained !== undefined && slow.hugeAnswers > 0 && slow.largestHugeWrite < 64 * 1048576
+    )
+    record(
+      C,
+      "replicas' RSS while receivers stream 1 GB",
+      `peak ${
+        replicas.map((r) =>
+          `${r.name} ${(rssBefore.get(r.name) ?? 0).toFixed(0)}→${(rssDuring.get(r.name) ?? 0).toFixed(0)} MB`
+        ).join(", ")
+      } (largest growth ${growth.toFixed(0)} MB)`,
+      growth < 64
+    )
+    record(
+      C,
+      "every event delivered once it answers",
+      `${all.produced - all.missing} / ${all.produced} received, ${all.notDelivered} not marked delivered`,
+      all.missing === 0 && all.notDelivered === 0 && all.produced > 0
+    )
   } finally {
     await Promise.all(replicas.map((r) => r.stop()))
     await Promise.all(receivers.map((r) => r.close()))
@@ -302,9 +396,32 @@ const postgresStopped = async () => {
     const after = load.between(restarted, Date.now())
     const firstOk = after.find((s) => s.status >= 200 && s.status < 300)
     const stored = await storedOnce(cluster.url(), tenant.projectId, load.acked)
-    record(S, "answers while it is down", `${fmt(whileDown.length)} requests (${byStatus(whileDown)}); slowest ${slowest.toFixed(0)} ms; /ready ${readyDown.status}`, whileDown.length > 0 && slowest <= 2_000 && whileDown.every((s) => s.status === 503) && readyDown.status === 503)
-    record(S, "recovery without a restart", `first 2xx ${firstOk === undefined ? "never" : `${((firstOk.at - restarted) / 1000).toFixed(1)} s`} after Postgres was back (stopped ${((stopped - down) / 1000).toFixed(1)} s, restarted in ${((restarted - upAt) / 1000).toFixed(1)} s); ${fmt(after.length)} requests after (${byStatus(after)}); /ready ${readyUp.status}; replicas never restarted: ${pidsKept}`, firstOk !== undefined && pidsKept && readyUp.status === 200)
-    record(S, "actions answered 2xx stored exactly once", `${fmt(load.acked.size)} acknowledged: ${stored.lost} lost, ${stored.twice} stored twice`, stored.lost === 0 && stored.twice === 0 && load.acked.size > 0)
+    record(
+      S,
+      "answers while it is down",
+      `${fmt(whileDown.length)} requests (${byStatus(whileDown)}); slowest ${
+        slowest.toFixed(0)
+      } ms; /ready ${readyDown.status}`,
+      whileDown.length > 0 && slowest <= 2_000 && whileDown.every((s) => s.status === 503) && readyDown.status === 503
+    )
+    record(
+      S,
+      "recovery without a restart",
+      `first 2xx ${
+        firstOk === undefined ? "never" : `${((firstOk.at - restarted) / 1000).toFixed(1)} s`
+      } after Postgres was back (stopped ${((stopped - down) / 1000).toFixed(1)} s, restarted in ${
+        ((restarted - upAt) / 1000).toFixed(1)
+      } s); ${fmt(after.length)} requests after (${
+        byStatus(after)
+      }); /ready ${readyUp.status}; replicas never restarted: ${pidsKept}`,
+      firstOk !== undefined && pidsKept && readyUp.status === 200
+    )
+    record(
+      S,
+      "actions answered 2xx stored exactly once",
+      `${fmt(load.acked.size)} acknowledged: ${stored.lost} lost, ${stored.twice} stored twice`,
+      stored.lost === 0 && stored.twice === 0 && load.acked.size > 0
+    )
   } finally {
     await Promise.all(replicas.map((r) => r.stop()))
     await cluster.remove()
@@ -331,7 +448,11 @@ const main = async () => {
   }
   console.log(`\n| Scenario | Check | Figure | Result |\n|---|---|---|---|`)
   for (const r of rows) console.log(`| ${r.scenario} | ${r.check} | ${r.figure} | ${r.ok ? "ok" : "**FAIL**"} |`)
-  console.log(`\n${rows.filter((r) => r.ok).length} of ${rows.length} checks passed in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+  console.log(
+    `\n${rows.filter((r) => r.ok).length} of ${rows.length} checks passed in ${
+      ((Date.now() - started) / 1000).toFixed(0)
+    } s`
+  )
   if (crashed !== undefined) {
     console.error("the chaos run stopped early:", crashed)
     process.exit(1)

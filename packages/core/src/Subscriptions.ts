@@ -83,7 +83,9 @@ const notFound = new NotFound({ message: "subscription not found" })
 const localHosts = new Set(["localhost", "127.0.0.1"])
 
 const notPublic = (host: string) =>
-  invalid(`url: ${host} is not a public internet address (loopback, private, link-local, shared, multicast or reserved)`)
+  invalid(
+    `url: ${host} is not a public internet address (loopback, private, link-local, shared, multicast or reserved)`
+  )
 
 /** Whether a host name can only ever mean this machine (RFC 6761), whatever DNS says. */
 const isLocalName = (host: string) => {

@@ -65,7 +65,9 @@ describe("IpAddress", () => {
   })
 
   it("host names and malformed addresses are not addresses (None); isPublic is false for them", () => {
-    for (const text of ["example.com", "localhost", "1.2.3.256", "1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", "", "::g"]) {
+    for (
+      const text of ["example.com", "localhost", "1.2.3.256", "1::2::3", "12345::", "1:2:3:4:5:6:7:8:9", "", "::g"]
+    ) {
       assert.isUndefined(rangeOf(text), text)
       assert.isFalse(IpAddress.isPublic(text), text)
     }
@@ -73,7 +75,18 @@ describe("IpAddress", () => {
   })
 
   it("the host of every spelling of loopback that a URL accepts is classified loopback", () => {
-    for (const url of ["https://127.0.0.1", "https://2130706433", "https://0x7f.1", "https://0177.0.0.1", "https://127.1", "https://[::1]", "https://[0:0::1]", "https://[::ffff:127.0.0.1]"]) {
+    for (
+      const url of [
+        "https://127.0.0.1",
+        "https://2130706433",
+        "https://0x7f.1",
+        "https://0177.0.0.1",
+        "https://127.1",
+        "https://[::1]",
+        "https://[0:0::1]",
+        "https://[::ffff:127.0.0.1]"
+      ]
+    ) {
       assert.strictEqual(rangeOf(new URL(url).hostname), "loopback", url)
     }
   })

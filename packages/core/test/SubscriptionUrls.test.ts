@@ -30,7 +30,13 @@ const attempt = (url: string, options: { readonly allowInsecureUrls: boolean } =
   Effect.gen(function*() {
     const a = yield* tenant()
     const principal = yield* principalOf(a.apiKey.key)
-    return yield* Effect.either((yield* Subscriptions).create(principal, { programId: a.program.id, url, eventTypes: ["streak.at_risk"] }, options))
+    return yield* Effect.either(
+      (yield* Subscriptions).create(
+        principal,
+        { programId: a.program.id, url, eventTypes: ["streak.at_risk"] },
+        options
+      )
+    )
   })
 
 describe("Subscription URLs", () => {
@@ -69,11 +75,24 @@ describe("Subscription URLs", () => {
     Effect.gen(function*() {
       asked.length = 0
       assert.strictEqual((yield* attempt("https://hooks.example/streaks"))._tag, "Right")
-      for (const url of ["https://internal.example/x", "https://mixed.example/x", "https://metadata.example/x", "https://nowhere.example/x"]) {
+      for (
+        const url of [
+          "https://internal.example/x",
+          "https://mixed.example/x",
+          "https://metadata.example/x",
+          "https://nowhere.example/x"
+        ]
+      ) {
         const result = yield* attempt(url)
         assert.isTrue(result._tag === "Left" && result.left._tag === "InvalidBody", url)
       }
-      assert.deepStrictEqual(asked, ["hooks.example", "internal.example", "mixed.example", "metadata.example", "nowhere.example"])
+      assert.deepStrictEqual(asked, [
+        "hooks.example",
+        "internal.example",
+        "mixed.example",
+        "metadata.example",
+        "nowhere.example"
+      ])
     }).pipe(Effect.provide(withResolver)))
 
   it.effect("without a resolver (core's default) names are not resolved; literal addresses are still checked", () =>
@@ -86,7 +105,14 @@ describe("Subscription URLs", () => {
     Effect.gen(function*() {
       asked.length = 0
       const devMode = { allowInsecureUrls: true }
-      for (const url of ["http://localhost:8080/hook", "http://127.0.0.1:9000/hook", "https://10.0.0.5/hook", "https://internal.example/x"]) {
+      for (
+        const url of [
+          "http://localhost:8080/hook",
+          "http://127.0.0.1:9000/hook",
+          "https://10.0.0.5/hook",
+          "https://internal.example/x"
+        ]
+      ) {
         assert.strictEqual((yield* attempt(url, devMode))._tag, "Right", url)
       }
       assert.deepStrictEqual(asked, [])

@@ -16,8 +16,7 @@ import * as RateLimit from "./RateLimit.js"
 const digest = (s: string) => createHash("sha256").update(s, "utf8").digest()
 
 /** Constant-time equality of two secrets of any length (compares their SHA-256 digests). */
-export const sameSecret = (given: string, expected: string): boolean =>
-  timingSafeEqual(digest(given), digest(expected))
+export const sameSecret = (given: string, expected: string): boolean => timingSafeEqual(digest(given), digest(expected))
 
 const unauthorized = new Errors.Unauthorized({ message: "missing or invalid admin token" })
 
@@ -51,13 +50,15 @@ export const layerAdmin: Layer.Layer<AdminAuth, never, HttpConfig | RateLimit.Ra
       adminToken: (given) =>
         limited(
           limiter,
-          Effect.suspend(() => Option.match(config.adminToken, {
-            onNone: () => Effect.fail(unauthorized),
-            onSome: (expected) =>
-              sameSecret(Redacted.value(given), Redacted.value(expected)) && Redacted.value(given).length > 0
-                ? Effect.void
-                : Effect.fail(unauthorized)
-          }))
+          Effect.suspend(() =>
+            Option.match(config.adminToken, {
+              onNone: () => Effect.fail(unauthorized),
+              onSome: (expected) =>
+                sameSecret(Redacted.value(given), Redacted.value(expected)) && Redacted.value(given).length > 0
+                  ? Effect.void
+                  : Effect.fail(unauthorized)
+            })
+          )
         )
     })
   })

@@ -136,8 +136,10 @@ const refusal = (d: Decision): Effect.Effect<void, Errors.RateLimited> =>
  * Before a credential of a request from `ip` is looked up or compared: refused (429) while the IP
  * has used up its failed authentications, so guessing costs the guesser, not the service.
  */
-export const beforeAuthentication = (limiter: RateLimiter["Type"], ip: string): Effect.Effect<void, Errors.RateLimited> =>
-  Effect.flatMap(limiter.check("auth", ip), refusal)
+export const beforeAuthentication = (
+  limiter: RateLimiter["Type"],
+  ip: string
+): Effect.Effect<void, Errors.RateLimited> => Effect.flatMap(limiter.check("auth", ip), refusal)
 
 /** After a request from `ip` failed its authentication: one token from the IP's failures. */
 export const authenticationFailed = (limiter: RateLimiter["Type"], ip: string): Effect.Effect<void> =>

@@ -14,24 +14,34 @@ import * as RateLimit from "../src/RateLimit.js"
 
 /** Credentials whose answer depends on the token, counting every lookup. */
 const lookups = { count: 0 }
-const credentials = Layer.succeed(Credentials.Credentials, Credentials.Credentials.of({
-  authenticate: (header: string | undefined) => {
-    lookups.count++
-    if (header === "Bearer svc_api_good") {
-      return Effect.succeed({ credential: { type: "api_key", id: "key_1" }, workspaceIds: [], kind: "api_key" } as Credentials.Principal)
-    }
-    return header === "Bearer svc_api_down"
-      ? Effect.fail(new Errors.StorageError({ message: "connection refused" }))
-      : Effect.fail(new Errors.Unauthorized({ message: "unknown" }))
-  },
-  authenticateMcp: () => Effect.fail(new Errors.Unauthorized({ message: "unknown" })),
-  reachableProgram: () => Effect.die("unused"),
-  reachablePrograms: () => Effect.die("unused"),
-  workspaces: () => Effect.die("unused")
-} as unknown as Credentials.Credentials["Type"]))
+const credentials = Layer.succeed(
+  Credentials.Credentials,
+  Credentials.Credentials.of(
+    {
+      authenticate: (header: string | undefined) => {
+        lookups.count++
+        if (header === "Bearer svc_api_good") {
+          return Effect.succeed(
+            { credential: { type: "api_key", id: "key_1" }, workspaceIds: [], kind: "api_key" } as Credentials.Principal
+          )
+        }
+        return header === "Bearer svc_api_down"
+          ? Effect.fail(new Errors.StorageError({ message: "connection refused" }))
+          : Effect.fail(new Errors.Unauthorized({ message: "unknown" }))
+      },
+      authenticateMcp: () => Effect.fail(new Errors.Unauthorized({ message: "unknown" })),
+      reachableProgram: () => Effect.die("unused"),
+      reachablePrograms: () => Effect.die("unused"),
+      workspaces: () => Effect.die("unused")
+    } as unknown as Credentials.Credentials["Type"]
+  )
+)
 
 const limits = RateLimit.layer({ ipPerSecond: 50, sitePerSecond: 500, authFailuresPerMinute: 3 })
-const config = HttpConfig.layer({ adminToken: Option.some(Redacted.make("admin-secret")), allowInsecureWebhookUrls: false })
+const config = HttpConfig.layer({
+  adminToken: Option.some(Redacted.make("admin-secret")),
+  allowInsecureWebhookUrls: false
+})
 const services = Layer.mergeAll(
   Auth.layerCustomer.pipe(Layer.provide(credentials)),
   Auth.layerAdmin.pipe(Layer.provide(config))

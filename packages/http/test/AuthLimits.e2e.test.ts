@@ -18,10 +18,16 @@ layer(testServer({ rateLimit: { ipPerSecond: 10_000, sitePerSecond: 10_000, auth
       // Valid credentials spend nothing.
       for (let i = 0; i < 10; i++) {
         assert.strictEqual((yield* admin("/admin/workspaces", { name: "w", plan: "starter" })).status, 201)
-        assert.strictEqual((yield* request("/v1/api/me", { headers: { authorization: `Bearer ${key.body.key}` } })).status, 200)
+        assert.strictEqual(
+          (yield* request("/v1/api/me", { headers: { authorization: `Bearer ${key.body.key}` } })).status,
+          200
+        )
       }
       for (let i = 0; i < 3; i++) {
-        const guess = yield* request("/admin/workspaces", { headers: { "x-admin-token": `guess-${i}` }, body: { name: "w" } })
+        const guess = yield* request("/admin/workspaces", {
+          headers: { "x-admin-token": `guess-${i}` },
+          body: { name: "w" }
+        })
         assert.deepStrictEqual([guess.status, guess.body], [401, { error: "UNAUTHORIZED" }])
       }
       for (let i = 0; i < 2; i++) {

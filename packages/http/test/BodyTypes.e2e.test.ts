@@ -23,7 +23,10 @@ const post = (base: string, path: string, headers: Record<string, string>, body:
       headers: { ...headers, ...(body !== undefined ? { "content-length": String(Buffer.byteLength(body)) } : {}) }
     }, (res) => {
       let text = ""
-      res.on("data", (c) => (text += c)).on("end", () => resolve({ status: res.statusCode ?? 0, text, ms: Date.now() - started }))
+      res.on("data", (c) => (text += c)).on(
+        "end",
+        () => resolve({ status: res.statusCode ?? 0, text, ms: Date.now() - started })
+      )
     })
     req.setTimeout(5_000, () => {
       req.destroy()
@@ -46,7 +49,14 @@ layer(testServer(), { timeout: 120_000 })("request bodies of any type over real 
         "application/x-www-form-urlencoded"
       ]
       for (const type of types) {
-        for (const body of [undefined, "", "c+g", "--x\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nW\r\n--x--\r\n"]) {
+        for (
+          const body of [
+            undefined,
+            "",
+            "c+g",
+            "--x\r\nContent-Disposition: form-data; name=\"name\"\r\n\r\nW\r\n--x--\r\n"
+          ]
+        ) {
           const reply = yield* Effect.promise(() =>
             post(server.url, "/admin/workspaces", { "x-admin-token": ADMIN_TOKEN, "content-type": type }, body)
           )

@@ -34,10 +34,16 @@ layer(testServer(), { timeout: 120_000 })("constant-time comparisons on real req
   it.effect("the admin token, a server token and a webhook secret are compared with timingSafeEqual on 32-byte digests", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
-      const adminGuess = yield* comparisons(request("/admin/workspaces", { headers: { "x-admin-token": "a-guess" }, body: { name: "w" } }))
-      const serverGuess = yield* comparisons(serverEvent(t, { userHash: "m" }, { "x-streak-server-token": `${t.serverToken}0` }))
+      const adminGuess = yield* comparisons(
+        request("/admin/workspaces", { headers: { "x-admin-token": "a-guess" }, body: { name: "w" } })
+      )
+      const serverGuess = yield* comparisons(
+        serverEvent(t, { userHash: "m" }, { "x-streak-server-token": `${t.serverToken}0` })
+      )
       const webhookGuess = yield* comparisons(webhookEvent(t, { userHash: "m" }, `${t.webhookSecret}0`))
-      for (const [name, calls] of [["admin", adminGuess], ["server", serverGuess], ["webhook", webhookGuess]] as const) {
+      for (
+        const [name, calls] of [["admin", adminGuess], ["server", serverGuess], ["webhook", webhookGuess]] as const
+      ) {
         assert.isAtLeast(calls.length, 1, name)
         assert.isTrue(calls.every((c) => c.a === 32 && c.b === 32), name)
       }
@@ -70,7 +76,7 @@ describe("source audit", () => {
     for (const file of files) {
       readFileSync(file, "utf8").split("\n").forEach((line, i) => {
         if (/^\s*(\/\/|\*)/.test(line)) return
-        for (const m of line.matchAll(/([\w.$\[\]"'`]+)\s*(?:===|!==)\s*([\w.$\[\]"'`]+)/g)) {
+        for (const m of line.matchAll(/([\w.$[\]"'`]+)\s*(?:===|!==)\s*([\w.$[\]"'`]+)/g)) {
           const [left, right] = [m[1]!, m[2]!]
           if ((secretish.test(left) || secretish.test(right)) && !harmless.test(left) && !harmless.test(right)) {
             offenders.push(`${file.slice(root.length)}:${i + 1}: ${line.trim()}`)
@@ -83,7 +89,13 @@ describe("source audit", () => {
   })
 
   it("the modules that compare secrets use timingSafeEqual", () => {
-    for (const file of ["packages/http/src/Auth.ts", "packages/core/src/Credentials.ts", "packages/webhooks/src/Signature.ts"]) {
+    for (
+      const file of [
+        "packages/http/src/Auth.ts",
+        "packages/core/src/Credentials.ts",
+        "packages/webhooks/src/Signature.ts"
+      ]
+    ) {
       assert.include(readFileSync(join(root, file), "utf8"), "timingSafeEqual", file)
     }
   })

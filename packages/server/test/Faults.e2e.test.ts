@@ -58,8 +58,17 @@ const admin = (path: string, body: unknown) => call(path, { headers: { "x-admin-
 /** A workspace, project and program, and an API key of the workspace. */
 const tenant = Effect.gen(function*() {
   const ws = yield* admin("/admin/workspaces", { name: "Faults", plan: "starter" })
-  const project = yield* admin("/admin/projects", { workspaceId: ws.body.id, name: "p", allowedOrigins: ["https://a.example"] })
-  const program = yield* admin("/admin/programs", { projectId: project.body.id, name: "Daily", eventKey: "done", milestones: [] })
+  const project = yield* admin("/admin/projects", {
+    workspaceId: ws.body.id,
+    name: "p",
+    allowedOrigins: ["https://a.example"]
+  })
+  const program = yield* admin("/admin/programs", {
+    projectId: project.body.id,
+    name: "Daily",
+    eventKey: "done",
+    milestones: []
+  })
   const key = yield* admin(`/admin/workspaces/${ws.body.id}/api-keys`, { name: "k" })
   assert.deepStrictEqual([ws.status, project.status, program.status, key.status], [201, 201, 201, 201])
   return { programId: program.body.id as string, apiKey: key.body.key as string }
@@ -117,7 +126,16 @@ layer(server, { timeout: 120_000 })("the reference server under faults", (it) =>
           headers: { authorization: `Bearer ${t.apiKey}` },
           body: { programId: t.programId, url, eventTypes: ["milestone.achieved"] }
         })
-      for (const url of ["https://169.254.169.254/latest/meta-data", "https://10.0.0.5/hook", "https://[::1]/hook", "https://localhost/hook", "http://127.0.0.1:9/hook", "https://100.100.100.100/x"]) {
+      for (
+        const url of [
+          "https://169.254.169.254/latest/meta-data",
+          "https://10.0.0.5/hook",
+          "https://[::1]/hook",
+          "https://localhost/hook",
+          "http://127.0.0.1:9/hook",
+          "https://100.100.100.100/x"
+        ]
+      ) {
         const reply = yield* hook(url)
         assert.deepStrictEqual([reply.status, reply.body?.error], [400, "INVALID_BODY"], url)
       }

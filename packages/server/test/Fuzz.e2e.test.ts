@@ -25,7 +25,9 @@ import * as ServerConfig from "../src/ServerConfig.js"
 
 const ADMIN = "fuzz-admin-token"
 const runs = Number(process.env["STREAKS_FUZZ_RUNS"] ?? 100_000)
-const seconds = Number(process.env["STREAKS_FUZZ_SECONDS"] ?? (process.env["STREAKS_FUZZ_RUNS"] !== undefined ? 3600 : 25))
+const seconds = Number(
+  process.env["STREAKS_FUZZ_SECONDS"] ?? (process.env["STREAKS_FUZZ_RUNS"] !== undefined ? 3600 : 25)
+)
 const seed = Number(process.env["STREAKS_FUZZ_SEED"] ?? 45)
 
 /** The codes of docs/api.md's error table: the only codes an error body may carry. */
@@ -82,7 +84,10 @@ const send = (base: URL, sent: Sent) =>
       port: base.port,
       method: sent.method,
       path: sent.path,
-      headers: { ...sent.headers, ...(sent.body !== undefined ? { "content-length": Buffer.byteLength(sent.body) } : {}) },
+      headers: {
+        ...sent.headers,
+        ...(sent.body !== undefined ? { "content-length": Buffer.byteLength(sent.body) } : {})
+      },
       agent: false
     }, (res) => {
       const chunks: Array<Buffer> = []
@@ -125,7 +130,9 @@ const violation = (method: string, answer: Answer): string | undefined => {
     if (typeof body !== "object" || body === null) return `not a JSON error body: ${answer.text.slice(0, 200)}`
     const { error } = body as { error?: unknown; jsonrpc?: unknown }
     if ((body as { jsonrpc?: unknown }).jsonrpc === "2.0" && typeof error === "object" && error !== null) continue
-    if (typeof error !== "string" || !documented.has(error)) return `undocumented error body: ${answer.text.slice(0, 200)}`
+    if (typeof error !== "string" || !documented.has(error)) {
+      return `undocumented error body: ${answer.text.slice(0, 200)}`
+    }
   }
   return undefined
 }
@@ -238,7 +245,11 @@ const bodies = (s: Seed) => {
     siteKey: fc.constantFrom(s.siteKey, s.siteKey, "site_unknown"),
     userHash: fc.constantFrom("member-1", "member-2", "member-3", "anon-1"),
     event: fc.constantFrom("lesson", "lesson", "other"),
-    ts: fc.constantFrom(new Date().toISOString(), "2020-01-01T00:00:00Z", new Date(Date.now() - 86_400_000).toISOString()),
+    ts: fc.constantFrom(
+      new Date().toISOString(),
+      "2020-01-01T00:00:00Z",
+      new Date(Date.now() - 86_400_000).toISOString()
+    ),
     tz: fc.constantFrom("Europe/Paris", "UTC", "Pacific/Apia"),
     idempotencyKey: fc.constantFrom("k1", "k2", "k3"),
     eventType: fc.constantFrom("streak_interaction", "widget_impression", "widget_interaction"),
@@ -252,22 +263,59 @@ const bodies = (s: Seed) => {
     test: fc.boolean()
   }
   const routes: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
-    "POST /v1/e": shape({ siteKey: g.siteKey, userHash: g.userHash, event: g.event }, { eventType: g.eventType, ts: g.ts, tz: g.tz, idempotencyKey: g.idempotencyKey, meta: g.meta }),
-    "POST /v1/server/e": shape({ siteKey: g.siteKey, userHash: g.userHash, event: g.event }, { eventType: g.eventType, ts: g.ts, tz: g.tz, idempotencyKey: g.idempotencyKey, meta: g.meta, source: fc.constantFrom("api", "widget", "nope") }),
-    "POST /v1/webhook/{siteKey}/e": shape({ event: g.event, userHash: g.userHash }, { idempotencyKey: g.idempotencyKey, ts: g.ts, siteKey: g.siteKey }),
+    "POST /v1/e": shape({ siteKey: g.siteKey, userHash: g.userHash, event: g.event }, {
+      eventType: g.eventType,
+      ts: g.ts,
+      tz: g.tz,
+      idempotencyKey: g.idempotencyKey,
+      meta: g.meta
+    }),
+    "POST /v1/server/e": shape({ siteKey: g.siteKey, userHash: g.userHash, event: g.event }, {
+      eventType: g.eventType,
+      ts: g.ts,
+      tz: g.tz,
+      idempotencyKey: g.idempotencyKey,
+      meta: g.meta,
+      source: fc.constantFrom("api", "widget", "nope")
+    }),
+    "POST /v1/webhook/{siteKey}/e": shape({ event: g.event, userHash: g.userHash }, {
+      idempotencyKey: g.idempotencyKey,
+      ts: g.ts,
+      siteKey: g.siteKey
+    }),
     "POST /v1/alias": shape({ siteKey: g.siteKey, token: fc.constantFrom("a.b.c", "") }),
-    "POST /admin/alias": shape({ siteKey: g.siteKey, anonymousId: fc.constantFrom("anon-1", "anon-2"), userHash: g.userHash }),
+    "POST /admin/alias": shape({
+      siteKey: g.siteKey,
+      anonymousId: fc.constantFrom("anon-1", "anon-2"),
+      userHash: g.userHash
+    }),
     "POST /admin/workspaces": shape({ name: g.name, plan: g.plan }),
     "PATCH /admin/workspaces/{id}": shape({ plan: g.plan }),
-    "POST /admin/projects": shape({ workspaceId: g.workspaceId, name: g.name, allowedOrigins: fc.constantFrom([], ["https://x.example"], ["not an origin"]) }, { timezone: g.tz, browserCounting: fc.constantFrom("count", "display-only") }),
-    "POST /admin/programs": shape({ projectId: g.projectId, name: g.name, eventKey: fc.constantFrom("lesson", "quiz") }, { milestones: fc.constantFrom([], [{ target: 2, msg: "Two" }], [{ target: 0, msg: "" }]) }),
+    "POST /admin/projects": shape({
+      workspaceId: g.workspaceId,
+      name: g.name,
+      allowedOrigins: fc.constantFrom([], ["https://x.example"], ["not an origin"])
+    }, { timezone: g.tz, browserCounting: fc.constantFrom("count", "display-only") }),
+    "POST /admin/programs": shape(
+      { projectId: g.projectId, name: g.name, eventKey: fc.constantFrom("lesson", "quiz") },
+      { milestones: fc.constantFrom([], [{ target: 2, msg: "Two" }], [{ target: 0, msg: "" }]) }
+    ),
     "POST /admin/programs/{id}/status": shape({ status: fc.constantFrom("test", "live", "paused") }),
     "POST /admin/workspaces/{id}/api-keys": shape({ name: g.name }),
     "POST /admin/oauth-grants": shape({ workspaceIds: g.workspaceIds, appName: g.name }),
     "POST /admin/mcp-tokens": shape({ name: g.name, workspaceIds: g.workspaceIds }),
-    "POST /v1/api/programs/{programId}/events": shape({ userHash: g.userHash }, { idempotencyKey: g.idempotencyKey, ts: g.ts, test: g.test, meta: g.meta }),
+    "POST /v1/api/programs/{programId}/events": shape({ userHash: g.userHash }, {
+      idempotencyKey: g.idempotencyKey,
+      ts: g.ts,
+      test: g.test,
+      meta: g.meta
+    }),
     // Only refused URLs: an accepted one would have the dispatcher deliver (and resolve names).
-    "POST /v1/api/hooks": shape({ programId: g.programId, url: fc.constantFrom("https://10.0.0.1/hook", "https://[::1]/x", "ftp://x", "not a url"), eventTypes: fc.constantFrom(["milestone.achieved"], ["nope"], []) }),
+    "POST /v1/api/hooks": shape({
+      programId: g.programId,
+      url: fc.constantFrom("https://10.0.0.1/hook", "https://[::1]/x", "ftp://x", "not a url"),
+      eventTypes: fc.constantFrom(["milestone.achieved"], ["nope"], [])
+    }),
     "POST /v1/api/programs/{programId}/experiments": shape({ holdoutPercent: fc.constantFrom(10, 0, 99) })
   }
   const rpc = fc.record({
@@ -277,17 +325,41 @@ const bodies = (s: Seed) => {
     params: fc.oneof(
       jsonish,
       fc.record({
-        name: fc.constantFrom("list_programs", "get_member_streak", "record_action", "list_at_risk", "get_usage", "nope"),
-        arguments: shape({ programId: g.programId, userHash: g.userHash }, { ts: g.ts, idempotencyKey: g.idempotencyKey, test: g.test, limit: fc.integer() })
+        name: fc.constantFrom(
+          "list_programs",
+          "get_member_streak",
+          "record_action",
+          "list_at_risk",
+          "get_usage",
+          "nope"
+        ),
+        arguments: shape({ programId: g.programId, userHash: g.userHash }, {
+          ts: g.ts,
+          idempotencyKey: g.idempotencyKey,
+          test: g.test,
+          limit: fc.integer()
+        })
       }),
       fc.constant({ protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "fuzz", version: "1" } })
     )
   })
   return (route: string): fc.Arbitrary<string | undefined> =>
     fc.oneof(
-      { weight: 6, arbitrary: route === "POST /mcp" ? rpc.map((b) => JSON.stringify(b)) : (routes[route] ?? shape({})).map((b) => JSON.stringify(b)) },
+      {
+        weight: 6,
+        arbitrary: route === "POST /mcp"
+          ? rpc.map((b) => JSON.stringify(b))
+          : (routes[route] ?? shape({})).map((b) => JSON.stringify(b))
+      },
       // The same fields as a form (HttpApi decodes one into a payload too).
-      { weight: 1, arbitrary: (routes[route] ?? shape({})).map((b) => Object.entries(b).map(([k, v]) => `${encode(k)}=${encode(typeof v === "string" ? v : JSON.stringify(v) ?? "")}`).join("&")) },
+      {
+        weight: 1,
+        arbitrary: (routes[route] ?? shape({})).map((b) =>
+          Object.entries(b).map(([k, v]) =>
+            `${encode(k)}=${encode(typeof v === "string" ? v : JSON.stringify(v) ?? "")}`
+          ).join("&")
+        )
+      },
       { weight: 1, arbitrary: jsonish.map((b) => JSON.stringify(b) ?? "") },
       { weight: 1, arbitrary: nasty },
       { weight: 1, arbitrary: fc.constant(undefined) }
@@ -319,8 +391,25 @@ const requests = (s: Seed, routes: ReadonlyArray<{ readonly method: string; read
     fc.constant(""),
     fc.array(
       fc.tuple(
-        fc.oneof(fc.constantFrom("siteKey", "userHash", "event", "kind", "identity", "type", "month", "from", "to", "programId"), nasty),
-        fc.oneof(fc.constantFrom(s.siteKey, "member-1", "lesson", "milestone.achieved", "2026-01", "2026-01-01", s.programId), nasty)
+        fc.oneof(
+          fc.constantFrom(
+            "siteKey",
+            "userHash",
+            "event",
+            "kind",
+            "identity",
+            "type",
+            "month",
+            "from",
+            "to",
+            "programId"
+          ),
+          nasty
+        ),
+        fc.oneof(
+          fc.constantFrom(s.siteKey, "member-1", "lesson", "milestone.achieved", "2026-01", "2026-01-01", s.programId),
+          nasty
+        )
       ),
       { maxLength: 5 }
     ).map((pairs) => `?${pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&")}`)
@@ -342,7 +431,13 @@ const requests = (s: Seed, routes: ReadonlyArray<{ readonly method: string; read
       "multipart/form-data; boundary=x"
     ]),
     "x-admin-token": headerValue([ADMIN, ADMIN, "wrong"]),
-    authorization: headerValue([`Bearer ${s.apiKey}`, `Bearer ${s.oauth}`, `Bearer ${s.mcp}`, "Bearer svc_api_x", "Basic x"]),
+    authorization: headerValue([
+      `Bearer ${s.apiKey}`,
+      `Bearer ${s.oauth}`,
+      `Bearer ${s.mcp}`,
+      "Bearer svc_api_x",
+      "Basic x"
+    ]),
     "x-streak-server-token": headerValue([s.serverToken, s.serverToken, "sst_wrong"]),
     "x-streak-webhook-secret": headerValue([s.webhookSecret, s.webhookSecret, "whi_wrong"]),
     origin: headerValue([s.origin, "https://evil.example", "null"]),
@@ -388,14 +483,23 @@ const requests = (s: Seed, routes: ReadonlyArray<{ readonly method: string; read
 
 const admin = (base: URL, path: string, body: unknown) =>
   Effect.promise(() =>
-    send(base, { method: "POST", path, headers: { "x-admin-token": ADMIN, "content-type": "application/json" }, body: JSON.stringify(body) })
+    send(base, {
+      method: "POST",
+      path,
+      headers: { "x-admin-token": ADMIN, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    })
   ).pipe(Effect.map((a) => JSON.parse(a.text)))
 
 const seedTenant = (base: URL) =>
   Effect.gen(function*() {
     const origin = "https://app.fuzz.example"
     const workspace = yield* admin(base, "/admin/workspaces", { name: "Fuzz", plan: "starter" })
-    const project = yield* admin(base, "/admin/projects", { workspaceId: workspace.id, name: "p", allowedOrigins: [origin] })
+    const project = yield* admin(base, "/admin/projects", {
+      workspaceId: workspace.id,
+      name: "p",
+      allowedOrigins: [origin]
+    })
     const program = yield* admin(base, "/admin/programs", {
       projectId: project.id,
       name: "Daily",
@@ -435,63 +539,88 @@ const checksumStatement = Effect.gen(function*() {
 })
 
 layer(server, { timeout: 600_000 })("fuzz", (it) => {
-  it.effect("arbitrary requests on every route: never a 5xx, every error a documented code, no row changed by a rejected request", () =>
-    Effect.gen(function*() {
-      const node = yield* NodeServer.NodeServer
-      const base = new URL(node.url)
-      const sql = yield* SqlClient.SqlClient
-      const s = yield* seedTenant(base)
-      const document = JSON.parse((yield* Effect.promise(() => send(base, { method: "GET", path: "/openapi.json", headers: {}, body: undefined }))).text) as {
-        paths: Record<string, Record<string, unknown>>
-      }
-      const routes = [
-        ...Object.entries(document.paths).flatMap(([path, methods]) =>
-          Object.keys(methods).filter((m) => m !== "parameters").map((m) => ({ method: m.toUpperCase(), path }))
-        ),
-        { method: "POST", path: "/mcp" },
-        { method: "GET", path: "/mcp" },
-        { method: "DELETE", path: "/mcp" },
-        { method: "GET", path: "/widget.js" },
-        { method: "GET", path: "/docs" },
-        { method: "GET", path: "/.well-known/oauth-protected-resource" }
-      ]
-      expect(routes.length).toBeGreaterThan(30)
-      expect(documented.has("INVALID_BODY") && documented.has("NOT_FOUND")).toBe(true)
-      const statement = yield* checksumStatement
-      const checksum = () => Effect.runPromise(sql.unsafe<{ sum: string }>(statement).pipe(Effect.map((r) => r[0]!.sum), Effect.orDie))
-      const tally = { sent: 0, rejected: 0, byStatus: new Map<number, number>() }
-      let before = yield* Effect.promise(checksum)
-      const property = fc.asyncProperty(requests(s, routes), async (sent) => {
-        const answer = await send(base, sent).catch((e: Error) => {
-          throw new Error(`${sent.method} ${sent.path.slice(0, 300)} ${JSON.stringify(sent.headers)} body ${
-            JSON.stringify(sent.body?.slice(0, 300))
-          }: ${e.message}`)
-        })
-        tally.sent++
-        tally.byStatus.set(answer.status, (tally.byStatus.get(answer.status) ?? 0) + 1)
-        const wrong = violation(sent.method, answer)
-        const after = await checksum()
-        const rejected = answer.status >= 400 || toolRefused(answer)
-        if (rejected) tally.rejected++
-        const changed = rejected && after !== before
-        before = after
-        if (wrong !== undefined || changed) {
-          throw new Error(`${sent.method} ${sent.path.slice(0, 300)} ${JSON.stringify(sent.headers)} body ${
-            JSON.stringify(sent.body?.slice(0, 500))
-          } → ${answer.status} ${answer.text.slice(0, 300)}: ${wrong ?? "a rejected request changed rows"}`)
+  it.effect(
+    "arbitrary requests on every route: never a 5xx, every error a documented code, no row changed by a rejected request",
+    () =>
+      Effect.gen(function*() {
+        const node = yield* NodeServer.NodeServer
+        const base = new URL(node.url)
+        const sql = yield* SqlClient.SqlClient
+        const s = yield* seedTenant(base)
+        const document = JSON.parse(
+          (yield* Effect.promise(() =>
+            send(base, { method: "GET", path: "/openapi.json", headers: {}, body: undefined })
+          )).text
+        ) as {
+          paths: Record<string, Record<string, unknown>>
         }
-      })
-      const details = yield* Effect.promise(() =>
-        fc.check(property, { seed, numRuns: runs, interruptAfterTimeLimit: seconds * 1000, markInterruptAsFailure: false, endOnFailure: true })
-      )
-      if (details.failed) {
-        // fast-check's own report prints the whole counterexample (bodies of 70 KB): keep it short.
-        const message = details.errorInstance instanceof Error ? details.errorInstance.message : String(details.errorInstance)
-        throw new Error(`fuzz failed (seed ${seed}, path ${details.counterexample === null ? "?" : details.counterexamplePath}): ${message.slice(0, 1500)}`)
-      }
-      const statuses = [...tally.byStatus.entries()].sort(([a], [b]) => a - b).map(([k, v]) => `${k}:${v}`).join(" ")
-      console.log(`fuzz: ${tally.sent} requests (seed ${seed}), ${tally.rejected} rejected; statuses ${statuses}`)
-      expect(tally.sent).toBeGreaterThan(100)
-      expect(tally.sent - tally.rejected).toBeGreaterThan(0)
-    }), (seconds + 60) * 1000)
+        const routes = [
+          ...Object.entries(document.paths).flatMap(([path, methods]) =>
+            Object.keys(methods).filter((m) => m !== "parameters").map((m) => ({ method: m.toUpperCase(), path }))
+          ),
+          { method: "POST", path: "/mcp" },
+          { method: "GET", path: "/mcp" },
+          { method: "DELETE", path: "/mcp" },
+          { method: "GET", path: "/widget.js" },
+          { method: "GET", path: "/docs" },
+          { method: "GET", path: "/.well-known/oauth-protected-resource" }
+        ]
+        expect(routes.length).toBeGreaterThan(30)
+        expect(documented.has("INVALID_BODY") && documented.has("NOT_FOUND")).toBe(true)
+        const statement = yield* checksumStatement
+        const checksum = () =>
+          Effect.runPromise(sql.unsafe<{ sum: string }>(statement).pipe(Effect.map((r) => r[0]!.sum), Effect.orDie))
+        const tally = { sent: 0, rejected: 0, byStatus: new Map<number, number>() }
+        let before = yield* Effect.promise(checksum)
+        const property = fc.asyncProperty(requests(s, routes), async (sent) => {
+          const answer = await send(base, sent).catch((e: Error) => {
+            throw new Error(
+              `${sent.method} ${sent.path.slice(0, 300)} ${JSON.stringify(sent.headers)} body ${
+                JSON.stringify(sent.body?.slice(0, 300))
+              }: ${e.message}`
+            )
+          })
+          tally.sent++
+          tally.byStatus.set(answer.status, (tally.byStatus.get(answer.status) ?? 0) + 1)
+          const wrong = violation(sent.method, answer)
+          const after = await checksum()
+          const rejected = answer.status >= 400 || toolRefused(answer)
+          if (rejected) tally.rejected++
+          const changed = rejected && after !== before
+          before = after
+          if (wrong !== undefined || changed) {
+            throw new Error(
+              `${sent.method} ${sent.path.slice(0, 300)} ${JSON.stringify(sent.headers)} body ${
+                JSON.stringify(sent.body?.slice(0, 500))
+              } → ${answer.status} ${answer.text.slice(0, 300)}: ${wrong ?? "a rejected request changed rows"}`
+            )
+          }
+        })
+        const details = yield* Effect.promise(() =>
+          fc.check(property, {
+            seed,
+            numRuns: runs,
+            interruptAfterTimeLimit: seconds * 1000,
+            markInterruptAsFailure: false,
+            endOnFailure: true
+          })
+        )
+        if (details.failed) {
+          // fast-check's own report prints the whole counterexample (bodies of 70 KB): keep it short.
+          const message = details.errorInstance instanceof Error
+            ? details.errorInstance.message
+            : String(details.errorInstance)
+          throw new Error(
+            `fuzz failed (seed ${seed}, path ${details.counterexample === null ? "?" : details.counterexamplePath}): ${
+              message.slice(0, 1500)
+            }`
+          )
+        }
+        const statuses = [...tally.byStatus.entries()].sort(([a], [b]) => a - b).map(([k, v]) => `${k}:${v}`).join(" ")
+        console.log(`fuzz: ${tally.sent} requests (seed ${seed}), ${tally.rejected} rejected; statuses ${statuses}`)
+        expect(tally.sent).toBeGreaterThan(100)
+        expect(tally.sent - tally.rejected).toBeGreaterThan(0)
+      }),
+    (seconds + 60) * 1000
+  )
 })

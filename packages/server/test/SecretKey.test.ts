@@ -38,21 +38,25 @@ describe("SecretKey", () => {
       rmSync(dir, { recursive: true, force: true })
     }))
 
-  it("`streaks serve` with DATABASE_URL and no STREAKS_SECRET_KEY exits non-zero with the reason, before connecting", () => {
-    const { STREAKS_SECRET_KEY: _, ...env } = process.env
-    const started = Date.now()
-    const run = spawnSync(process.execPath, ["--import", "tsx", "src/bin.ts", "serve"], {
-      cwd: root,
-      // Nothing listens on port 1: a connection attempt would fail with another message.
-      env: { ...env, DATABASE_URL: "postgres://postgres@127.0.0.1:1/none", PORT: "18787" },
-      encoding: "utf8",
-      timeout: 60_000
-    })
-    const output = run.stdout + run.stderr
-    assert.notStrictEqual(run.status, 0)
-    assert.notStrictEqual(run.status, null)
-    assert.match(output, /STREAKS_SECRET_KEY is not set, and DATABASE_URL is/)
-    assert.notMatch(output, /ECONNREFUSED|connect/i)
-    assert.isBelow(Date.now() - started, 60_000)
-  }, 90_000)
+  it(
+    "`streaks serve` with DATABASE_URL and no STREAKS_SECRET_KEY exits non-zero with the reason, before connecting",
+    () => {
+      const { STREAKS_SECRET_KEY: _, ...env } = process.env
+      const started = Date.now()
+      const run = spawnSync(process.execPath, ["--import", "tsx", "src/bin.ts", "serve"], {
+        cwd: root,
+        // Nothing listens on port 1: a connection attempt would fail with another message.
+        env: { ...env, DATABASE_URL: "postgres://postgres@127.0.0.1:1/none", PORT: "18787" },
+        encoding: "utf8",
+        timeout: 60_000
+      })
+      const output = run.stdout + run.stderr
+      assert.notStrictEqual(run.status, 0)
+      assert.notStrictEqual(run.status, null)
+      assert.match(output, /STREAKS_SECRET_KEY is not set, and DATABASE_URL is/)
+      assert.notMatch(output, /ECONNREFUSED|connect/i)
+      assert.isBelow(Date.now() - started, 60_000)
+    },
+    90_000
+  )
 })

@@ -79,7 +79,11 @@ const http = (path: string, init: { method?: string; headers?: Record<string, st
     }))
 
 const admin = (path: string, body?: unknown, method?: string) =>
-  http(path, { headers: { "x-admin-token": ADMIN }, ...(body !== undefined ? { body } : {}), ...(method ? { method } : {}) })
+  http(path, {
+    headers: { "x-admin-token": ADMIN },
+    ...(body !== undefined ? { body } : {}),
+    ...(method ? { method } : {})
+  })
 
 const rest = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
   http(`/v1/api${path}`, { headers: { authorization: `Bearer ${token}` }, ...init })
@@ -120,7 +124,14 @@ const tenant = (name: string) =>
     })
     const experiment = yield* rest(token, `/programs/${program.body.id}/experiments`, { body: { holdoutPercent: 10 } })
     expect([workspace, project, program, apiKey, grant, mcp, hook, experiment].map((r) => r.status)).toEqual([
-      201, 201, 201, 201, 201, 201, 201, 201
+      201,
+      201,
+      201,
+      201,
+      201,
+      201,
+      201,
+      201
     ])
     expect([rotated.status, counted.status, viaWebhook.status]).toEqual([200, 202, 202])
     return {
@@ -151,7 +162,8 @@ const tenant = (name: string) =>
 type Tenant = Effect.Effect.Success<ReturnType<typeof tenant>>
 
 /** Which of `victim`'s identifiers appear in `text`. */
-const leaks = (text: string, victim: Tenant) => Object.entries(victim.ids).filter(([, id]) => text.includes(id)).map(([k]) => k)
+const leaks = (text: string, victim: Tenant) =>
+  Object.entries(victim.ids).filter(([, id]) => text.includes(id)).map(([k]) => k)
 
 /**
  * How to call each customer route on the victim's resources: path parameters, query and body. A
@@ -162,7 +174,10 @@ const probes = (victim: Tenant) => {
   return {
     "GET /v1/api/me": [{ path: "/me" }],
     "GET /v1/api/programs": [{ path: "/programs" }],
-    "POST /v1/api/programs/{programId}/events": [{ path: `/programs/${v.programId}/events`, body: { userHash: v.member } }],
+    "POST /v1/api/programs/{programId}/events": [{
+      path: `/programs/${v.programId}/events`,
+      body: { userHash: v.member }
+    }],
     "GET /v1/api/programs/{programId}/members/{userHash}": [{ path: `/programs/${v.programId}/members/${v.member}` }],
     "POST /v1/api/hooks": [{
       path: "/hooks",
@@ -178,7 +193,10 @@ const probes = (victim: Tenant) => {
       { path: `/reports/${r}` },
       { path: `/reports/${r}?programId=${v.programId}` }
     ]),
-    "POST /v1/api/programs/{programId}/experiments": [{ path: `/programs/${v.programId}/experiments`, body: { holdoutPercent: 20 } }],
+    "POST /v1/api/programs/{programId}/experiments": [{
+      path: `/programs/${v.programId}/experiments`,
+      body: { holdoutPercent: 20 }
+    }],
     "GET /v1/api/programs/{programId}/experiments/current": [{ path: `/programs/${v.programId}/experiments/current` }],
     "POST /v1/api/programs/{programId}/experiments/current/stop": [{
       path: `/programs/${v.programId}/experiments/current/stop`,
@@ -194,9 +212,18 @@ const standing = (victim: Tenant) =>
     const member = yield* rest(key, `/programs/${victim.ids.programId}/members/${victim.ids.member}`)
     const experiment = yield* rest(key, `/programs/${victim.ids.programId}/experiments/current`)
     const sql = yield* SqlClient.SqlClient
-    const hooks = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM streaks_subscriptions WHERE id = ${victim.ids.subscriptionId}`
-    const actions = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM streaks_actions WHERE program_id = ${victim.ids.programId}`
-    return { member: member.body, experiment: experiment.body?.experiment?.id ?? experiment.body?.id, hooks: hooks[0]!.n, actions: actions[0]!.n }
+    const hooks = yield* sql<
+      { n: number }
+    >`SELECT count(*)::int AS n FROM streaks_subscriptions WHERE id = ${victim.ids.subscriptionId}`
+    const actions = yield* sql<
+      { n: number }
+    >`SELECT count(*)::int AS n FROM streaks_actions WHERE program_id = ${victim.ids.programId}`
+    return {
+      member: member.body,
+      experiment: experiment.body?.experiment?.id ?? experiment.body?.id,
+      hooks: hooks[0]!.n,
+      actions: actions[0]!.n
+    }
   }).pipe(Effect.orDie)
 
 const connectMcp = (token: string) =>
@@ -205,7 +232,9 @@ const connectMcp = (token: string) =>
       Effect.promise(async () => {
         const client = new Client({ name: "probe", version: "1.0.0" })
         await client.connect(
-          new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), { requestInit: { headers: { authorization: `Bearer ${token}` } } })
+          new StreamableHTTPClientTransport(new URL(`${s.url}/mcp`), {
+            requestInit: { headers: { authorization: `Bearer ${token}` } }
+          })
         )
         return client
       }),
@@ -235,10 +264,14 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
             })
             calls++
             const leaked = leaks(reply.text, b)
-            if (leaked.length > 0) findings.push(`${kind} ${route} ${probe.path}: ${reply.status} shows ${leaked.join(", ")}`)
+            if (leaked.length > 0) {
+              findings.push(`${kind} ${route} ${probe.path}: ${reply.status} shows ${leaked.join(", ")}`)
+            }
             const targetsVictim = probe.path.includes(b.ids.programId) || probe.path.includes(b.ids.subscriptionId) ||
               (probe.body as { programId?: string } | undefined)?.programId === b.ids.programId
-            if (targetsVictim && reply.status < 400) findings.push(`${kind} ${route} ${probe.path}: answered ${reply.status}`)
+            if (targetsVictim && reply.status < 400) {
+              findings.push(`${kind} ${route} ${probe.path}: answered ${reply.status}`)
+            }
             if (kind === "mcp" && reply.status !== 401) findings.push(`mcp token on REST ${route}: ${reply.status}`)
             if (reply.status >= 500) findings.push(`${kind} ${route} ${probe.path}: ${reply.status} ${reply.text}`)
           }
@@ -249,7 +282,9 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
         const client = yield* connectMcp(token)
         const { tools } = yield* Effect.promise(() => client.listTools())
         for (const tool of tools) {
-          const properties = Object.keys((tool.inputSchema as { properties?: Record<string, unknown> }).properties ?? {})
+          const properties = Object.keys(
+            (tool.inputSchema as { properties?: Record<string, unknown> }).properties ?? {}
+          )
           const args: Record<string, unknown> = {}
           if (properties.includes("programId")) args["programId"] = b.ids.programId
           if (properties.includes("userHash")) args["userHash"] = b.ids.member
@@ -258,7 +293,9 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
           const text = JSON.stringify(result)
           const leaked = leaks(text, b)
           if (leaked.length > 0) findings.push(`${kind} MCP ${tool.name}: shows ${leaked.join(", ")}`)
-          if (properties.includes("programId") && result["isError"] !== true) findings.push(`${kind} MCP ${tool.name}: no error on B's program`)
+          if (properties.includes("programId") && result["isError"] !== true) {
+            findings.push(`${kind} MCP ${tool.name}: no error on B's program`)
+          }
         }
       }
       expect(findings).toEqual([])

@@ -30,9 +30,14 @@ const lockHeld = (table: string) =>
   )
 
 /** The service's pool (`PgConnection.layerUrl`) on the test database, with `options`. */
-const servicePool = <A, E>(options: PgConnection.PoolOptions, use: Effect.Effect<A, E, SqlClient.SqlClient | Ports.Outbox>) =>
-  Effect.flatMap(PgTest.url, (url) =>
-    Effect.provide(use, PgStorage.layer().pipe(Layer.provideMerge(PgConnection.layerUrl(url, options)))))
+const servicePool = <A, E>(
+  options: PgConnection.PoolOptions,
+  use: Effect.Effect<A, E, SqlClient.SqlClient | Ports.Outbox>
+) =>
+  Effect.flatMap(
+    PgTest.url,
+    (url) => Effect.provide(use, PgStorage.layer().pipe(Layer.provideMerge(PgConnection.layerUrl(url, options))))
+  )
 
 const elapsed = <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.gen(function*() {
@@ -61,11 +66,14 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the service's pool", (it) => {
     }))
 
   it.scoped("the default statement timeout is five seconds", () =>
-    servicePool({}, Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const rows = yield* sql<{ statement_timeout: string }>`SHOW statement_timeout`
-      assert.strictEqual(rows[0]?.statement_timeout, "5s")
-    })))
+    servicePool(
+      {},
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const rows = yield* sql<{ statement_timeout: string }>`SHOW statement_timeout`
+        assert.strictEqual(rows[0]?.statement_timeout, "5s")
+      })
+    ))
 
   it.scoped("migrations wait for another replica's run longer than the statement timeout", () =>
     Effect.gen(function*() {
@@ -79,7 +87,10 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the service's pool", (it) => {
       })
       const release = Effect.promise(() => other.query("COMMIT").then(() => other.end()))
       const migrated = yield* Effect.fork(
-        Effect.provide(Migrations.run({ prefix: "waits_" }), PgConnection.layerUrl(url, { statementTimeout: "500 millis" }))
+        Effect.provide(
+          Migrations.run({ prefix: "waits_" }),
+          PgConnection.layerUrl(url, { statementTimeout: "500 millis" })
+        )
       )
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1500)))
       yield* release

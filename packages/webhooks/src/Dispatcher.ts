@@ -128,7 +128,8 @@ export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], n
           else yield* lost(message)
           return
         }
-        if (yield* outbox.reschedule(held, attempt, new Date(now.getTime() + Duration.toMillis(delay.value)))) tally.retrying++
+        const next = new Date(now.getTime() + Duration.toMillis(delay.value))
+        if (yield* outbox.reschedule(held, attempt, next)) tally.retrying++
         else yield* lost(message)
       })
 

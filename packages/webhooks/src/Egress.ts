@@ -17,7 +17,11 @@ import type { LookupAddress, LookupAllOptions, LookupOneOptions } from "node:dns
 export type Lookup = (
   hostname: string,
   options: LookupOneOptions | LookupAllOptions,
-  callback: (error: NodeJS.ErrnoException | null, address: string | ReadonlyArray<LookupAddress>, family?: number) => void
+  callback: (
+    error: NodeJS.ErrnoException | null,
+    address: string | ReadonlyArray<LookupAddress>,
+    family?: number
+  ) => void
 ) => void
 
 export interface Options {
@@ -93,7 +97,9 @@ export const layerHostResolver = (lookup: Lookup = systemLookup): Layer.Layer<Su
     resolve: (host) =>
       Effect.async<Option.Option<ReadonlyArray<string>>>((resume) =>
         lookup(host, { all: true }, (error, found) => {
-          if (error === null) return resume(Effect.succeed(Option.some((found as ReadonlyArray<LookupAddress>).map((a) => a.address))))
+          if (error === null) {
+            return resume(Effect.succeed(Option.some((found as ReadonlyArray<LookupAddress>).map((a) => a.address))))
+          }
           resume(Effect.succeed(noSuchName.has(error.code ?? "") ? Option.some([]) : Option.none()))
         })
       )

@@ -99,4 +99,3 @@ export const send = (request: Request): Effect.Effect<Attempt, never, HttpClient
       outcome: RetryPolicy.classify(response.status)
     } satisfies Attempt
   })
-

@@ -115,7 +115,11 @@ describe("Dispatcher", () => {
       const [pass, other] = yield* sideBySide(yield* Dispatcher.make(short), yield* Dispatcher.make(short))
       assert.strictEqual(pass.delivered + other, 6)
       assert.isAbove(pass.delivered, 1, "renewed past its first lease")
-      assert.deepStrictEqual(messages.map((m) => receiver.seen.get(m.id)), messages.map(() => 1), "each message sent once")
+      assert.deepStrictEqual(
+        messages.map((m) => receiver.seen.get(m.id)),
+        messages.map(() => 1),
+        "each message sent once"
+      )
       assert.isTrue(yield* allDelivered(messages))
     }).pipe(Effect.provide(storage), Effect.provide(NodeHttpClient.layerUndici)))
 })

@@ -39,7 +39,9 @@ const rebound: Egress.Lookup = (_hostname, options, callback) =>
 
 const secret = Signature.generateSecret()
 const send = (url: string, client: Layer.Layer<HttpClient.HttpClient>) =>
-  Sender.send({ url, id: "msg_e", body: "{}", secret, now: new Date(), timeout: "3 seconds" }).pipe(Effect.provide(client))
+  Sender.send({ url, id: "msg_e", body: "{}", secret, now: new Date(), timeout: "3 seconds" }).pipe(
+    Effect.provide(client)
+  )
 
 describe("Egress", () => {
   it.scopedLive("a literal loopback address is refused before connecting; the error says why", () =>
@@ -77,10 +79,20 @@ describe("Egress", () => {
         callback(null, [{ address: "10.0.0.1", family: 4 }, { address: "93.184.216.34", family: 4 }])
       const guarded = Egress.publicOnly(two)
       const one = yield* Effect.async<string>((resume) =>
-        guarded("mixed.example", {}, (error, address) => resume(error === null ? Effect.succeed(String(address)) : Effect.die(error))))
+        guarded(
+          "mixed.example",
+          {},
+          (error, address) => resume(error === null ? Effect.succeed(String(address)) : Effect.die(error))
+        )
+      )
       assert.strictEqual(one, "93.184.216.34")
       const refused = yield* Effect.async<string>((resume) =>
-        Egress.publicOnly(rebound)("rebound.example", { all: true }, (error) => resume(Effect.succeed(error?.message ?? ""))))
+        Egress.publicOnly(rebound)(
+          "rebound.example",
+          { all: true },
+          (error) => resume(Effect.succeed(error?.message ?? ""))
+        )
+      )
       assert.match(refused, /not a public internet address/)
     }))
 })

@@ -150,8 +150,14 @@ describe("Sender", () => {
     Effect.gen(function*() {
       const r = yield* receiver(() => {})
       const started = Date.now()
-      const attempt = yield* Sender.send({ url: r.url, id: "msg_a", body, secret, now: new Date(), headersTimeout: "300 millis" })
-        .pipe(Effect.provide(NodeHttpClient.layerUndici))
+      const attempt = yield* Sender.send({
+        url: r.url,
+        id: "msg_a",
+        body,
+        secret,
+        now: new Date(),
+        headersTimeout: "300 millis"
+      }).pipe(Effect.provide(NodeHttpClient.layerUndici))
       assert.strictEqual(attempt.error, "timeout")
       assert.isBelow(Date.now() - started, 3_000)
     }))
