@@ -343,7 +343,7 @@ const planOne = (
   const before: KeyState = group.states.get(name) ?? {
     key: loaded.streak.key,
     row: loaded.streak.row,
-    achieved: new Set(loaded.streak.achieved),
+    achieved: loaded.streak.achieved.length === 0 ? noneAchieved : new Set(loaded.streak.achieved),
     added: [],
     changed: false
   }
@@ -365,8 +365,9 @@ const planOne = (
   }
 
   const counted = c.promote ? liveProgram(program) : program
-  const streakNow = Streak.evaluate(next, now, zone)
-  const crossed = Streak.newlyCrossed(counted.milestones, streakNow.current, before.achieved)
+  // Milestones are judged on the streak as it stands at receipt; a program without any skips that.
+  const streakNow = counted.milestones.length === 0 ? undefined : Streak.evaluate(next, now, zone)
+  const crossed = streakNow === undefined ? [] : Streak.newlyCrossed(counted.milestones, streakNow.current, before.achieved)
   const achievements = crossed.map((m) =>
     unsafeMake(Achievement, {
       projectId: before.key.projectId,
@@ -377,14 +378,14 @@ const planOne = (
       achievedAt: now
     })
   )
-  const subject: OutboundEvents.Subject = {
+  const subject: OutboundEvents.Subject | undefined = crossed.length === 0 ? undefined : {
     project,
     program: counted,
     userHash,
     ledger: c.ledger,
-    streak: { current: streakNow.current, best: streakNow.best }
+    streak: { current: streakNow!.current, best: streakNow!.best }
   }
-  const outbox = crossed.length === 0 || !heard(subject, group.audience)
+  const outbox = subject === undefined || !heard(subject, group.audience)
     ? []
     : crossed.flatMap(OutboundEvents.milestoneEvents).flatMap((event) =>
       (group.audience!.subscriptions.get(counted.id) ?? [])
@@ -410,6 +411,8 @@ const planOne = (
     record: record(true)
   }
 }
+
+const noneAchieved: ReadonlySet<string> = new Set()
 
 const liveProgram = (program: Program): Program =>
   program.status === "live" ? program : new Program({ ...program, status: "live" })
