@@ -7,6 +7,7 @@ import { Aliases, Errors, EventInput, Finished, Ids, Ingest, StateQuery } from "
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"
 import { statusOf } from "./Api.js"
 import * as Cors from "./Cors.js"
+import * as RateLimit from "./RateLimit.js"
 import { RateLimiter } from "./RateLimit.js"
 
 /** What one request tells a door besides its body. */
@@ -51,13 +52,13 @@ const settle = <A, R>(
       onFailure: (cause) => failureAnswer(runtime, cause, headers())
     }))
 
-const rateLimit = (limiter: RateLimiter["Type"], kind: "ip" | "site", key: string) =>
-  Effect.flatMap(limiter.take(kind, key), (d) =>
-    d.allowed ? Effect.void : Effect.fail(new Errors.RateLimited({ retryAfterSeconds: d.retryAfterSeconds })))
-
-/** Limits of `/v1/e` and `/v1/alias` (CONTRACT §2 step 4): per IP, then per site. */
-const limited = (limiter: RateLimiter["Type"], ip: string, siteKey: string) =>
-  Effect.zipRight(rateLimit(limiter, "ip", ip), rateLimit(limiter, "site", siteKey))
+/** Whether a door's failure is a failed authentication (it spends the IP's budget, not the site's). */
+const authenticated = <A>(exit: Exit.Exit<A, { readonly code?: string } | unknown>): boolean => {
+  if (Exit.isSuccess(exit)) return true
+  const error = Cause.failureOption(exit.cause)
+  const code = Option.isSome(error) ? (error.value as { readonly code?: string }).code : undefined
+  return code === undefined || !RateLimit.authenticationFailures.has(code)
+}
 
 /** The door's headers, with `Deprecation: true` when the deprecated no-origin mode let the call through. */
 const withDeprecation = (headers: Record<string, string>, deprecated: boolean): Record<string, string> =>
@@ -79,7 +80,11 @@ export const ingestCallback = (
 ): void => {
   const service = Context.get(runtime.context, Ingest.Ingest)
   const run = Finished.runner(runtime)
-  const record = (input: Ingest.RecordInput) => run(service.record(input), answer)
+  const record = (input: Ingest.RecordInput, spend?: (exit: Exit.Exit<unknown, unknown>) => void) =>
+    run(service.record(input), (exit) => {
+      spend?.(exit)
+      answer(exit)
+    })
   let cors: Record<string, string> = {}
   const answer = (exit: Exit.Exit<Ingest.IngestAnswer, Ingest.RecordError | Errors.StorageError>) =>
     onExit(
@@ -92,9 +97,16 @@ export const ingestCallback = (
     const project = found.value
     if (door === "server") return record({ project, action, auth: { door, serverToken: facts.serverToken } })
     if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
-    run(limited(Context.get(runtime.context, RateLimiter), facts.ip, project.siteKey), (allowed) => {
+    // Limits of CONTRACT §2 step 4: the IP's, then the site's budget, which only callers that pass
+    // the door's authentication spend (a failing caller spends its own IP's failures).
+    const limiter = Context.get(runtime.context, RateLimiter)
+    const limits = { ip: facts.ip, siteKey: project.siteKey }
+    run(RateLimit.beforePublicDoor(limiter, limits), (allowed) => {
       if (Exit.isFailure(allowed)) return onExit(failureAnswer(runtime, allowed.cause, cors))
-      record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } })
+      record(
+        { project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } },
+        (exit) => run(RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(exit) }), () => {})
+      )
     })
   })
 }
@@ -217,8 +229,11 @@ export const alias = (
     const work = Effect.gen(function*() {
       const project = yield* ingestService.resolveProject(body.siteKey)
       if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
-      yield* limited(limiter, facts.ip, project.siteKey)
-      yield* aliases.linkWithToken(body)
+      const limits = { ip: facts.ip, siteKey: project.siteKey }
+      yield* RateLimit.beforePublicDoor(limiter, limits)
+      const linked = yield* Effect.exit(aliases.linkWithToken(body))
+      yield* RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(linked) })
+      return yield* linked
     })
     return yield* settle(
       work,

@@ -132,6 +132,18 @@ layer(testServer({ rateLimit: { ipPerSecond: 10_000, sitePerSecond: 1 } }), { ti
         expect((yield* getState(t, "m-3")).body.streak.current).toBe(0)
       }))
 
+    it.effect("failed authentications do not spend the site's budget: refused origins first, then the widget still counts", () =>
+      Effect.gen(function*() {
+        const t = yield* tenant()
+        // Anyone may hold the public siteKey; calls that fail the door's auth spend their IP's failures.
+        for (let i = 0; i < 6; i++) {
+          expectError(yield* browserEvent(t, { userHash: `x-${i}` }, "https://evil.example.net"), 403, "FORBIDDEN_ORIGIN")
+        }
+        expect((yield* browserEvent(t, { userHash: "real-1" })).status).toBe(202)
+        expect((yield* browserEvent(t, { userHash: "real-2" })).status).toBe(202)
+        expectError(yield* browserEvent(t, { userHash: "real-3" }), 429, "RATE_LIMITED")
+      }))
+
     it.effect("RATE_LIMITED: after Retry-After the site may send again", () =>
       Effect.gen(function*() {
         const t = yield* tenant()
