@@ -40,12 +40,16 @@ export const open = async (): Promise<Database> => {
   const parent = mkdtempSync(join(tmpdir(), "streaks-bench-pg-"))
   const dataDir = join(parent, "pg")
   const info = await Effect.runPromise(
-    Scope.extend(EmbeddedPostgres.make({ dataDir, persistent: false, postgresFlags: ["-c", "max_connections=200"] }), scope)
+    Scope.extend(
+      EmbeddedPostgres.make({ dataDir, persistent: false, postgresFlags: ["-c", "max_connections=200"] }),
+      scope
+    )
   )
   return {
     url: Redacted.value(info.url),
     description: `embedded PostgreSQL (throwaway cluster on port ${info.port})`,
     // The cluster removes its own folder; the one made for it goes too.
-    close: () => Effect.runPromise(Scope.close(scope, Exit.void)).finally(() => rmSync(parent, { recursive: true, force: true }))
+    close: () =>
+      Effect.runPromise(Scope.close(scope, Exit.void)).finally(() => rmSync(parent, { recursive: true, force: true }))
   }
 }

@@ -2,7 +2,7 @@
  * The database state the ingest and state rounds start from (`populate`), put back before each
  * ingest round (`rewind`), and the traffic mix it is filled for (`Mix`).
  */
-import pg from "pg"
+import type pg from "pg"
 
 export const MEMBERS = 100_000
 export const PROGRAMS = 5
@@ -66,8 +66,10 @@ export interface Program {
  * within one run.
  */
 export const checkpoint = (client: pg.Client) =>
-  client.query("checkpoint").then(() => undefined, (e: Error) =>
-    console.log(`# no checkpoint (${e.message}): full-page images left to chance`))
+  client.query("checkpoint").then(
+    () => undefined,
+    (e: Error) => console.log(`# no checkpoint (${e.message}): full-page images left to chance`)
+  )
 
 /**
  * `BENCH_STEADY=1`: after each ingest round's checkpoint, every page of the streaks table pays its
@@ -157,7 +159,9 @@ export const rewind = async (client: pg.Client, programs: ReadonlyArray<Program>
     [programs.map((p) => p.id), programs.map((p) => p.reached)]
   )
   if (mix.crossingPercent > 0) {
-    await client.query("delete from streaks_achievements where milestone_id = any($1::text[])", [programs.map((p) => p.next)])
+    await client.query("delete from streaks_achievements where milestone_id = any($1::text[])", [
+      programs.map((p) => p.next)
+    ])
   }
   const tables = ["streaks_activity_days", "streaks_actions", "bench_daily_activity"]
   if (mix.tz) tables.push("streaks_members")

@@ -96,7 +96,10 @@ const write = async (batch: ReadonlyArray<Waiting>) => {
         and a.user_hash = k.u and a.event = k.e and a.day = current_date for update) a`
     )
     if (batchUs > 0) spin(batchUs * batch.length)
-    await client.query({ ...upsert, values: [siteKeys, userHashes, events, rows.map((r) => r.count), pgRows * batch.length] })
+    await client.query({
+      ...upsert,
+      values: [siteKeys, userHashes, events, rows.map((r) => r.count), pgRows * batch.length]
+    })
     await client.query("commit")
   } catch (e) {
     await client.query("rollback").catch(() => undefined)

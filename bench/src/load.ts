@@ -45,7 +45,11 @@ export interface Outcome {
 
 export interface Generator {
   readonly name: string
-  readonly run: (url: string, traffic: Traffic, options: { readonly connections: number; readonly seconds: number }) => Promise<Outcome>
+  readonly run: (
+    url: string,
+    traffic: Traffic,
+    options: { readonly connections: number; readonly seconds: number }
+  ) => Promise<Outcome>
 }
 
 const rand = (n: number) => Math.floor(Math.random() * n)
@@ -60,7 +64,8 @@ const draw = (traffic: Traffic) => {
   const member = `m${rand(traffic.members)}`
   const event = `e${rand(traffic.events)}`
   const key = `${runPrefix}-${++sent}`
-  const fill = (template: string) => template.replace("{member}", member).replace("{event}", event).replace("{key}", key)
+  const fill = (template: string) =>
+    template.replace("{member}", member).replace("{event}", event).replace("{key}", key)
   return { path: fill(traffic.path), ...(traffic.body !== undefined ? { body: fill(traffic.body) } : {}) }
 }
 
@@ -104,7 +109,9 @@ const luaString = (s: string) => {
  */
 const script = (traffic: Traffic) => `
 math.randomseed(${rand(2 ** 31)})
-local method, path, body = ${luaString(traffic.method)}, ${luaString(traffic.path)}, ${traffic.body === undefined ? "nil" : luaString(traffic.body)}
+local method, path, body = ${luaString(traffic.method)}, ${luaString(traffic.path)}, ${
+  traffic.body === undefined ? "nil" : luaString(traffic.body)
+}
 local headers = {}
 ${Object.entries(traffic.headers).map(([k, v]) => `headers[ ${luaString(k)} ] = ${luaString(v)}`).join("\n")}
 local prefix, sent = ${luaString(prefix())}, 0
@@ -140,7 +147,12 @@ export const wrk: Generator = {
       // servers. The shell reads its own children's CPU time (wrk's, once waited for) from /proc.
       const args = ["-t1", `-c${connections}`, `-d${seconds}s`, "--timeout", "10s", "-s", file, url]
       const output = await new Promise<string>((ok, fail) => {
-        const child = spawn("sh", ["-c", 'wrk "$@" || exit $?; read -r stat < /proc/$$/stat; echo "STAT $stat"', "sh", ...args], {
+        const child = spawn("sh", [
+          "-c",
+          "wrk \"$@\" || exit $?; read -r stat < /proc/$$/stat; echo \"STAT $stat\"",
+          "sh",
+          ...args
+        ], {
           stdio: ["ignore", "pipe", "inherit"]
         })
         let out = ""

@@ -54,7 +54,9 @@ export interface Result {
    */
   readonly walBytes: number
   /** With `BENCH_WAL`: the run's WAL records per request by type (and full-page image bytes). */
-  readonly walRecords?: ReadonlyArray<{ readonly type: string; readonly perReq: number; readonly bytes: number; readonly fpiBytes: number }>
+  readonly walRecords?: ReadonlyArray<
+    { readonly type: string; readonly perReq: number; readonly bytes: number; readonly fpiBytes: number }
+  >
   /** With `BENCH_BUFFERS`: pages read into shared buffers per request, in all and by relation. */
   readonly bufferReads?: { readonly perReq: number; readonly byRelation: ReadonlyArray<readonly [string, number]> }
   /** With `BENCH_TAIL` and wrk: the latency at each of `tailPercentiles`, milliseconds. */
@@ -90,8 +92,20 @@ interface Tally {
 }
 
 const tally = (): Tally => ({
-  requests: 0, seconds: 0, errors: 0, non2xx: 0, outcomes: [], latencies: new Map(), loadCpu: 0, serverCpu: 0,
-  dbCpu: 0, idleTicks: 0, ticks: 0, wal: 0, rss: 0, walRecords: new Map()
+  requests: 0,
+  seconds: 0,
+  errors: 0,
+  non2xx: 0,
+  outcomes: [],
+  latencies: new Map(),
+  loadCpu: 0,
+  serverCpu: 0,
+  dbCpu: 0,
+  idleTicks: 0,
+  ticks: 0,
+  wal: 0,
+  rss: 0,
+  walRecords: new Map()
 })
 
 /**
@@ -105,7 +119,9 @@ export const make = (db: pg.Client, options: Options) => {
   /** Runs the load on `target` for `seconds`, adding what it cost to `into`. */
   const measureSlice = async (target: Target, seconds: number, into: Tally): Promise<void> => {
     const { pid } = target
-    const sampler = pid === undefined ? undefined : setInterval(() => (into.rss = Math.max(into.rss, Meters.rssOf(pid))), 250)
+    const sampler = pid === undefined
+      ? undefined
+      : setInterval(() => (into.rss = Math.max(into.rss, Meters.rssOf(pid))), 250)
     const cpuBefore = pid === undefined ? 0 : Meters.cpuOf(pid)
     const dbBefore = Meters.postgresCpu()
     const ticksBefore = Meters.machineTicks()
@@ -127,10 +143,16 @@ export const make = (db: pg.Client, options: Options) => {
     into.loadCpu += r.cpuSeconds
     into.outcomes.push(r)
     if (options.sliceLog) {
-      console.log(`# slice ${started}–${Date.now()} ${target.name}: ${Math.round(r.requests / r.seconds)} requests/s, ` +
-        `p50 ${r.p50} ms, p99 ${r.p99} ms, ${Math.round((walAfter - walBefore) / r.requests)} bytes of WAL per request`)
+      console.log(
+        `# slice ${started}–${Date.now()} ${target.name}: ${Math.round(r.requests / r.seconds)} requests/s, ` +
+          `p50 ${r.p50} ms, p99 ${r.p99} ms, ${
+            Math.round((walAfter - walBefore) / r.requests)
+          } bytes of WAL per request`
+      )
     }
-    for (const [micros, count] of r.latencies ?? []) into.latencies.set(micros, (into.latencies.get(micros) ?? 0) + count)
+    for (const [micros, count] of r.latencies ?? []) {
+      into.latencies.set(micros, (into.latencies.get(micros) ?? 0) + count)
+    }
     if (options.walByType) {
       // Read at once: the segments are recycled after the next checkpoint. Per one request, that is
       // the slice's own counts; the target's requests divide their sums in `resultOf`.
@@ -140,7 +162,11 @@ export const make = (db: pg.Client, options: Options) => {
       })
       for (const w of records) {
         const sum = into.walRecords.get(w.type) ?? { count: 0, bytes: 0, fpiBytes: 0 }
-        into.walRecords.set(w.type, { count: sum.count + w.perReq, bytes: sum.bytes + w.bytes, fpiBytes: sum.fpiBytes + w.fpiBytes })
+        into.walRecords.set(w.type, {
+          count: sum.count + w.perReq,
+          bytes: sum.bytes + w.bytes,
+          fpiBytes: sum.fpiBytes + w.fpiBytes
+        })
       }
     }
   }
@@ -165,13 +191,20 @@ export const make = (db: pg.Client, options: Options) => {
       ...(options.walByType
         ? {
           walRecords: [...t.walRecords]
-            .map(([type, w]) => ({ type, perReq: w.count / requests, bytes: w.bytes / requests, fpiBytes: w.fpiBytes / requests }))
+            .map(([type, w]) => ({
+              type,
+              perReq: w.count / requests,
+              bytes: w.bytes / requests,
+              fpiBytes: w.fpiBytes / requests
+            }))
             .filter((w) => w.perReq >= 0.01)
             .sort((a, b) => b.bytes + b.fpiBytes - (a.bytes + a.fpiBytes))
         }
         : {}),
       ...(bufferReads !== undefined ? { bufferReads } : {}),
-      ...(options.tail && t.latencies.size > 0 ? { tail: tailPercentiles.map((p) => Load.percentileOf(t.latencies, p)) } : {}),
+      ...(options.tail && t.latencies.size > 0
+        ? { tail: tailPercentiles.map((p) => Load.percentileOf(t.latencies, p)) }
+        : {}),
       ...(target.pid !== undefined ? { rssMb: Math.round(t.rss), cpuMs: (t.serverCpu * 1000) / requests } : {})
     }
   }
@@ -189,7 +222,9 @@ export const make = (db: pg.Client, options: Options) => {
     if (readsBefore === undefined) return resultOf(target, t)
     await new Promise((ok) => setTimeout(ok, 11_000))
     const requests = Math.max(1, t.requests)
-    const perReq = [...await Meters.bufferReads(db)].map(([name, n]) => [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const)
+    const perReq = [...await Meters.bufferReads(db)].map(([name, n]) =>
+      [name, (n - (readsBefore.get(name) ?? 0)) / requests] as const
+    )
     return resultOf(target, t, {
       perReq: perReq.find(([name]) => name === "(all)")?.[1] ?? 0,
       byRelation: perReq.filter(([name, n]) => name !== "(all)" && n >= 0.01).sort((a, b) => b[1] - a[1])
@@ -201,7 +236,11 @@ export const make = (db: pg.Client, options: Options) => {
    * of each in slices taken in turn, so that every target meets the host's slow and fast moments
    * alike. The round's first target is rotated from round to round.
    */
-  const interleaved = async (targets: ReadonlyArray<Target>, round: number, fresh: () => Promise<void>): Promise<Array<Result>> => {
+  const interleaved = async (
+    targets: ReadonlyArray<Target>,
+    round: number,
+    fresh: () => Promise<void>
+  ): Promise<Array<Result>> => {
     const order = targets.map((_, i) => targets[(i + round - 1) % targets.length]!)
     await fresh()
     for (const target of order) await generate(target, options.warmup)

@@ -3,7 +3,7 @@
  * /proc), Postgres's WAL position and records, and the pages read into its shared buffers.
  */
 import { readdirSync, readFileSync } from "node:fs"
-import pg from "pg"
+import type pg from "pg"
 
 /** A process's resident set size now, MB (from /proc). */
 export const rssOf = (pid: number): number => {

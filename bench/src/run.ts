@@ -53,7 +53,9 @@ const NODE_FLAGS = flagsOf(process.env.BENCH_NODE_FLAGS)
  * `BENCH_AGAINST_FLAGS` gives the other build node flags of its own instead of `BENCH_NODE_FLAGS`:
  * with `BENCH_AGAINST=packages/server/dist/bin.mjs`, an A/B of node flags on one build.
  */
-const AGAINST_FLAGS = process.env.BENCH_AGAINST_FLAGS === undefined ? NODE_FLAGS : flagsOf(process.env.BENCH_AGAINST_FLAGS)
+const AGAINST_FLAGS = process.env.BENCH_AGAINST_FLAGS === undefined
+  ? NODE_FLAGS
+  : flagsOf(process.env.BENCH_AGAINST_FLAGS)
 /** `BENCH_PROFILE=dir` writes a V8 CPU profile of the streaks server into `dir` when it stops. */
 const PROFILE = process.env.BENCH_PROFILE
 /**
@@ -89,7 +91,12 @@ const STEADY = process.env.BENCH_STEADY !== undefined
 /** `BENCH_TZ`, `BENCH_CROSSING`, `BENCH_IDEMPOTENCY`: what the actions do besides extending a run (`Fill.Mix`). */
 const MIX = Fill.mixOf(process.env)
 
-const start = (file: string, env: Record<string, string>, args: Array<string> = [], flags: Array<string> = []): ChildProcess =>
+const start = (
+  file: string,
+  env: Record<string, string>,
+  args: Array<string> = [],
+  flags: Array<string> = []
+): ChildProcess =>
   spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
@@ -162,15 +169,22 @@ const main = async () => {
       walByType,
       buffers: BUFFERS
     })
-    console.log(`# Streaks benchmark — ${GENERATOR.name}, ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`)
-    console.log(SLICE > 0
-      ? `# each round's runs interleaved in slices of ${SLICE} s (BENCH_SLICE=0: whole runs, one after another)`
-      : "# each round's runs whole, one after another")
+    console.log(
+      `# Streaks benchmark — ${GENERATOR.name}, ${CONNECTIONS} connections, ${DURATION} s after ${WARMUP} s warm-up`
+    )
+    console.log(
+      SLICE > 0
+        ? `# each round's runs interleaved in slices of ${SLICE} s (BENCH_SLICE=0: whole runs, one after another)`
+        : "# each round's runs whole, one after another"
+    )
     console.log(`# database: ${db.description}`)
     const mix = Fill.describe(MIX)
     if (mix !== undefined) console.log(`# traffic: ${mix}`)
     if (process.env.BENCH_SERVER === undefined) {
-      execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], { cwd: root, stdio: "ignore" })
+      execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], {
+        cwd: root,
+        stdio: "ignore"
+      })
     }
     console.log(`# server: node ${SERVER}${NODE_FLAGS.length > 0 ? ` (${NODE_FLAGS.join(" ")})` : ""}`)
 
@@ -208,7 +222,11 @@ const main = async () => {
     })()
 
     const workspace = await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
-    const project = await admin(url, "/admin/projects", { workspaceId: workspace.id, name: "bench", allowedOrigins: [] })
+    const project = await admin(url, "/admin/projects", {
+      workspaceId: workspace.id,
+      name: "bench",
+      allowedOrigins: []
+    })
     const programs: Array<Fill.Program> = []
     for (let i = 0; i < Fill.PROGRAMS; i++) {
       const program = await admin(url, "/admin/programs", {
@@ -218,7 +236,8 @@ const main = async () => {
         milestones: [{ target: 3, msg: "3" }, { target: 7, msg: "7", rewardType: "coupon", rewardValue: "C" }]
       })
       await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
-      const milestone = (target: number): string => program.milestones.find((m: { target: number }) => m.target === target).id
+      const milestone = (target: number): string =>
+        program.milestones.find((m: { target: number }) => m.target === target).id
       programs.push({ id: program.id, reached: milestone(3), next: milestone(7) })
     }
     await Fill.populate(sql, workspace.id, project.id, programs, MIX)
@@ -235,7 +254,8 @@ const main = async () => {
       readonly other?: Measure.Result
     }
     const results: Array<Round> = []
-    const runsOf = ({ base, ours, other: against }: Round) => against === undefined ? [base, ours] : [base, ours, against]
+    const runsOf = ({ base, ours, other: against }: Round) =>
+      against === undefined ? [base, ours] : [base, ours, against]
     const ratios: Array<[string, Array<number>]> = []
     /** A round's targets: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
     const rounds = async (
@@ -261,7 +281,9 @@ const main = async () => {
             const whole = [await measure.whole(base, fresh)]
             if (against === undefined) return [...whole, await measure.whole(ours, fresh)]
             // The two builds alternate which goes first.
-            for (const target of round % 2 === 1 ? [ours, against] : [against, ours]) whole.push(await measure.whole(target, fresh))
+            for (const target of round % 2 === 1 ? [ours, against] : [against, ours]) {
+              whole.push(await measure.whole(target, fresh))
+            }
             return round % 2 === 1 ? whole : [whole[0]!, whole[2]!, whole[1]!]
           })()
         const [b, o, a] = measured
@@ -284,7 +306,10 @@ const main = async () => {
           name: name("streaks POST /v1/server/e (full ingest)"),
           ...at,
           traffic: {
-            ...draw, method: "POST", path: "/v1/server/e", body: event,
+            ...draw,
+            method: "POST",
+            path: "/v1/server/e",
+            body: event,
             headers: { "content-type": "application/json", "x-streak-server-token": token }
           }
         }),
@@ -331,18 +356,30 @@ const main = async () => {
     }
 
     console.log("")
-    console.log("| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | load generator CPU ms/req | machine idle | WAL bytes/req | ratio to baseline |")
+    console.log(
+      "| run | req/s | p50 ms | p99 ms | errors | non-2xx | server RSS MB | server CPU ms/req | Postgres CPU ms/req | load generator CPU ms/req | machine idle | WAL bytes/req | ratio to baseline |"
+    )
     console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (const round of results) {
       for (const r of runsOf(round)) {
         const ratio = (r.rps / round.base.rps).toFixed(2) + "×"
-        console.log(`| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${r.cpuMs?.toFixed(3) ?? "-"} | ${r.dbCpuMs.toFixed(3)} | ${r.loadCpuMs.toFixed(3)} | ${Math.round(r.idle * 100)} % | ${Math.round(r.walBytes)} | ${ratio} |`)
+        console.log(
+          `| ${r.name} | ${r.rps} | ${r.p50} | ${r.p99} | ${r.errors} | ${r.non2xx} | ${r.rssMb ?? "-"} | ${
+            r.cpuMs?.toFixed(3) ?? "-"
+          } | ${r.dbCpuMs.toFixed(3)} | ${r.loadCpuMs.toFixed(3)} | ${Math.round(r.idle * 100)} % | ${
+            Math.round(r.walBytes)
+          } | ${ratio} |`
+        )
       }
     }
     if (ROUNDS > 1) {
       console.log("")
       for (const [what, all] of ratios) {
-        console.log(`Median ratio of ${what} over ${ROUNDS} rounds: ${Targets.median(all).toFixed(2)}× (${all.map((r) => r.toFixed(2)).join(", ")})`)
+        console.log(
+          `Median ratio of ${what} over ${ROUNDS} rounds: ${Targets.median(all).toFixed(2)}× (${
+            all.map((r) => r.toFixed(2)).join(", ")
+          })`
+        )
       }
     }
 
@@ -385,14 +422,18 @@ const main = async () => {
       const sweep = await Sweep.run(db.url, { rows: 1_000_000, due: 100_000 })
       console.log(`| due sweep | rows | due | seconds | at-risk fired |`)
       console.log(`|---|---|---|---|---|`)
-      console.log(`| 100k due among 1M | ${sweep.rows} | ${sweep.due} | ${sweep.dueSeconds.toFixed(2)} | ${sweep.atRisk} |`)
+      console.log(
+        `| 100k due among 1M | ${sweep.rows} | ${sweep.due} | ${sweep.dueSeconds.toFixed(2)} | ${sweep.atRisk} |`
+      )
       console.log(`| nothing due among 1M | ${sweep.rows} | 0 | ${(sweep.emptyMillis / 1000).toFixed(3)} | 0 |`)
       console.log("")
       figures = { ...figures, sweep: { dueSeconds: sweep.dueSeconds, emptyMillis: sweep.emptyMillis } }
     }
     // The issue's targets are set at 50 connections and 10 s per run.
     if (CONNECTIONS !== 50 || DURATION !== 10) {
-      console.log(`# the targets are set at 50 connections and 10 s: this run's ${CONNECTIONS} and ${DURATION} s judge them only roughly`)
+      console.log(
+        `# the targets are set at 50 connections and 10 s: this run's ${CONNECTIONS} and ${DURATION} s judge them only roughly`
+      )
     }
     for (const line of Targets.table(Targets.judge(figures))) console.log(line)
   } finally {
@@ -407,4 +448,3 @@ main().then(() => process.exit(0), (e) => {
   console.error(e)
   process.exit(1)
 })
-

@@ -46,7 +46,9 @@ export const run = (url: string, options: { readonly rows: number; readonly due:
     yield* sql`analyze sweep_streaks`
     const due = yield* DueChecks.DueChecks
     const t0 = performance.now()
-    const first = yield* due.run(process.env.BATCH ? { batchSize: Number(process.env.BATCH), concurrency: Number(process.env.CONC ?? 4) } : {})
+    const first = yield* due.run(
+      process.env.BATCH ? { batchSize: Number(process.env.BATCH), concurrency: Number(process.env.CONC ?? 4) } : {}
+    )
     const dueSeconds = (performance.now() - t0) / 1000
     const t1 = performance.now()
     yield* due.run()

@@ -87,7 +87,9 @@ export const judge = (figures: Figures): ReadonlyArray<Verdict> => {
     })
     if (baseline > bounds.ingestP99Ms) {
       verdicts.push({
-        target: `ingest p99 ≤ ${bounds.ingestP99OverBaseline.toFixed(2)}× the bare baseline's (the bound on a host where the bare p99 is above ${bounds.ingestP99Ms} ms: the issue's ${bounds.ingestP99Ms} ms against its host's 12)`,
+        target: `ingest p99 ≤ ${
+          bounds.ingestP99OverBaseline.toFixed(2)
+        }× the bare baseline's (the bound on a host where the bare p99 is above ${bounds.ingestP99Ms} ms: the issue's ${bounds.ingestP99Ms} ms against its host's 12)`,
         figures: `${proportion.toFixed(2)}× (rounds: ${proportions.map((p) => p.toFixed(2)).join(", ")})`,
         met: proportion <= bounds.ingestP99OverBaseline
       })

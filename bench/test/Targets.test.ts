@@ -56,7 +56,10 @@ describe("judge", () => {
   })
 
   it("judges the sweeps by their bounds and leaves out what the run did not measure", () => {
-    const verdicts = Targets.judge({ state: { ratios: [1.21, 1.26, 1.23] }, sweep: { dueSeconds: 10.4, emptyMillis: 3 } })
+    const verdicts = Targets.judge({
+      state: { ratios: [1.21, 1.26, 1.23] },
+      sweep: { dueSeconds: 10.4, emptyMillis: 3 }
+    })
     expect(verdicts.map((v) => [v.target.split(" ")[0], v.met])).toEqual([
       ["GET", true],
       ["due", false],

@@ -70,15 +70,16 @@ export const make = (sql: SqlClient.SqlClient): Context.Context<Storage> => {
 }
 
 /** Every port on the `SqlClient` in context (a SQLite one); migrates the database first. */
-export const layerFromClient: Layer.Layer<Storage, SqlError | MigrationError, SqlClient.SqlClient> = Layer.effectContext(
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    // WAL (set by the client) + NORMAL: durable at checkpoints, no fsync per commit.
-    yield* sql.unsafe("PRAGMA synchronous = NORMAL")
-    yield* Migrations.run
-    return make(sql)
-  })
-)
+export const layerFromClient: Layer.Layer<Storage, SqlError | MigrationError, SqlClient.SqlClient> = Layer
+  .effectContext(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      // WAL (set by the client) + NORMAL: durable at checkpoints, no fsync per commit.
+      yield* sql.unsafe("PRAGMA synchronous = NORMAL")
+      yield* Migrations.run
+      return make(sql)
+    })
+  )
 
 export interface Config {
   /** Path of the database file (created if missing), or ":memory:". */

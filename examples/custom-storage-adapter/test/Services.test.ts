@@ -4,7 +4,18 @@
  * database file and find the streak still there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Domain, EventInput, Ids, Ingest, OutboundEvents, Ports, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import {
+  Domain,
+  EventInput,
+  Ids,
+  Ingest,
+  OutboundEvents,
+  Ports,
+  Provisioning,
+  SecretBox,
+  Services,
+  StateQuery
+} from "@streaks/core"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { SqliteStorage } from "../src/index.js"
 import * as TempFile from "./support/TempFile.js"
@@ -26,7 +37,11 @@ describe("core services on SQLite", () => {
         const provisioning = yield* Provisioning.Provisioning
         const ingest = yield* Ingest.Ingest
         const workspace = yield* provisioning.createWorkspace({ name: "Acme", plan: "starter" })
-        const { project } = yield* provisioning.createProject({ workspaceId: workspace.id, name: "App", allowedOrigins: [] })
+        const { project } = yield* provisioning.createProject({
+          workspaceId: workspace.id,
+          name: "App",
+          allowedOrigins: []
+        })
         const { program } = yield* provisioning.createProgram({
           projectId: project.id,
           name: "Daily lesson",
@@ -35,18 +50,28 @@ describe("core services on SQLite", () => {
         })
         yield* provisioning.setProgramStatus(program.id, "live")
         const action = yield* EventInput.decodeCountAction({ userHash: "member-42", tz: "Europe/Paris" })
-        const answer = yield* ingest.record({ project, action, auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) } })
+        const answer = yield* ingest.record({
+          project,
+          action,
+          auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) }
+        })
         assert.deepStrictEqual(answer.body, { counted: true })
         const row = yield* (yield* Ports.StreakStore).get(
-          new Domain.StreakKey({ projectId: project.id, programId: program.id, userHash: "member-42" as Ids.UserHash, ledger: "live" })
+          new Domain.StreakKey({
+            projectId: project.id,
+            programId: program.id,
+            userHash: "member-42" as Ids.UserHash,
+            ledger: "live"
+          })
         )
         assert.strictEqual(Option.getOrThrow(row).run, 1)
         return program.id
       }).pipe(Effect.provide(servicesOn(filename)))
 
-      const streak = yield* Effect.flatMap(StateQuery.StateQuery, (state) => state.memberStreak(programId, "member-42")).pipe(
-        Effect.provide(servicesOn(filename))
-      )
+      const streak = yield* Effect.flatMap(StateQuery.StateQuery, (state) => state.memberStreak(programId, "member-42"))
+        .pipe(
+          Effect.provide(servicesOn(filename))
+        )
       assert.deepInclude(streak, { current: 1, best: 1, todayDone: true, isLive: true })
     }))
 })

@@ -7,4 +7,7 @@ import { Effect, Layer } from "effect"
 import { SqliteStorage } from "../src/index.js"
 import * as TempFile from "./support/TempFile.js"
 
-storageConformance("sqlite", Layer.unwrapScoped(Effect.map(TempFile.databaseFile, (filename) => SqliteStorage.layer({ filename }))))
+storageConformance(
+  "sqlite",
+  Layer.unwrapScoped(Effect.map(TempFile.databaseFile, (filename) => SqliteStorage.layer({ filename })))
+)

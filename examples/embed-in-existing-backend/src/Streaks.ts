@@ -31,8 +31,10 @@ export const layer = <E>(
   )
 
 /** Builds the runtime; its resources (pool, embedded database) start on first use or `runtime.runtime()`. */
-export const makeRuntime = <E>(storage: Layer.Layer<Storage, E>, secretBox?: Layer.Layer<SecretBox.SecretBox>): StreaksRuntime =>
-  ManagedRuntime.make(layer(storage, secretBox))
+export const makeRuntime = <E>(
+  storage: Layer.Layer<Storage, E>,
+  secretBox?: Layer.Layer<SecretBox.SecretBox>
+): StreaksRuntime => ManagedRuntime.make(layer(storage, secretBox))
 
 /** Which program this backend counts into. Provisioned once, then kept in your config. */
 export interface Tenant {

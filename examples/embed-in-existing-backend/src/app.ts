@@ -58,7 +58,6 @@ const respond = async <A, E>(
   return c.json({ error: code, ...(typeof message === "string" && message !== "" ? { message } : {}) }, status)
 }
 
-
 export const makeApp = (runtime: StreaksRuntime, tenant: Tenant) => {
   const app = new Hono<Env>()
 
@@ -90,11 +89,18 @@ export const makeApp = (runtime: StreaksRuntime, tenant: Tenant) => {
       body = parsed as Record<string, unknown>
     }
     const { completedAt, tz } = body
-    if ((tz !== undefined && typeof tz !== "string") || (completedAt !== undefined && typeof completedAt !== "string")) {
+    if (
+      (tz !== undefined && typeof tz !== "string") || (completedAt !== undefined && typeof completedAt !== "string")
+    ) {
       return c.json({ error: "INVALID_BODY", message: "tz and completedAt must be strings" }, 400)
     }
     // ... here the backend would store the lesson's completion in its own tables ...
-    const input: LessonCompleted = { userId: c.get("userId"), tz, completedAt, idempotencyKey: c.req.header("idempotency-key") }
+    const input: LessonCompleted = {
+      userId: c.get("userId"),
+      tz,
+      completedAt,
+      idempotencyKey: c.req.header("idempotency-key")
+    }
     const program = recordLesson(tenant, input)
     return respond(runtime, c, program, (answer) =>
       c.json({

@@ -35,7 +35,11 @@ writeFileSync(tenantFile, JSON.stringify(tenant, null, 2))
 
 const app = makeApp(runtime, tenant)
 const server = serve({ fetch: app.fetch, port, hostname: "127.0.0.1" }, (info) => {
-  console.log(`listening on http://127.0.0.1:${info.port} (database: ${Option.isSome(databaseUrl) ? "DATABASE_URL" : `embedded under ${dataDir}`})`)
+  console.log(
+    `listening on http://127.0.0.1:${info.port} (database: ${
+      Option.isSome(databaseUrl) ? "DATABASE_URL" : `embedded under ${dataDir}`
+    })`
+  )
   console.log(`try: curl -s -X POST -H 'x-user-id: member-42' http://127.0.0.1:${info.port}/me/lessons/intro/complete`)
 })
 

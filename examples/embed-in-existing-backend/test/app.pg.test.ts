@@ -22,7 +22,11 @@ afterAll(() => runtime.dispose())
 it("on Postgres: yesterday and today make a 2-day streak, and a saved tenant is reused", async () => {
   const headers = { "x-user-id": "member-42", "content-type": "application/json" }
   const yesterday = new Date(Date.now() - 24 * 60 * 60 * 1000).toISOString()
-  const first = await app.request("/me/lessons/intro/complete", { method: "POST", headers, body: JSON.stringify({ completedAt: yesterday }) })
+  const first = await app.request("/me/lessons/intro/complete", {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ completedAt: yesterday })
+  })
   expect(first.status).toBe(201)
   const second = await app.request("/me/lessons/basics/complete", { method: "POST", headers, body: JSON.stringify({}) })
   expect(await second.json()).toEqual({ lessonId: "basics", counted: true, duplicate: false })

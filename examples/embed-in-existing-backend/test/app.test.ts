@@ -106,7 +106,10 @@ describe("errors become HTTP statuses", () => {
 
   it("a program that does not exist: 404 NOT_FOUND", async () => {
     const misconfigured = makeApp(runtime, { ...tenant, programId: "prg_doesnotexist" })
-    const res = await misconfigured.request("/me/lessons/intro/complete", { method: "POST", headers: { "x-user-id": "member-1" } })
+    const res = await misconfigured.request("/me/lessons/intro/complete", {
+      method: "POST",
+      headers: { "x-user-id": "member-1" }
+    })
     expect(res.status).toBe(404)
     expect((await streakOf("member-1", misconfigured)).status).toBe(404)
   })
@@ -129,8 +132,14 @@ describe("errors become HTTP statuses", () => {
   it("httpError maps each core error class to its status", () => {
     expect(httpError(new Errors.InvalidBody({}))).toEqual({ status: 400, code: "INVALID_BODY" })
     expect(httpError(new Errors.NotFound({}))).toEqual({ status: 404, code: "NOT_FOUND" })
-    expect(httpError(new Errors.IdempotencyKeyInProgress({}))).toEqual({ status: 409, code: "IDEMPOTENCY_KEY_IN_PROGRESS" })
-    expect(httpError(new Errors.StorageError({ message: "down" }))).toEqual({ status: 503, code: "SERVICE_UNAVAILABLE" })
+    expect(httpError(new Errors.IdempotencyKeyInProgress({}))).toEqual({
+      status: 409,
+      code: "IDEMPOTENCY_KEY_IN_PROGRESS"
+    })
+    expect(httpError(new Errors.StorageError({ message: "down" }))).toEqual({
+      status: 503,
+      code: "SERVICE_UNAVAILABLE"
+    })
     expect(httpError(new Errors.InvalidSiteKey({}))).toEqual({ status: 500, code: "INVALID_SITE_KEY" })
   })
 })

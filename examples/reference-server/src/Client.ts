@@ -25,7 +25,9 @@ export const make = (options: Options) =>
     transformClient: (client) =>
       client.pipe(
         HttpClient.mapRequest((request) =>
-          options.adminToken === undefined ? request : HttpClientRequest.setHeader(request, "x-admin-token", options.adminToken)
+          options.adminToken === undefined
+            ? request
+            : HttpClientRequest.setHeader(request, "x-admin-token", options.adminToken)
         ),
         HttpClient.filterStatusOk
       )

@@ -11,7 +11,11 @@ export interface Result {
   readonly siteKey: string
   readonly serverToken: string
   readonly programId: string
-  readonly recorded: { readonly ok: true; readonly counted?: boolean | undefined; readonly duplicate?: boolean | undefined }
+  readonly recorded: {
+    readonly ok: true
+    readonly counted?: boolean | undefined
+    readonly duplicate?: boolean | undefined
+  }
   readonly streak: { readonly current: number; readonly best: number; readonly todayDone: boolean }
   readonly isLive: boolean
 }
@@ -25,7 +29,12 @@ export const run = (options: { readonly baseUrl: string; readonly adminToken: st
     // Admin routes (X-Admin-Token): the tenant, once. Secrets are shown in these answers only.
     const workspace = yield* client.admin.createWorkspace({ payload: { name: "Acme", plan: "starter" } })
     const project = yield* client.admin.createProject({
-      payload: { workspaceId: workspace.id, name: "Acme app", allowedOrigins: ["https://app.example.com"], timezone: "Europe/Paris" }
+      payload: {
+        workspaceId: workspace.id,
+        name: "Acme app",
+        allowedOrigins: ["https://app.example.com"],
+        timezone: "Europe/Paris"
+      }
     })
     const program = yield* client.admin.createProgram({
       payload: {

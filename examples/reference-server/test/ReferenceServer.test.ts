@@ -46,19 +46,27 @@ layer(TestServer, { excludeTestServices: true, timeout: Duration.minutes(2) })("
           payload: { siteKey, userHash: Ids.UserHash.make("member-42"), event: "lesson_completed" },
           headers: { "x-streak-server-token": "sst_wrong" }
         }))
-        assert.deepStrictEqual(yield* Client.errorOf(error), Option.some({ status: 401, code: "SERVER_TOKEN_REQUIRED" }))
+        assert.deepStrictEqual(
+          yield* Client.errorOf(error),
+          Option.some({ status: 401, code: "SERVER_TOKEN_REQUIRED" })
+        )
       }).pipe(Effect.provide(Client.layer)))
 
     it.effect("admin routes without the admin token: 401 UNAUTHORIZED; an unknown siteKey: 400 INVALID_SITE_KEY", () =>
       Effect.gen(function*() {
         const client = yield* Client.make({ baseUrl: yield* baseUrl })
-        const unauthorized = yield* Effect.flip(client.admin.createWorkspace({ payload: { name: "Nope", plan: "starter" } }))
+        const unauthorized = yield* Effect.flip(
+          client.admin.createWorkspace({ payload: { name: "Nope", plan: "starter" } })
+        )
         assert.deepStrictEqual(yield* Client.errorOf(unauthorized), Option.some({ status: 401, code: "UNAUTHORIZED" }))
         const unknownSite = yield* Effect.flip(client.ingest.server({
           payload: { siteKey: "site_unknown", userHash: Ids.UserHash.make("member-42"), event: "lesson_completed" },
           headers: { "x-streak-server-token": "sst_whatever" }
         }))
-        assert.deepStrictEqual(yield* Client.errorOf(unknownSite), Option.some({ status: 400, code: "INVALID_SITE_KEY" }))
+        assert.deepStrictEqual(
+          yield* Client.errorOf(unknownSite),
+          Option.some({ status: 400, code: "INVALID_SITE_KEY" })
+        )
       }).pipe(Effect.provide(Client.layer)))
 
     it.effect("the health route answers ok", () =>

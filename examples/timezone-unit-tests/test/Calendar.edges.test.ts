@@ -11,7 +11,8 @@ const HOUR = 3_600_000
 
 /** Hours between the start of `date` and the start of the next date, in `zone`. */
 const hoursIn = (date: string, zone: string) =>
-  (Calendar.startOfDay(Calendar.nextDay(day(date), zone), zone).getTime() - Calendar.startOfDay(day(date), zone).getTime()) / HOUR
+  (Calendar.startOfDay(Calendar.nextDay(day(date), zone), zone).getTime() -
+    Calendar.startOfDay(day(date), zone).getTime()) / HOUR
 
 describe("a DST gap at midnight: America/Santiago on 2024-09-08", () => {
   // Chile moved from -04 to -03 at 00:00 local: the clock jumped from 23:59:59 to 01:00.
@@ -21,7 +22,10 @@ describe("a DST gap at midnight: America/Santiago on 2024-09-08", () => {
   })
 
   it("the day starts at 01:00 local (04:00Z), the first instant that exists, and lasts 23 hours", () => {
-    assert.strictEqual(Calendar.startOfDay(day("2024-09-08"), "America/Santiago").toISOString(), "2024-09-08T04:00:00.000Z")
+    assert.strictEqual(
+      Calendar.startOfDay(day("2024-09-08"), "America/Santiago").toISOString(),
+      "2024-09-08T04:00:00.000Z"
+    )
     assert.isTrue(Calendar.dayExists(day("2024-09-08"), "America/Santiago"))
     assert.strictEqual(hoursIn("2024-09-08", "America/Santiago"), 23)
   })
@@ -30,8 +34,14 @@ describe("a DST gap at midnight: America/Santiago on 2024-09-08", () => {
 describe("a 25-hour day: Europe/London on 2024-10-27", () => {
   // BST ended at 02:00 BST: 01:00-01:59 happened twice, once at +01 and once at +00.
   it("starts at 23:00Z the day before, ends at 00:00Z the day after, so it lasts 25 hours", () => {
-    assert.strictEqual(Calendar.startOfDay(day("2024-10-27"), "Europe/London").toISOString(), "2024-10-26T23:00:00.000Z")
-    assert.strictEqual(Calendar.startOfDay(day("2024-10-28"), "Europe/London").toISOString(), "2024-10-28T00:00:00.000Z")
+    assert.strictEqual(
+      Calendar.startOfDay(day("2024-10-27"), "Europe/London").toISOString(),
+      "2024-10-26T23:00:00.000Z"
+    )
+    assert.strictEqual(
+      Calendar.startOfDay(day("2024-10-28"), "Europe/London").toISOString(),
+      "2024-10-28T00:00:00.000Z"
+    )
     assert.strictEqual(hoursIn("2024-10-27", "Europe/London"), 25)
   })
 

@@ -5,7 +5,17 @@
  * here waits and nothing depends on when the test runs.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DueChecks, EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import {
+  DueChecks,
+  EventInput,
+  Ids,
+  Ingest,
+  OutboundEvents,
+  Provisioning,
+  SecretBox,
+  Services,
+  StateQuery
+} from "@streaks/core"
 import { layerMemory } from "@streaks/core/testing"
 import { Effect, Layer, TestClock } from "effect"
 
@@ -47,7 +57,11 @@ describe("a member in America/Santiago across the skipped midnight of 2024-09-08
       const act = (tz?: string) =>
         Effect.gen(function*() {
           const action = yield* EventInput.decodeCountAction({ userHash: member, ...(tz === undefined ? {} : { tz }) })
-          const answer = yield* ingest.record({ project, action, auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) } })
+          const answer = yield* ingest.record({
+            project,
+            action,
+            auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) }
+          })
           return answer.body
         })
       const streak = state.memberStreak(program.id, member)

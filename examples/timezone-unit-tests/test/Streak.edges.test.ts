@@ -88,7 +88,11 @@ describe("a traveller", () => {
   })
 
   it("dating the last action in the home zone instead would have skipped the 10th and broken the run", () => {
-    const homeZoneOnly = [day("2024-03-08"), day("2024-03-09"), Calendar.localDate(at("2024-03-11T02:00:00Z"), "Europe/Paris")]
+    const homeZoneOnly = [
+      day("2024-03-08"),
+      day("2024-03-09"),
+      Calendar.localDate(at("2024-03-11T02:00:00Z"), "Europe/Paris")
+    ]
     assert.strictEqual(Streak.fromDays(homeZoneOnly, "Europe/Paris").run, 1)
   })
 

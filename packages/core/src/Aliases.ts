@@ -5,13 +5,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import * as Credentials from "./Credentials.js"
 import { type Project, StreakKey } from "./Domain.js"
-import {
-  AliasConflict,
-  type InvalidBody,
-  InvalidAliasToken,
-  type InvalidSiteKey,
-  type StorageError
-} from "./Errors.js"
+import { AliasConflict, type InvalidBody, InvalidAliasToken, type InvalidSiteKey, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import type { UserHash } from "./Ids.js"
 import { resolveProject } from "./internal/ingestAuth.js"
@@ -45,7 +39,9 @@ export class Aliases extends Context.Tag("@streaks/core/Aliases")<Aliases, {
    * ALIAS_CONFLICT when the anonymous id is linked to another member. Linking merges, in one
    * transaction, every streak of the anonymous id into the member's (see `merge`).
    */
-  readonly link: (input: LinkInput) => Effect.Effect<LinkResult, InvalidBody | InvalidSiteKey | AliasConflict | StorageError>
+  readonly link: (
+    input: LinkInput
+  ) => Effect.Effect<LinkResult, InvalidBody | InvalidSiteKey | AliasConflict | StorageError>
   /** `POST /v1/alias`: INVALID_SITE_KEY, then INVALID_ALIAS_TOKEN for a bad or expired token, then as `link`. */
   readonly linkWithToken: (input: { readonly siteKey: string; readonly token: string }) => Effect.Effect<
     LinkResult,

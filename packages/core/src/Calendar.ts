@@ -111,7 +111,8 @@ export const dayExists = (date: LocalDate, zone: string): boolean => dayStart(da
 export const addDays = (date: LocalDate, n: number): LocalDate => ofEpochDay(EpochDay.toEpochDay(date) + n)
 
 /** Calendar days from `from` to `to` (negative when `to` is earlier). */
-export const daysBetween = (from: LocalDate, to: LocalDate): number => EpochDay.toEpochDay(to) - EpochDay.toEpochDay(from)
+export const daysBetween = (from: LocalDate, to: LocalDate): number =>
+  EpochDay.toEpochDay(to) - EpochDay.toEpochDay(from)
 
 // A zone skips at most one day at a time in practice; the bound only guards against a bug.
 const MAX_SKIPPED = 7

@@ -44,7 +44,9 @@ export const generate = (kind: TokenKind): string =>
 // 20.12+) takes half the time of a `Hash` object; older Node falls back to one.
 const oneShot = (crypto as { readonly hash?: (algorithm: string, data: string, encoding: "buffer") => Buffer }).hash
 const sha256 = (token: string): Buffer =>
-  oneShot !== undefined ? oneShot("sha256", token, "buffer") : crypto.createHash("sha256").update(token, "utf8").digest()
+  oneShot !== undefined
+    ? oneShot("sha256", token, "buffer")
+    : crypto.createHash("sha256").update(token, "utf8").digest()
 
 /** SHA-256 hex of a token: enough for high-entropy secrets (CONTRACT §1), and what storage keeps. */
 export const hashToken = (token: string): string => sha256(token).toString("hex")
@@ -246,13 +248,17 @@ export class Credentials extends Context.Tag("@streaks/core/Credentials")<Creden
    * unknown token and a revoked one all fail with Unauthorized; revocation takes effect at once
    * because every request looks the credential up again.
    */
-  readonly authenticate: (authorizationHeader: string | undefined) => Effect.Effect<Principal, Unauthorized | StorageError>
+  readonly authenticate: (
+    authorizationHeader: string | undefined
+  ) => Effect.Effect<Principal, Unauthorized | StorageError>
   /**
    * The caller of the MCP worker from its `Authorization: Bearer …` header: the two customer kinds
    * as `authenticate` takes them, and operator-issued `svc_mcp_…` tokens, which `authenticate`
    * refuses (they open the MCP worker only). Failures and revocation as for `authenticate`.
    */
-  readonly authenticateMcp: (authorizationHeader: string | undefined) => Effect.Effect<McpPrincipal, Unauthorized | StorageError>
+  readonly authenticateMcp: (
+    authorizationHeader: string | undefined
+  ) => Effect.Effect<McpPrincipal, Unauthorized | StorageError>
   /** The program if the principal reaches it, else NotFound (whether or not it exists). */
   readonly reachableProgram: (principal: Holder, programId: string) => Effect.Effect<Program, NotFound | StorageError>
   /** Every program the principal reaches, with its project, in project then program order. */
@@ -273,23 +279,29 @@ export const make = Effect.gen(function*() {
 
   /** The unrevoked grant of `token`, if it is of the kind `isKind` accepts by its id. */
   const grantOf = (token: string, isKind: (id: string) => boolean) =>
-    Effect.flatMap(store.grantByHash(hashToken(token)), (grant) =>
-      Option.isNone(grant) || grant.value.revokedAt !== undefined || !isKind(grant.value.id)
-        ? Effect.fail(unauthorized)
-        : Effect.succeed(grant.value))
+    Effect.flatMap(
+      store.grantByHash(hashToken(token)),
+      (grant) =>
+        Option.isNone(grant) || grant.value.revokedAt !== undefined || !isKind(grant.value.id)
+          ? Effect.fail(unauthorized)
+          : Effect.succeed(grant.value)
+    )
 
   const authenticate = (header: string | undefined): Effect.Effect<Principal, Unauthorized | StorageError> => {
     const token = tokenOf(header)
     if (token === undefined) return Effect.fail(unauthorized)
     if (token.startsWith(prefixes.apiKey)) {
-      return Effect.flatMap(store.apiKeyByHash(hashToken(token)), (key) =>
-        Option.isNone(key) || key.value.revokedAt !== undefined
-          ? Effect.fail(unauthorized)
-          : Effect.succeed<Principal>({
-            credential: { type: "api_key", id: key.value.id },
-            workspaceIds: [key.value.workspaceId],
-            kind: "api_key"
-          }))
+      return Effect.flatMap(
+        store.apiKeyByHash(hashToken(token)),
+        (key) =>
+          Option.isNone(key) || key.value.revokedAt !== undefined
+            ? Effect.fail(unauthorized)
+            : Effect.succeed<Principal>({
+              credential: { type: "api_key", id: key.value.id },
+              workspaceIds: [key.value.workspaceId],
+              kind: "api_key"
+            })
+      )
     }
     if (token.startsWith(prefixes.oauth)) {
       return Effect.map(grantOf(token, isOAuthApp), (grant): Principal => ({

@@ -50,7 +50,12 @@ export const make = (
 
 type Run = <A, E>(effect: Effect.Effect<A, E>) => Fiber.RuntimeFiber<A, E>
 
-const over = (directory: DirectoryStore["Type"], clock: Clock.Clock, run: Run, options: Options): DirectoryStore["Type"] => {
+const over = (
+  directory: DirectoryStore["Type"],
+  clock: Clock.Clock,
+  run: Run,
+  options: Options
+): DirectoryStore["Type"] => {
   const ttl = Duration.toMillis(options.ttl ?? Duration.seconds(1))
   if (ttl <= 0) return directory
   // Late enough to read a busy key little more often than it expires, early enough for a lookup
@@ -101,11 +106,14 @@ const over = (directory: DirectoryStore["Type"], clock: Clock.Clock, run: Run, o
 
   /** A write through this process: whatever it changed is read afresh, lookups under way included. */
   const write = <A, E>(self: Effect.Effect<A, E>): Effect.Effect<A, E> =>
-    Effect.ensuring(self, Effect.sync(() => {
-      generation++
-      entries.clear()
-      loading.clear()
-    }))
+    Effect.ensuring(
+      self,
+      Effect.sync(() => {
+        generation++
+        entries.clear()
+        loading.clear()
+      })
+    )
 
   return {
     ...directory,

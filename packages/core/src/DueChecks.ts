@@ -39,7 +39,14 @@ export class DueChecks extends Context.Tag("@streaks/core/DueChecks")<DueChecks,
   readonly run: (options?: RunOptions) => Effect.Effect<RunResult, StorageError>
 }>() {}
 
-export type Requirements = Transactor | DirectoryStore | StreakStore | SubscriptionStore | Outbox | ExperimentStore | OutboxSignal
+export type Requirements =
+  | Transactor
+  | DirectoryStore
+  | StreakStore
+  | SubscriptionStore
+  | Outbox
+  | ExperimentStore
+  | OutboxSignal
 
 const DEFAULT_BATCH = 500
 const DEFAULT_CONCURRENCY = 4
@@ -165,7 +172,9 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
         // The sweep's caches are provided once per batch: providing services merges them into the
         // fiber's whole context, which per row cost more than the rest of a row's work.
         const advanceAll = (rows: ReadonlyArray<StreakRow>) =>
-          Effect.forEach(rows, (row) => advance(row, now, programOf, projectOf, tally)).pipe(Effect.provide(emitContext))
+          Effect.forEach(rows, (row) => advance(row, now, programOf, projectOf, tally)).pipe(
+            Effect.provide(emitContext)
+          )
         const claimed = yield* transactor.withTransaction(Effect.gen(function*() {
           const rows = yield* streaks.claimDue(now, batch)
           const next = yield* advanceAll(rows)

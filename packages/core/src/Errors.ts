@@ -27,14 +27,18 @@ export class InvalidWidgetKind extends Schema.TaggedError<InvalidWidgetKind>()("
 export class ServerTokenRequired extends Schema.TaggedError<ServerTokenRequired>()("ServerTokenRequired", fields) {
   readonly code = "SERVER_TOKEN_REQUIRED" as const
 }
-export class WebhookSecretRequired extends Schema.TaggedError<WebhookSecretRequired>()("WebhookSecretRequired", fields) {
+export class WebhookSecretRequired
+  extends Schema.TaggedError<WebhookSecretRequired>()("WebhookSecretRequired", fields)
+{
   readonly code = "WEBHOOK_SECRET_REQUIRED" as const
 }
 export class ForbiddenOrigin extends Schema.TaggedError<ForbiddenOrigin>()("ForbiddenOrigin", fields) {
   readonly code = "FORBIDDEN_ORIGIN" as const
 }
 /** The first request with this idempotency key is still being processed; retry after 1 s. */
-export class IdempotencyKeyInProgress extends Schema.TaggedError<IdempotencyKeyInProgress>()("IdempotencyKeyInProgress", fields) {
+export class IdempotencyKeyInProgress
+  extends Schema.TaggedError<IdempotencyKeyInProgress>()("IdempotencyKeyInProgress", fields)
+{
   readonly code = "IDEMPOTENCY_KEY_IN_PROGRESS" as const
 }
 export class AliasConflict extends Schema.TaggedError<AliasConflict>()("AliasConflict", fields) {

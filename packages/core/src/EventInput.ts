@@ -108,7 +108,9 @@ export const TimeZone = Schema.String.pipe(
 export const JsonObject = Schema.Record({ key: Schema.String, value: Schema.Unknown })
 
 // Free-text labels feed source breakdowns; the bound keeps junk out of reports.
-const Label = Schema.String.pipe(Schema.maxLength(LABEL_MAX, { message: () => `must be at most ${LABEL_MAX} characters` }))
+const Label = Schema.String.pipe(
+  Schema.maxLength(LABEL_MAX, { message: () => `must be at most ${LABEL_MAX} characters` })
+)
 
 const common = {
   userHash: UserHash,
@@ -211,18 +213,24 @@ export const tooFarAhead = (): InvalidBody => new InvalidBody({ message: "ts: is
 export const checkTimestamp = (action: { readonly ts?: Date | undefined }, now: Date): InvalidBody | undefined => {
   if (action.ts === undefined) return undefined
   if (isInFuture(action, now)) return tooFarAhead()
-  return action.ts.getTime() >= earliestMillis ? undefined : new InvalidBody({ message: "ts: is before 1970-01-01T00:00:00Z" })
+  return action.ts.getTime() >= earliestMillis
+    ? undefined
+    : new InvalidBody({ message: "ts: is before 1970-01-01T00:00:00Z" })
 }
 
 /**
  * Refuses an action dated more than {@link maxFutureSkewMillis} after now (`Clock`). Part of body
  * validation (step 2 of CONTRACT §2), so every `from…`/`decode…` helper applies it.
  */
-export const checkNotInFuture = <A extends { readonly ts?: Date | undefined }>(action: A): Effect.Effect<A, InvalidBody> =>
+export const checkNotInFuture = <A extends { readonly ts?: Date | undefined }>(
+  action: A
+): Effect.Effect<A, InvalidBody> =>
   action.ts === undefined
     ? Effect.succeed(action)
     : Effect.clockWith((clock) =>
-      isInFuture(action, new Date(clock.unsafeCurrentTimeMillis())) ? Effect.fail(tooFarAhead()) : Effect.succeed(action)
+      isInFuture(action, new Date(clock.unsafeCurrentTimeMillis()))
+        ? Effect.fail(tooFarAhead())
+        : Effect.succeed(action)
     )
 
 const actionOfRecord = (r: EventRecord, ts: Date | undefined = tsOf(r.ts)): Action => ({
@@ -242,7 +250,8 @@ const actionOfRecord = (r: EventRecord, ts: Date | undefined = tsOf(r.ts)): Acti
 })
 
 /** The action of an already decoded `EventRecord`. */
-export const fromEventRecord = (r: EventRecord): Effect.Effect<Action, InvalidBody> => checkNotInFuture(actionOfRecord(r))
+export const fromEventRecord = (r: EventRecord): Effect.Effect<Action, InvalidBody> =>
+  checkNotInFuture(actionOfRecord(r))
 
 /** The action of an already decoded `WebhookEvent` (always a streak action, never a test). */
 export const fromWebhookEvent = (r: WebhookEvent): Effect.Effect<Action, InvalidBody> =>
@@ -323,7 +332,10 @@ export const usualRecord = (u: unknown): Action | undefined => {
   if (typeof r.siteKey !== "string" || r.siteKey.length === 0 || !Ids.isUserHash(r.userHash)) return undefined
   if (!isText(r.event, 1, EVENT_KEY_MAX) || !isText(r.kind, 1, EVENT_KEY_MAX)) return undefined
   if (!isText(r.idempotencyKey, 1, IDEMPOTENCY_KEY_MAX)) return undefined
-  if (!isText(r.sessionId, 0, LABEL_MAX) || !isText(r.externalService, 0, LABEL_MAX) || !isText(r.integrationId, 0, LABEL_MAX)) {
+  if (
+    !isText(r.sessionId, 0, LABEL_MAX) || !isText(r.externalService, 0, LABEL_MAX) ||
+    !isText(r.integrationId, 0, LABEL_MAX)
+  ) {
     return undefined
   }
   if (r.event === undefined ? r.kind === undefined : r.kind !== undefined && r.kind !== r.event) return undefined
@@ -377,4 +389,5 @@ export const checkUserHash = (field: string, u: unknown): Either.Either<UserHash
   Ids.isUserHash(u) ? Either.right(u) : Either.mapLeft(decodeHash(u), (e) => invalidBody(e, field))
 
 /** `checkUserHash` as an effect. */
-export const decodeUserHash = (field: string, u: unknown): Effect.Effect<UserHash, InvalidBody> => checkUserHash(field, u)
+export const decodeUserHash = (field: string, u: unknown): Effect.Effect<UserHash, InvalidBody> =>
+  checkUserHash(field, u)

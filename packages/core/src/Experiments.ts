@@ -63,7 +63,10 @@ export class Experiments extends Context.Tag("@streaks/core/Experiments")<Experi
    * second experiment while one runs is refused with InvalidBody (message says why; the HTTP
    * answer stays 400 `INVALID_BODY`, the only client error code the contract gives this route).
    */
-  readonly start: (programId: string, holdoutPercent: number) => Effect.Effect<Experiment, InvalidBody | NotFound | StorageError>
+  readonly start: (
+    programId: string,
+    holdoutPercent: number
+  ) => Effect.Effect<Experiment, InvalidBody | NotFound | StorageError>
   /** The running experiment with its groups so far; NotFound when none runs. */
   readonly current: (programId: string) => Effect.Effect<ExperimentResult, NotFound | StorageError>
   /** Ends the running experiment now and returns its final groups; NotFound when none runs. */
@@ -91,7 +94,12 @@ export const make = Effect.gen(function*() {
     const from = Calendar.localDate(experiment.startedAt, row.timezone)
     // `lastActiveDay` is the latest active day: a member idle since before the start needs no read.
     if (row.lastActiveDay === undefined || row.lastActiveDay < from) return Effect.succeed("none")
-    const key = new StreakKey({ projectId: row.projectId, programId: row.programId, userHash: row.userHash, ledger: "live" })
+    const key = new StreakKey({
+      projectId: row.projectId,
+      programId: row.programId,
+      userHash: row.userHash,
+      ledger: "live"
+    })
     return Effect.map(streaks.daysBetween(key, from, Calendar.localDate(until, row.timezone)), (days) => {
       const first = days[0]
       const last = days[days.length - 1]
@@ -105,7 +113,11 @@ export const make = Effect.gen(function*() {
       const rows = yield* streaks.rowsOfProgram(experiment.programId, "live")
       const outcomes = yield* Effect.forEach(
         rows,
-        (row) => Effect.map(outcome(experiment, until, row), (o) => [isControl(experiment.id, row.userHash, experiment.holdoutPercent), o] as const),
+        (row) =>
+          Effect.map(
+            outcome(experiment, until, row),
+            (o) => [isControl(experiment.id, row.userHash, experiment.holdoutPercent), o] as const
+          ),
         { concurrency: 8 }
       )
       return {
@@ -149,7 +161,9 @@ export const make = Effect.gen(function*() {
         const ended = yield* experiments.end(Ids.unsafe("ProgramId", programId), at)
         if (Option.isNone(ended)) return yield* noneRunning
         // The port may hand back the row as it was before ending; the answer always shows the end.
-        const experiment = ended.value.endedAt === undefined ? new Experiment({ ...ended.value, endedAt: at }) : ended.value
+        const experiment = ended.value.endedAt === undefined
+          ? new Experiment({ ...ended.value, endedAt: at })
+          : ended.value
         return yield* results(experiment, experiment.endedAt ?? at)
       })
   })

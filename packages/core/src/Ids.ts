@@ -120,24 +120,24 @@ export type UserHash = typeof UserHash.Type
 export const isUserHash = (u: unknown): u is UserHash =>
   typeof u === "string" && u.length >= 1 && u.length <= USER_HASH_MAX && !EMAIL.test(u) && isWellFormedText(u)
 
-/** Every id kind with its schema: the prefix lives in one place, the schema's `startsWith`. */
-const kinds = {
-  WorkspaceId,
-  ProjectId,
-  ProgramId,
-  MilestoneId,
-  SubscriptionId,
-  ApiKeyId,
-  OAuthGrantId,
-  McpTokenId,
-  ExperimentId,
-  EventId,
-  MessageId,
-  SiteKey
+/** Every id kind with its schema (the prefix lives in one place, the schema's `startsWith`). */
+export interface Kinds {
+  readonly WorkspaceId: typeof WorkspaceId
+  readonly ProjectId: typeof ProjectId
+  readonly ProgramId: typeof ProgramId
+  readonly MilestoneId: typeof MilestoneId
+  readonly SubscriptionId: typeof SubscriptionId
+  readonly ApiKeyId: typeof ApiKeyId
+  readonly OAuthGrantId: typeof OAuthGrantId
+  readonly McpTokenId: typeof McpTokenId
+  readonly ExperimentId: typeof ExperimentId
+  readonly EventId: typeof EventId
+  readonly MessageId: typeof MessageId
+  readonly SiteKey: typeof SiteKey
 }
 
-type Kind = keyof typeof kinds
-type Branded<K extends Kind> = (typeof kinds)[K]["Type"]
+type Kind = keyof Kinds
+type Branded<K extends Kind> = Kinds[K]["Type"]
 
 const prefixOf = (kind: Kind): string => {
   const prefix = prefixes.get(kind)
@@ -155,4 +155,3 @@ export const makeAt = <K extends Kind>(kind: K, millis: number): Branded<K> =>
 
 /** Makes an id from a string known to be valid (e.g. read back from storage). */
 export const unsafe = <K extends Kind>(_kind: K, value: string): Branded<K> => value as Branded<K>
-

@@ -97,7 +97,8 @@ export interface BatchOptions {
   readonly planCheck?: ((work: IngestPlan.Work) => void) | undefined
 }
 
-const inProgress = () => new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })
+const inProgress = () =>
+  new IdempotencyKeyInProgress({ message: "the first request with this key is still processing" })
 
 export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], never, Requirements | Scope.Scope> =>
   Effect.gen(function*() {
@@ -121,12 +122,21 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
         const request = IngestPlan.request(work)
         const snapshot = yield* store.load(request)
         const millis = yield* Clock.currentTimeMillis
-        let input: IngestPlan.Input = { work, request, snapshot, history: new Map(), ids: ids(millis), check: options.planCheck }
+        let input: IngestPlan.Input = {
+          work,
+          request,
+          snapshot,
+          history: new Map(),
+          ids: ids(millis),
+          check: options.planCheck
+        }
         let result = IngestPlan.plan(input)
         // A late action needs its key's history, a crossed milestone its program's audience: read
         // what was asked, then plan again (a history read can reveal a crossing, hence a second turn).
         for (let turn = 0; result._tag === "Needs"; turn++) {
-          if (turn === 2) return yield* new StorageError({ message: "IngestStore: what the plan asked for was not answered" })
+          if (turn === 2) {
+            return yield* new StorageError({ message: "IngestStore: what the plan asked for was not answered" })
+          }
           const { keys, programs } = result
           const known = input.history
           const [days, audience] = yield* Effect.all([
@@ -180,22 +190,25 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
         // Step 2 again: embedders may build actions without the decode helpers.
         const invalid = EventInput.checkTimestamp(action, now)
         if (invalid !== undefined) return Effect.fail(invalid)
-        return Effect.flatMap(authorize(directory, project, action, auth), ({ deprecation, program }) =>
-          Effect.flatMap(submit({ project, program, action, door: auth.door, now }), (answer) => {
-            switch (answer._tag) {
-              case "Applied":
-                return Effect.succeed({ body: answer.body, deprecation })
-              case "Replayed":
-                return Effect.succeed({ body: answer.response.body as IngestPlan.AnswerBody, deprecation })
-              case "InProgress":
-                return Effect.fail(inProgress())
-              case "Defect":
-                return Effect.zipRight(
-                  Effect.logError("a defect while planning an action (it alone fails)", Cause.die(answer.defect)),
-                  Effect.die(answer.defect)
-                )
-            }
-          }))
+        return Effect.flatMap(
+          authorize(directory, project, action, auth),
+          ({ deprecation, program }) =>
+            Effect.flatMap(submit({ project, program, action, door: auth.door, now }), (answer) => {
+              switch (answer._tag) {
+                case "Applied":
+                  return Effect.succeed({ body: answer.body, deprecation })
+                case "Replayed":
+                  return Effect.succeed({ body: answer.response.body as IngestPlan.AnswerBody, deprecation })
+                case "InProgress":
+                  return Effect.fail(inProgress())
+                case "Defect":
+                  return Effect.zipRight(
+                    Effect.logError("a defect while planning an action (it alone fails)", Cause.die(answer.defect)),
+                    Effect.die(answer.defect)
+                  )
+              }
+            })
+        )
       })
 
     return Ingest.of({ resolveProject: (siteKey) => resolve(directory, siteKey), record })

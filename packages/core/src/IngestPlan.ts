@@ -21,7 +21,16 @@ import {
 import type { Action } from "./EventInput.js"
 import * as Experiments from "./Experiments.js"
 import type { EventId, MessageId, ProgramId, UserHash } from "./Ids.js"
-import type { Audience, Changes, KeyAnswer, KeyRequest, LoadRequest, MemberRequest, Snapshot, ZoneChange } from "./IngestStore.js"
+import type {
+  Audience,
+  Changes,
+  KeyAnswer,
+  KeyRequest,
+  LoadRequest,
+  MemberRequest,
+  Snapshot,
+  ZoneChange
+} from "./IngestStore.js"
 import { keyOf } from "./IngestStore.js"
 import * as Metering from "./Metering.js"
 import * as OutboundEvents from "./OutboundEvents.js"
@@ -122,7 +131,12 @@ export const counting = (project: Project, program: Program, action: Action, doo
 }
 
 /** The body of a door's 202 answer. */
-export const answerBody = (door: Door, counted: boolean, reason: string | undefined, duplicate: boolean): AnswerBody => {
+export const answerBody = (
+  door: Door,
+  counted: boolean,
+  reason: string | undefined,
+  duplicate: boolean
+): AnswerBody => {
   const body: { ok?: true; counted: boolean; reason?: string; duplicate?: true } = door === "api"
     ? { counted }
     : { ok: true, counted }
@@ -252,7 +266,14 @@ export const plan = (input: Input): Result => {
     let step: Step
     try {
       input.check?.(w)
-      step = planOne(w, snapshot.members[i]!, loadRequest.members[i]!, { states, zones, history, ids, audience: input.audience, live })
+      step = planOne(w, snapshot.members[i]!, loadRequest.members[i]!, {
+        states,
+        zones,
+        history,
+        ids,
+        audience: input.audience,
+        live
+      })
     } catch (defect) {
       if (defect instanceof NeedsHistory) {
         missing.set(keyOf(defect.key), defect.key)
@@ -276,7 +297,9 @@ export const plan = (input: Input): Result => {
   if (missing.size + unheard.size > 0) return { _tag: "Needs", keys: [...missing.values()], programs: [...unheard] }
 
   const usage = new Map<string, UsageEntry>()
-  for (const s of steps) if (s.usage !== undefined) usage.set(`${s.usage.workspaceId} ${s.usage.month} ${s.usage.member}`, s.usage)
+  for (const s of steps) {
+    if (s.usage !== undefined) usage.set(`${s.usage.workspaceId} ${s.usage.month} ${s.usage.member}`, s.usage)
+  }
   return {
     _tag: "Planned",
     answers,
@@ -321,10 +344,9 @@ const planOne = (
   const at = action.ts ?? now
   const day = Calendar.localDate(at, zone)
   const c = counting(project, w.program, action, door)
-  const zoneChange: ZoneChange | undefined =
-    action.tz !== undefined && Option.getOrUndefined(storedZone) !== action.tz
-      ? { projectId: project.id, userHash, timezone: action.tz }
-      : undefined
+  const zoneChange: ZoneChange | undefined = action.tz !== undefined && Option.getOrUndefined(storedZone) !== action.tz
+    ? { projectId: project.id, userHash, timezone: action.tz }
+    : undefined
   const record = (moved: boolean) => recordOf(w, c.ledger, userHash, zone, at, day, moved, group.ids.event())
   const nothing = {
     zone: zoneChange,
@@ -354,7 +376,9 @@ const planOne = (
   else if (applied._tag === "NeedsHistory") {
     const days = group.history.get(name)
     if (days === undefined) throw new NeedsHistory(before.key)
-    if (!days.includes(day) && !before.added.includes(day)) next = Streak.fromDays([...days, ...before.added, day], zone, summary.mode)
+    if (!days.includes(day) && !before.added.includes(day)) {
+      next = Streak.fromDays([...days, ...before.added, day], zone, summary.mode)
+    }
   }
   if (next === undefined) {
     // Nothing moved, but the member's zone did: due instants follow it.
@@ -367,7 +391,9 @@ const planOne = (
   const counted = c.promote ? liveProgram(program) : program
   // Milestones are judged on the streak as it stands at receipt; a program without any skips that.
   const streakNow = counted.milestones.length === 0 ? undefined : Streak.evaluate(next, now, zone)
-  const crossed = streakNow === undefined ? [] : Streak.newlyCrossed(counted.milestones, streakNow.current, before.achieved)
+  const crossed = streakNow === undefined
+    ? []
+    : Streak.newlyCrossed(counted.milestones, streakNow.current, before.achieved)
   const achievements = crossed.map((m) =>
     unsafeMake(Achievement, {
       projectId: before.key.projectId,
@@ -420,7 +446,9 @@ const liveProgram = (program: Program): Program =>
 /** Whether a subject's events are heard: a live program, the live ledger, no control group. */
 const heard = (subject: OutboundEvents.Subject, audience: Audience | undefined): boolean => {
   if (!OutboundEvents.mayFire(subject)) return false
-  if (audience === undefined || !audience.subscriptions.has(subject.program.id)) throw new NeedsAudience(subject.program.id)
+  if (audience === undefined || !audience.subscriptions.has(subject.program.id)) {
+    throw new NeedsAudience(subject.program.id)
+  }
   const experiment = audience.experiments.get(subject.program.id)
   return experiment === undefined || !Experiments.isControl(experiment.id, subject.userHash, experiment.holdoutPercent)
 }

@@ -167,7 +167,9 @@ export class IngestStore extends Context.Tag("@streaks/core/IngestStore")<Ingest
 }>() {}
 
 const conflict = (what: string) =>
-  new StorageError({ message: `IngestStore.commit: ${what} was already recorded (the plan was made from a stale read)` })
+  new StorageError({
+    message: `IngestStore.commit: ${what} was already recorded (the plan was made from a stale read)`
+  })
 
 /** Whether an action's streak is locked: it has no key, or `load` claimed its key. */
 export const goesAhead = (member: MemberRequest, claims: ReadonlyArray<IdempotencyClaim>): boolean =>
@@ -183,7 +185,15 @@ const keyName = (k: Pick<StreakKey, "projectId" | "programId" | "userHash" | "le
 export const fromPorts: Effect.Effect<
   IngestStore["Type"],
   never,
-  MemberStore | StreakStore | AchievementStore | IdempotencyStore | ExperimentStore | SubscriptionStore | ActionLog | Outbox | UsageStore
+  | MemberStore
+  | StreakStore
+  | AchievementStore
+  | IdempotencyStore
+  | ExperimentStore
+  | SubscriptionStore
+  | ActionLog
+  | Outbox
+  | UsageStore
 > = Effect.gen(function*() {
   const members = yield* MemberStore
   const streaks = yield* StreakStore
@@ -198,7 +208,9 @@ export const fromPorts: Effect.Effect<
   const load = (request: LoadRequest): Io<Snapshot> =>
     Effect.gen(function*() {
       const claims = yield* Effect.forEach(request.keys, (k) => idempotency.claim(k.projectId, k.key, k.now))
-      const found = yield* members.lookupMany(request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash })))
+      const found = yield* members.lookupMany(
+        request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))
+      )
       const asked = request.members.flatMap((m, i) =>
         m.streak === undefined || !goesAhead(m, claims) ? [] : [{
           i,
@@ -216,7 +228,9 @@ export const fromPorts: Effect.Effect<
       const withAchieved = asked.filter((a) => a.withAchieved)
       const achieved = yield* achievements.achievedMany(withAchieved.map((a) => a.key))
       const achievedOf = new Map(withAchieved.map((a, n) => [a.i, achieved[n]!]))
-      const streakOf = new Map(asked.map((a, n) => [a.i, { key: a.key, row: rows[n]!, achieved: achievedOf.get(a.i) ?? [] }]))
+      const streakOf = new Map(
+        asked.map((a, n) => [a.i, { key: a.key, row: rows[n]!, achieved: achievedOf.get(a.i) ?? [] }])
+      )
       return { members: request.members.map((_, i) => ({ member: found[i]!, streak: streakOf.get(i) })), claims }
     })
 
@@ -225,7 +239,9 @@ export const fromPorts: Effect.Effect<
       const running = yield* Effect.forEach(programs, (id) => experiments.running(id))
       const listening = yield* Effect.forEach(programs, (id) => subscriptionsOf(id))
       return {
-        experiments: new Map(programs.flatMap((id, n) => Option.toArray(Option.map(running[n]!, (e) => [id, e] as const)))),
+        experiments: new Map(
+          programs.flatMap((id, n) => Option.toArray(Option.map(running[n]!, (e) => [id, e] as const)))
+        ),
         subscriptions: new Map(programs.map((id, n) => [id, listening[n]!]))
       }
     })
@@ -233,7 +249,10 @@ export const fromPorts: Effect.Effect<
   // The record-level port answers per event type; a planner wants a program's subscriptions once.
   const subscriptionsOf = (programId: ProgramId) =>
     Effect.map(
-      Effect.all([subscriptions.forEvent(programId, "milestone.achieved"), subscriptions.forEvent(programId, "reward.unlocked")]),
+      Effect.all([
+        subscriptions.forEvent(programId, "milestone.achieved"),
+        subscriptions.forEvent(programId, "reward.unlocked")
+      ]),
       ([a, b]) => [...new Map([...a, ...b].map((s) => [s.id, s])).values()]
     )
 

@@ -54,7 +54,10 @@ export class Metering extends Context.Tag("@streaks/core/Metering")<Metering, {
    * workspace's current plan limit. Raising the plan lifts the pause at once, and nothing tracked
    * meanwhile is lost because counting never stopped.
    */
-  readonly reportsPaused: (workspaceId: string, month?: string) => Effect.Effect<boolean, InvalidBody | NotFound | StorageError>
+  readonly reportsPaused: (
+    workspaceId: string,
+    month?: string
+  ) => Effect.Effect<boolean, InvalidBody | NotFound | StorageError>
 }>() {}
 
 const monthPattern = /^\d{4}-(0[1-9]|1[0-2])$/

@@ -4,7 +4,16 @@
  */
 import { Clock, Context, Effect, Layer } from "effect"
 import type { LocalDate } from "./Calendar.js"
-import { hasReward, type Ledger, type Milestone, OutboxMessage, type OutboundEventType, type Program, type Project, type Subscription } from "./Domain.js"
+import {
+  hasReward,
+  type Ledger,
+  type Milestone,
+  OutboxMessage,
+  type OutboundEventType,
+  type Program,
+  type Project,
+  type Subscription
+} from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import * as Experiments from "./Experiments.js"
 import * as Ids from "./Ids.js"
@@ -100,7 +109,13 @@ const silent = (subject: Subject): boolean => subject.ledger !== "live" || subje
 export const mayFire = (subject: Subject): boolean => !silent(subject)
 
 /** The pending outbox message of one event for one listening subscription, due at `now`. */
-export const message = (id: MessageId, subscription: Subscription, now: Date, subject: Subject, event: Event): OutboxMessage =>
+export const message = (
+  id: MessageId,
+  subscription: Subscription,
+  now: Date,
+  subject: Subject,
+  event: Event
+): OutboxMessage =>
   new OutboxMessage({
     id,
     subscriptionId: subscription.id,
@@ -148,22 +163,29 @@ export const emitWhere = <R>(
   events: ReadonlyArray<Event>,
   kept: Effect.Effect<ReadonlyArray<boolean>, StorageError, R>
 ): Effect.Effect<Emitted, StorageError, R | SubscriptionStore | Outbox | ExperimentStore> =>
-  silent(subject) ? Effect.as(kept, { fired: 0, enqueued: 0 }) : Effect.flatMap(SubscriptionStore, (subscriptions) =>
-    Effect.flatMap(
-      Effect.all([
-        kept,
-        Experiments.inControlGroup(subject.program.id, subject.userHash),
-        Effect.all(events.map((event) => subscriptions.forEvent(subject.program.id, event.type)), { concurrency: "unbounded" })
-      ], { concurrency: "unbounded" }),
-      ([keep, control, listening]) => {
-        const firing = events.filter((_, i) => keep[i])
-        if (control || firing.length === 0) return none
-        return toHeard(subject, firing, listening.filter((_, i) => keep[i]))
-      }
-    ))
+  silent(subject) ?
+    Effect.as(kept, { fired: 0, enqueued: 0 }) :
+    Effect.flatMap(SubscriptionStore, (subscriptions) =>
+      Effect.flatMap(
+        Effect.all([
+          kept,
+          Experiments.inControlGroup(subject.program.id, subject.userHash),
+          Effect.all(events.map((event) => subscriptions.forEvent(subject.program.id, event.type)), {
+            concurrency: "unbounded"
+          })
+        ], { concurrency: "unbounded" }),
+        ([keep, control, listening]) => {
+          const firing = events.filter((_, i) => keep[i])
+          if (control || firing.length === 0) return none
+          return toHeard(subject, firing, listening.filter((_, i) => keep[i]))
+        }
+      ))
 
 /** Events that fire, to the subscriptions listening to each. */
-const toListeners = (subject: Subject, events: ReadonlyArray<Event>): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox> =>
+const toListeners = (
+  subject: Subject,
+  events: ReadonlyArray<Event>
+): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox> =>
   Effect.flatMap(SubscriptionStore, (subscriptions) =>
     Effect.flatMap(
       Effect.forEach(events, (event) => subscriptions.forEvent(subject.program.id, event.type)),

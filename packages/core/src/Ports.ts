@@ -112,7 +112,6 @@ export interface Standing {
   readonly achieved: ReadonlyArray<MilestoneId>
 }
 
-
 /** Member facts per project: aliases (anonymous → member) and the member's time zone. */
 export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<MemberStore, {
   /**
@@ -148,7 +147,9 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * MUST take the locks in one deterministic order (so that two batches with overlapping keys
    * cannot deadlock); one round trip where the store allows.
    */
-  readonly lockMany: (keys: ReadonlyArray<{ readonly key: StreakKey; readonly timezone: string }>) => Io<ReadonlyArray<StreakRow>>
+  readonly lockMany: (
+    keys: ReadonlyArray<{ readonly key: StreakKey; readonly timezone: string }>
+  ) => Io<ReadonlyArray<StreakRow>>
   readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>
   /** Inserts or replaces the row (all fields, including `dueAt`). */
   readonly save: (row: StreakRow) => Io<void>
@@ -160,7 +161,9 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * `addDay` of many (key, day) pairs at once, answers in input order. MUST answer `true` only for
    * the first insert: a pair given twice is `true` at most at its first position.
    */
-  readonly addDays: (days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) => Io<ReadonlyArray<boolean>>
+  readonly addDays: (
+    days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>
+  ) => Io<ReadonlyArray<boolean>>
   /** Every active day of the streak, ascending. */
   readonly days: (key: StreakKey) => Io<ReadonlyArray<LocalDate>>
   /** Active days in [from, to] inclusive, ascending. */
@@ -172,7 +175,11 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * (if any), the active days in [from, to] and the achieved milestones. One consistent read, one
    * round trip where the store allows.
    */
-  readonly standingMany: (refs: ReadonlyArray<StandingRef>, from: LocalDate, to: LocalDate) => Io<ReadonlyArray<Standing>>
+  readonly standingMany: (
+    refs: ReadonlyArray<StandingRef>,
+    from: LocalDate,
+    to: LocalDate
+  ) => Io<ReadonlyArray<Standing>>
   /** Every streak key of a member in a project (all programs, both ledgers). */
   readonly keysOfMember: (projectId: ProjectId, userHash: UserHash) => Io<ReadonlyArray<StreakKey>>
   /** Removes the row and the days of `key` (used when an anonymous id is merged away). */
@@ -214,19 +221,23 @@ export class ActionLog extends Context.Tag("@streaks/core/ActionLog")<ActionLog,
   /** `append` of many records at once; one round trip where the store allows. */
   readonly appendAll: (records: ReadonlyArray<ActionRecord>) => Io<void>
   /** Counts per local date and event type. */
-  readonly countsByDay: (query: ActionQuery) => Io<ReadonlyArray<{
-    readonly date: LocalDate
-    readonly eventType: EventType
-    readonly count: number
-    readonly counted: number
-  }>>
+  readonly countsByDay: (query: ActionQuery) => Io<
+    ReadonlyArray<{
+      readonly date: LocalDate
+      readonly eventType: EventType
+      readonly count: number
+      readonly counted: number
+    }>
+  >
   /** Counted actions grouped by their source labels. */
-  readonly sources: (query: ActionQuery) => Io<ReadonlyArray<{
-    readonly source: string | undefined
-    readonly externalService: string | undefined
-    readonly integrationId: string | undefined
-    readonly count: number
-  }>>
+  readonly sources: (query: ActionQuery) => Io<
+    ReadonlyArray<{
+      readonly source: string | undefined
+      readonly externalService: string | undefined
+      readonly integrationId: string | undefined
+      readonly count: number
+    }>
+  >
 }>() {}
 
 export type IdempotencyClaim =
@@ -279,14 +290,26 @@ export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
    * claimer has since claimed, delivered or failed, changes nothing (`false`). Since a claim
    * happens only after the lease ran out, a later claim always holds a later `leaseUntil`.
    */
-  readonly markDelivered: (held: { readonly id: MessageId; readonly leaseUntil: Date }, attempts: number, at: Date) => Io<boolean>
+  readonly markDelivered: (
+    held: { readonly id: MessageId; readonly leaseUntil: Date },
+    attempts: number,
+    at: Date
+  ) => Io<boolean>
   /** Back to pending until `nextAttemptAt` (see `markDelivered`); with `attempts` unchanged, this renews a lease. */
-  readonly reschedule: (held: { readonly id: MessageId; readonly leaseUntil: Date }, attempts: number, nextAttemptAt: Date) => Io<boolean>
+  readonly reschedule: (
+    held: { readonly id: MessageId; readonly leaseUntil: Date },
+    attempts: number,
+    nextAttemptAt: Date
+  ) => Io<boolean>
   /** Failed for good (see `markDelivered`). */
   readonly markFailed: (held: { readonly id: MessageId; readonly leaseUntil: Date }, attempts: number) => Io<boolean>
   readonly get: (id: MessageId) => Io<Option.Option<OutboxMessage>>
   /** Delivered messages of a program and type, newest first by creation. */
-  readonly recentDelivered: (programId: ProgramId, type: OutboundEventType, limit: number) => Io<ReadonlyArray<OutboxMessage>>
+  readonly recentDelivered: (
+    programId: ProgramId,
+    type: OutboundEventType,
+    limit: number
+  ) => Io<ReadonlyArray<OutboxMessage>>
   /** The earliest `nextAttemptAt` of a pending message, to sleep exactly until then. */
   readonly nextDueAt: Io<Option.Option<Date>>
   /** Deletes delivery attempts older than `before`; returns how many. */

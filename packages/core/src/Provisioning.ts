@@ -62,7 +62,9 @@ export interface CreateProgramInput {
 }
 
 export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Provisioning, {
-  readonly createWorkspace: (input: { readonly name: string; readonly plan: Plan }) => Effect.Effect<Workspace, InvalidBody | StorageError>
+  readonly createWorkspace: (
+    input: { readonly name: string; readonly plan: Plan }
+  ) => Effect.Effect<Workspace, InvalidBody | StorageError>
   readonly setPlan: (workspaceId: string, plan: Plan) => Effect.Effect<Workspace, InvalidBody | NotFound | StorageError>
   /** The project, with its server token and signing secret in plaintext: shown this once. */
   readonly createProject: (input: CreateProjectInput) => Effect.Effect<
@@ -75,16 +77,23 @@ export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Prov
     InvalidBody | NotFound | StorageError
   >
   /** Replaces the webhook ingest secret; the old one stops working at once. */
-  readonly rotateWebhookSecret: (programId: string) => Effect.Effect<{ readonly webhookSecret: string }, NotFound | StorageError>
+  readonly rotateWebhookSecret: (
+    programId: string
+  ) => Effect.Effect<{ readonly webhookSecret: string }, NotFound | StorageError>
   /** Operator override of the program mode (the only way back from live to test, CONTRACT §3). */
-  readonly setProgramStatus: (programId: string, status: ProgramStatus) => Effect.Effect<Program, InvalidBody | NotFound | StorageError>
+  readonly setProgramStatus: (
+    programId: string,
+    status: ProgramStatus
+  ) => Effect.Effect<Program, InvalidBody | NotFound | StorageError>
   readonly createApiKey: (workspaceId: string, name: string) => Effect.Effect<
     { readonly id: Ids.ApiKeyId; readonly key: string },
     InvalidBody | NotFound | StorageError
   >
   /** Revokes the key and removes every subscription it created, atomically. Unknown or already revoked: NotFound. */
   readonly revokeApiKey: (id: string) => Effect.Effect<void, NotFound | StorageError>
-  readonly createOAuthGrant: (input: { readonly workspaceIds: ReadonlyArray<string>; readonly appName: string }) => Effect.Effect<
+  readonly createOAuthGrant: (
+    input: { readonly workspaceIds: ReadonlyArray<string>; readonly appName: string }
+  ) => Effect.Effect<
     { readonly id: Ids.OAuthGrantId; readonly accessToken: string },
     InvalidBody | NotFound | StorageError
   >
@@ -94,7 +103,9 @@ export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Prov
    * An MCP token over the workspaces (CONTRACT §17), with its `svc_mcp_…` token in plaintext: shown
    * this once. It opens the MCP worker only, never the customer REST API.
    */
-  readonly createMcpToken: (input: { readonly name: string; readonly workspaceIds: ReadonlyArray<string> }) => Effect.Effect<
+  readonly createMcpToken: (
+    input: { readonly name: string; readonly workspaceIds: ReadonlyArray<string> }
+  ) => Effect.Effect<
     { readonly id: Ids.McpTokenId; readonly token: string },
     InvalidBody | NotFound | StorageError
   >
@@ -159,7 +170,9 @@ const validMilestones = (
       if (seen.has(m.target)) return yield* invalid(`milestones: target ${m.target} appears twice`)
       seen.add(m.target)
       const rewardType = m.rewardType ?? "message"
-      if (!RewardType.literals.includes(rewardType)) return yield* invalid(`milestones: unknown rewardType "${rewardType}"`)
+      if (!RewardType.literals.includes(rewardType)) {
+        return yield* invalid(`milestones: unknown rewardType "${rewardType}"`)
+      }
       // A coupon or link without its value would unlock nothing (CONTRACT §7).
       if (rewardType !== "message" && (m.rewardValue === undefined || m.rewardValue === "")) {
         return yield* invalid(`milestones: a ${rewardType} reward needs a rewardValue (target ${m.target})`)
@@ -167,13 +180,15 @@ const validMilestones = (
       if (m.msg.length > 1000 || (m.rewardValue?.length ?? 0) > 2000) {
         return yield* invalid(`milestones: msg or rewardValue too long (target ${m.target})`)
       }
-      out.push(new Milestone({
-        id: yield* Ids.make("MilestoneId"),
-        target: m.target,
-        msg: m.msg,
-        rewardType,
-        ...(m.rewardValue === undefined ? {} : { rewardValue: m.rewardValue })
-      }))
+      out.push(
+        new Milestone({
+          id: yield* Ids.make("MilestoneId"),
+          target: m.target,
+          msg: m.msg,
+          rewardType,
+          ...(m.rewardValue === undefined ? {} : { rewardValue: m.rewardValue })
+        })
+      )
     }
     // Ascending targets: the order in which a member meets them and in which the widget lists them.
     return out.sort((a, b) => a.target - b.target)
@@ -203,10 +218,13 @@ export const make = Effect.gen(function*() {
   const box = yield* SecretBox
 
   const workspaceExists = (id: string) =>
-    Effect.flatMap(directory.workspace(Ids.unsafe("WorkspaceId", id)), Option.match({
-      onNone: () => Effect.fail(notFound("workspace")),
-      onSome: Effect.succeed
-    }))
+    Effect.flatMap(
+      directory.workspace(Ids.unsafe("WorkspaceId", id)),
+      Option.match({
+        onNone: () => Effect.fail(notFound("workspace")),
+        onSome: Effect.succeed
+      })
+    )
 
   const orNotFound = <A>(what: string) => (found: Option.Option<A>): Effect.Effect<A, NotFound> =>
     Option.match(found, { onNone: () => Effect.fail(notFound(what)), onSome: Effect.succeed })
@@ -226,13 +244,15 @@ export const make = Effect.gen(function*() {
       const workspaces = yield* Effect.forEach(ids, workspaceExists)
       const token = Credentials.generate(kind)
       const id = yield* makeId
-      yield* credentials.createGrant(new OAuthGrant({
-        id,
-        workspaceIds: workspaces.map((w) => w.id),
-        appName: valid,
-        tokenHash: Credentials.hashToken(token),
-        createdAt: yield* now
-      }))
+      yield* credentials.createGrant(
+        new OAuthGrant({
+          id,
+          workspaceIds: workspaces.map((w) => w.id),
+          appName: valid,
+          tokenHash: Credentials.hashToken(token),
+          createdAt: yield* now
+        })
+      )
       return { id, token }
     })
 
@@ -250,8 +270,10 @@ export const make = Effect.gen(function*() {
       }),
 
     setPlan: (workspaceId, plan) =>
-      Effect.flatMap(validPlan(plan), (p) =>
-        Effect.flatMap(directory.setPlan(Ids.unsafe("WorkspaceId", workspaceId), p), orNotFound("workspace"))),
+      Effect.flatMap(
+        validPlan(plan),
+        (p) => Effect.flatMap(directory.setPlan(Ids.unsafe("WorkspaceId", workspaceId), p), orNotFound("workspace"))
+      ),
 
     createProject: (input) =>
       Effect.gen(function*() {
@@ -317,10 +339,11 @@ export const make = Effect.gen(function*() {
 
     rotateWebhookSecret: (programId) => {
       const webhookSecret = Credentials.generate("webhook")
-      return directory.setWebhookSecretHash(Ids.unsafe("ProgramId", programId), Credentials.hashToken(webhookSecret)).pipe(
-        Effect.flatMap(orNotFound("program")),
-        Effect.as({ webhookSecret })
-      )
+      return directory.setWebhookSecretHash(Ids.unsafe("ProgramId", programId), Credentials.hashToken(webhookSecret))
+        .pipe(
+          Effect.flatMap(orNotFound("program")),
+          Effect.as({ webhookSecret })
+        )
     },
 
     setProgramStatus: (programId, status) =>
@@ -346,7 +369,10 @@ export const make = Effect.gen(function*() {
 
     revokeApiKey: (id) =>
       transactor.withTransaction(Effect.gen(function*() {
-        const key = yield* Effect.flatMap(credentials.revokeApiKey(Ids.unsafe("ApiKeyId", id), yield* now), orNotFound("api key"))
+        const key = yield* Effect.flatMap(
+          credentials.revokeApiKey(Ids.unsafe("ApiKeyId", id), yield* now),
+          orNotFound("api key")
+        )
         yield* subscriptions.removeCreatedBy({ type: "api_key", id: key.id })
       })),
 
@@ -369,7 +395,9 @@ export const make = Effect.gen(function*() {
     // An MCP token creates no subscriptions, so there is nothing to remove with it.
     revokeMcpToken: (id) =>
       Schema.is(Ids.McpTokenId)(id)
-        ? Effect.flatMap(now, (at) => Effect.flatMap(credentials.revokeGrant(id, at), orNotFound("mcp token"))).pipe(Effect.asVoid)
+        ? Effect.flatMap(now, (at) => Effect.flatMap(credentials.revokeGrant(id, at), orNotFound("mcp token"))).pipe(
+          Effect.asVoid
+        )
         : Effect.fail(notFound("mcp token"))
   })
 })

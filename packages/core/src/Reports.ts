@@ -23,7 +23,8 @@ import * as EpochDay from "./internal/epochDay.js"
 import { type Program, StreakKey, type StreakRow } from "./Domain.js"
 import { InvalidBody, type NotFound, type StorageError } from "./Errors.js"
 import * as Metering from "./Metering.js"
-import { ActionLog, type ActionQuery, DirectoryStore, StreakStore, UsageStore } from "./Ports.js"
+import type { UsageStore } from "./Ports.js"
+import { ActionLog, type ActionQuery, DirectoryStore, StreakStore } from "./Ports.js"
 import * as Streak from "./Streak.js"
 
 /** The query of a report: `from`/`to` are inclusive "YYYY-MM-DD" dates; `programId` narrows. */
@@ -199,7 +200,10 @@ export const make = Effect.gen(function*() {
       })
 
   /** The first of the workspaces that is over its plan limit in `month`, as the paused answer. */
-  const pauseOf = (workspaceIds: ReadonlyArray<string>, month: string): Effect.Effect<Option.Option<Paused>, StorageError> =>
+  const pauseOf = (
+    workspaceIds: ReadonlyArray<string>,
+    month: string
+  ): Effect.Effect<Option.Option<Paused>, StorageError> =>
     Effect.gen(function*() {
       for (const id of workspaceIds) {
         const usage = yield* metering.usage(id, month).pipe(
@@ -250,7 +254,12 @@ export const make = Effect.gen(function*() {
     const last = row.lastActiveDay
     if (last === undefined || last < r.from) return Effect.succeed(false)
     if (last <= r.to) return Effect.succeed(true)
-    const key = new StreakKey({ projectId: row.projectId, programId: row.programId, userHash: row.userHash, ledger: row.ledger })
+    const key = new StreakKey({
+      projectId: row.projectId,
+      programId: row.programId,
+      userHash: row.userHash,
+      ledger: row.ledger
+    })
     return Effect.map(
       streaks.daysBetween(key, r.from as Calendar.LocalDate, r.to as Calendar.LocalDate),
       (days) => days.length > 0
@@ -292,28 +301,40 @@ export const make = Effect.gen(function*() {
         range: r,
         days: [...rows]
           .sort((a, b) => compareLabel(a.date, b.date) || compareLabel(a.eventType, b.eventType))
-          .map((row) => ({ date: row.date as string, eventType: row.eventType as string, count: row.count, counted: row.counted }))
+          .map((row) => ({
+            date: row.date as string,
+            eventType: row.eventType as string,
+            count: row.count,
+            counted: row.counted
+          }))
       })))
 
   const insights = (principal: Credentials.Principal, range: Range) =>
-    report(principal, range, (programs, r) =>
-      Effect.map(programs.length === 0 ? Effect.succeed([]) : actions.sources(actionQuery(programs, r, false)), (rows) => ({
-        paused: false as const,
-        range: r,
-        sources: rows
-          .map((row) => ({
-            source: row.source ?? null,
-            externalService: row.externalService ?? null,
-            integrationId: row.integrationId ?? null,
-            count: row.count
-          }))
-          .sort((a, b) =>
-            b.count - a.count ||
-            compareLabel(a.source, b.source) ||
-            compareLabel(a.externalService, b.externalService) ||
-            compareLabel(a.integrationId, b.integrationId)
-          )
-      })))
+    report(
+      principal,
+      range,
+      (programs, r) =>
+        Effect.map(
+          programs.length === 0 ? Effect.succeed([]) : actions.sources(actionQuery(programs, r, false)),
+          (rows) => ({
+            paused: false as const,
+            range: r,
+            sources: rows
+              .map((row) => ({
+                source: row.source ?? null,
+                externalService: row.externalService ?? null,
+                integrationId: row.integrationId ?? null,
+                count: row.count
+              }))
+              .sort((a, b) =>
+                b.count - a.count ||
+                compareLabel(a.source, b.source) ||
+                compareLabel(a.externalService, b.externalService) ||
+                compareLabel(a.integrationId, b.integrationId)
+              )
+          })
+        )
+    )
 
   return Reports.of({ overview, events, insights })
 })

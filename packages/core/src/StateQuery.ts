@@ -56,7 +56,11 @@ export interface StateBody {
     readonly rewardType: string
     readonly rewardValue?: string
   }>
-  readonly settings: { readonly theme: { readonly name: string }; readonly position: string; readonly mainMessage: string }
+  readonly settings: {
+    readonly theme: { readonly name: string }
+    readonly position: string
+    readonly mainMessage: string
+  }
 }
 
 export interface StateAnswer {
@@ -96,9 +100,15 @@ export class StateQuery extends Context.Tag("@streaks/core/StateQuery")<StateQue
    * its own; its storage read shares the batch's. Time is the `Clock` in context when the service
    * was made. `onExit` must not throw.
    */
-  readonly stateCallback: (request: StateRequest, onExit: (exit: Exit.Exit<StateAnswer, StateError | StorageError>) => void) => void
+  readonly stateCallback: (
+    request: StateRequest,
+    onExit: (exit: Exit.Exit<StateAnswer, StateError | StorageError>) => void
+  ) => void
   /** A member's streak in a program the caller already reaches; NotFound for an unknown program. */
-  readonly memberStreak: (programId: string, userHash: string) => Effect.Effect<MemberStreak, InvalidBody | NotFound | StorageError>
+  readonly memberStreak: (
+    programId: string,
+    userHash: string
+  ) => Effect.Effect<MemberStreak, InvalidBody | NotFound | StorageError>
 }>() {}
 
 const API_VERSION = "1" as const
@@ -157,7 +167,9 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
         Effect.map((standings) =>
           standings.map((s, i) => {
             const { from, to } = reads[i]!
-            return Exit.succeed(s.days.every((d) => d >= from && d <= to) ? s : { ...s, days: s.days.filter((d) => d >= from && d <= to) })
+            return Exit.succeed(
+              s.days.every((d) => d >= from && d <= to) ? s : { ...s, days: s.days.filter((d) => d >= from && d <= to) }
+            )
           })
         ),
         Effect.catchAllCause((cause) =>
@@ -199,7 +211,14 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     }
 
     const read = (project: Project, program: Program, userHash: UserHash) =>
-      Effect.flatMap(nowDate, (now) => Effect.map(standing(readOf(project, program, userHash, now)), (found) => evaluate(project, program, found, now)))
+      Effect.flatMap(
+        nowDate,
+        (now) =>
+          Effect.map(
+            standing(readOf(project, program, userHash, now)),
+            (found) => evaluate(project, program, found, now)
+          )
+      )
 
     /**
      * Coupon and link values are revealed only to the member they belong to (a valid identity token
@@ -273,14 +292,19 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
       const { deprecation, program, project, userHash } = checked
       const bodyOf = (reveal: boolean): Exit.Exit<StateAnswer> => {
         try {
-          return Exit.succeed({ body: body(program, found, evaluate(project, program, found, checked.now).evaluated, reveal), deprecation })
+          return Exit.succeed({
+            body: body(program, found, evaluate(project, program, found, checked.now).evaluated, reveal),
+            deprecation
+          })
         } catch (defect) {
           return Exit.die(defect)
         }
       }
       if (!holdsSecrets(program, found)) return done(bodyOf(false))
-      run(identified(project, identityToken, [userHash, found.member.userHash]), (reveal) =>
-        done(Exit.isSuccess(reveal) ? bodyOf(reveal.value) : Exit.failCause(reveal.cause)))
+      run(
+        identified(project, identityToken, [userHash, found.member.userHash]),
+        (reveal) => done(Exit.isSuccess(reveal) ? bodyOf(reveal.value) : Exit.failCause(reveal.cause))
+      )
     }
 
     // Callbacks over checks that are values and lookups that are finished exits on a cache hit, not
@@ -302,8 +326,13 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
             deprecation: access.right.deprecation,
             now: new Date(clock.unsafeCurrentTimeMillis())
           }
-          standing.submit(readOf(checked.project, checked.program, checked.userHash, checked.now), (found) =>
-            Exit.isFailure(found) ? done(Exit.failCause(found.cause)) : answer(checked, request.identityToken, found.value, done))
+          standing.submit(
+            readOf(checked.project, checked.program, checked.userHash, checked.now),
+            (found) =>
+              Exit.isFailure(found)
+                ? done(Exit.failCause(found.cause))
+                : answer(checked, request.identityToken, found.value, done)
+          )
         })
       })
     }

@@ -210,7 +210,10 @@ export type DueEvent =
   | { readonly _tag: "Broken"; readonly endedRun: number; readonly lastActiveDate: LocalDate }
 
 /** The day owed to keep the run alive, and the first day on which the run is over. */
-const dueDays = (summary: Summary, zone: string): { readonly owed: LocalDate; readonly broken: LocalDate } | undefined => {
+const dueDays = (
+  summary: Summary,
+  zone: string
+): { readonly owed: LocalDate; readonly broken: LocalDate } | undefined => {
   const last = summary.lastActiveDay
   if (last === undefined) return undefined
   const rules = rulesOf(summary.mode)
@@ -247,7 +250,12 @@ export const nextDueAt = (summary: Summary, zone: string, notified: Notified): D
  * owed day on; at-risk once for the owed day, and only while it is today: a check that catches up
  * after downtime never warns about a day that is already over.
  */
-export const dueEvent = (summary: Summary, zone: string, now: Date | number, notified: Notified): DueEvent | undefined => {
+export const dueEvent = (
+  summary: Summary,
+  zone: string,
+  now: Date | number,
+  notified: Notified
+): DueEvent | undefined => {
   const days = dueDays(summary, zone)
   const last = summary.lastActiveDay
   if (days === undefined || last === undefined || notified.brokenAfter === last) return undefined

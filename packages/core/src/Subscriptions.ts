@@ -75,7 +75,10 @@ export class Subscriptions extends Context.Tag("@streaks/core/Subscriptions")<Su
    */
   readonly remove: (principal: Credentials.Principal, id: string) => Effect.Effect<void, NotFound | StorageError>
   /** The subscriptions of a program the principal reaches, oldest first, without secrets. */
-  readonly list: (principal: Credentials.Principal, programId: string) => Effect.Effect<ReadonlyArray<SubscriptionView>, NotFound | StorageError>
+  readonly list: (
+    principal: Credentials.Principal,
+    programId: string
+  ) => Effect.Effect<ReadonlyArray<SubscriptionView>, NotFound | StorageError>
 }>() {}
 
 const invalid = (message: string) => new InvalidBody({ message })
@@ -123,7 +126,9 @@ export const validUrl = (url: string, options: SubscriptionOptions): Effect.Effe
 }
 
 /** Non-empty, each one of the four outbound types; duplicates collapse, order is kept. */
-export const validEventTypes = (types: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<OutboundEventType>, InvalidBody> => {
+export const validEventTypes = (
+  types: ReadonlyArray<string>
+): Effect.Effect<ReadonlyArray<OutboundEventType>, InvalidBody> => {
   if (types.length === 0) return Effect.fail(invalid("eventTypes must name at least one event type"))
   const known = OutboundEventType.literals as ReadonlyArray<string>
   const unknown = types.find((t) => !known.includes(t))

@@ -15,7 +15,12 @@ export const maxSamples = 3
 
 const sampleMilestone = (program: Program): Milestone =>
   program.milestones[0] ??
-    new Milestone({ id: Ids.unsafe("MilestoneId", "ms_sample"), target: 7, msg: "One week streak!", rewardType: "message" })
+    new Milestone({
+      id: Ids.unsafe("MilestoneId", "ms_sample"),
+      target: 7,
+      msg: "One week streak!",
+      rewardType: "message"
+    })
 
 /** A made-up event of `type` about a made-up member, dated now. */
 export const synthetic = (

@@ -78,9 +78,12 @@ describe("Aliases (CONTRACT §10)", () => {
       assert.deepStrictEqual(yield* drainOutbox, [])
       yield* link(t, "anon_1", "member")
       const messages = yield* drainOutbox
-      assert.deepStrictEqual(messages.map((m) => [m.body.type, m.body.data.userHash, m.body.data.milestone.target, m.body.data.streak]), [
-        ["milestone.achieved", "member", 3, { current: 3, best: 3 }]
-      ])
+      assert.deepStrictEqual(
+        messages.map((m) => [m.body.type, m.body.data.userHash, m.body.data.milestone.target, m.body.data.streak]),
+        [
+          ["milestone.achieved", "member", 3, { current: 3, best: 3 }]
+        ]
+      )
     }).pipe(Effect.provide(layer)))
 
   it.effect("milestones the anonymous id achieved stay achieved for the member and do not fire again", () =>
@@ -91,7 +94,12 @@ describe("Aliases (CONTRACT §10)", () => {
       assert.strictEqual((yield* drainOutbox).length, 1)
       yield* link(t, "anon_1", "member")
       assert.deepStrictEqual(yield* drainOutbox, [])
-      const key = new StreakKey({ projectId: t.project.id, programId: t.program.id, userHash: "member" as UserHash, ledger: "live" })
+      const key = new StreakKey({
+        projectId: t.project.id,
+        programId: t.program.id,
+        userHash: "member" as UserHash,
+        ledger: "live"
+      })
       const achieved = yield* Effect.flatMap(AchievementStore, (s) => s.list(key))
       assert.deepStrictEqual(achieved.map((a) => a.milestoneId), [t.program.milestones[0]!.id])
     }).pipe(Effect.provide(layer)))
@@ -105,8 +113,18 @@ describe("Aliases (CONTRACT §10)", () => {
       yield* act(t, "anon_1", 0)
       assert.deepStrictEqual(yield* daysOf(t, "member", "live"), ["2026-05-09", "2026-05-10"])
       assert.isUndefined(yield* rowOf(t, "anon_1", "live"))
-      const state = yield* Effect.flatMap(StateQuery, (q) =>
-        q.state({ siteKey: t.project.siteKey, userHash: "anon_1", event: t.program.eventKey, origin: ORIGIN, serverToken: undefined, identityToken: undefined }))
+      const state = yield* Effect.flatMap(
+        StateQuery,
+        (q) =>
+          q.state({
+            siteKey: t.project.siteKey,
+            userHash: "anon_1",
+            event: t.program.eventKey,
+            origin: ORIGIN,
+            serverToken: undefined,
+            identityToken: undefined
+          })
+      )
       assert.strictEqual(state.body.streak.current, 2)
     }).pipe(Effect.provide(layer)))
 
@@ -137,8 +155,14 @@ describe("Aliases (CONTRACT §10)", () => {
       const aliases = yield* Aliases
       const code = (input: { siteKey: string; anonymousId: string; userHash: string }) => codeOf(aliases.link(input))
       assert.strictEqual(yield* code({ siteKey: "site_unknown", anonymousId: "a", userHash: "m" }), "INVALID_SITE_KEY")
-      assert.strictEqual(yield* code({ siteKey: t.project.siteKey, anonymousId: "a", userHash: "jane@example.com" }), "INVALID_BODY")
-      assert.strictEqual(yield* code({ siteKey: t.project.siteKey, anonymousId: "a".repeat(257), userHash: "m" }), "INVALID_BODY")
+      assert.strictEqual(
+        yield* code({ siteKey: t.project.siteKey, anonymousId: "a", userHash: "jane@example.com" }),
+        "INVALID_BODY"
+      )
+      assert.strictEqual(
+        yield* code({ siteKey: t.project.siteKey, anonymousId: "a".repeat(257), userHash: "m" }),
+        "INVALID_BODY"
+      )
       assert.strictEqual(yield* code({ siteKey: t.project.siteKey, anonymousId: "", userHash: "m" }), "INVALID_BODY")
     }).pipe(Effect.provide(layer)))
 
@@ -151,7 +175,8 @@ describe("Aliases (CONTRACT §10)", () => {
       const aliases = yield* Aliases
       const sign = (siteKey: string, expiresInSeconds = 300, secret = SIGNING_SECRET) =>
         Credentials.signAliasToken(secret, { userHash: "member", anonymousId: "anon_1", siteKey }, { expiresInSeconds })
-      const code = (token: string, siteKey: string = t.project.siteKey) => codeOf(aliases.linkWithToken({ siteKey, token }))
+      const code = (token: string, siteKey: string = t.project.siteKey) =>
+        codeOf(aliases.linkWithToken({ siteKey, token }))
       assert.strictEqual(yield* code("garbage"), "INVALID_ALIAS_TOKEN")
       assert.strictEqual(yield* code(yield* sign(t.project.siteKey, 300, "ass_wrong")), "INVALID_ALIAS_TOKEN")
       assert.strictEqual(yield* code(yield* sign(other.project.siteKey)), "INVALID_ALIAS_TOKEN")
@@ -160,7 +185,10 @@ describe("Aliases (CONTRACT §10)", () => {
       const expiring = yield* sign(t.project.siteKey, 60)
       yield* TestClock.adjust("61 seconds")
       assert.strictEqual(yield* code(expiring), "INVALID_ALIAS_TOKEN")
-      assert.strictEqual(yield* aliases.linkWithToken({ siteKey: t.project.siteKey, token: yield* sign(t.project.siteKey) }), "linked")
+      assert.strictEqual(
+        yield* aliases.linkWithToken({ siteKey: t.project.siteKey, token: yield* sign(t.project.siteKey) }),
+        "linked"
+      )
       assert.deepStrictEqual(yield* daysOf(t, "member", "live"), ["2026-05-09"])
     }).pipe(Effect.provide(layer)))
 })

@@ -17,8 +17,14 @@ const wall = (ms: number, zone: string): string => {
   let f = oracles.get(zone)
   if (f === undefined) {
     f = new Intl.DateTimeFormat("en-US", {
-      timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit",
-      hour: "2-digit", minute: "2-digit", second: "2-digit"
+      timeZone: zone,
+      hourCycle: "h23",
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit"
     })
     oracles.set(zone, f)
   }
@@ -27,14 +33,26 @@ const wall = (ms: number, zone: string): string => {
   return `${p.year}-${p.month}-${p.day} ${p.hour}:${p.minute}:${p.second}.${millis}`
 }
 const dayLength = (date: string, zone: string): number =>
-  (Calendar.startOfDay(Calendar.addDays(d(date), 1), zone).getTime() - Calendar.startOfDay(d(date), zone).getTime()) / HOUR
+  (Calendar.startOfDay(Calendar.addDays(d(date), 1), zone).getTime() - Calendar.startOfDay(d(date), zone).getTime()) /
+  HOUR
 
 describe("LocalDate", () => {
   it("accepts real calendar dates only, leap days included", () => {
     const is = Schema.is(Calendar.LocalDate)
     assert.isTrue(is("2024-02-29"))
     assert.isTrue(is("2000-02-29"))
-    for (const bad of ["2023-02-29", "1900-02-29", "2024-13-01", "2024-04-31", "2024-1-01", "0000-01-01", "2024-01-01T00:00", 20240101]) {
+    for (
+      const bad of [
+        "2023-02-29",
+        "1900-02-29",
+        "2024-13-01",
+        "2024-04-31",
+        "2024-1-01",
+        "0000-01-01",
+        "2024-01-01T00:00",
+        20240101
+      ]
+    ) {
       assert.isFalse(is(bad), String(bad))
     }
     assert.strictEqual(Calendar.unsafeLocalDate("2024-02-29"), "2024-02-29")
@@ -44,10 +62,21 @@ describe("LocalDate", () => {
 
 describe("isValidZone", () => {
   it("accepts IANA names, links and UTC; rejects offsets and garbage", () => {
-    for (const z of ["UTC", "America/New_York", "Asia/Calcutta", "Etc/GMT+5", "America/Argentina/Buenos_Aires", "Pacific/Chatham"]) {
+    for (
+      const z of [
+        "UTC",
+        "America/New_York",
+        "Asia/Calcutta",
+        "Etc/GMT+5",
+        "America/Argentina/Buenos_Aires",
+        "Pacific/Chatham"
+      ]
+    ) {
       assert.isTrue(Calendar.isValidZone(z), z)
     }
-    for (const z of ["+05:00", "-05:00", "+0530", "+05", "Z", "", "Mars/Olympus", "America/New York", "../etc/passwd"]) {
+    for (
+      const z of ["+05:00", "-05:00", "+0530", "+05", "Z", "", "Mars/Olympus", "America/New York", "../etc/passwd"]
+    ) {
       assert.isFalse(Calendar.isValidZone(z), z)
     }
   })
@@ -59,8 +88,14 @@ describe("DST in America/New_York and Europe/London", () => {
     assert.strictEqual(wall(at("2025-03-09T06:59:59Z"), "America/New_York"), "2025-03-09 01:59:59.000")
     assert.strictEqual(wall(at("2025-03-09T07:00:00Z"), "America/New_York"), "2025-03-09 03:00:00.000")
     assert.strictEqual(wall(at("2025-11-02T06:00:00Z"), "America/New_York"), "2025-11-02 01:00:00.000")
-    assert.strictEqual(Calendar.startOfDay(d("2025-03-09"), "America/New_York").toISOString(), "2025-03-09T05:00:00.000Z")
-    assert.strictEqual(Calendar.startOfDay(d("2025-03-10"), "America/New_York").toISOString(), "2025-03-10T04:00:00.000Z")
+    assert.strictEqual(
+      Calendar.startOfDay(d("2025-03-09"), "America/New_York").toISOString(),
+      "2025-03-09T05:00:00.000Z"
+    )
+    assert.strictEqual(
+      Calendar.startOfDay(d("2025-03-10"), "America/New_York").toISOString(),
+      "2025-03-10T04:00:00.000Z"
+    )
     assert.strictEqual(dayLength("2025-03-09", "America/New_York"), 23)
     assert.strictEqual(dayLength("2025-11-02", "America/New_York"), 25)
     assert.strictEqual(dayLength("2025-06-15", "America/New_York"), 24)
@@ -112,7 +147,10 @@ describe("days whose midnight does not exist", () => {
   it("clocks set back at midnight (Santiago 2024-04-07) give the previous day 25 hours", () => {
     // Verified: at 03:00Z the wall clock goes back from 2024-04-06 23:59:59 (-03) to 23:00 (-04).
     assert.strictEqual(wall(at("2024-04-07T03:00:00Z"), "America/Santiago"), "2024-04-06 23:00:00.000")
-    assert.strictEqual(Calendar.startOfDay(d("2024-04-07"), "America/Santiago").toISOString(), "2024-04-07T04:00:00.000Z")
+    assert.strictEqual(
+      Calendar.startOfDay(d("2024-04-07"), "America/Santiago").toISOString(),
+      "2024-04-07T04:00:00.000Z"
+    )
     assert.strictEqual(dayLength("2024-04-06", "America/Santiago"), 25)
   })
 })
@@ -133,8 +171,14 @@ describe("half-hour, quarter-hour and 45-minute offsets", () => {
     // Verified: 2025-04-06 03:44:59 (+13:45) -> 02:45 (+12:45) and 2025-09-28 02:44:59 (+12:45) -> 03:45 (+13:45), both at 14:00Z the day before.
     assert.strictEqual(wall(at("2025-04-05T14:00:00Z"), "Pacific/Chatham"), "2025-04-06 02:45:00.000")
     assert.strictEqual(wall(at("2025-09-27T14:00:00Z"), "Pacific/Chatham"), "2025-09-28 03:45:00.000")
-    assert.strictEqual(Calendar.startOfDay(d("2025-06-02"), "Pacific/Chatham").toISOString(), "2025-06-01T11:15:00.000Z")
-    assert.strictEqual(Calendar.startOfDay(d("2025-01-15"), "Pacific/Chatham").toISOString(), "2025-01-14T10:15:00.000Z")
+    assert.strictEqual(
+      Calendar.startOfDay(d("2025-06-02"), "Pacific/Chatham").toISOString(),
+      "2025-06-01T11:15:00.000Z"
+    )
+    assert.strictEqual(
+      Calendar.startOfDay(d("2025-01-15"), "Pacific/Chatham").toISOString(),
+      "2025-01-14T10:15:00.000Z"
+    )
     assert.strictEqual(dayLength("2025-04-06", "Pacific/Chatham"), 25)
     assert.strictEqual(dayLength("2025-09-28", "Pacific/Chatham"), 23)
   })
@@ -147,8 +191,14 @@ describe("the date line", () => {
     assert.strictEqual(wall(t, "Pacific/Pago_Pago"), "2025-05-31 23:30:00.000")
     assert.strictEqual(Calendar.localDate(t, "Pacific/Kiritimati"), "2025-06-02")
     assert.strictEqual(Calendar.localDate(t, "Pacific/Pago_Pago"), "2025-05-31")
-    assert.strictEqual(Calendar.startOfDay(d("2025-06-02"), "Pacific/Kiritimati").toISOString(), "2025-06-01T10:00:00.000Z")
-    assert.strictEqual(Calendar.startOfDay(d("2025-06-01"), "Pacific/Pago_Pago").toISOString(), "2025-06-01T11:00:00.000Z")
+    assert.strictEqual(
+      Calendar.startOfDay(d("2025-06-02"), "Pacific/Kiritimati").toISOString(),
+      "2025-06-01T10:00:00.000Z"
+    )
+    assert.strictEqual(
+      Calendar.startOfDay(d("2025-06-01"), "Pacific/Pago_Pago").toISOString(),
+      "2025-06-01T11:00:00.000Z"
+    )
   })
 })
 
@@ -226,12 +276,21 @@ describe("calendar arithmetic", () => {
 
   it("the ISO week of 2026-12-31 runs Monday 2026-12-28 to Sunday 2027-01-03", () => {
     const week = Calendar.isoWeek(d("2026-12-31"))
-    assert.deepStrictEqual<ReadonlyArray<string>>(week, ["2026-12-28", "2026-12-29", "2026-12-30", "2026-12-31", "2027-01-01", "2027-01-02", "2027-01-03"])
+    assert.deepStrictEqual<ReadonlyArray<string>>(week, [
+      "2026-12-28",
+      "2026-12-29",
+      "2026-12-30",
+      "2026-12-31",
+      "2027-01-01",
+      "2027-01-02",
+      "2027-01-03"
+    ])
     assert.strictEqual(Calendar.isoWeek(d("2027-01-01"))[0], "2026-12-28")
     assert.deepStrictEqual(Calendar.isoWeek(d("2027-01-03")), week)
     assert.strictEqual(Calendar.isoWeek(d("2027-01-04"))[0], "2027-01-04")
     // Weekday names checked against Intl.
-    const intlDay = (s: string) => new Intl.DateTimeFormat("en-US", { timeZone: "UTC", weekday: "short" }).format(at(`${s}T12:00:00Z`))
+    const intlDay = (s: string) =>
+      new Intl.DateTimeFormat("en-US", { timeZone: "UTC", weekday: "short" }).format(at(`${s}T12:00:00Z`))
     assert.deepStrictEqual(week.map(Calendar.weekdayLabel), ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"])
     assert.deepStrictEqual(week.map(intlDay), ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"])
     assert.strictEqual(Calendar.weekdayLabel(d("2024-02-29")), intlDay("2024-02-29"))
@@ -247,8 +306,18 @@ describe("calendar arithmetic", () => {
 })
 
 const ZONES = [
-  "UTC", "America/New_York", "Europe/London", "America/Santiago", "America/Havana", "Asia/Beirut", "Asia/Kolkata",
-  "Asia/Kathmandu", "Pacific/Chatham", "Pacific/Kiritimati", "Pacific/Pago_Pago", "Pacific/Apia"
+  "UTC",
+  "America/New_York",
+  "Europe/London",
+  "America/Santiago",
+  "America/Havana",
+  "Asia/Beirut",
+  "Asia/Kolkata",
+  "Asia/Kathmandu",
+  "Pacific/Chatham",
+  "Pacific/Kiritimati",
+  "Pacific/Pago_Pago",
+  "Pacific/Apia"
 ] as const
 
 describe("calendar properties", () => {

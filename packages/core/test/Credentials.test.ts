@@ -168,13 +168,18 @@ describe("alias tokens", () => {
     Effect.gen(function*() {
       yield* TestClock.setTime(MARCH_1)
       const exp = MARCH_1 / 1000 + 60
-      for (const payload of [
-        { sub: "u_1", site: siteKey, exp },
-        { anon: "anon_1", site: siteKey, exp },
-        { sub: "u_1", anon: "anon_1", site: siteKey }
-      ]) {
+      for (
+        const payload of [
+          { sub: "u_1", site: siteKey, exp },
+          { anon: "anon_1", site: siteKey, exp },
+          { sub: "u_1", anon: "anon_1", site: siteKey }
+        ]
+      ) {
         const token = yield* raw(payload)
-        assert.isTrue(Option.isNone(yield* Credentials.verifyAliasToken(token, secret, siteKey)), JSON.stringify(payload))
+        assert.isTrue(
+          Option.isNone(yield* Credentials.verifyAliasToken(token, secret, siteKey)),
+          JSON.stringify(payload)
+        )
       }
     }))
 })
@@ -209,17 +214,19 @@ describe("Credentials service", () => {
     Effect.gen(function*() {
       const a = yield* tenant()
       const credentials = yield* Credentials.Credentials
-      for (const header of [
-        undefined,
-        "",
-        a.apiKey.key,
-        `Basic ${a.apiKey.key}`,
-        "Bearer ",
-        `Bearer ${Credentials.generate("apiKey")}`,
-        `Bearer ${Credentials.generate("oauth")}`,
-        `Bearer ${a.serverToken}`,
-        `Bearer ${a.apiKey.key} extra`
-      ]) {
+      for (
+        const header of [
+          undefined,
+          "",
+          a.apiKey.key,
+          `Basic ${a.apiKey.key}`,
+          "Bearer ",
+          `Bearer ${Credentials.generate("apiKey")}`,
+          `Bearer ${Credentials.generate("oauth")}`,
+          `Bearer ${a.serverToken}`,
+          `Bearer ${a.apiKey.key} extra`
+        ]
+      ) {
         const error = yield* Effect.flip(credentials.authenticate(header))
         assert.strictEqual(error._tag, "Unauthorized", String(header))
       }
@@ -246,7 +253,10 @@ describe("Credentials service", () => {
       const a = yield* tenant()
       const b = yield* tenant()
       const c = yield* tenant()
-      const grant = yield* (yield* Provisioning).createOAuthGrant({ workspaceIds: [a.workspace.id, b.workspace.id], appName: "Make" })
+      const grant = yield* (yield* Provisioning).createOAuthGrant({
+        workspaceIds: [a.workspace.id, b.workspace.id],
+        appName: "Make"
+      })
       const credentials = yield* Credentials.Credentials
       const principal = yield* principalOf(grant.accessToken)
       const ids = (yield* credentials.reachablePrograms(principal)).map((r) => r.program.id)

@@ -27,7 +27,10 @@ const countedOver = (pause = Duration.zero) =>
 /** Lets the cache's background reads run (they go on the scheduler, not under the test's clock). */
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
 
-const cachedOver = Effect.flatMap(DirectoryStore, (store) => Effect.map(DirectoryCache.make(store), (cache) => ({ store, cache })))
+const cachedOver = Effect.flatMap(
+  DirectoryStore,
+  (store) => Effect.map(DirectoryCache.make(store), (cache) => ({ store, cache }))
+)
 
 describe("DirectoryCache", () => {
   it.scoped("a found program is served from memory for the ttl, then read afresh", () =>

@@ -9,7 +9,12 @@ import type { LocalDate } from "../src/Calendar.js"
 import { ActionRecord, StreakKey, StreakRow, unsafeMake } from "../src/Domain.js"
 import type { EventId, ProgramId, ProjectId, UserHash } from "../src/Ids.js"
 
-const key = { projectId: "prj_1" as ProjectId, programId: "prg_1" as ProgramId, userHash: "u1" as UserHash, ledger: "live" as const }
+const key = {
+  projectId: "prj_1" as ProjectId,
+  programId: "prg_1" as ProgramId,
+  userHash: "u1" as UserHash,
+  ledger: "live" as const
+}
 const day = (s: string) => s as LocalDate
 
 const same = <A extends object>(made: A, built: A) => {

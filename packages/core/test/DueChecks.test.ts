@@ -2,10 +2,27 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { DueChecks } from "../src/DueChecks.js"
 import type { Tenant } from "../src/testing.js"
-import { api, at, drainOutbox, layer, liveTenant, rowOf, server, startExperiment, subscribe, tenant } from "./support/pipeline.js"
+import {
+  api,
+  at,
+  drainOutbox,
+  layer,
+  liveTenant,
+  rowOf,
+  server,
+  startExperiment,
+  subscribe,
+  tenant
+} from "./support/pipeline.js"
 
 const act = (t: Tenant, userHash: string, iso: string, tz?: string) =>
-  server({ siteKey: t.project.siteKey, userHash, event: t.program.eventKey, ts: iso, ...(tz === undefined ? {} : { tz }) })
+  server({
+    siteKey: t.project.siteKey,
+    userHash,
+    event: t.program.eventKey,
+    ts: iso,
+    ...(tz === undefined ? {} : { tz })
+  })
 
 const sweep = (iso: string, options?: { readonly batchSize?: number }) =>
   Effect.gen(function*() {
@@ -68,7 +85,11 @@ describe("DueChecks (CONTRACT §8)", () => {
       assert.deepStrictEqual(yield* sweep("2026-05-12T07:00:00Z"), { atRisk: 0, broken: 1 })
       assert.deepStrictEqual(yield* sweep("2026-05-12T08:00:00Z"), none)
       const broken = (yield* drainOutbox).map((m) => m.body).find((b) => b.type === "streak.broken")
-      assert.deepStrictEqual([broken?.data.endedRun, broken?.data.lastActiveDate, broken?.data.timezone], [2, "2026-05-10", "America/Los_Angeles"])
+      assert.deepStrictEqual([broken?.data.endedRun, broken?.data.lastActiveDate, broken?.data.timezone], [
+        2,
+        "2026-05-10",
+        "America/Los_Angeles"
+      ])
     }).pipe(Effect.provide(layer)))
 
   it.effect("acting on the owed day keeps the run alive: the next at-risk is for the next day, nothing breaks", () =>
@@ -90,10 +111,12 @@ describe("DueChecks (CONTRACT §8)", () => {
       const t = yield* liveTenant()
       yield* TestClock.setTime(at("2026-05-10T12:00:00Z"))
       yield* act(t, "u1", "2026-05-10T12:00:00Z", "Asia/Tokyo")
-      for (const [sweptAt, actedAt] of [
-        ["2026-05-10T15:00:00Z", "2026-05-11T03:00:00Z"],
-        ["2026-05-11T15:00:00Z", "2026-05-12T09:00:00Z"]
-      ] as const) {
+      for (
+        const [sweptAt, actedAt] of [
+          ["2026-05-10T15:00:00Z", "2026-05-11T03:00:00Z"],
+          ["2026-05-11T15:00:00Z", "2026-05-12T09:00:00Z"]
+        ] as const
+      ) {
         assert.deepStrictEqual(yield* sweep(sweptAt), { atRisk: 1, broken: 0 })
         const swept = yield* rowOf(t, "u1", "live")
         yield* TestClock.setTime(at(actedAt))
@@ -144,7 +167,11 @@ describe("DueChecks (CONTRACT §8)", () => {
       assert.deepStrictEqual(yield* sweep("2026-05-12T00:00:00Z"), none)
       assert.deepStrictEqual(yield* drainOutbox, [])
       for (const row of [yield* rowOf(t, "tester", "test"), yield* rowOf(live, control, "live")]) {
-        assert.deepStrictEqual([row?.atRiskNotifiedFor, row?.brokenNotifiedAfter, row?.dueAt], ["2026-05-11", "2026-05-10", undefined])
+        assert.deepStrictEqual([row?.atRiskNotifiedFor, row?.brokenNotifiedAfter, row?.dueAt], [
+          "2026-05-11",
+          "2026-05-10",
+          undefined
+        ])
       }
     }).pipe(Effect.provide(layer)))
 
@@ -164,7 +191,11 @@ describe("DueChecks (CONTRACT §8)", () => {
       for (let i = 0; i < 10; i++) yield* act(t, `u${i}`, "2026-05-10T12:00:00Z")
       yield* TestClock.setTime(at("2026-05-11T00:30:00Z"))
       const checks = yield* DueChecks
-      const results = yield* Effect.all([checks.run({ batchSize: 3 }), checks.run({ batchSize: 3 }), checks.run({ batchSize: 3 })], {
+      const results = yield* Effect.all([
+        checks.run({ batchSize: 3 }),
+        checks.run({ batchSize: 3 }),
+        checks.run({ batchSize: 3 })
+      ], {
         concurrency: "unbounded"
       })
       assert.strictEqual(results.reduce((n, r) => n + r.atRisk, 0), 10)

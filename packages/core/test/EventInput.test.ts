@@ -7,7 +7,10 @@ const NOW = Date.UTC(2026, 4, 10, 12)
 const base = { siteKey: "site_abc", userHash: "u_1", event: "lesson_done" }
 
 /** The InvalidBody message of a body that must be refused. */
-const refused = (decode: (u: unknown) => Effect.Effect<unknown, { readonly _tag: string; readonly message?: string | undefined }>, body: unknown) =>
+const refused = (
+  decode: (u: unknown) => Effect.Effect<unknown, { readonly _tag: string; readonly message?: string | undefined }>,
+  body: unknown
+) =>
   Effect.map(Effect.flip(decode(body)), (e) => {
     assert.strictEqual(e._tag, "InvalidBody")
     return e.message ?? ""
@@ -64,8 +67,14 @@ describe("EventInput", () => {
       for (const userHash of ["jane.doe@example.com", "", "x".repeat(257)]) {
         assert.include(yield* refused(EventInput.decodeEventRecord, { ...base, userHash }), "userHash")
       }
-      assert.strictEqual((yield* EventInput.decodeEventRecord({ ...base, userHash: "x".repeat(256) })).userHash.length, 256)
-      assert.strictEqual((yield* EventInput.decodeEventRecord({ ...base, userHash: "team@slack" })).userHash, "team@slack")
+      assert.strictEqual(
+        (yield* EventInput.decodeEventRecord({ ...base, userHash: "x".repeat(256) })).userHash.length,
+        256
+      )
+      assert.strictEqual(
+        (yield* EventInput.decodeEventRecord({ ...base, userHash: "team@slack" })).userHash,
+        "team@slack"
+      )
     }))
 
   it.effect("checkEventRecord (the fast path's decode, with now given) answers as decodeEventRecord does", () =>
@@ -98,7 +107,10 @@ describe("EventInput", () => {
     const long = (n: number) => "x".repeat(n)
     // Mostly valid values (absent included), some wrong: so that both ways are taken often.
     const field = (valid: ReadonlyArray<unknown>, wrong: ReadonlyArray<unknown>) =>
-      fc.oneof({ weight: 6, arbitrary: fc.constantFrom(undefined, ...valid) }, { weight: 1, arbitrary: fc.constantFrom(...wrong) })
+      fc.oneof({ weight: 6, arbitrary: fc.constantFrom(undefined, ...valid) }, {
+        weight: 1,
+        arbitrary: fc.constantFrom(...wrong)
+      })
     const label = field(["", "a", long(256)], [long(257), 7, null])
     const key = (max: number) => field(["a", long(max)], ["", long(max + 1), 7, null])
     const body = fc.record({
@@ -123,18 +135,27 @@ describe("EventInput", () => {
       unknownField: fc.constantFrom(1, "x", { a: 1 })
     }, { requiredKeys: [] }).map((b) => ({ ...b }))
     let usual = 0
-    fc.assert(fc.property(body, (b) => {
-      const hand = EventInput.usualRecord(b)
-      const schema = bySchema(b)
-      if (hand === undefined) return
-      usual++
-      assert.isTrue(Either.isRight(schema) || schema.left.message.startsWith("ts: is more than"), JSON.stringify(b))
-      if (Either.isRight(schema)) assert.deepStrictEqual(hand, schema.right, JSON.stringify(b))
-      assert.deepStrictEqual(EventInput.checkEventRecord(b, now), schema, JSON.stringify(b))
-    }), { numRuns: 20_000 })
+    fc.assert(
+      fc.property(body, (b) => {
+        const hand = EventInput.usualRecord(b)
+        const schema = bySchema(b)
+        if (hand === undefined) return
+        usual++
+        assert.isTrue(Either.isRight(schema) || schema.left.message.startsWith("ts: is more than"), JSON.stringify(b))
+        if (Either.isRight(schema)) assert.deepStrictEqual(hand, schema.right, JSON.stringify(b))
+        assert.deepStrictEqual(EventInput.checkEventRecord(b, now), schema, JSON.stringify(b))
+      }),
+      { numRuns: 20_000 }
+    )
     // The shapes the doors see most are taken by hand.
     assert.isAbove(usual, 100)
-    for (const b of [base, { ...base, ts: "2026-05-10T13:30:00+02:00", tz: "Europe/Paris", test: true }, { siteKey: "s", userHash: "u", kind: "k" }]) {
+    for (
+      const b of [base, { ...base, ts: "2026-05-10T13:30:00+02:00", tz: "Europe/Paris", test: true }, {
+        siteKey: "s",
+        userHash: "u",
+        kind: "k"
+      }]
+    ) {
       assert.deepStrictEqual(EventInput.usualRecord(b), Either.getOrThrow(bySchema(b)), JSON.stringify(b))
     }
     assert.isUndefined(EventInput.usualRecord({ ...base, meta: { plan: "pro" } }))
@@ -143,10 +164,25 @@ describe("EventInput", () => {
 
   it("the read path's plain userHash test agrees with the UserHash schema", () => {
     const is = Schema.is(UserHash)
-    const samples = ["u1", "", "x".repeat(256), "x".repeat(257), "jane.doe@example.com", "team@slack", "a b@c.d", "a@b.c d", 42, null]
+    const samples = [
+      "u1",
+      "",
+      "x".repeat(256),
+      "x".repeat(257),
+      "jane.doe@example.com",
+      "team@slack",
+      "a b@c.d",
+      "a@b.c d",
+      42,
+      null
+    ]
     for (const u of samples) assert.strictEqual(isUserHash(u), is(u), JSON.stringify(u))
     fc.assert(fc.property(
-      fc.oneof(fc.string({ maxLength: 300 }), fc.emailAddress(), fc.tuple(fc.string(), fc.string()).map(([a, b]) => `${a}@${b}`)),
+      fc.oneof(
+        fc.string({ maxLength: 300 }),
+        fc.emailAddress(),
+        fc.tuple(fc.string(), fc.string()).map(([a, b]) => `${a}@${b}`)
+      ),
       (u) => isUserHash(u) === is(u)
     ))
   })
@@ -154,30 +190,62 @@ describe("EventInput", () => {
   it.effect("event over 128 characters and idempotencyKey over 255 are INVALID_BODY", () =>
     Effect.gen(function*() {
       assert.include(yield* refused(EventInput.decodeEventRecord, { ...base, event: "e".repeat(129) }), "event")
-      assert.include(yield* refused(EventInput.decodeEventRecord, { ...base, idempotencyKey: "k".repeat(256) }), "idempotencyKey")
+      assert.include(
+        yield* refused(EventInput.decodeEventRecord, { ...base, idempotencyKey: "k".repeat(256) }),
+        "idempotencyKey"
+      )
       yield* EventInput.decodeEventRecord({ ...base, event: "e".repeat(128), idempotencyKey: "k".repeat(255) })
     }))
 
   it.effect("ts must be strict ISO 8601 with Z or an offset, and a real date-time", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(NOW)
-      for (const ts of ["2026-05-10", "2026-05-10T10:00:00", "2026-05-10 10:00:00Z", "2026-02-30T10:00:00Z", "2026-05-10T24:00:00Z", "2026-05-10T10:00:60Z", "1715335200", "yesterday", "2026-05-10T10:00:00+0200"]) {
+      for (
+        const ts of [
+          "2026-05-10",
+          "2026-05-10T10:00:00",
+          "2026-05-10 10:00:00Z",
+          "2026-02-30T10:00:00Z",
+          "2026-05-10T24:00:00Z",
+          "2026-05-10T10:00:60Z",
+          "1715335200",
+          "yesterday",
+          "2026-05-10T10:00:00+0200"
+        ]
+      ) {
         assert.include(yield* refused(EventInput.decodeEventRecord, { ...base, ts }), "ts", ts)
       }
-      const ok = ["2026-05-10T10:00Z", "2026-05-10T10:00:00.123456Z", "2026-05-09T10:00:00-05:30", "2024-02-29T23:59:59Z"]
+      const ok = [
+        "2026-05-10T10:00Z",
+        "2026-05-10T10:00:00.123456Z",
+        "2026-05-09T10:00:00-05:30",
+        "2024-02-29T23:59:59Z"
+      ]
       for (const ts of ok) yield* EventInput.decodeEventRecord({ ...base, ts })
-      assert.strictEqual(EventInput.parseTimestamp("2026-05-10T10:00:00-05:30")?.toISOString(), "2026-05-10T15:30:00.000Z")
+      assert.strictEqual(
+        EventInput.parseTimestamp("2026-05-10T10:00:00-05:30")?.toISOString(),
+        "2026-05-10T15:30:00.000Z"
+      )
     }))
 
   it.effect("a ts more than 5 minutes in the future is INVALID_BODY; up to 5 minutes ahead and any past ts are accepted", () =>
     Effect.gen(function*() {
       yield* TestClock.setTime(NOW)
       const iso = (ms: number) => new Date(ms).toISOString()
-      assert.include(yield* refused(EventInput.decodeEventRecord, { ...base, ts: iso(NOW + 5 * 60_000 + 1000) }), "future")
+      assert.include(
+        yield* refused(EventInput.decodeEventRecord, { ...base, ts: iso(NOW + 5 * 60_000 + 1000) }),
+        "future"
+      )
       yield* EventInput.decodeEventRecord({ ...base, ts: iso(NOW + 5 * 60_000) })
       yield* EventInput.decodeEventRecord({ ...base, ts: "2019-01-01T00:00:00Z" })
-      assert.include(yield* refused(EventInput.decodeCountAction, { userHash: "u", ts: iso(NOW + 3_600_000) }), "future")
-      assert.include(yield* refused(EventInput.decodeWebhookEvent, { event: "e", userHash: "u", ts: iso(NOW + 3_600_000) }), "future")
+      assert.include(
+        yield* refused(EventInput.decodeCountAction, { userHash: "u", ts: iso(NOW + 3_600_000) }),
+        "future"
+      )
+      assert.include(
+        yield* refused(EventInput.decodeWebhookEvent, { event: "e", userHash: "u", ts: iso(NOW + 3_600_000) }),
+        "future"
+      )
     }))
 
   it.effect("tz must be a known IANA zone; offsets and unknown names are INVALID_BODY", () =>
@@ -185,7 +253,9 @@ describe("EventInput", () => {
       for (const tz of ["Mars/Olympus", "+02:00", "GMT+2x", ""]) {
         assert.include(yield* refused(EventInput.decodeEventRecord, { ...base, tz }), "tz", tz)
       }
-      for (const tz of ["UTC", "America/New_York", "Asia/Kolkata", "Pacific/Apia"]) yield* EventInput.decodeEventRecord({ ...base, tz })
+      for (const tz of ["UTC", "America/New_York", "Asia/Kolkata", "Pacific/Apia"]) {
+        yield* EventInput.decodeEventRecord({ ...base, tz })
+      }
     }))
 
   it.effect("eventType must be one of the three types, source one of the five", () =>
@@ -195,7 +265,9 @@ describe("EventInput", () => {
       for (const eventType of ["streak_interaction", "widget_impression", "widget_interaction"]) {
         assert.strictEqual((yield* EventInput.decodeEventRecord({ ...base, eventType })).eventType, eventType)
       }
-      for (const source of ["widget", "api", "webhook", "automation", "mcp"]) yield* EventInput.decodeEventRecord({ ...base, source })
+      for (const source of ["widget", "api", "webhook", "automation", "mcp"]) {
+        yield* EventInput.decodeEventRecord({ ...base, source })
+      }
     }))
 
   it.effect("meta, details, performance and consent must be objects; error a string or an object", () =>
@@ -212,7 +284,13 @@ describe("EventInput", () => {
     Effect.gen(function*() {
       assert.include(yield* refused(EventInput.decodeWebhookEvent, { userHash: "u" }), "event")
       assert.include(yield* refused(EventInput.decodeWebhookEvent, { event: "e" }), "userHash")
-      const action = yield* EventInput.decodeWebhookEvent({ event: "e", userHash: "u", test: true, tz: "Asia/Tokyo", externalService: "zapier" })
+      const action = yield* EventInput.decodeWebhookEvent({
+        event: "e",
+        userHash: "u",
+        test: true,
+        tz: "Asia/Tokyo",
+        externalService: "zapier"
+      })
       assert.isFalse(action.test)
       assert.isUndefined(action.siteKey)
       assert.strictEqual(action.tz, "Asia/Tokyo")

@@ -21,20 +21,27 @@ const seed = (
   Effect.gen(function*() {
     const store = yield* StreakStore
     const zone = options?.zone ?? "UTC"
-    const ids = { projectId: program.projectId, programId: program.id, userHash: hash(userHash), ledger: options?.ledger ?? "live" }
+    const ids = {
+      projectId: program.projectId,
+      programId: program.id,
+      userHash: hash(userHash),
+      ledger: options?.ledger ?? "live"
+    }
     const key = new StreakKey(ids)
     yield* store.lock(key, zone)
     const dates = days.map(Calendar.unsafeLocalDate)
     for (const day of dates) yield* store.addDay(key, day)
     const summary = Streak.fromDays(dates, zone)
-    yield* store.save(new StreakRow({
-      ...ids,
-      ...(summary.lastActiveDay === undefined ? {} : { lastActiveDay: summary.lastActiveDay }),
-      run: summary.run,
-      best: summary.best,
-      timezone: zone,
-      updatedAt: new Date(0)
-    }))
+    yield* store.save(
+      new StreakRow({
+        ...ids,
+        ...(summary.lastActiveDay === undefined ? {} : { lastActiveDay: summary.lastActiveDay }),
+        run: summary.run,
+        best: summary.best,
+        timezone: zone,
+        updatedAt: new Date(0)
+      })
+    )
   })
 
 describe("isControl", () => {
@@ -66,7 +73,11 @@ describe("Experiments", () => {
       const a = yield* tenant()
       const experiments = yield* Experiments
       for (const holdout of [0, 51, 10.5, -1]) {
-        assert.strictEqual((yield* Effect.flip(experiments.start(a.program.id, holdout)))._tag, "InvalidBody", String(holdout))
+        assert.strictEqual(
+          (yield* Effect.flip(experiments.start(a.program.id, holdout)))._tag,
+          "InvalidBody",
+          String(holdout)
+        )
       }
       assert.strictEqual((yield* Effect.flip(experiments.start("prg_unknown", 10)))._tag, "NotFound")
       const started = yield* experiments.start(a.program.id, 50)
@@ -184,7 +195,8 @@ describe("Experiments", () => {
   it.effect("an empty group has a null retention rate", () =>
     Effect.gen(function*() {
       const a = yield* tenant()
-      const result = yield* Effect.flatMap(Experiments, (e) => Effect.zipRight(e.start(a.program.id, 5), e.current(a.program.id)))
+      const result = yield* Effect.flatMap(Experiments, (e) =>
+        Effect.zipRight(e.start(a.program.id, 5), e.current(a.program.id)))
       assert.deepStrictEqual(result.control, { members: 0, retained: 0, retention7d: null })
       assert.deepStrictEqual(result.treatment, { members: 0, retained: 0, retention7d: null })
     }).pipe(Effect.provide(layer)))

@@ -158,7 +158,11 @@ describe("GroupCommit", () => {
       yield* Effect.sleep("20 millis")
       // Both batches are done, but nobody has been answered.
       assert.deepStrictEqual(batches, [[1], [2, 3]])
-      assert.deepStrictEqual(startedWhenHandedOff, [2, 2, 2], "one hand-off per caller; the second batch had started when the first handed off")
+      assert.deepStrictEqual(
+        startedWhenHandedOff,
+        [2, 2, 2],
+        "one hand-off per caller; the second batch had started when the first handed off"
+      )
       assert.isNull(first.unsafePoll())
       assert.isNull(rest.unsafePoll())
       // The hand-offs answer their callers one by one, in order.
@@ -195,7 +199,9 @@ describe("GroupCommit", () => {
     Effect.gen(function*() {
       const logged: Array<string> = []
       const logger = Logger.make(({ cause, message }) => logged.push(`${String(message)} ${Cause.pretty(cause)}`))
-      const { first, gate, submit } = yield* firstBatchRunning.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      const { first, gate, submit } = yield* firstBatchRunning.pipe(
+        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
+      )
       const answered: Array<number> = []
       submit.submit(2, () => {
         throw new Error("caller broke")

@@ -158,7 +158,9 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
       // Another replica holds the claim (keys are stored per door).
       yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "webhook:k1", new Date(NOON)))
       yield* TestClock.setTime(NOON + 29_000)
-      const error = yield* Effect.flip(webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1", idempotencyKey: "k1" }))
+      const error = yield* Effect.flip(
+        webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1", idempotencyKey: "k1" })
+      )
       assert.strictEqual(error._tag, "IdempotencyKeyInProgress")
       assert.strictEqual((error as { code?: string }).code, "IDEMPOTENCY_KEY_IN_PROGRESS")
       assert.isUndefined(yield* rowOf(t, "u1", "live"))
@@ -170,7 +172,11 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
       yield* TestClock.setTime(NOON)
       yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "webhook:k1", new Date(NOON)))
       yield* TestClock.setTime(NOON + 30_000)
-      const answer = yield* webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1", idempotencyKey: "k1" })
+      const answer = yield* webhook(t.project.siteKey, {
+        event: t.program.eventKey,
+        userHash: "u1",
+        idempotencyKey: "k1"
+      })
       assert.deepStrictEqual(answer.body, { ok: true, counted: true })
       assert.strictEqual((yield* rowOf(t, "u1", "live"))?.run, 1)
     }).pipe(Effect.provide(layer)))
@@ -193,7 +199,10 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(NOON)
       const results = yield* Effect.all(
-        Array.from({ length: 20 }, (_, i) => Effect.either(server(body(t, { userHash: `u${i}`, idempotencyKey: "k1" })))),
+        Array.from(
+          { length: 20 },
+          (_, i) => Effect.either(server(body(t, { userHash: `u${i}`, idempotencyKey: "k1" })))
+        ),
         { concurrency: "unbounded" }
       )
       for (const r of results) {
@@ -239,7 +248,10 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
       assert.strictEqual(poisoned._tag, "StorageError")
       assert.deepStrictEqual(fine.body, { ok: true, counted: true })
       // Its retry runs (and fails again), rather than finding the key in progress or answered.
-      assert.strictEqual((yield* Effect.flip(server(body(t, { userHash: POISON, idempotencyKey: "kp" }))))._tag, "StorageError")
+      assert.strictEqual(
+        (yield* Effect.flip(server(body(t, { userHash: POISON, idempotencyKey: "kp" }))))._tag,
+        "StorageError"
+      )
       assert.deepStrictEqual((yield* server(body(t, { idempotencyKey: "k1" }))).body, { ok: true, counted: true })
       assert.strictEqual((yield* rowOf(t, "u1", "live"))?.run, 1)
       assert.strictEqual((yield* logged(t, "live"))[0]?.count, 1)
@@ -308,7 +320,10 @@ describe("Ingest: counting (CONTRACT §2, §6)", () => {
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(NOON)
-      assert.deepStrictEqual((yield* browser(body(t, { eventType: "widget_impression" }))).body, { ok: true, counted: false })
+      assert.deepStrictEqual((yield* browser(body(t, { eventType: "widget_impression" }))).body, {
+        ok: true,
+        counted: false
+      })
       yield* server(body(t, { eventType: "widget_interaction" }))
       assert.isUndefined(yield* rowOf(t, "u1", "live"))
       assert.deepStrictEqual(yield* logged(t, "live"), [
@@ -327,7 +342,11 @@ describe("Ingest: counting (CONTRACT §2, §6)", () => {
       yield* server(body(t, { userHash: "real_2", ts: "2026-04-30T12:00:00Z" }))
       const usage = yield* UsageStore
       assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-05"), 1)
-      assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-04"), 1, "a late action counts in the month of its ts")
+      assert.strictEqual(
+        yield* usage.activeCount(t.workspace.id, "2026-04"),
+        1,
+        "a late action counts in the month of its ts"
+      )
     }).pipe(Effect.provide(layer)))
 })
 
@@ -392,7 +411,11 @@ describe("Ingest: milestones and outbound events (CONTRACT §7, §8)", () => {
       const t = yield* tenant()
       yield* TestClock.setTime(NOON)
       for (let i = 2; i >= 0; i--) {
-        yield* webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1", ts: new Date(NOON - i * DAY).toISOString() })
+        yield* webhook(t.project.siteKey, {
+          event: t.program.eventKey,
+          userHash: "u1",
+          ts: new Date(NOON - i * DAY).toISOString()
+        })
       }
       assert.strictEqual((yield* rowOf(t, "u1", "test"))?.run, 3)
       assert.deepStrictEqual(yield* drainOutbox, [])

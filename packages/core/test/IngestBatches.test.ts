@@ -1,17 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Ref, TestClock } from "effect"
 import type { Tenant } from "../src/testing.js"
-import {
-  at,
-  daysOf,
-  layerPoisoned,
-  logged,
-  POISON,
-  rowOf,
-  server,
-  tenant,
-  Transactions
-} from "./support/pipeline.js"
+import { at, daysOf, layerPoisoned, logged, POISON, rowOf, server, tenant, Transactions } from "./support/pipeline.js"
 
 const NOON = at("2026-05-10T12:00:00Z")
 const DAY = 86_400_000

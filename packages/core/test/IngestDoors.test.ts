@@ -48,9 +48,14 @@ describe("Ingest doors: errors and auth (CONTRACT §2, §5)", () => {
         assert.strictEqual(yield* codeOf(browser(body(t), { origin })), "FORBIDDEN_ORIGIN", origin)
       }
       // A server token does not turn a foreign browser origin into an allowed one.
-      assert.strictEqual(yield* codeOf(browser(body(t), { origin: "https://evil.example", serverToken: SERVER_TOKEN })), "FORBIDDEN_ORIGIN")
+      assert.strictEqual(
+        yield* codeOf(browser(body(t), { origin: "https://evil.example", serverToken: SERVER_TOKEN })),
+        "FORBIDDEN_ORIGIN"
+      )
       assert.isUndefined(yield* rowOf(t, "u1", "live"))
-      for (const origin of [ORIGIN, "https://APP.example.com:443", "https://shop.example.org", "https://a.b.example.org"]) {
+      for (
+        const origin of [ORIGIN, "https://APP.example.com:443", "https://shop.example.org", "https://a.b.example.org"]
+      ) {
         yield* browser(body(t), { origin })
       }
     }).pipe(Effect.provide(layer)))
@@ -58,7 +63,12 @@ describe("Ingest doors: errors and auth (CONTRACT §2, §5)", () => {
   it.effect("originAllowed: exact scheme, host and port; https://*.domain matches any subdomain but not the apex", () =>
     Effect.sync(() => {
       const allowed = ["https://app.example.com", "http://localhost:3000", "https://*.example.org"]
-      const yes = ["https://app.example.com", "http://localhost:3000", "https://x.example.org", "https://x.y.example.org"]
+      const yes = [
+        "https://app.example.com",
+        "http://localhost:3000",
+        "https://x.example.org",
+        "https://x.y.example.org"
+      ]
       const no = [
         "https://example.com",
         "https://app.example.com:444",
@@ -81,7 +91,10 @@ describe("Ingest doors: errors and auth (CONTRACT §2, §5)", () => {
       const t = yield* tenant()
       yield* TestClock.setTime(NOON)
       assert.strictEqual(yield* codeOf(browser(body(t), { origin: undefined })), "SERVER_TOKEN_REQUIRED")
-      assert.strictEqual(yield* codeOf(browser(body(t), { origin: undefined, serverToken: "sst_wrong" })), "SERVER_TOKEN_REQUIRED")
+      assert.strictEqual(
+        yield* codeOf(browser(body(t), { origin: undefined, serverToken: "sst_wrong" })),
+        "SERVER_TOKEN_REQUIRED"
+      )
       const ok = yield* browser(body(t), { origin: undefined, serverToken: SERVER_TOKEN })
       assert.deepStrictEqual(ok, { body: { ok: true, counted: true }, deprecation: false })
     }).pipe(Effect.provide(layer)))
@@ -93,7 +106,9 @@ describe("Ingest doors: errors and auth (CONTRACT §2, §5)", () => {
       const answer = yield* browser(body(t), { origin: undefined })
       assert.deepStrictEqual(answer, { body: { ok: true, counted: true }, deprecation: true })
       // With a valid token the call is not a legacy one; origins are still checked.
-      assert.isFalse((yield* browser(body(t, { userHash: "u2" }), { origin: undefined, serverToken: SERVER_TOKEN })).deprecation)
+      assert.isFalse(
+        (yield* browser(body(t, { userHash: "u2" }), { origin: undefined, serverToken: SERVER_TOKEN })).deprecation
+      )
       assert.strictEqual(yield* codeOf(browser(body(t), { origin: "https://evil.example" })), "FORBIDDEN_ORIGIN")
     }).pipe(Effect.provide(layer)))
 
@@ -142,9 +157,15 @@ describe("Ingest doors: errors and auth (CONTRACT §2, §5)", () => {
       const t = yield* tenant()
       yield* TestClock.setTime(NOON)
       assert.strictEqual(yield* codeOf(server(body(t, { event: "nope" }))), "INVALID_WIDGET_KIND")
-      assert.strictEqual(yield* codeOf(browser(body(t, { event: t.program.eventKey.toUpperCase() }))), "INVALID_WIDGET_KIND")
+      assert.strictEqual(
+        yield* codeOf(browser(body(t, { event: t.program.eventKey.toUpperCase() }))),
+        "INVALID_WIDGET_KIND"
+      )
       assert.strictEqual(yield* codeOf(server(body(t, { event: "nope" }), "sst_wrong")), "SERVER_TOKEN_REQUIRED")
-      assert.strictEqual(yield* codeOf(browser(body(t, { event: "nope" }), { origin: "https://evil.example" })), "FORBIDDEN_ORIGIN")
+      assert.strictEqual(
+        yield* codeOf(browser(body(t, { event: "nope" }), { origin: "https://evil.example" })),
+        "FORBIDDEN_ORIGIN"
+      )
     }).pipe(Effect.provide(layer)))
 
   it.effect("display-only projects log browser streak actions, answer BROWSER_COUNTING_DISABLED, and still count server ingest", () =>
@@ -186,7 +207,10 @@ describe("Ingest doors: errors and auth (CONTRACT §2, §5)", () => {
       const email = "jane@example.com"
       assert.strictEqual(yield* codeOf(browser(body(t, { userHash: email }))), "INVALID_BODY")
       assert.strictEqual(yield* codeOf(server(body(t, { userHash: email }))), "INVALID_BODY")
-      assert.strictEqual(yield* codeOf(webhook(t.project.siteKey, { event: t.program.eventKey, userHash: email })), "INVALID_BODY")
+      assert.strictEqual(
+        yield* codeOf(webhook(t.project.siteKey, { event: t.program.eventKey, userHash: email })),
+        "INVALID_BODY"
+      )
       assert.strictEqual(yield* codeOf(api(t, { userHash: email, test: true })), "INVALID_BODY")
     }).pipe(Effect.provide(layer)))
 

@@ -26,7 +26,9 @@ describe("Ingest: keyed actions that arrive together (CONTRACT §4)", () => {
           ...Array.from({ length: 4 }, (_, i) => keyed(t, `again${i}`, "k0"))
         ]
         const results = yield* Effect.forEach(bodies, (b) => Effect.either(server(b)), { concurrency: "unbounded" })
-        for (const r of results.slice(0, 10)) assert.deepStrictEqual(r._tag === "Right" ? r.right.body : r.left._tag, { ok: true, counted: true })
+        for (const r of results.slice(0, 10)) {
+          assert.deepStrictEqual(r._tag === "Right" ? r.right.body : r.left._tag, { ok: true, counted: true })
+        }
         // The repeats of k0 arrive with it: in progress, or its answer replayed; never a second action.
         for (const r of results.slice(10)) {
           if (r._tag === "Left") assert.strictEqual(r.left._tag, "IdempotencyKeyInProgress")

@@ -60,7 +60,11 @@ const planGroup = (
   if (first._tag === "Needs" && first.programs.length > 0) throw new Error("no milestones in these programs")
   const result = first._tag === "Planned" ? first : IngestPlan.plan({
     ...input,
-    history: new Map(first.keys.map((k) => [`${k.projectId}\u0000${k.programId}\u0000${k.userHash}\u0000${k.ledger}`, days.get(k.userHash) ?? []]))
+    history: new Map(
+      first.keys.map((
+        k
+      ) => [`${k.projectId}\u0000${k.programId}\u0000${k.userHash}\u0000${k.ledger}`, days.get(k.userHash) ?? []])
+    )
   })
   if (result._tag !== "Planned") throw new Error("history was given")
   return result
@@ -73,7 +77,10 @@ describe("IngestPlan.plan", () => {
   it("incremental = from scratch: one group, one action at a time, any arrival order across members", () =>
     fc.assert(
       fc.property(
-        fc.array(fc.tuple(fc.constantFrom("a", "b", "c"), fc.integer({ min: 0, max: 30 })), { minLength: 1, maxLength: 40 }),
+        fc.array(fc.tuple(fc.constantFrom("a", "b", "c"), fc.integer({ min: 0, max: 30 })), {
+          minLength: 1,
+          maxLength: 40
+        }),
         fc.integer(),
         (actions, seed) => {
           const group = actions.map(([u, d]) => work(u, d))
@@ -90,14 +97,24 @@ describe("IngestPlan.plan", () => {
           }
           assert.deepStrictEqual(summaries(together), summaries(rows))
           // Members' actions interleaved in another order: each member's own order kept.
-          const shuffled = [...group].sort((x, y) => ((x.action.userHash.charCodeAt(0) * 7919 + seed) % 3) - ((y.action.userHash.charCodeAt(0) * 7919 + seed) % 3))
+          const shuffled = [...group].sort((x, y) =>
+            ((x.action.userHash.charCodeAt(0) * 7919 + seed) % 3) -
+            ((y.action.userHash.charCodeAt(0) * 7919 + seed) % 3)
+          )
           const reordered = planGroup(shuffled, new Map(), new Map())
-          assert.deepStrictEqual(summaries(new Map(reordered.changes.rows.map((r) => [r.userHash as string, r]))), summaries(together))
+          assert.deepStrictEqual(
+            summaries(new Map(reordered.changes.rows.map((r) => [r.userHash as string, r]))),
+            summaries(together)
+          )
           // And both are the calculus from scratch over each member's distinct days.
           for (const [u, row] of together) {
             const mine = actions.filter(([m]) => m === u).map(([, d]) => Calendar.localDate(BASE + d * DAY, "UTC"))
             const expected = Streak.fromDays(mine, "UTC")
-            assert.deepStrictEqual([row.lastActiveDay, row.run, row.best], [expected.lastActiveDay, expected.run, expected.best])
+            assert.deepStrictEqual([row.lastActiveDay, row.run, row.best], [
+              expected.lastActiveDay,
+              expected.run,
+              expected.best
+            ])
           }
           // Each distinct day is recorded once; every action is logged, counted or not.
           assert.strictEqual(once.changes.days.length, new Set(actions.map(([u, d]) => `${u} ${d}`)).size)
@@ -142,7 +159,10 @@ describe("Ingest: a planning defect fails one action", () => {
         (userHash) => Effect.exit(server({ siteKey: t.project.siteKey, userHash, event: t.program.eventKey })),
         { concurrency: "unbounded" }
       )
-      assert.deepStrictEqual(exits.map((e) => (Exit.isSuccess(e) ? "ok" : Cause.isDie(e.cause) ? "defect" : "failure")), ["ok", "ok", "defect", "ok", "ok"])
+      assert.deepStrictEqual(
+        exits.map((e) => (Exit.isSuccess(e) ? "ok" : Cause.isDie(e.cause) ? "defect" : "failure")),
+        ["ok", "ok", "defect", "ok", "ok"]
+      )
       for (const m of ["m1", "m2", "m3", "m4"]) assert.strictEqual((yield* rowOf(t, m, "live"))?.run, 1)
       // Its row may have been locked (created empty), but it holds nothing of the action.
       assert.strictEqual((yield* rowOf(t, "boom", "live"))?.run ?? 0, 0)

@@ -29,14 +29,23 @@ const layer = Ingest.layer.pipe(Layer.provideMerge(counted), Layer.provideMerge(
 const group = (n: number, crossing: boolean) =>
   Effect.gen(function*() {
     const target = crossing ? 1 : 2
-    const t = yield* liveTenant({ program: { milestones: [makeMilestone({ target, rewardType: "coupon", rewardValue: "DAY1" })] } })
+    const t = yield* liveTenant({
+      program: { milestones: [makeMilestone({ target, rewardType: "coupon", rewardValue: "DAY1" })] }
+    })
     yield* TestClock.setTime(NOON)
     yield* Ref.set(calls, [])
     const members = Array.from({ length: n }, (_, i) => `m${i}`)
     // The first action goes alone (no group is busy); the others share the next group.
     yield* Effect.forEach(
       members,
-      (userHash) => server({ siteKey: t.project.siteKey, userHash, event: t.program.eventKey, tz: "Asia/Tokyo", idempotencyKey: `k-${userHash}` }),
+      (userHash) =>
+        server({
+          siteKey: t.project.siteKey,
+          userHash,
+          event: t.program.eventKey,
+          tz: "Asia/Tokyo",
+          idempotencyKey: `k-${userHash}`
+        }),
       { concurrency: "unbounded" }
     )
     for (const m of members) assert.strictEqual((yield* rowOf(t, m, "live"))?.run, 1)

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import * as Ids from "../src/Ids.js"
+import type * as Ids from "../src/Ids.js"
 import { Metering, recordActive } from "../src/Metering.js"
 import { Provisioning } from "../src/Provisioning.js"
 import { layer, tenant } from "./support/services.js"
@@ -18,14 +18,24 @@ describe("Metering", () => {
       yield* recordActive(a.workspace.id, a.project.id, hash("u_both"), new Date(Date.UTC(2026, 11, 31, 23, 59, 59)))
       yield* recordActive(a.workspace.id, a.project.id, hash("u_both"), new Date(Date.UTC(2027, 0, 1, 0, 0, 1)))
       const january = yield* metering.usage(a.workspace.id)
-      assert.deepStrictEqual(january, { month: "2027-01", plan: "starter", limit: 500, activeStreakers: 2, overLimit: false })
+      assert.deepStrictEqual(january, {
+        month: "2027-01",
+        plan: "starter",
+        limit: 500,
+        activeStreakers: 2,
+        overLimit: false
+      })
       assert.strictEqual((yield* metering.usage(a.workspace.id, "2026-12")).activeStreakers, 2)
     }).pipe(Effect.provide(layer)))
 
   it.effect("a member counts once per month however often active; the same userHash in two projects counts twice", () =>
     Effect.gen(function*() {
       const a = yield* tenant()
-      const other = yield* (yield* Provisioning).createProject({ workspaceId: a.workspace.id, name: "B", allowedOrigins: [] })
+      const other = yield* (yield* Provisioning).createProject({
+        workspaceId: a.workspace.id,
+        name: "B",
+        allowedOrigins: []
+      })
       yield* TestClock.setTime(Date.UTC(2026, 4, 20))
       for (let day = 1; day <= 20; day++) {
         yield* recordActive(a.workspace.id, a.project.id, hash("u_1"), new Date(Date.UTC(2026, 4, day, 12)))

@@ -48,12 +48,21 @@ describe("projects", () => {
       const { project } = yield* admin.createProject({
         workspaceId: ws.id,
         name: "Web",
-        allowedOrigins: ["https://Acme.Example:443/", "http://localhost:3000", "https://*.acme.example", "https://acme.example"]
+        allowedOrigins: [
+          "https://Acme.Example:443/",
+          "http://localhost:3000",
+          "https://*.acme.example",
+          "https://acme.example"
+        ]
       })
       assert.strictEqual(project.timezone, "UTC")
       assert.strictEqual(project.browserCounting, "count")
       assert.isFalse(project.legacyNoOriginIngest)
-      assert.deepStrictEqual(project.allowedOrigins, ["https://acme.example", "http://localhost:3000", "https://*.acme.example"])
+      assert.deepStrictEqual(project.allowedOrigins, [
+        "https://acme.example",
+        "http://localhost:3000",
+        "https://*.acme.example"
+      ])
       const custom = yield* admin.createProject({
         workspaceId: ws.id,
         name: "App",
@@ -72,8 +81,21 @@ describe("projects", () => {
       const admin = yield* Provisioning
       const ws = yield* admin.createWorkspace({ name: "Acme", plan: "starter" })
       const base = { workspaceId: ws.id, name: "Web", allowedOrigins: [] as Array<string> }
-      for (const origin of ["https://acme.example/app", "ftp://acme.example", "https://*.com", "http://*.acme.example", "acme.example", "null"]) {
-        assert.strictEqual(yield* tagOf(admin.createProject({ ...base, allowedOrigins: [origin] })), "InvalidBody", origin)
+      for (
+        const origin of [
+          "https://acme.example/app",
+          "ftp://acme.example",
+          "https://*.com",
+          "http://*.acme.example",
+          "acme.example",
+          "null"
+        ]
+      ) {
+        assert.strictEqual(
+          yield* tagOf(admin.createProject({ ...base, allowedOrigins: [origin] })),
+          "InvalidBody",
+          origin
+        )
       }
       for (const timezone of ["Mars/Olympus", "+01:00", ""]) {
         assert.strictEqual(yield* tagOf(admin.createProject({ ...base, timezone })), "InvalidBody", timezone)
@@ -130,20 +152,29 @@ describe("programs", () => {
       const admin = yield* Provisioning
       const a = yield* tenant()
       const base = { projectId: a.project.id, name: "P", eventKey: "p" }
-      for (const milestones of [
-        [{ target: 7, msg: "a" }, { target: 7, msg: "b" }],
-        [{ target: 0, msg: "a" }],
-        [{ target: -3, msg: "a" }],
-        [{ target: 2.5, msg: "a" }],
-        [{ target: 5, msg: "a", rewardType: "coupon" as const }],
-        [{ target: 5, msg: "a", rewardType: "link" as const, rewardValue: "" }]
-      ]) {
-        assert.strictEqual(yield* tagOf(admin.createProgram({ ...base, milestones })), "InvalidBody", JSON.stringify(milestones))
+      for (
+        const milestones of [
+          [{ target: 7, msg: "a" }, { target: 7, msg: "b" }],
+          [{ target: 0, msg: "a" }],
+          [{ target: -3, msg: "a" }],
+          [{ target: 2.5, msg: "a" }],
+          [{ target: 5, msg: "a", rewardType: "coupon" as const }],
+          [{ target: 5, msg: "a", rewardType: "link" as const, rewardValue: "" }]
+        ]
+      ) {
+        assert.strictEqual(
+          yield* tagOf(admin.createProgram({ ...base, milestones })),
+          "InvalidBody",
+          JSON.stringify(milestones)
+        )
       }
       for (const eventKey of ["", "x".repeat(129)]) {
         assert.strictEqual(yield* tagOf(admin.createProgram({ ...base, eventKey, milestones: [] })), "InvalidBody")
       }
-      assert.strictEqual(yield* tagOf(admin.createProgram({ ...base, projectId: "prj_unknown", milestones: [] })), "NotFound")
+      assert.strictEqual(
+        yield* tagOf(admin.createProgram({ ...base, projectId: "prj_unknown", milestones: [] })),
+        "NotFound"
+      )
     }).pipe(Effect.provide(layer)))
 
   it.effect("rotating the webhook secret replaces the stored hash: the old secret stops matching", () =>
@@ -192,9 +223,15 @@ describe("customer credentials", () => {
       const a = yield* tenant()
       assert.strictEqual(yield* tagOf(admin.createApiKey("ws_unknown", "k")), "NotFound")
       assert.strictEqual(yield* tagOf(admin.createApiKey(a.workspace.id, "")), "InvalidBody")
-      assert.strictEqual(yield* tagOf(admin.createOAuthGrant({ workspaceIds: [a.workspace.id, "ws_unknown"], appName: "Z" })), "NotFound")
+      assert.strictEqual(
+        yield* tagOf(admin.createOAuthGrant({ workspaceIds: [a.workspace.id, "ws_unknown"], appName: "Z" })),
+        "NotFound"
+      )
       assert.strictEqual(yield* tagOf(admin.createOAuthGrant({ workspaceIds: [], appName: "Z" })), "InvalidBody")
-      assert.strictEqual(yield* tagOf(admin.createOAuthGrant({ workspaceIds: [a.workspace.id], appName: " " })), "InvalidBody")
+      assert.strictEqual(
+        yield* tagOf(admin.createOAuthGrant({ workspaceIds: [a.workspace.id], appName: " " })),
+        "InvalidBody"
+      )
     }).pipe(Effect.provide(layer)))
 
   /** Three subscriptions on one program: by the key under test, by another key, by an OAuth app. */
@@ -205,8 +242,10 @@ describe("customer credentials", () => {
     const otherKey = yield* admin.createApiKey(a.workspace.id, "other")
     const grant = yield* admin.createOAuthGrant({ workspaceIds: [a.workspace.id], appName: "Make" })
     const subscribe = (token: string, url: string) =>
-      Effect.flatMap(principalOf(token), (p) =>
-        subscriptions.create(p, { programId: a.program.id, url, eventTypes: ["milestone.achieved"] }, httpsOnly))
+      Effect.flatMap(
+        principalOf(token),
+        (p) => subscriptions.create(p, { programId: a.program.id, url, eventTypes: ["milestone.achieved"] }, httpsOnly)
+      )
     const byKey = yield* subscribe(a.apiKey.key, "https://hooks.example/key")
     const byOtherKey = yield* subscribe(otherKey.key, "https://hooks.example/other")
     const byGrant = yield* subscribe(grant.accessToken, "https://hooks.example/grant")
@@ -215,15 +254,22 @@ describe("customer credentials", () => {
 
   /** URLs of the program's subscriptions still stored. */
   const remaining = (programId: string) =>
-    Effect.flatMap(SubscriptionStore, (store) =>
-      Effect.map(store.forEvent(Ids.unsafe("ProgramId", programId), "milestone.achieved"), (subs) => subs.map((s) => s.url).sort()))
+    Effect.flatMap(
+      SubscriptionStore,
+      (store) =>
+        Effect.map(store.forEvent(Ids.unsafe("ProgramId", programId), "milestone.achieved"), (subs) =>
+          subs.map((s) => s.url).sort())
+    )
 
   it.effect("revoking an API key fails its next request at once and removes only the subscriptions it created", () =>
     Effect.gen(function*() {
       const { a, otherKey, grant } = yield* threeCreators
       yield* (yield* Provisioning).revokeApiKey(a.apiKey.id)
       assert.strictEqual(yield* tagOf(principalOf(a.apiKey.key)), "Unauthorized")
-      assert.deepStrictEqual(yield* remaining(a.program.id), ["https://hooks.example/grant", "https://hooks.example/other"])
+      assert.deepStrictEqual(yield* remaining(a.program.id), [
+        "https://hooks.example/grant",
+        "https://hooks.example/other"
+      ])
       yield* principalOf(otherKey.key)
       yield* principalOf(grant.accessToken)
       assert.strictEqual(yield* tagOf((yield* Provisioning).revokeApiKey(a.apiKey.id)), "NotFound")
@@ -234,7 +280,10 @@ describe("customer credentials", () => {
       const { a, grant } = yield* threeCreators
       yield* (yield* Provisioning).revokeOAuthGrant(grant.id)
       assert.strictEqual(yield* tagOf(principalOf(grant.accessToken)), "Unauthorized")
-      assert.deepStrictEqual(yield* remaining(a.program.id), ["https://hooks.example/key", "https://hooks.example/other"])
+      assert.deepStrictEqual(yield* remaining(a.program.id), [
+        "https://hooks.example/key",
+        "https://hooks.example/other"
+      ])
       yield* principalOf(a.apiKey.key)
       assert.strictEqual(yield* tagOf((yield* Provisioning).revokeOAuthGrant("oag_unknown")), "NotFound")
     }).pipe(Effect.provide(layer)))

@@ -23,8 +23,13 @@ const principal = (...workspaceIds: ReadonlyArray<WorkspaceId>): Principal => ({
 const reports = Reports.Reports
 
 /** One action through the server door (counted when it is the member's first of that local day). */
-const act = (t: Tenant, userHash: string, ts: string, extra: Record<string, unknown> = {}, program: Program = t.program) =>
-  Pipeline.server({ siteKey: t.project.siteKey, userHash, event: program.eventKey, ts, ...extra })
+const act = (
+  t: Tenant,
+  userHash: string,
+  ts: string,
+  extra: Record<string, unknown> = {},
+  program: Program = t.program
+) => Pipeline.server({ siteKey: t.project.siteKey, userHash, event: program.eventKey, ts, ...extra })
 
 /** One action at noon UTC on each of `n` days starting `first`. */
 const daily = (t: Tenant, userHash: string, first: string, n: number, program: Program = t.program) =>
@@ -135,7 +140,12 @@ describe("Reports: numbers on seeded activity", () => {
       assert.deepStrictEqual(events.range, { from: "2026-04-21", to: "2026-05-20" })
       // erin acted on every date of the range; 05-20 also has bob's impression.
       assert.strictEqual(events.days.length, 31)
-      assert.deepStrictEqual(events.days[0], { date: "2026-04-21", eventType: "streak_interaction", count: 1, counted: 1 })
+      assert.deepStrictEqual(events.days[0], {
+        date: "2026-04-21",
+        eventType: "streak_interaction",
+        count: 1,
+        counted: 1
+      })
       assert.deepStrictEqual(events.days.slice(-3), [
         { date: "2026-05-19", eventType: "streak_interaction", count: 3, counted: 3 },
         // alice ×2 programs, bob + his duplicate, carol, erin.
@@ -235,15 +245,23 @@ describe("Reports: range and reach", () => {
       const t = yield* Pipeline.tenant()
       const service = yield* reports
       const p = principal(t.workspace.id)
-      const rangeOf = (r: Reports.Range) =>
-        Effect.map(service.events(p, r), (e) => (e.paused ? undefined : e.range))
+      const rangeOf = (r: Reports.Range) => Effect.map(service.events(p, r), (e) => (e.paused ? undefined : e.range))
       assert.deepStrictEqual(yield* rangeOf({}), { from: "2026-01-31", to: "2026-03-01" })
       assert.deepStrictEqual(yield* rangeOf({ to: "2024-03-01" }), { from: "2024-02-01", to: "2024-03-01" }) // leap year
       assert.deepStrictEqual(yield* rangeOf({ from: "2026-02-14" }), { from: "2026-02-14", to: "2026-03-01" })
       // One day, and the longest range: 366 days.
-      assert.deepStrictEqual(yield* rangeOf({ from: "2026-02-14", to: "2026-02-14" }), { from: "2026-02-14", to: "2026-02-14" })
-      assert.deepStrictEqual(yield* rangeOf({ from: "2024-01-01", to: "2024-12-31" }), { from: "2024-01-01", to: "2024-12-31" })
-      assert.deepStrictEqual(yield* rangeOf({ from: "0001-01-01", to: "0001-01-10" }), { from: "0001-01-01", to: "0001-01-10" })
+      assert.deepStrictEqual(yield* rangeOf({ from: "2026-02-14", to: "2026-02-14" }), {
+        from: "2026-02-14",
+        to: "2026-02-14"
+      })
+      assert.deepStrictEqual(yield* rangeOf({ from: "2024-01-01", to: "2024-12-31" }), {
+        from: "2024-01-01",
+        to: "2024-12-31"
+      })
+      assert.deepStrictEqual(yield* rangeOf({ from: "0001-01-01", to: "0001-01-10" }), {
+        from: "0001-01-01",
+        to: "0001-01-10"
+      })
       assert.deepStrictEqual(yield* rangeOf({ to: "0001-01-10" }), { from: "0001-01-01", to: "0001-01-10" })
     }).pipe(Effect.provide(layer)))
 
@@ -288,10 +306,14 @@ describe("Reports: range and reach", () => {
 
 describe("Reports: plan pause (CONTRACT §11)", () => {
   const markActive = (workspaceId: WorkspaceId, month: string, n: number) =>
-    Effect.flatMap(UsageStore, (usage) =>
-      Effect.forEach(Array.from({ length: n }, (_, i) => `prj_x:member_${i}`), (m) => usage.markActive(workspaceId, month, m), {
-        discard: true
-      }))
+    Effect.flatMap(
+      UsageStore,
+      (usage) =>
+        Effect.forEach(Array.from({ length: n }, (_, i) => `prj_x:member_${i}`), (m) =>
+          usage.markActive(workspaceId, month, m), {
+          discard: true
+        })
+    )
 
   it.effect("over the limit every report answers paused; actions keep counting; after an upgrade they all show", () =>
     Effect.gen(function*() {

@@ -8,7 +8,18 @@ import * as StateQuery from "../src/StateQuery.js"
 import type { StateRequest } from "../src/StateQuery.js"
 import { StreakStore } from "../src/Ports.js"
 import { makeMilestone, type Tenant } from "../src/testing.js"
-import { api, at, base, codeOf, layer, ORIGIN, server, SERVER_TOKEN, SIGNING_SECRET, tenant } from "./support/pipeline.js"
+import {
+  api,
+  at,
+  base,
+  codeOf,
+  layer,
+  ORIGIN,
+  server,
+  SERVER_TOKEN,
+  SIGNING_SECRET,
+  tenant
+} from "./support/pipeline.js"
 
 // Wednesday 2026-05-13, noon UTC.
 const WED = at("2026-05-13T12:00:00Z")
@@ -28,7 +39,13 @@ const stateOf = (t: Tenant, extra: Partial<StateRequest> = {}) =>
   Effect.flatMap(StateQuery.StateQuery, (q) => q.state(request(t, extra)))
 
 const act = (t: Tenant, ms: number, extra: Record<string, unknown> = {}) =>
-  server({ siteKey: t.project.siteKey, userHash: "u1", event: t.program.eventKey, ts: new Date(ms).toISOString(), ...extra })
+  server({
+    siteKey: t.project.siteKey,
+    userHash: "u1",
+    event: t.program.eventKey,
+    ts: new Date(ms).toISOString(),
+    ...extra
+  })
 
 const rewards = [
   makeMilestone({ target: 1, msg: "Day one", rewardType: "message", rewardValue: "Welcome aboard" }),
@@ -73,7 +90,9 @@ const poisonedStreaks = Layer.effect(
       )
   }))
 )
-const layerPoisonedReads = Layer.mergeAll(Ingest.layer, StateQuery.layer).pipe(Layer.provideMerge(poisonedStreaks.pipe(Layer.provideMerge(base))))
+const layerPoisonedReads = Layer.mergeAll(Ingest.layer, StateQuery.layer).pipe(
+  Layer.provideMerge(poisonedStreaks.pipe(Layer.provideMerge(base)))
+)
 
 const countedWith = (reads: Layer.Layer<StateQuery.StateQuery, never, StateQuery.Requirements>) =>
   Layer.mergeAll(Ingest.layer, reads).pipe(
@@ -99,7 +118,9 @@ const readAloneThenTogether = (spread: number) =>
     const alone = yield* Effect.forEach(members, (m) => stateOf(t, { userHash: m }))
     const calls = yield* StandingCalls
     yield* Ref.set(calls, [])
-    const together = yield* Effect.forEach([...members, ...members], (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+    const together = yield* Effect.forEach([...members, ...members], (m) => stateOf(t, { userHash: m }), {
+      concurrency: "unbounded"
+    })
     return { alone, members, sizes: yield* Ref.get(calls), together }
   })
 
@@ -107,12 +128,20 @@ describe("StateQuery", () => {
   it.effect("a fresh member gets exactly the documented shape: zeros, the ISO week Mon..Sun, milestones, settings", () =>
     Effect.gen(function*() {
       const t = yield* tenant({
-        program: { settings: new ProgramSettings({ theme: { name: "dark" }, position: "top-left", mainMessage: "Go!" }) }
+        program: {
+          settings: new ProgramSettings({ theme: { name: "dark" }, position: "top-left", mainMessage: "Go!" })
+        }
       })
       yield* TestClock.setTime(WED)
       const answer = yield* stateOf(t)
       const [three, seven] = t.program.milestones
-      const day = (isoDate: string, label: string, dayNumber: number) => ({ isoDate: unsafeLocalDate(isoDate), label, dayNumber, isToday: isoDate === "2026-05-13", isCheckedIn: false })
+      const day = (isoDate: string, label: string, dayNumber: number) => ({
+        isoDate: unsafeLocalDate(isoDate),
+        label,
+        dayNumber,
+        isToday: isoDate === "2026-05-13",
+        isCheckedIn: false
+      })
       assert.deepStrictEqual(answer, {
         deprecation: false,
         body: {
@@ -143,12 +172,33 @@ describe("StateQuery", () => {
       yield* act(t, WED - 2 * DAY)
       yield* act(t, WED - DAY)
       const pending = (yield* stateOf(t)).body
-      assert.deepStrictEqual(pending.streak, { mode: "continuous", current: 2, best: 2, todayDone: false, pending: true })
-      assert.deepStrictEqual(pending.week.filter((d) => d.isCheckedIn).map((d) => d.isoDate), ["2026-05-11", "2026-05-12"])
+      assert.deepStrictEqual(pending.streak, {
+        mode: "continuous",
+        current: 2,
+        best: 2,
+        todayDone: false,
+        pending: true
+      })
+      assert.deepStrictEqual(pending.week.filter((d) => d.isCheckedIn).map((d) => d.isoDate), [
+        "2026-05-11",
+        "2026-05-12"
+      ])
       yield* act(t, WED)
-      assert.deepStrictEqual((yield* stateOf(t)).body.streak, { mode: "continuous", current: 3, best: 3, todayDone: true, pending: false })
+      assert.deepStrictEqual((yield* stateOf(t)).body.streak, {
+        mode: "continuous",
+        current: 3,
+        best: 3,
+        todayDone: true,
+        pending: false
+      })
       yield* TestClock.setTime(WED + 2 * DAY)
-      assert.deepStrictEqual((yield* stateOf(t)).body.streak, { mode: "continuous", current: 0, best: 3, todayDone: false, pending: false })
+      assert.deepStrictEqual((yield* stateOf(t)).body.streak, {
+        mode: "continuous",
+        current: 0,
+        best: 3,
+        todayDone: false,
+        pending: false
+      })
     }).pipe(Effect.provide(layer)))
 
   it.effect("state shows the ledger matching the program's status, and meta.isLive says which", () =>
@@ -169,7 +219,10 @@ describe("StateQuery", () => {
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" }, project: { timezone: "America/New_York" } })
       yield* TestClock.setTime(at("2026-05-17T23:30:00Z")) // Monday 08:30 in Tokyo, Sunday 19:30 in New York
-      assert.strictEqual((yield* stateOf(t, { userHash: "nyc" })).body.week.find((d) => d.isToday)?.isoDate, "2026-05-17")
+      assert.strictEqual(
+        (yield* stateOf(t, { userHash: "nyc" })).body.week.find((d) => d.isToday)?.isoDate,
+        "2026-05-17"
+      )
       yield* act(t, at("2026-05-17T23:00:00Z"), { tz: "Asia/Tokyo" })
       const tokyo = (yield* stateOf(t)).body
       assert.strictEqual(tokyo.week.find((d) => d.isToday)?.isoDate, "2026-05-18")
@@ -185,7 +238,10 @@ describe("StateQuery", () => {
       const sign = (userHash: string, secret = SIGNING_SECRET, expiresInSeconds = 600) =>
         Credentials.signIdentityToken(secret, { userHash, siteKey: t.project.siteKey }, { expiresInSeconds })
       const values = (identityToken: string | undefined) =>
-        Effect.map(stateOf(t, { identityToken }), (s) => s.body.milestones.map((m) => [m.target, m.achieved, m.rewardValue]))
+        Effect.map(
+          stateOf(t, { identityToken }),
+          (s) => s.body.milestones.map((m) => [m.target, m.achieved, m.rewardValue])
+        )
       const hidden = [[1, true, "Welcome aboard"], [2, true, undefined], [3, true, undefined], [30, false, undefined]]
       assert.deepStrictEqual(yield* values(undefined), hidden)
       assert.deepStrictEqual(yield* values(yield* sign("someone_else")), hidden)
@@ -282,7 +338,9 @@ describe("StateQuery", () => {
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(WED)
-      yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => `m${i}`), (m) => stateOf(t, { userHash: m }), { concurrency: "unbounded" })
+      yield* Effect.forEach(Array.from({ length: 12 }, (_, i) => `m${i}`), (m) => stateOf(t, { userHash: m }), {
+        concurrency: "unbounded"
+      })
       const sizes = yield* Ref.get(yield* StandingCalls)
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 12)
       assert.isAtLeast(sizes.length, 3)

@@ -10,8 +10,18 @@ import type { LocalDate } from "../src/Calendar.js"
 import * as Streak from "../src/Streak.js"
 
 const ZONES = [
-  "UTC", "America/New_York", "Europe/London", "America/Santiago", "America/Havana", "Asia/Beirut", "Asia/Kolkata",
-  "Asia/Kathmandu", "Pacific/Chatham", "Pacific/Kiritimati", "Pacific/Pago_Pago", "Pacific/Apia"
+  "UTC",
+  "America/New_York",
+  "Europe/London",
+  "America/Santiago",
+  "America/Havana",
+  "Asia/Beirut",
+  "Asia/Kolkata",
+  "Asia/Kathmandu",
+  "Pacific/Chatham",
+  "Pacific/Kiritimati",
+  "Pacific/Pago_Pago",
+  "Pacific/Apia"
 ] as const
 // Windows holding Apia's skipped 2011-12-30, the 2024 leap day, and the 2025 DST changes.
 const BASES = ["2011-12-10", "2024-02-10", "2024-09-01", "2025-03-01", "2025-10-10"].map(Calendar.unsafeLocalDate)
@@ -66,11 +76,19 @@ const foldEqualsFromDays = (b: LocalDate, offsets: ReadonlyArray<number>, tz: st
 }
 
 describe("incremental counting equals recomputation", () => {
-  it.prop("folding applyDay (fromDays on NeedsHistory) equals fromDays of the set, in America/New_York",
-    [base, arrivals], ([b, offsets]) => foldEqualsFromDays(b, offsets, "America/New_York"), { fastCheck: { numRuns: 300 } })
+  it.prop(
+    "folding applyDay (fromDays on NeedsHistory) equals fromDays of the set, in America/New_York",
+    [base, arrivals],
+    ([b, offsets]) => foldEqualsFromDays(b, offsets, "America/New_York"),
+    { fastCheck: { numRuns: 300 } }
+  )
 
-  it.prop("folding applyDay (fromDays on NeedsHistory) equals fromDays of the set, in any zone",
-    [scene, arrivals], ([[b, tz], offsets]) => foldEqualsFromDays(b, offsets, tz), { fastCheck: { numRuns: 300 } })
+  it.prop(
+    "folding applyDay (fromDays on NeedsHistory) equals fromDays of the set, in any zone",
+    [scene, arrivals],
+    ([[b, tz], offsets]) => foldEqualsFromDays(b, offsets, tz),
+    { fastCheck: { numRuns: 300 } }
+  )
 })
 
 describe("evaluate matches the literal rules", () => {
@@ -101,7 +119,10 @@ describe("evaluate matches the literal rules", () => {
       let runStart = last
       for (let i = 1; runStart !== undefined && i < summary.run; i++) runStart = Calendar.previousDay(runStart, tz)
       if (runStart === undefined || today >= runStart) {
-        assert.deepStrictEqual({ current: state.current, todayDone: state.todayDone }, { current: ref.current, todayDone: ref.todayDone })
+        assert.deepStrictEqual({ current: state.current, todayDone: state.todayDone }, {
+          current: ref.current,
+          todayDone: ref.todayDone
+        })
       } else {
         assert.deepStrictEqual({ current: state.current, todayDone: state.todayDone }, { current: 0, todayDone: false })
       }
@@ -113,9 +134,15 @@ describe("evaluate matches the literal rules", () => {
 describe("due events under any sweep schedule", () => {
   it.prop(
     "sweeps with random downtime send broken exactly once per run, and at-risk at most once, only during the owed day",
-    [scene, fc.integer({ min: 1, max: 30 }), fc.array(fc.integer({ min: 1, max: 60 }), { minLength: 200, maxLength: 200 })],
+    [
+      scene,
+      fc.integer({ min: 1, max: 30 }),
+      fc.array(fc.integer({ min: 1, max: 60 }), { minLength: 200, maxLength: 200 })
+    ],
     ([[b, tz], run, gapsInHours]) => {
-      const days = Array.from({ length: run }, (_, i) => Calendar.addDays(b, i)).filter((x) => Calendar.dayExists(x, tz))
+      const days = Array.from({ length: run }, (_, i) => Calendar.addDays(b, i)).filter((x) =>
+        Calendar.dayExists(x, tz)
+      )
       const summary = Streak.fromDays(days, tz)
       const last = summary.lastActiveDay!
       const owed = Calendar.nextDay(last, tz)

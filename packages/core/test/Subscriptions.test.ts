@@ -16,7 +16,11 @@ describe("Subscriptions", () => {
       const principal = yield* principalOf(a.apiKey.key)
       const created = yield* (yield* Subscriptions).create(
         principal,
-        { programId: a.program.id, url: "https://hooks.example/streaks", eventTypes: ["milestone.achieved", "reward.unlocked", "milestone.achieved"] },
+        {
+          programId: a.program.id,
+          url: "https://hooks.example/streaks",
+          eventTypes: ["milestone.achieved", "reward.unlocked", "milestone.achieved"]
+        },
         httpsOnly
       )
       assert.match(created.id, /^sub_/)
@@ -45,7 +49,16 @@ describe("Subscriptions", () => {
       const principal = yield* principalOf(a.apiKey.key)
       const create = (url: string, options: { readonly allowInsecureUrls: boolean }) =>
         subscriptions.create(principal, { programId: a.program.id, url, eventTypes: ["streak.at_risk"] }, options)
-      for (const url of ["http://localhost:8080/hook", "http://127.0.0.1/hook", "http://hooks.example/x", "ftp://hooks.example", "not a url", "/relative"]) {
+      for (
+        const url of [
+          "http://localhost:8080/hook",
+          "http://127.0.0.1/hook",
+          "http://hooks.example/x",
+          "ftp://hooks.example",
+          "not a url",
+          "/relative"
+        ]
+      ) {
         assert.strictEqual((yield* Effect.flip(create(url, httpsOnly)))._tag, "InvalidBody", url)
       }
       yield* create("http://localhost:8080/hook", devMode)
@@ -98,7 +111,11 @@ describe("Subscriptions", () => {
       assert.strictEqual((yield* Effect.flip(subscriptions.remove(stranger, sub.id)))._tag, "NotFound")
       yield* subscriptions.remove(colleague, sub.id)
       assert.isTrue(Option.isNone(yield* (yield* SubscriptionStore).get(sub.id)))
-      assert.strictEqual((yield* Effect.flip(subscriptions.remove(creator, sub.id)))._tag, "NotFound", "already removed")
+      assert.strictEqual(
+        (yield* Effect.flip(subscriptions.remove(creator, sub.id)))._tag,
+        "NotFound",
+        "already removed"
+      )
       assert.strictEqual((yield* Effect.flip(subscriptions.remove(creator, "sub_unknown")))._tag, "NotFound")
     }).pipe(Effect.provide(layer)))
 
@@ -115,6 +132,9 @@ describe("Subscriptions", () => {
       const listed = yield* subscriptions.list(principal, a.program.id)
       assert.deepStrictEqual(listed.map((s) => s.id), [first.id, second.id])
       assert.isFalse(listed.some((s) => "secret" in s))
-      assert.strictEqual((yield* Effect.flip(subscriptions.list(yield* principalOf((yield* tenant()).apiKey.key), a.program.id)))._tag, "NotFound")
+      assert.strictEqual(
+        (yield* Effect.flip(subscriptions.list(yield* principalOf((yield* tenant()).apiKey.key), a.program.id)))._tag,
+        "NotFound"
+      )
     }).pipe(Effect.provide(layer)))
 })

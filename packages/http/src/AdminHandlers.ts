@@ -17,7 +17,10 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     return handlers
       .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
       .handle("createWorkspace", ({ payload }) => Effect.map(provisioning.createWorkspace(payload), Views.workspace))
-      .handle("setPlan", ({ path, payload }) => Effect.map(provisioning.setPlan(path.id, payload.plan), Views.workspace))
+      .handle(
+        "setPlan",
+        ({ path, payload }) => Effect.map(provisioning.setPlan(path.id, payload.plan), Views.workspace)
+      )
       .handle("createProject", ({ payload }) =>
         Effect.map(provisioning.createProject(payload), (created) => ({
           ...Views.project(created.project),
@@ -30,8 +33,10 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
           webhookSecret: created.webhookSecret
         })))
       .handle("rotateWebhookSecret", ({ path }) => provisioning.rotateWebhookSecret(path.id))
-      .handle("setProgramStatus", ({ path, payload }) =>
-        Effect.map(provisioning.setProgramStatus(path.id, payload.status), Views.program))
+      .handle(
+        "setProgramStatus",
+        ({ path, payload }) => Effect.map(provisioning.setProgramStatus(path.id, payload.status), Views.program)
+      )
       .handle("createApiKey", ({ path, payload }) => provisioning.createApiKey(path.id, payload.name))
       .handle("revokeApiKey", ({ path }) => provisioning.revokeApiKey(path.id))
       .handle("createGrant", ({ payload }) => provisioning.createOAuthGrant(payload))

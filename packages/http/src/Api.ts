@@ -3,7 +3,15 @@
  * security and error codes. The server implements it; TypeScript users derive a typed client
  * from it (`HttpApiClient.make(Api, { baseUrl })`).
  */
-import { HttpApi, HttpApiEndpoint, HttpApiGroup, HttpApiMiddleware, HttpApiSchema, HttpApiSecurity, OpenApi } from "@effect/platform"
+import {
+  HttpApi,
+  HttpApiEndpoint,
+  HttpApiGroup,
+  HttpApiMiddleware,
+  HttpApiSchema,
+  HttpApiSecurity,
+  OpenApi
+} from "@effect/platform"
 import type { Credentials } from "@streaks/core"
 import { Errors, EventInput } from "@streaks/core"
 import { Context, Schema } from "effect"
@@ -20,7 +28,10 @@ export class CurrentPrincipal extends Context.Tag("@streaks/http/CurrentPrincipa
 
 /** `X-Admin-Token` equal to the deployment's admin token (CONTRACT §5). */
 export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("@streaks/http/AdminAuth", {
-  failure: Schema.Union(httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"), httpError(Errors.RateLimited, 429, "RATE_LIMITED")),
+  failure: Schema.Union(
+    httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"),
+    httpError(Errors.RateLimited, 429, "RATE_LIMITED")
+  ),
   security: { adminToken: HttpApiSecurity.apiKey({ in: "header", key: "X-Admin-Token" }) }
 }) {}
 
@@ -162,7 +173,10 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
-    HttpApiEndpoint.post("createWorkspace", "/admin/workspaces").setPayload(S.WorkspaceBody).addSuccess(S.WorkspaceView, Created)
+    HttpApiEndpoint.post("createWorkspace", "/admin/workspaces").setPayload(S.WorkspaceBody).addSuccess(
+      S.WorkspaceView,
+      Created
+    )
       .annotateContext(Doc.route({
         summary: "Create a workspace",
         description: "A workspace is the account: it holds projects, credentials and the plan that meters its active " +
@@ -178,7 +192,10 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
-    HttpApiEndpoint.post("createProject", "/admin/projects").setPayload(S.ProjectBody).addSuccess(S.ProjectCreated, Created)
+    HttpApiEndpoint.post("createProject", "/admin/projects").setPayload(S.ProjectBody).addSuccess(
+      S.ProjectCreated,
+      Created
+    )
       .annotateContext(Doc.route({
         summary: "Create a project",
         description: "Returns the project's siteKey, and its server token and signing secret, shown this once.",
@@ -186,7 +203,10 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
-    HttpApiEndpoint.post("createProgram", "/admin/programs").setPayload(S.ProgramBody).addSuccess(S.ProgramCreated, Created)
+    HttpApiEndpoint.post("createProgram", "/admin/programs").setPayload(S.ProgramBody).addSuccess(
+      S.ProgramCreated,
+      Created
+    )
       .annotateContext(Doc.route({
         summary: "Create a program",
         description: "A program counts one event key of its project and starts in test mode. Returns its webhook " +
@@ -203,7 +223,9 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
-    HttpApiEndpoint.post("setProgramStatus")`/admin/programs/${id}/status`.setPayload(S.StatusBody).addSuccess(S.ProgramView)
+    HttpApiEndpoint.post("setProgramStatus")`/admin/programs/${id}/status`.setPayload(S.StatusBody).addSuccess(
+      S.ProgramView
+    )
       .annotateContext(Doc.route({
         summary: "Set a program's mode",
         description: "The only way from live back to test; the live ledger is kept.",
@@ -211,7 +233,10 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
-    HttpApiEndpoint.post("createApiKey")`/admin/workspaces/${id}/api-keys`.setPayload(S.NameBody).addSuccess(S.ApiKeyCreated, Created)
+    HttpApiEndpoint.post("createApiKey")`/admin/workspaces/${id}/api-keys`.setPayload(S.NameBody).addSuccess(
+      S.ApiKeyCreated,
+      Created
+    )
       .annotateContext(Doc.route({
         summary: "Create a customer API key",
         description: "The key (`svc_api_\u2026`) reaches every program of the workspace and is shown this once.",
@@ -227,7 +252,10 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
-    HttpApiEndpoint.post("createGrant", "/admin/oauth-grants").setPayload(S.GrantBody).addSuccess(S.GrantCreated, Created)
+    HttpApiEndpoint.post("createGrant", "/admin/oauth-grants").setPayload(S.GrantBody).addSuccess(
+      S.GrantCreated,
+      Created
+    )
       .annotateContext(Doc.route({
         summary: "Connect an app (OAuth grant)",
         description: "Returns an access token (`svc_oat_\u2026`) that reaches the given workspaces, shown this once.",
@@ -243,10 +271,14 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
-    HttpApiEndpoint.post("createMcpToken", "/admin/mcp-tokens").setPayload(S.McpTokenBody).addSuccess(S.McpTokenCreated, Created)
+    HttpApiEndpoint.post("createMcpToken", "/admin/mcp-tokens").setPayload(S.McpTokenBody).addSuccess(
+      S.McpTokenCreated,
+      Created
+    )
       .annotateContext(Doc.route({
         summary: "Create an MCP token",
-        description: "A bearer token (`svc_mcp_\u2026`) for the MCP worker at `/mcp`, reaching the given workspaces; shown " +
+        description:
+          "A bearer token (`svc_mcp_\u2026`) for the MCP worker at `/mcp`, reaching the given workspaces; shown " +
           "this once.",
         errors: ["NOT_FOUND"]
       }))
@@ -360,7 +392,9 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       }))
   )
   .add(
-    HttpApiEndpoint.get("report")`/reports/${HttpApiSchema.param("report", Schema.Literal("overview", "events", "insights"))}`
+    HttpApiEndpoint.get("report")`/reports/${
+      HttpApiSchema.param("report", Schema.Literal("overview", "events", "insights"))
+    }`
       .setUrlParams(S.ReportParams).addSuccess(Schema.Unknown)
       .annotateContext(Doc.route({
         summary: "A report: overview, events or insights",

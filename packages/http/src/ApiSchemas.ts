@@ -20,9 +20,15 @@ export const Counted = Schema.Struct({
 export const StateParams = Schema.Struct({
   siteKey: Schema.String.annotations({ description: "The project's siteKey." }),
   userHash: Schema.String.annotations({ description: "The member's stable id (a hash, never a raw e-mail address)." }),
-  event: Schema.optional(Schema.String.annotations({ description: "The event key of the program; required unless `kind` is given." })),
-  kind: Schema.optional(Schema.String.annotations({ description: "Legacy alias of `event`; if both are given they must be equal." })),
-  identity: Schema.optional(Schema.String.annotations({ description: "A signed identity token, as in `X-Streak-Identity`." }))
+  event: Schema.optional(
+    Schema.String.annotations({ description: "The event key of the program; required unless `kind` is given." })
+  ),
+  kind: Schema.optional(
+    Schema.String.annotations({ description: "Legacy alias of `event`; if both are given they must be equal." })
+  ),
+  identity: Schema.optional(
+    Schema.String.annotations({ description: "A signed identity token, as in `X-Streak-Identity`." })
+  )
 })
 
 export const WeekEntry = Schema.Struct({
@@ -208,7 +214,9 @@ export const HookCreated = Schema.Struct({
 
 export const SamplesParams = Schema.Struct({ type: EventTypes })
 
-export const UsageParams = Schema.Struct({ month: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}$/))) })
+export const UsageParams = Schema.Struct({
+  month: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}$/)))
+})
 export const Usage = Schema.Struct({
   month: Schema.String,
   plan: Plan,
@@ -243,7 +251,10 @@ const userHash = "b1946ac92492d2347c6235b4d2611184"
 /** Bodies of the ingest doors and answers of `GET /v1/state`, named as the document lists them. */
 export const examples = {
   browserEvent: {
-    widget: { summary: "A member's action, from the widget", value: { siteKey, userHash, event: "lesson_completed", tz: "Europe/Paris" } },
+    widget: {
+      summary: "A member's action, from the widget",
+      value: { siteKey, userHash, event: "lesson_completed", tz: "Europe/Paris" }
+    },
     impression: {
       summary: "The widget was seen (analytics only)",
       value: { siteKey, userHash, event: "lesson_completed", eventType: "widget_impression", sessionId: "s_7f3a" }
@@ -296,7 +307,10 @@ export const examples = {
   },
   counted: {
     counted: { summary: "Counted", value: { counted: true } },
-    notLive: { summary: "The program is in test mode and `test` was not set", value: { counted: false, reason: "PROGRAM_NOT_LIVE" } }
+    notLive: {
+      summary: "The program is in test mode and `test` was not set",
+      value: { counted: false, reason: "PROGRAM_NOT_LIVE" }
+    }
   },
   state: {
     streak: {
@@ -315,7 +329,13 @@ export const examples = {
         ],
         milestones: [
           { id: "ms_01jzb8r0c2d4f6h8j0k2m4p6r8", target: 3, msg: "Three days!", achieved: true, rewardType: "coupon" },
-          { id: "ms_01jzb8r0c2d4f6h8j0k2m4p6r9", target: 7, msg: "A whole week", achieved: false, rewardType: "message" }
+          {
+            id: "ms_01jzb8r0c2d4f6h8j0k2m4p6r9",
+            target: 7,
+            msg: "A whole week",
+            achieved: false,
+            rewardType: "message"
+          }
         ],
         settings: { theme: { name: "default" }, position: "bottom-right", mainMessage: "Keep your streak going!" }
       }

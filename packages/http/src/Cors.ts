@@ -3,7 +3,8 @@
  * project allows, the preflight answer (any origin) and the headers of an actual response.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect, Layer } from "effect"
+import type { Layer } from "effect"
+import { Effect } from "effect"
 
 const defaultPort: Record<string, string> = { "http:": "80", "https:": "443" }
 
@@ -57,7 +58,9 @@ export const compile = (allowed: ReadonlyArray<string>): Matcher => {
     if (/^https:\/\/\*\./i.test(trimmed)) {
       const p = parse(trimmed)
       // URL keeps "*" in the host; what follows "*" is the required suffix, starting with a dot.
-      if (p !== undefined && p.hostname.startsWith("*.") && !p.hostname.slice(1).includes("*") && p.hostname.length > 2) {
+      if (
+        p !== undefined && p.hostname.startsWith("*.") && !p.hostname.slice(1).includes("*") && p.hostname.length > 2
+      ) {
         wildcards.push({ suffix: p.hostname.slice(1), port: p.port })
       }
       continue

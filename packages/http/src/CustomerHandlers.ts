@@ -70,7 +70,8 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           }
         }))
       .handle("member", ({ path }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) => stateQuery.memberStreak(program.id, path.userHash)))
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          stateQuery.memberStreak(program.id, path.userHash)))
       .handle("createHook", ({ payload }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
@@ -79,7 +80,9 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           })
           return { ...created, createdAt: created.createdAt.toISOString() }
         }))
-      .handle("deleteHook", ({ path }) => Effect.flatMap(CurrentPrincipal, (principal) => subscriptions.remove(principal, path.id)))
+      .handle("deleteHook", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          subscriptions.remove(principal, path.id)))
       .handle("webhookSamples", ({ path, urlParams }) =>
         Effect.flatMap(reach(path.programId), ({ program, project }) =>
           WebhookSamples.samples(project, program, urlParams.type)))
@@ -87,22 +90,27 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
           const workspaceId = principal.workspaceIds[0]
-          if (workspaceId === undefined) return yield* new Errors.NotFound({ message: "no workspace" })
+          if (workspaceId === undefined) {
+            return yield* new Errors.NotFound({ message: "no workspace" })
+          }
           return yield* metering.usage(workspaceId, urlParams.month)
         }))
       .handle("report", ({ path, urlParams }) =>
-        Effect.flatMap(CurrentPrincipal, (principal): Effect.Effect<unknown, Errors.InvalidBody | Errors.NotFound | Errors.StorageError> => {
-          const range = {
-            ...(urlParams.from !== undefined ? { from: urlParams.from } : {}),
-            ...(urlParams.to !== undefined ? { to: urlParams.to } : {}),
-            ...(urlParams.programId !== undefined ? { programId: urlParams.programId } : {})
+        Effect.flatMap(
+          CurrentPrincipal,
+          (principal): Effect.Effect<unknown, Errors.InvalidBody | Errors.NotFound | Errors.StorageError> => {
+            const range = {
+              ...(urlParams.from !== undefined ? { from: urlParams.from } : {}),
+              ...(urlParams.to !== undefined ? { to: urlParams.to } : {}),
+              ...(urlParams.programId !== undefined ? { programId: urlParams.programId } : {})
+            }
+            return path.report === "overview"
+              ? reports.overview(principal, range)
+              : path.report === "events"
+              ? reports.events(principal, range)
+              : reports.insights(principal, range)
           }
-          return path.report === "overview"
-            ? reports.overview(principal, range)
-            : path.report === "events"
-            ? reports.events(principal, range)
-            : reports.insights(principal, range)
-        }))
+        ))
       .handle("startExperiment", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           Effect.map(experiments.start(program.id, payload.holdoutPercent), Views.experiment)))
@@ -111,5 +119,6 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           Effect.map(experiments.current(program.id), Views.experimentResult)))
       .handle("stopExperiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
-          Effect.map(experiments.stop(program.id), (r) => Views.experiment(r.experiment))))
+          Effect.map(experiments.stop(program.id), (r) =>
+            Views.experiment(r.experiment))))
   }))

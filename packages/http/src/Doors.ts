@@ -117,8 +117,10 @@ export const ingest = (
   action: EventInput.Action,
   facts: Facts
 ): Effect.Effect<Answer, never, IngestServices> =>
-  Effect.flatMap(Effect.runtime<IngestServices>(), (runtime) =>
-    Effect.async<Answer>((resume) => ingestCallback(runtime, door, action, facts, resume)))
+  Effect.flatMap(
+    Effect.runtime<IngestServices>(),
+    (runtime) => Effect.async<Answer>((resume) => ingestCallback(runtime, door, action, facts, resume))
+  )
 
 /** `POST /v1/webhook/:siteKey/e` with a decoded action. */
 export const webhook = (
@@ -164,8 +166,13 @@ export const stateCallback = (
     return onExit(Exit.succeed(errorAnswer(EventInput.uncleanText())))
   }
   const event = query.event ?? query.kind
-  if (event === undefined || event === "" || (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)) {
-    return onExit(Exit.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" }))))
+  if (
+    event === undefined || event === "" ||
+    (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)
+  ) {
+    return onExit(
+      Exit.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })))
+    )
   }
   const read = (cors: Record<string, string>) =>
     Context.get(runtime.context, StateQuery.StateQuery).stateCallback({
@@ -213,8 +220,10 @@ const failureAnswer = (
 
 /** `GET /v1/state` with its query already read (the HttpApi handler; the fast path calls `stateCallback`). */
 export const state = (query: StateQueryParams, facts: StateFacts): Effect.Effect<Answer, never, StateServices> =>
-  Effect.flatMap(Effect.runtime<StateServices>(), (runtime) =>
-    Effect.async<Answer>((resume) => stateCallback(runtime, query, facts, resume)))
+  Effect.flatMap(
+    Effect.runtime<StateServices>(),
+    (runtime) => Effect.async<Answer>((resume) => stateCallback(runtime, query, facts, resume))
+  )
 
 /** `POST /v1/alias`: a short-lived alias token links an anonymous visitor (CONTRACT §10). */
 export const alias = (

@@ -89,7 +89,9 @@ const parse = (text: string): Either.Either<unknown, readonly [number, string]> 
   } catch {
     return Either.left([400, "INVALID_BODY"] as const)
   }
-  return Option.isSome(JsonLimits.oversize(body)) ? Either.left([413, "PAYLOAD_TOO_LARGE"] as const) : Either.right(body)
+  return Option.isSome(JsonLimits.oversize(body))
+    ? Either.left([413, "PAYLOAD_TOO_LARGE"] as const)
+    : Either.right(body)
 }
 
 /**
@@ -152,7 +154,12 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
   // An action's front waits its turn (`Turns.shared`, behind the answers queued ahead): it needs
   // nothing from the batch in flight, whose next statement should not wait behind a burst of
   // requests.
-  const ingest = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, door: "browser" | "server") =>
+  const ingest = (
+    rt: Runtime.Runtime<Services>,
+    req: IncomingMessage,
+    res: ServerResponse,
+    door: "browser" | "server"
+  ) =>
     readBody(req, res, (text) =>
       Turns.shared(() => {
         const body = parse(text)
@@ -195,7 +202,14 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
   }
 
   /** `query`: where the URL's query string starts (its `?`), or -1. */
-  const serve = (rt: Runtime.Runtime<Services>, door: Door, req: IncomingMessage, res: ServerResponse, path: string, query: number) => {
+  const serve = (
+    rt: Runtime.Runtime<Services>,
+    door: Door,
+    req: IncomingMessage,
+    res: ServerResponse,
+    path: string,
+    query: number
+  ) => {
     switch (door) {
       case "browser":
       case "server":

@@ -38,9 +38,18 @@ export interface ServerOptions extends NodeServer.Options {
  * of its own on the same router (`HttpApiBuilder.Router.use`), behind the same error mapping: the
  * reference server mounts the MCP worker (`@streaks/mcp`) with it.
  */
-export const layerServer = <E = never, R = never>(options: ServerOptions, routes: Layer.Layer<never, E, R> = Layer.empty) =>
-  NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, (api) => FastPath.front(api, { tracing: options.tracing })), options).pipe(
-    Layer.provide([DocsPage.layer({ path: "/docs", openApiPath: "/openapi.json" }), HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })]),
+export const layerServer = <E = never, R = never>(
+  options: ServerOptions,
+  routes: Layer.Layer<never, E, R> = Layer.empty
+) =>
+  NodeServer.layer(
+    Effect.flatMap(NodeServer.httpApiHandler, (api) => FastPath.front(api, { tracing: options.tracing })),
+    options
+  ).pipe(
+    Layer.provide([
+      DocsPage.layer({ path: "/docs", openApiPath: "/openapi.json" }),
+      HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })
+    ]),
     Layer.provide(routes),
     Layer.provide(layerApi),
     // One router for the API, its middleware and the docs page.

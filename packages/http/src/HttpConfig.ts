@@ -20,4 +20,3 @@ export const layerConfig = Layer.effect(
     allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false)
   })
 )
-

@@ -13,7 +13,8 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import * as Multipart from "@effect/platform/Multipart"
-import { Cause, Effect, Layer, Option, ParseResult, Schema } from "effect"
+import type { Layer } from "effect"
+import { Cause, Effect, Option, ParseResult, Schema } from "effect"
 import * as TextHygiene from "./TextHygiene.js"
 
 /** Largest request body read (CONTRACT §2 step 1): 64 KiB. */
@@ -34,10 +35,14 @@ export const codes = {
   },
   INVALID_SITE_KEY: { status: 400, meaning: "No project has this siteKey." },
   SITE_KEY_MISMATCH: { status: 400, meaning: "The siteKey in the body differs from the one in the URL." },
-  INVALID_WIDGET_KIND: { status: 400, meaning: "No program of the project counts this event key (the match is exact)." },
+  INVALID_WIDGET_KIND: {
+    status: 400,
+    meaning: "No program of the project counts this event key (the match is exact)."
+  },
   SERVER_TOKEN_REQUIRED: {
     status: 401,
-    meaning: "`X-Streak-Server-Token` is missing or is not this project's (a call without an `Origin` header must carry it)."
+    meaning:
+      "`X-Streak-Server-Token` is missing or is not this project's (a call without an `Origin` header must carry it)."
   },
   WEBHOOK_SECRET_REQUIRED: {
     status: 401,
@@ -60,7 +65,10 @@ export const codes = {
     meaning: "The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, " +
       "`performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024)."
   },
-  RATE_LIMITED: { status: 429, meaning: "Too many requests from this address or for this site; retry after `Retry-After` seconds." },
+  RATE_LIMITED: {
+    status: 429,
+    meaning: "Too many requests from this address or for this site; retry after `Retry-After` seconds."
+  },
   SERVICE_UNAVAILABLE: { status: 503, meaning: "Storage could not be reached; the request had no effect. Retry later." }
 } as const
 
@@ -127,14 +135,17 @@ const onDefect = <E>(cause: Cause.Cause<E>): Effect.Effect<HttpServerResponse.Ht
 }
 
 const logged = (message: string, cause: Cause.Cause<unknown>) =>
-  Effect.flatMap(Effect.serviceOption(HttpServerRequest.HttpServerRequest), (request) =>
-    Effect.logError(message, cause).pipe(
-      Effect.annotateLogs(Option.match(request, {
-        onNone: () => ({}),
-        onSome: (r) => ({ method: r.method, url: r.url })
-      })),
-      Effect.as(internal)
-    ))
+  Effect.flatMap(
+    Effect.serviceOption(HttpServerRequest.HttpServerRequest),
+    (request) =>
+      Effect.logError(message, cause).pipe(
+        Effect.annotateLogs(Option.match(request, {
+          onNone: () => ({}),
+          onSome: (r) => ({ method: r.method, url: r.url })
+        })),
+        Effect.as(internal)
+      )
+  )
 
 /**
  * Seconds a client should wait before retrying after `e`: its numeric `retryAfterSeconds` (core

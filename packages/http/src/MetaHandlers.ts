@@ -12,5 +12,4 @@ export const layer = HttpApiBuilder.group(Api, "meta", (handlers) =>
         Effect.map(jobs.ready, (ready) =>
           ready
             ? { status: "ok" as const }
-            : HttpServerResponse.unsafeJson({ error: "SERVICE_UNAVAILABLE" }, { status: 503 })
-        ))))
+            : HttpServerResponse.unsafeJson({ error: "SERVICE_UNAVAILABLE" }, { status: 503 })))))

@@ -22,7 +22,7 @@ interface Script {
 }
 
 const headers = (etag: string) => ({
-  "etag": etag,
+  etag,
   "cache-control": "public, max-age=300",
   "access-control-allow-origin": "*",
   "x-content-type-options": "nosniff"
@@ -54,13 +54,17 @@ export const layer = (load: Load): Layer.Layer<never> => {
   const handler = Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     const { body, etag } = yield* get
-    if (matches(request.headers["if-none-match"], etag)) return HttpServerResponse.empty({ status: 304, headers: headers(etag) })
+    if (matches(request.headers["if-none-match"], etag)) {
+      return HttpServerResponse.empty({ status: 304, headers: headers(etag) })
+    }
     return HttpServerResponse.text(body, { contentType: "text/javascript; charset=utf-8", headers: headers(etag) })
   }).pipe(
     Effect.catchTag("UnknownException", (error) =>
       Effect.as(
         Effect.logWarning(
-          `GET /widget.js: the widget module cannot be read (build it: pnpm --filter @streaks/widget build): ${String(error.cause)}`
+          `GET /widget.js: the widget module cannot be read (build it: pnpm --filter @streaks/widget build): ${
+            String(error.cause)
+          }`
         ),
         HttpServerResponse.unsafeJson({ error: "SERVICE_UNAVAILABLE" }, { status: 503 })
       ))

@@ -72,10 +72,19 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
   it.effect("POST /admin/projects refuses an unknown timezone or a bad origin with 400 INVALID_BODY", () =>
     Effect.gen(function*() {
       const ws = (yield* admin("/admin/workspaces", { name: "Acme", plan: "starter" })).body
-      const zone = yield* admin("/admin/projects", { workspaceId: ws.id, name: "P", allowedOrigins: [], timezone: "Mars/Base" })
+      const zone = yield* admin("/admin/projects", {
+        workspaceId: ws.id,
+        name: "P",
+        allowedOrigins: [],
+        timezone: "Mars/Base"
+      })
       expect(zone.status).toBe(400)
       expect(zone.body).toEqual({ error: "INVALID_BODY" })
-      const origin = yield* admin("/admin/projects", { workspaceId: ws.id, name: "P", allowedOrigins: ["not an origin"] })
+      const origin = yield* admin("/admin/projects", {
+        workspaceId: ws.id,
+        name: "P",
+        allowedOrigins: ["not an origin"]
+      })
       expect(origin.status).toBe(400)
       expect(origin.body).toEqual({ error: "INVALID_BODY" })
     }))
@@ -119,7 +128,12 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
       expect(duplicate.status).toBe(400)
       expect(duplicate.body).toEqual({ error: "INVALID_BODY" })
       // Unknown project.
-      const unknown = yield* admin("/admin/programs", { projectId: "prj_nope", name: "X", eventKey: "x", milestones: [] })
+      const unknown = yield* admin("/admin/programs", {
+        projectId: "prj_nope",
+        name: "X",
+        eventKey: "x",
+        milestones: []
+      })
       expect(unknown.status).toBe(404)
       expect(unknown.body).toEqual({ error: "NOT_FOUND" })
     }))
@@ -210,7 +224,10 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
     Effect.gen(function*() {
       const t = yield* tenant()
       const other = yield* tenant()
-      const created = yield* admin("/admin/oauth-grants", { workspaceIds: [t.workspaceId, other.workspaceId], appName: "Make" })
+      const created = yield* admin("/admin/oauth-grants", {
+        workspaceIds: [t.workspaceId, other.workspaceId],
+        appName: "Make"
+      })
       expect(created.status).toBe(201)
       expect(created.body).toEqual({ id: expect.any(String), accessToken: expect.stringMatching(/^svc_oat_/) })
       const me = yield* request("/v1/api/me", bearer(created.body.accessToken))
@@ -267,7 +284,12 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
     Effect.gen(function*() {
       const run = yield* admin("/admin/jobs/deliveries", undefined, "POST")
       expect(run.status).toBe(200)
-      expect(run.body).toEqual({ attempted: expect.any(Number), delivered: expect.any(Number), failed: expect.any(Number), retrying: expect.any(Number) })
+      expect(run.body).toEqual({
+        attempted: expect.any(Number),
+        delivered: expect.any(Number),
+        failed: expect.any(Number),
+        retrying: expect.any(Number)
+      })
     }))
 })
 
@@ -310,7 +332,14 @@ layer(testServer(), { timeout: 120_000 })("health, readiness and documentation o
         ]
       ) expect(paths).toContain(p)
       const api = paths.filter((p) => p.startsWith("/v1/api/"))
-      expect(api).toEqual(expect.arrayContaining(["/v1/api/me", "/v1/api/programs", "/v1/api/hooks", "/v1/api/programs/{programId}/events"]))
+      expect(api).toEqual(
+        expect.arrayContaining([
+          "/v1/api/me",
+          "/v1/api/programs",
+          "/v1/api/hooks",
+          "/v1/api/programs/{programId}/events"
+        ])
+      )
     }))
 
   it.effect("GET /docs answers 200 with an HTML page whose viewer files all come from this server", () =>

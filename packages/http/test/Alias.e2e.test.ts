@@ -50,12 +50,17 @@ layer(testServer(), { timeout: 120_000 })("aliases over real HTTP", (it) => {
     Effect.gen(function*() {
       const t = yield* tenant()
       yield* serverEvent(t, { userHash: "member-1", ts: daysAgo(1) })
-      expect((yield* admin("/admin/alias", { siteKey: t.siteKey, anonymousId: "anon-1", userHash: "member-1" })).status).toBe(204)
+      expect((yield* admin("/admin/alias", { siteKey: t.siteKey, anonymousId: "anon-1", userHash: "member-1" })).status)
+        .toBe(204)
       const sent = yield* browserEvent(t, { userHash: "anon-1" })
       expect(sent.body).toEqual({ ok: true, counted: true })
       expect((yield* getState(t, "member-1")).body.streak).toMatchObject({ current: 2, todayDone: true })
       // The same day through the member's own id is a duplicate.
-      expect((yield* serverEvent(t, { userHash: "member-1" })).body).toEqual({ ok: true, counted: true, duplicate: true })
+      expect((yield* serverEvent(t, { userHash: "member-1" })).body).toEqual({
+        ok: true,
+        counted: true,
+        duplicate: true
+      })
     }))
 
   it.effect("linking the same pair again is a no-op 204", () =>
@@ -71,12 +76,17 @@ layer(testServer(), { timeout: 120_000 })("aliases over real HTTP", (it) => {
   it.effect("ALIAS_CONFLICT: an anonymousId already linked to another member answers 409", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
-      expect((yield* admin("/admin/alias", { siteKey: t.siteKey, anonymousId: "anon-1", userHash: "member-1" })).status).toBe(204)
+      expect((yield* admin("/admin/alias", { siteKey: t.siteKey, anonymousId: "anon-1", userHash: "member-1" })).status)
+        .toBe(204)
       const conflict = yield* admin("/admin/alias", { siteKey: t.siteKey, anonymousId: "anon-1", userHash: "member-2" })
       expect(conflict.status).toBe(409)
       expect(conflict.text).toBe(JSON.stringify({ error: "ALIAS_CONFLICT" }))
       // Through the token route too.
-      const token = yield* aliasToken(t.signingSecret, { userHash: "member-2", anonymousId: "anon-1", siteKey: t.siteKey })
+      const token = yield* aliasToken(t.signingSecret, {
+        userHash: "member-2",
+        anonymousId: "anon-1",
+        siteKey: t.siteKey
+      })
       const viaToken = yield* request("/v1/alias", { body: { siteKey: t.siteKey, token } })
       expect(viaToken.status).toBe(409)
       expect(viaToken.body).toEqual({ error: "ALIAS_CONFLICT" })
@@ -96,9 +106,17 @@ layer(testServer(), { timeout: 120_000 })("aliases over real HTTP", (it) => {
         ]
       ) {
         const reply = yield* admin("/admin/alias", body)
-        expect({ body, status: reply.status, reply: reply.body }).toEqual({ body, status: 400, reply: { error: "INVALID_BODY" } })
+        expect({ body, status: reply.status, reply: reply.body }).toEqual({
+          body,
+          status: 400,
+          reply: { error: "INVALID_BODY" }
+        })
       }
-      const unknown = yield* admin("/admin/alias", { siteKey: "site_unknown00000", anonymousId: "anon-1", userHash: "member-1" })
+      const unknown = yield* admin("/admin/alias", {
+        siteKey: "site_unknown00000",
+        anonymousId: "anon-1",
+        userHash: "member-1"
+      })
       expect(unknown.status).toBe(400)
       expect(unknown.body).toEqual({ error: "INVALID_SITE_KEY" })
     }))
@@ -108,7 +126,11 @@ layer(testServer(), { timeout: 120_000 })("aliases over real HTTP", (it) => {
       const t = yield* tenant()
       yield* browserEvent(t, { userHash: "anon-7", ts: daysAgo(1) })
       yield* serverEvent(t, { userHash: "member-7" })
-      const token = yield* aliasToken(t.signingSecret, { userHash: "member-7", anonymousId: "anon-7", siteKey: t.siteKey })
+      const token = yield* aliasToken(t.signingSecret, {
+        userHash: "member-7",
+        anonymousId: "anon-7",
+        siteKey: t.siteKey
+      })
       const reply = yield* request("/v1/alias", { body: { siteKey: t.siteKey, token } })
       expect(reply.status).toBe(200)
       expect(reply.body).toEqual({ ok: true })

@@ -93,7 +93,10 @@ layer(testServer(), { timeout: 120_000 })("CORS and browser rules over real HTTP
       expect(wrongEvent.status).toBe(400)
       expect(wrongEvent.body).toEqual({ error: "INVALID_WIDGET_KIND" })
       expectCors(wrongEvent, "https://app.example.com")
-      const stateError = yield* getState(t, "m", { query: { event: "nope" }, headers: { origin: "https://app.example.com" } })
+      const stateError = yield* getState(t, "m", {
+        query: { event: "nope" },
+        headers: { origin: "https://app.example.com" }
+      })
       expect(stateError.status).toBe(400)
       expectCors(stateError, "https://app.example.com")
     }))
@@ -103,9 +106,20 @@ layer(testServer(), { timeout: 120_000 })("CORS and browser rules over real HTTP
       const t = yield* tenant({ origins: ["https://app.example.com"] })
       expect((yield* browserEvent(t, { userHash: "m" }, "https://app.example.com:443")).status).toBe(202)
       expect((yield* browserEvent(t, { userHash: "m" }, "https://APP.example.com")).status).toBe(202)
-      for (const origin of ["http://app.example.com", "https://app.example.com:8443", "https://sub.app.example.com", "https://example.com"]) {
+      for (
+        const origin of [
+          "http://app.example.com",
+          "https://app.example.com:8443",
+          "https://sub.app.example.com",
+          "https://example.com"
+        ]
+      ) {
         const reply = yield* browserEvent(t, { userHash: "m" }, origin)
-        expect({ origin, status: reply.status, body: reply.body }).toEqual({ origin, status: 403, body: { error: "FORBIDDEN_ORIGIN" } })
+        expect({ origin, status: reply.status, body: reply.body }).toEqual({
+          origin,
+          status: 403,
+          body: { error: "FORBIDDEN_ORIGIN" }
+        })
       }
     }))
 
@@ -130,7 +144,11 @@ layer(testServer(), { timeout: 120_000 })("CORS and browser rules over real HTTP
         ]
       ) {
         const reply = yield* browserEvent(t, { userHash: "m" }, origin)
-        expect({ origin, status: reply.status, body: reply.body }).toEqual({ origin, status: 403, body: { error: "FORBIDDEN_ORIGIN" } })
+        expect({ origin, status: reply.status, body: reply.body }).toEqual({
+          origin,
+          status: 403,
+          body: { error: "FORBIDDEN_ORIGIN" }
+        })
         expectNoCors(reply)
       }
     }))

@@ -50,10 +50,18 @@ describe("Cors.isAllowedOrigin", () => {
   })
 
   it("strings that are not plain http(s) origins never match", () => {
-    for (const origin of [
-      "null", "", "app.example.com", "https://app.example.com/path", "https://app.example.com?x=1",
-      "https://user@app.example.com", "file://app.example.com", "chrome-extension://abc"
-    ]) {
+    for (
+      const origin of [
+        "null",
+        "",
+        "app.example.com",
+        "https://app.example.com/path",
+        "https://app.example.com?x=1",
+        "https://user@app.example.com",
+        "file://app.example.com",
+        "chrome-extension://abc"
+      ]
+    ) {
       assert.isFalse(Cors.isAllowedOrigin(origin, [...allowed, "null", "file://app.example.com"]), origin)
     }
   })

@@ -39,10 +39,15 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
         project: { id: t.projectId, siteKey: t.siteKey, name: "Acme app" }
       }])
       const other = yield* tenant()
-      const grant = yield* admin("/admin/oauth-grants", { workspaceIds: [t.workspaceId, other.workspaceId], appName: "Make" })
+      const grant = yield* admin("/admin/oauth-grants", {
+        workspaceIds: [t.workspaceId, other.workspaceId],
+        appName: "Make"
+      })
       const oauth = yield* api(grant.body.accessToken, "/me")
       expect(oauth.body.credential).toEqual({ type: "oauth", id: grant.body.id })
-      expect(oauth.body.workspaces.map((w: { id: string }) => w.id).sort()).toEqual([t.workspaceId, other.workspaceId].sort())
+      expect(oauth.body.workspaces.map((w: { id: string }) => w.id).sort()).toEqual(
+        [t.workspaceId, other.workspaceId].sort()
+      )
       expect((yield* api(grant.body.accessToken, "/programs")).body).toHaveLength(2)
     }))
 
@@ -55,9 +60,15 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
       const asTest = yield* api(t.apiKey, `/programs/${t.programId}/events`, { body: { userHash: "m-1", test: true } })
       expect(asTest.body).toEqual({ counted: true })
       // A test program shows its test ledger; it never mixes with the live one.
-      expect((yield* api(t.apiKey, `/programs/${t.programId}/members/m-1`)).body).toMatchObject({ current: 1, isLive: false })
+      expect((yield* api(t.apiKey, `/programs/${t.programId}/members/m-1`)).body).toMatchObject({
+        current: 1,
+        isLive: false
+      })
       yield* live(t)
-      expect((yield* api(t.apiKey, `/programs/${t.programId}/members/m-1`)).body).toMatchObject({ current: 0, isLive: true })
+      expect((yield* api(t.apiKey, `/programs/${t.programId}/members/m-1`)).body).toMatchObject({
+        current: 0,
+        isLive: true
+      })
       const counted = yield* api(t.apiKey, `/programs/${t.programId}/events`, { body: { userHash: "m-1" } })
       expect(counted.body).toEqual({ counted: true })
       const member = yield* api(t.apiKey, `/programs/${t.programId}/members/m-1`)
@@ -83,11 +94,19 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
       const t = yield* withKey()
       const created = yield* hook(t.apiKey, t.programId, ["streak.at_risk", "reward.unlocked"])
       expect(created.status).toBe(201)
-      expect(created.body).toMatchObject({ programId: t.programId, url: "http://127.0.0.1:9/hook", eventTypes: ["streak.at_risk", "reward.unlocked"] })
+      expect(created.body).toMatchObject({
+        programId: t.programId,
+        url: "http://127.0.0.1:9/hook",
+        eventTypes: ["streak.at_risk", "reward.unlocked"]
+      })
       expect(created.body.secret).toMatch(/^whsec_/)
-      const insecure = yield* api(t.apiKey, "/hooks", { body: { programId: t.programId, url: "http://example.com/h", eventTypes: ["streak.broken"] } })
+      const insecure = yield* api(t.apiKey, "/hooks", {
+        body: { programId: t.programId, url: "http://example.com/h", eventTypes: ["streak.broken"] }
+      })
       expect([insecure.status, insecure.body]).toEqual([400, { error: "INVALID_BODY" }])
-      const badType = yield* api(t.apiKey, "/hooks", { body: { programId: t.programId, url: "https://example.com/h", eventTypes: ["streak.won"] } })
+      const badType = yield* api(t.apiKey, "/hooks", {
+        body: { programId: t.programId, url: "https://example.com/h", eventTypes: ["streak.won"] }
+      })
       expect(badType.status).toBe(400)
       expect((yield* api(t.apiKey, `/hooks/${created.body.id}`, { method: "DELETE" })).status).toBe(204)
       const again = yield* api(t.apiKey, `/hooks/${created.body.id}`, { method: "DELETE" })
@@ -102,7 +121,13 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
       expect(samples.body).toHaveLength(1)
       expect(samples.body[0]).toMatchObject({
         type: "reward.unlocked",
-        data: { programId: t.programId, projectId: t.projectId, siteKey: t.siteKey, isTest: false, streak: { current: 7, best: 7 } }
+        data: {
+          programId: t.programId,
+          projectId: t.projectId,
+          siteKey: t.siteKey,
+          isTest: false,
+          streak: { current: 7, best: 7 }
+        }
       })
       expect(samples.body[0].data.reward).toBeDefined()
       expect((yield* api(t.apiKey, `/programs/${t.programId}/webhook-samples?type=nope`)).status).toBe(400)
@@ -158,32 +183,59 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
     Effect.gen(function*() {
       const t = yield* withKey()
       yield* live(t)
-      for (const m of ["a", "b", "c"]) yield* serverEvent(t, { userHash: m, source: "automation", externalService: "zapier" })
+      for (const m of ["a", "b", "c"]) {
+        yield* serverEvent(t, { userHash: m, source: "automation", externalService: "zapier" })
+      }
       const month = new Date().toISOString().slice(0, 7)
-      expect((yield* api(t.apiKey, "/usage")).body).toEqual({ month, plan: "starter", limit: 500, activeStreakers: 3, overLimit: false })
+      expect((yield* api(t.apiKey, "/usage")).body).toEqual({
+        month,
+        plan: "starter",
+        limit: 500,
+        activeStreakers: 3,
+        overLimit: false
+      })
       const overview = yield* api(t.apiKey, "/reports/overview")
       expect(overview.body).toMatchObject({ paused: false, activeStreakers: 3, countedActions: 3 })
       const events = yield* api(t.apiKey, "/reports/events")
-      expect(events.body.days).toEqual([{ date: new Date().toISOString().slice(0, 10), eventType: "streak_interaction", count: 3, counted: 3 }])
+      expect(events.body.days).toEqual([{
+        date: new Date().toISOString().slice(0, 10),
+        eventType: "streak_interaction",
+        count: 3,
+        counted: 3
+      }])
       const insights = yield* api(t.apiKey, "/reports/insights")
-      expect(insights.body.sources).toEqual([{ source: "automation", externalService: "zapier", integrationId: null, count: 3 }])
+      expect(insights.body.sources).toEqual([{
+        source: "automation",
+        externalService: "zapier",
+        integrationId: null,
+        count: 3
+      }])
       expect((yield* api(t.apiKey, "/reports/overview?from=2026-02-01&to=2026-01-01")).status).toBe(400)
 
       // Over the starter limit: 498 more active streakers this month (marked in storage directly).
       const usage = yield* Ports.UsageStore
-      yield* Effect.forEach(Array.from({ length: 498 }, (_, i) => `bulk-${i}`), (m) =>
-        usage.markActive(Ids.unsafe("WorkspaceId", t.workspaceId), month, m), { concurrency: 20, discard: true }).pipe(Effect.orDie)
+      yield* Effect.forEach(
+        Array.from({ length: 498 }, (_, i) => `bulk-${i}`),
+        (m) => usage.markActive(Ids.unsafe("WorkspaceId", t.workspaceId), month, m),
+        { concurrency: 20, discard: true }
+      ).pipe(Effect.orDie)
       yield* serverEvent(t, { userHash: "while-paused" })
       for (const report of ["overview", "events", "insights"]) {
         const paused = yield* api(t.apiKey, `/reports/${report}`)
         expect(paused.status).toBe(200)
-        expect(paused.body).toMatchObject({ paused: true, reason: "PLAN_LIMIT_EXCEEDED", usage: { plan: "starter", limit: 500, activeStreakers: 502 } })
+        expect(paused.body).toMatchObject({
+          paused: true,
+          reason: "PLAN_LIMIT_EXCEEDED",
+          usage: { plan: "starter", limit: 500, activeStreakers: 502 }
+        })
       }
       expect((yield* api(t.apiKey, "/usage")).body).toMatchObject({ activeStreakers: 502, overLimit: true })
       // Experiments stay readable and stoppable while paused.
-      expect((yield* api(t.apiKey, `/programs/${t.programId}/experiments`, { body: { holdoutPercent: 10 } })).status).toBe(201)
+      expect((yield* api(t.apiKey, `/programs/${t.programId}/experiments`, { body: { holdoutPercent: 10 } })).status)
+        .toBe(201)
       expect((yield* api(t.apiKey, `/programs/${t.programId}/experiments/current`)).status).toBe(200)
-      expect((yield* api(t.apiKey, `/programs/${t.programId}/experiments/current/stop`, { method: "POST" })).status).toBe(200)
+      expect((yield* api(t.apiKey, `/programs/${t.programId}/experiments/current/stop`, { method: "POST" })).status)
+        .toBe(200)
 
       expect((yield* admin(`/admin/workspaces/${t.workspaceId}`, { plan: "growth" }, "PATCH")).status).toBe(200)
       const back = yield* api(t.apiKey, "/reports/overview")

@@ -31,7 +31,10 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
         "INVALID_BODY"
       )
       expectError(
-        yield* request("/v1/server/e", { headers: { ...json, "x-streak-server-token": t.serverToken }, raw: "siteKey=x" }),
+        yield* request("/v1/server/e", {
+          headers: { ...json, "x-streak-server-token": t.serverToken },
+          raw: "siteKey=x"
+        }),
         400,
         "INVALID_BODY"
       )
@@ -45,7 +48,10 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
       )
       // JSON, but not an object.
       expectError(
-        yield* request("/v1/server/e", { headers: { "x-streak-server-token": t.serverToken }, body: ["lesson_completed"] }),
+        yield* request("/v1/server/e", {
+          headers: { "x-streak-server-token": t.serverToken },
+          body: ["lesson_completed"]
+        }),
         400,
         "INVALID_BODY"
       )
@@ -106,7 +112,9 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
   it.effect("INVALID_BODY: a bad ISO 8601 ts", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
-      for (const ts of ["yesterday", "2024-02-30T10:00:00Z", "2024-05-01", "2024-05-01T25:00:00Z", "2024-05-01T10:00:00"]) {
+      for (
+        const ts of ["yesterday", "2024-02-30T10:00:00Z", "2024-05-01", "2024-05-01T25:00:00Z", "2024-05-01T10:00:00"]
+      ) {
         expectError(yield* serverEvent(t, { userHash: "m", ts }), 400, "INVALID_BODY")
       }
       expectError(yield* webhookEvent(t, { userHash: "m", ts: "not a date" }), 400, "INVALID_BODY")
@@ -164,8 +172,16 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
     Effect.gen(function*() {
       const t = yield* tenant()
       const token = { "x-streak-server-token": t.serverToken }
-      expectError(yield* request(`/v1/state?userHash=m&event=lesson_completed`, { headers: token }), 400, "INVALID_BODY")
-      expectError(yield* request(`/v1/state?siteKey=${t.siteKey}&event=lesson_completed`, { headers: token }), 400, "INVALID_BODY")
+      expectError(
+        yield* request(`/v1/state?userHash=m&event=lesson_completed`, { headers: token }),
+        400,
+        "INVALID_BODY"
+      )
+      expectError(
+        yield* request(`/v1/state?siteKey=${t.siteKey}&event=lesson_completed`, { headers: token }),
+        400,
+        "INVALID_BODY"
+      )
       expectError(yield* request(`/v1/state?siteKey=${t.siteKey}&userHash=m`, { headers: token }), 400, "INVALID_BODY")
     }))
 
@@ -242,7 +258,11 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
         401,
         "SERVER_TOKEN_REQUIRED"
       )
-      expectError(yield* serverEvent(t, { userHash: "m" }, { "x-streak-server-token": "sst_wrong" }), 401, "SERVER_TOKEN_REQUIRED")
+      expectError(
+        yield* serverEvent(t, { userHash: "m" }, { "x-streak-server-token": "sst_wrong" }),
+        401,
+        "SERVER_TOKEN_REQUIRED"
+      )
       expectError(
         yield* serverEvent(t, { userHash: "m" }, { "x-streak-server-token": other.serverToken }),
         401,
@@ -250,7 +270,11 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
       )
       // /v1/state without Origin follows the same rule.
       expectError(yield* getState(t, "m", { headers: {} }), 401, "SERVER_TOKEN_REQUIRED")
-      expectError(yield* getState(t, "m", { headers: { "x-streak-server-token": other.serverToken } }), 401, "SERVER_TOKEN_REQUIRED")
+      expectError(
+        yield* getState(t, "m", { headers: { "x-streak-server-token": other.serverToken } }),
+        401,
+        "SERVER_TOKEN_REQUIRED"
+      )
       // /v1/e with a valid token and no Origin is accepted.
       const ok = yield* browserEvent(t, { userHash: "m" }, null, { "x-streak-server-token": t.serverToken })
       expect(ok.status).toBe(202)
@@ -272,8 +296,16 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
   it.effect("WEBHOOK_SECRET_REQUIRED: an unknown event on the webhook door gives 401, not 400", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
-      expectError(yield* webhookEvent(t, { userHash: "m", event: "no_such_event" }, null), 401, "WEBHOOK_SECRET_REQUIRED")
-      expectError(yield* webhookEvent(t, { userHash: "m", event: "no_such_event" }, "whi_guess"), 401, "WEBHOOK_SECRET_REQUIRED")
+      expectError(
+        yield* webhookEvent(t, { userHash: "m", event: "no_such_event" }, null),
+        401,
+        "WEBHOOK_SECRET_REQUIRED"
+      )
+      expectError(
+        yield* webhookEvent(t, { userHash: "m", event: "no_such_event" }, "whi_guess"),
+        401,
+        "WEBHOOK_SECRET_REQUIRED"
+      )
       // Even with the secret of an existing program: the event key's existence is never revealed.
       expectError(
         yield* webhookEvent(t, { userHash: "m", event: "no_such_event" }, t.webhookSecret),
@@ -298,7 +330,9 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
   it.effect("FORBIDDEN_ORIGIN: a browser origin not in the allowed origins, on /v1/e and /v1/state", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
-      for (const origin of ["https://evil.example.org", "http://app.example.com", "https://app.example.com:8443", "null"]) {
+      for (
+        const origin of ["https://evil.example.org", "http://app.example.com", "https://app.example.com:8443", "null"]
+      ) {
         const sent = yield* browserEvent(t, { userHash: "m" }, origin)
         expectError(sent, 403, "FORBIDDEN_ORIGIN")
         expect(sent.headers.get("access-control-allow-origin")).toBeNull()
@@ -308,7 +342,9 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
       expect(state.headers.get("access-control-allow-origin")).toBeNull()
       // A server token does not make a foreign browser origin acceptable.
       expectError(
-        yield* browserEvent(t, { userHash: "m" }, "https://evil.example.org", { "x-streak-server-token": t.serverToken }),
+        yield* browserEvent(t, { userHash: "m" }, "https://evil.example.org", {
+          "x-streak-server-token": t.serverToken
+        }),
         403,
         "FORBIDDEN_ORIGIN"
       )
@@ -358,8 +394,16 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
   it.effect("UNAUTHORIZED: the customer REST API without or with a bad bearer token", () =>
     Effect.gen(function*() {
       expectError(yield* request("/v1/api/me"), 401, "UNAUTHORIZED")
-      expectError(yield* request("/v1/api/me", { headers: { authorization: "Bearer svc_api_nope" } }), 401, "UNAUTHORIZED")
-      expectError(yield* request("/v1/api/programs", { headers: { "x-admin-token": ADMIN_TOKEN } }), 401, "UNAUTHORIZED")
+      expectError(
+        yield* request("/v1/api/me", { headers: { authorization: "Bearer svc_api_nope" } }),
+        401,
+        "UNAUTHORIZED"
+      )
+      expectError(
+        yield* request("/v1/api/programs", { headers: { "x-admin-token": ADMIN_TOKEN } }),
+        401,
+        "UNAUTHORIZED"
+      )
     }))
 
   it.effect("INVALID_BODY on admin routes: not JSON, missing fields, an unknown plan; NOT_FOUND for unknown ids", () =>
@@ -371,7 +415,11 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
         "INVALID_BODY"
       )
       expectError(yield* request("/admin/workspaces", { headers: h, body: { name: "Acme" } }), 400, "INVALID_BODY")
-      expectError(yield* request("/admin/workspaces", { headers: h, body: { name: "Acme", plan: "platinum" } }), 400, "INVALID_BODY")
+      expectError(
+        yield* request("/admin/workspaces", { headers: h, body: { name: "Acme", plan: "platinum" } }),
+        400,
+        "INVALID_BODY"
+      )
       expectError(
         yield* request("/admin/workspaces/ws_doesnotexist", { method: "PATCH", headers: h, body: { plan: "growth" } }),
         404,
@@ -385,15 +433,26 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
         404,
         "NOT_FOUND"
       )
-      expectError(yield* request("/admin/programs/prg_doesnotexist/webhook-secret", { method: "POST", headers: h }), 404, "NOT_FOUND")
-      expectError(yield* request("/admin/api-keys/key_doesnotexist", { method: "DELETE", headers: h }), 404, "NOT_FOUND")
+      expectError(
+        yield* request("/admin/programs/prg_doesnotexist/webhook-secret", { method: "POST", headers: h }),
+        404,
+        "NOT_FOUND"
+      )
+      expectError(
+        yield* request("/admin/api-keys/key_doesnotexist", { method: "DELETE", headers: h }),
+        404,
+        "NOT_FOUND"
+      )
     }))
 
   it.effect("never a 500: a battery of malformed requests answers 4xx with a JSON error code", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
       const replies: Array<Reply> = [
-        yield* request("/v1/e", { headers: { "content-type": "text/plain", origin: "https://app.example.com" }, raw: "x" }),
+        yield* request("/v1/e", {
+          headers: { "content-type": "text/plain", origin: "https://app.example.com" },
+          raw: "x"
+        }),
         yield* request("/v1/e", { headers: { "content-type": "application/json" }, raw: "\"just a string\"" }),
         yield* request("/v1/server/e", { headers: { "content-type": "application/json" }, raw: "12" }),
         yield* request(`/v1/webhook/${encodeURIComponent("%%%")}/e`, { body: { event: "x", userHash: "m" } }),
@@ -412,7 +471,9 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
       }
       // Deeply nested meta within the size limits: accepted or refused, never a server error.
       for (const depth of [500, 2_040, 5_000, 30_000]) {
-        const raw = `{"siteKey":"${t.siteKey}","userHash":"deep-${depth}","event":"lesson_completed","meta":{"d":${"[".repeat(depth)}${"]".repeat(depth)}}}`
+        const raw = `{"siteKey":"${t.siteKey}","userHash":"deep-${depth}","event":"lesson_completed","meta":{"d":${
+          "[".repeat(depth)
+        }${"]".repeat(depth)}}}`
         const reply = yield* request("/v1/server/e", {
           headers: { "content-type": "application/json", "x-streak-server-token": t.serverToken },
           raw

@@ -35,7 +35,11 @@ const callDoors = (url: string) =>
     Promise.all([
       fetch(`${url}/v1/state?siteKey=site_x&userHash=u1&event=e`),
       fetch(`${url}/v1/server/e`, { method: "POST", headers: { "content-type": "application/json" }, body: action }),
-      fetch(`${url}/v1/webhook/site_x/e`, { method: "POST", headers: { "content-type": "application/json" }, body: action })
+      fetch(`${url}/v1/webhook/site_x/e`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: action
+      })
     ].map(async (reply) => {
       const r = await reply
       return { status: r.status, body: await r.json() }
@@ -51,7 +55,10 @@ describe("FastPath", () => {
       assert.deepStrictEqual(replies, Array(3).fill({ status: 500, body: { error: "INTERNAL" } }))
       // The log is written by a forked fiber, after the answer.
       yield* Effect.sleep("20 millis")
-      assert.strictEqual(logs.filter((l) => l.startsWith("defect on a public door") && l.includes("broken for the test")).length, 3)
+      assert.strictEqual(
+        logs.filter((l) => l.startsWith("defect on a public door") && l.includes("broken for the test")).length,
+        3
+      )
     }).pipe(Effect.scoped))
 
   it.live("a storage failure answers 503 SERVICE_UNAVAILABLE and is logged, on the callback doors and the fiber door", () =>

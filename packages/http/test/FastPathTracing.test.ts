@@ -5,7 +5,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Errors } from "@streaks/core"
-import { Effect, Exit, Layer, Logger, Option, Tracer } from "effect"
+import type { Tracer } from "effect"
+import { Effect, Exit, Layer, Logger, Option } from "effect"
 import * as FastPath from "../src/FastPath.js"
 import * as NodeServer from "../src/NodeServer.js"
 import * as RecordingTracer from "./support/RecordingTracer.js"
@@ -79,7 +80,9 @@ describe("FastPath tracing", () => {
       const server = yield* serve({ tracing: true }, spans, seen)
       assert.deepStrictEqual(yield* callAll(server.url), [503, 400, 503, 503, 204, 404])
       yield* RecordingTracer.ended(spans, 5)
-      const summary = spans.map((s) => [s.name, s.kind, attribute(s, "url.path"), attribute(s, "http.response.status_code"), s.status._tag])
+      const summary = spans.map((
+        s
+      ) => [s.name, s.kind, attribute(s, "url.path"), attribute(s, "http.response.status_code"), s.status._tag])
       assert.deepStrictEqual(summary, [
         ["http.server POST", "server", "/v1/server/e", 503, "Ended"],
         ["http.server POST", "server", "/v1/server/e", 400, "Ended"],
@@ -100,7 +103,10 @@ describe("FastPath tracing", () => {
       assert.strictEqual(first.traceId, traceId)
       assert.deepStrictEqual(Option.map(first.parent, (p) => p.spanId), Option.some(callerSpanId))
       // The server door's project lookup ran under the first request's span, the webhook's under the fourth's.
-      assert.deepStrictEqual(seen.map(Option.map((s) => s.spanId)), [Option.some(first.spanId), Option.some(spans[3]!.spanId)])
+      assert.deepStrictEqual(seen.map(Option.map((s) => s.spanId)), [
+        Option.some(first.spanId),
+        Option.some(spans[3]!.spanId)
+      ])
     }).pipe(Effect.scoped))
 
   it.live("keeps the query string out of the span", () =>

@@ -29,7 +29,9 @@ class Items extends HttpApiGroup.make("items")
   )
   .add(
     HttpApiEndpoint.post("fail", "/v1/fail")
-      .setPayload(Schema.Struct({ kind: Schema.Literal("teapot", "quota", "limited", "inProgress", "defect", "unregistered") }))
+      .setPayload(
+        Schema.Struct({ kind: Schema.Literal("teapot", "quota", "limited", "inProgress", "defect", "unregistered") })
+      )
   )
 {}
 
@@ -105,7 +107,10 @@ const send = (
         answered = true
         const chunks: Array<Buffer> = []
         res.on("data", (c: Buffer) => chunks.push(c))
-        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString() }))
+        res.on(
+          "end",
+          () => resolve({ status: res.statusCode!, headers: res.headers, text: Buffer.concat(chunks).toString() })
+        )
         res.on("error", reject)
       })
       req.on("error", (e) => {
@@ -211,7 +216,11 @@ layer(ServerLive)("HttpErrors.ErrorMapping over HTTP", (it) => {
 
   it.effect("a 70 KB chunked body (just over the cap) → 413", () =>
     Effect.gen(function*() {
-      const reply = yield* call("POST", "/v1/items", { body: item("x".repeat(70_000)), headers: jsonHeaders, chunked: true })
+      const reply = yield* call("POST", "/v1/items", {
+        body: item("x".repeat(70_000)),
+        headers: jsonHeaders,
+        chunked: true
+      })
       assertError(reply, 413, "PAYLOAD_TOO_LARGE")
     }))
 
@@ -220,7 +229,11 @@ layer(ServerLive)("HttpErrors.ErrorMapping over HTTP", (it) => {
       const a = yield* call("POST", "/v1/items", { body: item("x".repeat(60_000)), headers: jsonHeaders })
       assert.strictEqual(a.status, 202, a.text)
       assert.deepStrictEqual(json(a), { ok: true, size: 60_000 })
-      const b = yield* call("POST", "/v1/items", { body: item("x".repeat(60_000)), headers: jsonHeaders, chunked: true })
+      const b = yield* call("POST", "/v1/items", {
+        body: item("x".repeat(60_000)),
+        headers: jsonHeaders,
+        chunked: true
+      })
       assert.strictEqual(b.status, 202, b.text)
     }))
 
@@ -238,10 +251,16 @@ layer(ServerLive)("HttpErrors.ErrorMapping over HTTP", (it) => {
 
   it.effect("an error with a retry delay also carries Retry-After (whole seconds, rounded up)", () =>
     Effect.gen(function*() {
-      const limited = yield* call("POST", "/v1/fail", { body: JSON.stringify({ kind: "limited" }), headers: jsonHeaders })
+      const limited = yield* call("POST", "/v1/fail", {
+        body: JSON.stringify({ kind: "limited" }),
+        headers: jsonHeaders
+      })
       assertError(limited, 429, "RATE_LIMITED")
       assert.strictEqual(limited.headers["retry-after"], "3")
-      const inProgress = yield* call("POST", "/v1/fail", { body: JSON.stringify({ kind: "inProgress" }), headers: jsonHeaders })
+      const inProgress = yield* call("POST", "/v1/fail", {
+        body: JSON.stringify({ kind: "inProgress" }),
+        headers: jsonHeaders
+      })
       assertError(inProgress, 409, "IDEMPOTENCY_KEY_IN_PROGRESS")
       assert.strictEqual(inProgress.headers["retry-after"], "1")
       const quota = yield* call("POST", "/v1/fail", { body: JSON.stringify({ kind: "quota" }), headers: jsonHeaders })
@@ -260,7 +279,10 @@ layer(ServerLive)("HttpErrors.ErrorMapping over HTTP", (it) => {
   it.effect("an error the API does not declare answers 500 INTERNAL, and is logged", () =>
     Effect.gen(function*() {
       logs.length = 0
-      const reply = yield* call("POST", "/v1/fail", { body: JSON.stringify({ kind: "unregistered" }), headers: jsonHeaders })
+      const reply = yield* call("POST", "/v1/fail", {
+        body: JSON.stringify({ kind: "unregistered" }),
+        headers: jsonHeaders
+      })
       assertError(reply, 500, "INTERNAL")
       assert.isTrue(logs.some((l) => l.includes("NotRegistered")), logs.join("\n"))
     }))

@@ -187,8 +187,16 @@ layer(testServer(), { timeout: 120_000 })("ingest over real HTTP", (it) => {
       const second = yield* serverEvent(t, { userHash: "member-1", ts: `${utcDate(2)}T00:30:00Z`, tz: "Asia/Tokyo" })
       expect(second.body).toEqual({ ok: true, counted: true, duplicate: true })
       // 03:00 and 06:00 UTC fall on one UTC date but on two New York dates (evening, then night).
-      const third = yield* serverEvent(t, { userHash: "member-2", ts: `${utcDate(2)}T03:00:00Z`, tz: "America/New_York" })
-      const fourth = yield* serverEvent(t, { userHash: "member-2", ts: `${utcDate(2)}T06:00:00Z`, tz: "America/New_York" })
+      const third = yield* serverEvent(t, {
+        userHash: "member-2",
+        ts: `${utcDate(2)}T03:00:00Z`,
+        tz: "America/New_York"
+      })
+      const fourth = yield* serverEvent(t, {
+        userHash: "member-2",
+        ts: `${utcDate(2)}T06:00:00Z`,
+        tz: "America/New_York"
+      })
       expect(third.body).toEqual({ ok: true, counted: true })
       expect(fourth.body).toEqual({ ok: true, counted: true })
     }))

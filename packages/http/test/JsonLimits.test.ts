@@ -18,7 +18,13 @@ describe("JsonLimits", () => {
   })
 
   it("limits are meta/details/performance 4096, error 2048, consent 1024", () => {
-    assert.deepStrictEqual(JsonLimits.limits, { meta: 4096, details: 4096, performance: 4096, error: 2048, consent: 1024 })
+    assert.deepStrictEqual(JsonLimits.limits, {
+      meta: 4096,
+      details: 4096,
+      performance: 4096,
+      error: 2048,
+      consent: 1024
+    })
   })
 
   it("size is of UTF-8 JSON: multi-byte characters count by their bytes", () => {

@@ -65,11 +65,18 @@ layer(testServer(), { timeout: 120_000 })("size limits over real HTTP", (it) => 
       expectError(yield* serverEvent(t, { userHash: "m", padding }), 413, "PAYLOAD_TOO_LARGE")
       expectError(yield* webhookEvent(t, { userHash: "m", padding }), 413, "PAYLOAD_TOO_LARGE")
       expectError(
-        yield* request("/admin/workspaces", { headers: { "x-admin-token": ADMIN_TOKEN }, body: { name: "A", plan: "starter", padding } }),
+        yield* request("/admin/workspaces", {
+          headers: { "x-admin-token": ADMIN_TOKEN },
+          body: { name: "A", plan: "starter", padding }
+        }),
         413,
         "PAYLOAD_TOO_LARGE"
       )
-      expectError(yield* request("/v1/alias", { body: { siteKey: t.siteKey, token: padding } }), 413, "PAYLOAD_TOO_LARGE")
+      expectError(
+        yield* request("/v1/alias", { body: { siteKey: t.siteKey, token: padding } }),
+        413,
+        "PAYLOAD_TOO_LARGE"
+      )
       // The server is fine afterwards.
       expect((yield* serverEvent(t, { userHash: "m" })).status).toBe(202)
     }))
@@ -77,7 +84,12 @@ layer(testServer(), { timeout: 120_000 })("size limits over real HTTP", (it) => 
   it.effect("PAYLOAD_TOO_LARGE: a 70 KB body sent chunked (no Content-Length) answers 413 too", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
-      const text = JSON.stringify({ siteKey: t.siteKey, userHash: "m", event: "lesson_completed", padding: "p".repeat(70 * 1024) })
+      const text = JSON.stringify({
+        siteKey: t.siteKey,
+        userHash: "m",
+        event: "lesson_completed",
+        padding: "p".repeat(70 * 1024)
+      })
       const server = yield* NodeServer
       const reply = yield* Effect.promise(async () => {
         const encoder = new TextEncoder()
@@ -137,7 +149,11 @@ layer(testServer({ rateLimit: { ipPerSecond: 10_000, sitePerSecond: 1 } }), { ti
         const t = yield* tenant()
         // Anyone may hold the public siteKey; calls that fail the door's auth spend their IP's failures.
         for (let i = 0; i < 6; i++) {
-          expectError(yield* browserEvent(t, { userHash: `x-${i}` }, "https://evil.example.net"), 403, "FORBIDDEN_ORIGIN")
+          expectError(
+            yield* browserEvent(t, { userHash: `x-${i}` }, "https://evil.example.net"),
+            403,
+            "FORBIDDEN_ORIGIN"
+          )
         }
         expect((yield* browserEvent(t, { userHash: "real-1" })).status).toBe(202)
         expect((yield* browserEvent(t, { userHash: "real-2" })).status).toBe(202)

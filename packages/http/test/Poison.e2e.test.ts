@@ -29,7 +29,12 @@ layer(testServer(), { timeout: 120_000 })("a group shares a transaction, never a
         ["NUL in a meta value", { userHash: "p-meta", meta: { note: "a\u0000b" } }, 400, "INVALID_BODY"],
         ["NUL in a meta key", { userHash: "p-meta-key", meta: { "k\u0000": 1 } }, 400, "INVALID_BODY"],
         ["an unpaired surrogate in userHash", { userHash: "p-\ud800" }, 400, "INVALID_BODY"],
-        ["an unpaired surrogate in a nested meta string", { userHash: "p-deep", meta: { a: [{ b: "\udc00" }] } }, 400, "INVALID_BODY"],
+        [
+          "an unpaired surrogate in a nested meta string",
+          { userHash: "p-deep", meta: { a: [{ b: "\udc00" }] } },
+          400,
+          "INVALID_BODY"
+        ],
         ["a storage failure of its key", { userHash: STORAGE_POISON }, 503, "SERVICE_UNAVAILABLE"]
       ]
       const valid = Array.from({ length: 200 }, (_, i) => ({ userHash: `member-${i}` }))

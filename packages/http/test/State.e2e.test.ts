@@ -134,7 +134,10 @@ layer(testServer(), { timeout: 120_000 })("GET /v1/state over real HTTP", (it) =
     Effect.gen(function*() {
       const t = yield* tenant({ program: rewards })
       for (const n of [2, 1, 0]) yield* serverEvent(t, { userHash: "member-1", ts: daysAgo(n) })
-      const identity = yield* Credentials.signIdentityToken(t.signingSecret, { userHash: "member-1", siteKey: t.siteKey })
+      const identity = yield* Credentials.signIdentityToken(t.signingSecret, {
+        userHash: "member-1",
+        siteKey: t.siteKey
+      })
       const viaHeader = yield* getState(t, "member-1", {
         headers: { origin: "https://app.example.com", "x-streak-identity": identity }
       })
@@ -171,7 +174,9 @@ layer(testServer(), { timeout: 120_000 })("GET /v1/state over real HTTP", (it) =
         })
       ]
       for (const token of tokens) {
-        const state = yield* getState(t, "member-1", { headers: { origin: "https://app.example.com", "x-streak-identity": token } })
+        const state = yield* getState(t, "member-1", {
+          headers: { origin: "https://app.example.com", "x-streak-identity": token }
+        })
         expect(state.status).toBe(200)
         expect(state.body.milestones[2]).not.toHaveProperty("rewardValue")
         expect(state.body.milestones[1]).not.toHaveProperty("rewardValue")

@@ -23,10 +23,17 @@ describe("Turns", () => {
     expect(ran, "nothing runs within the call that queues").toEqual([])
     await turns(4)
     expect(ran).toEqual([
-      "job 0", "job 1", "job 2", "job 3",
+      "job 0",
+      "job 1",
+      "job 2",
+      "job 3",
       "reply",
-      "job 4", "job 5", "job 6", "job 7",
-      "job 8", "job 9"
+      "job 4",
+      "job 5",
+      "job 6",
+      "job 7",
+      "job 8",
+      "job 9"
     ])
   })
 
@@ -53,9 +60,15 @@ describe("Turns", () => {
     setImmediate(() => ran.push("reply"))
     await turns(4)
     expect(ran).toEqual([
-      "answer 0", "answer 1", "answer 2", "answer 3",
+      "answer 0",
+      "answer 1",
+      "answer 2",
+      "answer 3",
       "reply",
-      "answer 4", "answer 5", "front 0", "front 1",
+      "answer 4",
+      "answer 5",
+      "front 0",
+      "front 1",
       "front 2"
     ])
   })

@@ -27,8 +27,10 @@ export const sweep = (
   options: Pick<Options, "batchSize" | "keepAttempts"> = {}
 ): Effect.Effect<SweepResult, Errors.StorageError, DueChecks.DueChecks | Ports.IdempotencyStore | Ports.Outbox> =>
   Effect.gen(function*() {
-    const due = yield* Effect.flatMap(DueChecks.DueChecks, (d) =>
-      d.run(options.batchSize === undefined ? {} : { batchSize: options.batchSize }))
+    const due = yield* Effect.flatMap(
+      DueChecks.DueChecks,
+      (d) => d.run(options.batchSize === undefined ? {} : { batchSize: options.batchSize })
+    )
     const now = new Date(yield* Clock.currentTimeMillis)
     const idempotencyKeysPurged = yield* Effect.flatMap(Ports.IdempotencyStore, (s) => s.purgeExpired(now))
     const keep = Duration.toMillis(options.keepAttempts ?? Duration.days(30))

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Domain, EventInput, Ingest, OutboundEvents, Ports, SecretBox, Services } from "@streaks/core"
+import type { Domain } from "@streaks/core"
+import { EventInput, Ingest, OutboundEvents, Ports, SecretBox, Services } from "@streaks/core"
 import { layerMemory, makeSubscription, seedTenant } from "@streaks/core/testing"
 import { Effect, Layer, TestClock } from "effect"
 import * as Scheduler from "../src/Scheduler.js"

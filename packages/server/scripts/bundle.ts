@@ -60,7 +60,9 @@ for (const path of new Set(dynamic.map((i) => i.path))) {
   const call = `import(${JSON.stringify(path)})`
   const wanted = dynamic.filter((i) => i.path === path).length
   const found = text.split(call).length - 1
-  if (found !== wanted) throw new Error(`bundle: ${wanted} dynamic import(s) of ${path} expected, ${found} found as ${call}`)
+  if (found !== wanted) {
+    throw new Error(`bundle: ${wanted} dynamic import(s) of ${path} expected, ${found} found as ${call}`)
+  }
   text = text.replaceAll(call, `__import(${JSON.stringify(path)})`)
 }
 writeFileSync(server, text)

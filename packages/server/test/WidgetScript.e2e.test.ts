@@ -23,7 +23,9 @@ layer(server, { timeout: "120 seconds" })("GET /widget.js on the reference serve
   it.effect("answers the built widget module as text/javascript, cacheable, to any origin", () =>
     Effect.gen(function*() {
       const { url } = yield* NodeServer.NodeServer
-      const response = yield* Effect.promise(() => fetch(`${url}/widget.js`, { headers: { origin: "https://shop.example" } }))
+      const response = yield* Effect.promise(() =>
+        fetch(`${url}/widget.js`, { headers: { origin: "https://shop.example" } })
+      )
       expect(response.status).toBe(200)
       expect(response.headers.get("content-type")).toBe("text/javascript; charset=utf-8")
       expect(response.headers.get("cache-control")).toBe("public, max-age=300")

@@ -119,8 +119,10 @@ export const make = (options: Options): Effect.Effect<Info, EmbeddedPostgresErro
     const firstStart = !(yield* io("cannot read the data directory", () => exists(Path.join(dataDir, "PG_VERSION"))))
     const password = options.password ?? (firstStart
       ? randomBytes(18).toString("base64url")
-      : yield* io(`no ${PASSWORD_FILE} in an existing cluster: pass its password`, () =>
-        Fs.readFile(Path.join(dataDir, PASSWORD_FILE), "utf8").then((s) => s.trim())))
+      : yield* io(
+        `no ${PASSWORD_FILE} in an existing cluster: pass its password`,
+        () => Fs.readFile(Path.join(dataDir, PASSWORD_FILE), "utf8").then((s) => s.trim())
+      ))
 
     // Another process (the running server) already runs this cluster: use it, leave it running.
     const running = persistent && !firstStart ? yield* Effect.promise(() => runningPort(dataDir)) : undefined
@@ -155,8 +157,10 @@ export const make = (options: Options): Effect.Effect<Info, EmbeddedPostgresErro
     if (firstStart) {
       yield* io("initdb failed", () => server(0).initialise())
       if (options.password === undefined) {
-        yield* io("cannot store the cluster password", () =>
-          Fs.writeFile(Path.join(dataDir, PASSWORD_FILE), password + "\n", { mode: 0o600 }))
+        yield* io(
+          "cannot store the cluster password",
+          () => Fs.writeFile(Path.join(dataDir, PASSWORD_FILE), password + "\n", { mode: 0o600 })
+        )
       }
     }
 
@@ -195,7 +199,9 @@ const infoOf = (dataDir: string, port: number, database: string, password: strin
   password: Redacted.make(password),
   dataDir,
   firstStart,
-  url: Redacted.make(`postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`)
+  url: Redacted.make(
+    `postgres://${USER}:${encodeURIComponent(password)}@${HOST}:${port}/${encodeURIComponent(database)}`
+  )
 })
 
 /**
@@ -226,8 +232,10 @@ export const layer = (options: Options): Layer.Layer<EmbeddedPostgres, EmbeddedP
 export const freePort: Effect.Effect<number, EmbeddedPostgresError> = Effect.async((resume) => {
   const probe = Net.createServer()
   probe.unref()
-  probe.once("error", (cause) =>
-    resume(Effect.fail(new EmbeddedPostgresError({ message: "no free port", dataDir: "", log: [], cause }))))
+  probe.once(
+    "error",
+    (cause) => resume(Effect.fail(new EmbeddedPostgresError({ message: "no free port", dataDir: "", log: [], cause })))
+  )
   probe.listen(0, HOST, () => {
     const { port } = probe.address() as Net.AddressInfo
     probe.close(() => resume(Effect.succeed(port)))
@@ -306,8 +314,7 @@ const ringBuffer = (size: number) => {
 // that a printed error is enough to act on; postgres ends with generic "shut down" lines.
 const withTail = (message: string, lines: ReadonlyArray<string>) => {
   const reasons = lines.filter((line) => /FATAL|PANIC|ERROR|could not|denied/i.test(line))
-  const shown = (reasons.length > 0 ? reasons : lines).slice(-3).map((line) =>
-    line.replace(/^\S+ \S+ \S+ \[\d+\] /, "") // "2026-01-01 00:00:00.000 UTC [pid] "
+  const shown = (reasons.length > 0 ? reasons : lines).slice(-3).map((line) => line.replace(/^\S+ \S+ \S+ \[\d+\] /, "") // "2026-01-01 00:00:00.000 UTC [pid] "
   )
   return shown.length === 0 ? message : `${message}: ${shown.join(" | ")}`
 }

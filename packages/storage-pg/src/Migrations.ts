@@ -358,7 +358,11 @@ const migrator = PgMigrator.make({})
  */
 export const run = (
   options: Options = {}
-): Effect.Effect<ReadonlyArray<readonly [id: number, name: string]>, PgMigrator.MigrationError | SqlError, SqlClient.SqlClient> =>
+): Effect.Effect<
+  ReadonlyArray<readonly [id: number, name: string]>,
+  PgMigrator.MigrationError | SqlError,
+  SqlClient.SqlClient
+> =>
   Effect.gen(function*() {
     const prefix = yield* checkPrefix(options.prefix ?? defaultPrefix)
     const sql = yield* SqlClient.SqlClient
@@ -384,5 +388,6 @@ export const run = (
   )
 
 /** Runs the migrations when the layer is built. */
-export const layer = (options: Options = {}): Layer.Layer<never, PgMigrator.MigrationError | SqlError, SqlClient.SqlClient> =>
-  Layer.effectDiscard(run(options))
+export const layer = (
+  options: Options = {}
+): Layer.Layer<never, PgMigrator.MigrationError | SqlError, SqlClient.SqlClient> => Layer.effectDiscard(run(options))

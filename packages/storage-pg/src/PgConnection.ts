@@ -102,7 +102,9 @@ export const make = (
             idleTimeoutMillis: millis(config.idleTimeout),
             max: config.maxConnections,
             min: config.minConnections,
-            maxLifetimeSeconds: config.connectionTTL === undefined ? undefined : Duration.toSeconds(config.connectionTTL),
+            maxLifetimeSeconds: config.connectionTTL === undefined
+              ? undefined
+              : Duration.toSeconds(config.connectionTTL),
             application_name: config.applicationName ?? "streaks"
           })
           // A broken idle connection is dropped by the pool; the next query reports the failure.
@@ -136,7 +138,9 @@ export const layerUrl = (
 export const layerEmbedded = (
   options?: PoolOptions
 ): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, SqlError.SqlError, EmbeddedPostgres.EmbeddedPostgres> =>
-  Layer.unwrapEffect(Effect.map(EmbeddedPostgres.EmbeddedPostgres, (info) => layerClient(connectOptions(info, options))))
+  Layer.unwrapEffect(
+    Effect.map(EmbeddedPostgres.EmbeddedPostgres, (info) => layerClient(connectOptions(info, options)))
+  )
 
 /**
  * With a URL, connect to it; otherwise start (or reuse) the persistent embedded cluster in

@@ -8,7 +8,7 @@
  * surface as `StorageError` only.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import type { MigrationError } from "@effect/sql/Migrator"
 import {
   AchievementStore,
@@ -43,7 +43,10 @@ export interface Options {
 }
 
 /** Builds every port over `sql` and the tables under `prefix`, without running migrations. */
-export const make = (sql: SqlClient.SqlClient, prefix: string = Migrations.defaultPrefix): Context.Context<Storage | IngestStore> => {
+export const make = (
+  sql: SqlClient.SqlClient,
+  prefix: string = Migrations.defaultPrefix
+): Context.Context<Storage | IngestStore> => {
   // Our statements name their columns in snake_case; a client configured with name transforms
   // (camelCase results, say) must not rewrite them.
   const raw = sql.withoutTransforms()

@@ -66,11 +66,14 @@ export const layer: Layer.Layer<
 
 const onServer = (adminUrl: string, database: string) =>
   Effect.acquireRelease(
-    Effect.as(admin(adminUrl, (sql) => sql`create database ${sql(database)}`), {
-      database,
-      url: Redacted.make(withDatabase(adminUrl, database)),
-      source: "url"
-    } satisfies TestDatabase),
+    Effect.as(
+      admin(adminUrl, (sql) => sql`create database ${sql(database)}`),
+      {
+        database,
+        url: Redacted.make(withDatabase(adminUrl, database)),
+        source: "url"
+      } satisfies TestDatabase
+    ),
     // FORCE: a connection some test leaked must not keep the database alive.
     () =>
       admin(adminUrl, (sql) => sql`drop database if exists ${sql(database)} with (force)`).pipe(
@@ -84,7 +87,9 @@ const admin = <A>(
   f: (sql: PgClient.PgClient) => Effect.Effect<A, SqlError.SqlError>
 ) =>
   Effect.flatMap(PgClient.PgClient, f).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(adminUrl), maxConnections: 1, applicationName: "streaks-test-admin" }))
+    Effect.provide(
+      PgClient.layer({ url: Redacted.make(adminUrl), maxConnections: 1, applicationName: "streaks-test-admin" })
+    )
   )
 
 const embedded = (database: string) =>
@@ -97,7 +102,12 @@ const embedded = (database: string) =>
           return dir
         },
         catch: (cause) =>
-          new EmbeddedPostgres.EmbeddedPostgresError({ message: "cannot create a temp dir", dataDir: "", log: [], cause })
+          new EmbeddedPostgres.EmbeddedPostgresError({
+            message: "cannot create a temp dir",
+            dataDir: "",
+            log: [],
+            cause
+          })
       }),
       (dir) => Effect.promise(() => Fs.rm(dir, { recursive: true, force: true }))
     )

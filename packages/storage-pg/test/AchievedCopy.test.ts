@@ -37,107 +37,120 @@ const copyOf = (k: StreakKey) =>
 
 /** An achievement written straight into the table, as one recorded before migration 0003 was. */
 const recordedBeforeTheCopy = (k: StreakKey, milestone: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql`INSERT INTO streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
-        VALUES (${k.projectId}, ${k.programId}, ${k.userHash}, ${k.ledger}, ${milestone}, ${at})`)
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      sql`INSERT INTO streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+        VALUES (${k.projectId}, ${k.programId}, ${k.userHash}, ${k.ledger}, ${milestone}, ${at})`
+  )
 
 /** A streak row as the first action leaves it (its copy not known yet). */
 const rowFor = (k: StreakKey) =>
   Effect.flatMap(Transactor, (tx) => tx.withTransaction(Effect.flatMap(StreakStore, (s) => s.lock(k, "UTC"))))
 
-layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 seconds" })("the achieved copy on streak rows", (it) => {
-  it.effect("a new row's copy is not known, and its first achievement builds it from the table plus the new id", () =>
-    Effect.gen(function*() {
-      const achievements = yield* AchievementStore
-      const k = key("first")
-      yield* rowFor(k)
-      assert.strictEqual(yield* copyOf(k), null)
-      yield* recordedBeforeTheCopy(k, "mil_old")
-      assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_old")]])
-      assert.isTrue(yield* achievements.add(k, m("mil_new"), at))
-      assert.deepStrictEqual(yield* copyOf(k), ["mil_new", "mil_old"])
-      assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_new"), m("mil_old")]])
-      // Adding it again changes nothing, on the table or on the copy.
-      assert.isFalse(yield* achievements.add(k, m("mil_new"), at))
-      assert.deepStrictEqual(yield* copyOf(k), ["mil_new", "mil_old"])
-    }))
+layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 seconds" })(
+  "the achieved copy on streak rows",
+  (it) => {
+    it.effect("a new row's copy is not known, and its first achievement builds it from the table plus the new id", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const k = key("first")
+        yield* rowFor(k)
+        assert.strictEqual(yield* copyOf(k), null)
+        yield* recordedBeforeTheCopy(k, "mil_old")
+        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_old")]])
+        assert.isTrue(yield* achievements.add(k, m("mil_new"), at))
+        assert.deepStrictEqual(yield* copyOf(k), ["mil_new", "mil_old"])
+        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_new"), m("mil_old")]])
+        // Adding it again changes nothing, on the table or on the copy.
+        assert.isFalse(yield* achievements.add(k, m("mil_new"), at))
+        assert.deepStrictEqual(yield* copyOf(k), ["mil_new", "mil_old"])
+      }))
 
-  it.effect("a known copy is what answers: the achievements table is not read for that key", () =>
-    Effect.gen(function*() {
-      const achievements = yield* AchievementStore
-      const sql = yield* SqlClient.SqlClient
-      const k = key("known")
-      yield* rowFor(k)
-      yield* achievements.add(k, m("mil_a"), at)
-      // Tell the two sources apart: a row in the table behind the copy's back is not seen...
-      yield* recordedBeforeTheCopy(k, "mil_behind")
-      assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a")]])
-      // ...until the copy is not known again.
-      yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
-      assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a"), m("mil_behind")]])
-    }))
+    it.effect("a known copy is what answers: the achievements table is not read for that key", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const sql = yield* SqlClient.SqlClient
+        const k = key("known")
+        yield* rowFor(k)
+        yield* achievements.add(k, m("mil_a"), at)
+        // Tell the two sources apart: a row in the table behind the copy's back is not seen...
+        yield* recordedBeforeTheCopy(k, "mil_behind")
+        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a")]])
+        // ...until the copy is not known again.
+        yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
+        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a"), m("mil_behind")]])
+      }))
 
-  it.effect("a row locked ahead with its achievements gets them as achievedMany does: the copy where known, else the table", () =>
-    Effect.gen(function*() {
-      const achievements = yield* AchievementStore
-      const streaks = (yield* StreakStore) as StreakStore["Type"] & StreakExtras
-      const sql = yield* SqlClient.SqlClient
-      const [k, none] = [key("ahead"), key("ahead-nobody")]
-      yield* rowFor(k)
-      yield* achievements.add(k, m("mil_a"), at)
-      yield* recordedBeforeTheCopy(k, "mil_behind")
-      const ahead = Effect.flatMap(Transactor, (tx) =>
-        tx.withTransaction(Effect.map(
-          streaks.lockExistingWithAchieved([{ key: k, withAchieved: true }, { key: none, withAchieved: true }, {
-            key: k,
-            withAchieved: false
-          }]),
-          (rows): Array<unknown> =>
-            rows.map((r) => Option.match(r, {
-              onNone: () => "no row",
-              onSome: ({ achieved, row }) => [row.userHash, achieved === undefined ? "not asked" : [...achieved].sort()]
-            }))
-        )))
-      assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a"]], "no row", [k.userHash, "not asked"]])
-      yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
-      assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a", "mil_behind"]], "no row", [k.userHash, "not asked"]])
-    }))
+    it.effect("a row locked ahead with its achievements gets them as achievedMany does: the copy where known, else the table", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const streaks = (yield* StreakStore) as StreakStore["Type"] & StreakExtras
+        const sql = yield* SqlClient.SqlClient
+        const [k, none] = [key("ahead"), key("ahead-nobody")]
+        yield* rowFor(k)
+        yield* achievements.add(k, m("mil_a"), at)
+        yield* recordedBeforeTheCopy(k, "mil_behind")
+        const ahead = Effect.flatMap(Transactor, (tx) =>
+          tx.withTransaction(Effect.map(
+            streaks.lockExistingWithAchieved([{ key: k, withAchieved: true }, { key: none, withAchieved: true }, {
+              key: k,
+              withAchieved: false
+            }]),
+            (rows): Array<unknown> =>
+              rows.map((r) =>
+                Option.match(r, {
+                  onNone: () => "no row",
+                  onSome: (
+                    { achieved, row }
+                  ) => [row.userHash, achieved === undefined ? "not asked" : [...achieved].sort()]
+                })
+              )
+          )))
+        assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a"]], "no row", [k.userHash, "not asked"]])
+        yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
+        assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a", "mil_behind"]], "no row", [
+          k.userHash,
+          "not asked"
+        ]])
+      }))
 
-  it.effect("removing a key's achievements leaves its copy not known, and the next add starts it again", () =>
-    Effect.gen(function*() {
-      const achievements = yield* AchievementStore
-      const k = key("removed")
-      yield* rowFor(k)
-      yield* achievements.add(k, m("mil_a"), at)
-      yield* achievements.remove(k)
-      assert.strictEqual(yield* copyOf(k), null)
-      assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[]])
-      yield* achievements.add(k, m("mil_b"), at)
-      assert.deepStrictEqual(yield* copyOf(k), ["mil_b"])
-      assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_b")]])
-    }))
+    it.effect("removing a key's achievements leaves its copy not known, and the next add starts it again", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const k = key("removed")
+        yield* rowFor(k)
+        yield* achievements.add(k, m("mil_a"), at)
+        yield* achievements.remove(k)
+        assert.strictEqual(yield* copyOf(k), null)
+        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[]])
+        yield* achievements.add(k, m("mil_b"), at)
+        assert.deepStrictEqual(yield* copyOf(k), ["mil_b"])
+        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_b")]])
+      }))
 
-  it.effect("an achievement of a key without a row is answered from the table, and a later row starts not known", () =>
-    Effect.gen(function*() {
-      const achievements = yield* AchievementStore
-      const k = key("rowless")
-      assert.isTrue(yield* achievements.add(k, m("mil_a"), at))
-      assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a")]])
-      yield* rowFor(k)
-      assert.strictEqual(yield* copyOf(k), null)
-      assert.deepStrictEqual(yield* achievements.achievedMany([k, key("nobody")]), [[m("mil_a")], []])
-    }))
+    it.effect("an achievement of a key without a row is answered from the table, and a later row starts not known", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const k = key("rowless")
+        assert.isTrue(yield* achievements.add(k, m("mil_a"), at))
+        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a")]])
+        yield* rowFor(k)
+        assert.strictEqual(yield* copyOf(k), null)
+        assert.deepStrictEqual(yield* achievements.achievedMany([k, key("nobody")]), [[m("mil_a")], []])
+      }))
 
-  it.effect("the widget's read gives the copy's ids in the same order as the table's", () =>
-    Effect.gen(function*() {
-      const achievements = yield* AchievementStore
-      const streaks = yield* StreakStore
-      const k = key("standing")
-      yield* rowFor(k)
-      yield* achievements.add(k, m("mil_z"), at)
-      yield* achievements.add(k, m("mil_a"), at)
-      const day = unsafeLocalDate("2026-11-25")
-      const [standing] = yield* streaks.standingMany([k], day, day)
-      assert.deepStrictEqual(standing?.achieved, [m("mil_a"), m("mil_z")])
-    }))
-})
+    it.effect("the widget's read gives the copy's ids in the same order as the table's", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const streaks = yield* StreakStore
+        const k = key("standing")
+        yield* rowFor(k)
+        yield* achievements.add(k, m("mil_z"), at)
+        yield* achievements.add(k, m("mil_a"), at)
+        const day = unsafeLocalDate("2026-11-25")
+        const [standing] = yield* streaks.standingMany([k], day, day)
+        assert.deepStrictEqual(standing?.achieved, [m("mil_a"), m("mil_z")])
+      }))
+  }
+)

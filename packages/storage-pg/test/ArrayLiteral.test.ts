@@ -10,7 +10,9 @@ import * as ArrayLiteral from "../src/internal/ArrayLiteral.js"
 const pgUtils = createRequire(import.meta.url)("pg/lib/utils") as { readonly prepareValue: (value: unknown) => unknown }
 
 // Strings drawn mostly from the characters a literal must treat with care.
-const tricky = fc.stringOf(fc.constantFrom("a", "é", "😀", "\"", "\\", ",", "{", "}", " ", "'", "N", "U", "L"), { maxLength: 8 })
+const tricky = fc.stringOf(fc.constantFrom("a", "é", "😀", "\"", "\\", ",", "{", "}", " ", "'", "N", "U", "L"), {
+  maxLength: 8
+})
 const element = fc.oneof(
   tricky,
   fc.string(),
@@ -33,7 +35,17 @@ describe("ArrayLiteral", () => {
   })
 
   it("keeps the common cases exact: empty, plain, holes, escapes", () => {
-    for (const values of [[], ["a", "b"], [1, 2.5, -0], [true, false], ["say \"hi\"", "C:\\x"], ["", "NULL", null], new Array(2)]) {
+    for (
+      const values of [
+        [],
+        ["a", "b"],
+        [1, 2.5, -0],
+        [true, false],
+        ["say \"hi\"", "C:\\x"],
+        ["", "NULL", null],
+        new Array(2)
+      ]
+    ) {
       expect(ArrayLiteral.literal(values)).toBe(pgUtils.prepareValue(values))
     }
   })

@@ -4,7 +4,7 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import pg from "pg"
+import type pg from "pg"
 import { PreparingClient } from "../src/internal/Clients.js"
 import * as PgTest from "../src/PgTest.js"
 

@@ -30,8 +30,14 @@ const on = <A, E>(storage: Context.Context<Storage>, effect: Effect.Effect<A, E,
 const now = new Date("2025-01-15T12:00:00Z")
 const projectId = "prj_concurrency" as ProjectId
 
-const keyOf = (r: { readonly projectId: ProjectId; readonly programId: ProgramId; readonly userHash: UserHash; readonly ledger: "live" | "test" }) =>
-  `${r.projectId}/${r.programId}/${r.userHash}/${r.ledger}`
+const keyOf = (
+  r: {
+    readonly projectId: ProjectId
+    readonly programId: ProgramId
+    readonly userHash: UserHash
+    readonly ledger: "live" | "test"
+  }
+) => `${r.projectId}/${r.programId}/${r.userHash}/${r.ledger}`
 
 /** `count` streak rows of a fresh program, all due before `now`. */
 const seedDueRows = (program: string, count: number) =>
@@ -39,37 +45,41 @@ const seedDueRows = (program: string, count: number) =>
     const streaks = yield* StreakStore
     const programId = program as ProgramId
     yield* Effect.forEach(Arr.range(1, count), (i) =>
-      streaks.save(new StreakRow({
-        projectId,
-        programId,
-        userHash: `member-${i}` as UserHash,
-        ledger: "live",
-        lastActiveDay: "2025-01-13" as LocalDate,
-        run: 3,
-        best: 3,
-        timezone: "UTC",
-        dueAt: new Date(now.getTime() - i * 60_000),
-        updatedAt: now
-      })), { concurrency: 8, discard: true })
+      streaks.save(
+        new StreakRow({
+          projectId,
+          programId,
+          userHash: `member-${i}` as UserHash,
+          ledger: "live",
+          lastActiveDay: "2025-01-13" as LocalDate,
+          run: 3,
+          best: 3,
+          timezone: "UTC",
+          dueAt: new Date(now.getTime() - i * 60_000),
+          updatedAt: now
+        })
+      ), { concurrency: 8, discard: true })
     return programId
   })
 
 const seedMessages = (prefix: string, count: number) =>
   Effect.flatMap(Outbox, (outbox) =>
-    outbox.enqueue(Arr.range(1, count).map((i) =>
-      new OutboxMessage({
-        id: `msg_${prefix}_${i}` as MessageId,
-        subscriptionId: "sub_concurrency" as SubscriptionId,
-        projectId,
-        programId: "prg_outbox" as ProgramId,
-        type: "streak.at_risk",
-        payload: JSON.stringify({ i }),
-        status: "pending",
-        attempts: 0,
-        nextAttemptAt: new Date(now.getTime() - i * 1000),
-        createdAt: now
-      })
-    )))
+    outbox.enqueue(
+      Arr.range(1, count).map((i) =>
+        new OutboxMessage({
+          id: `msg_${prefix}_${i}` as MessageId,
+          subscriptionId: "sub_concurrency" as SubscriptionId,
+          projectId,
+          programId: "prg_outbox" as ProgramId,
+          type: "streak.at_risk",
+          payload: JSON.stringify({ i }),
+          status: "pending",
+          attempts: 0,
+          nextAttemptAt: new Date(now.getTime() - i * 1000),
+          createdAt: now
+        })
+      )
+    ))
 
 layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
   it.effect("setup: migrate the test database", () => Effect.asVoid(Migrations.run()))
@@ -82,17 +92,24 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const claimedB = yield* Deferred.make<void>()
       // Each claims inside a transaction, then keeps it open until the other has claimed too,
       // so the second claim runs while the first one's rows are locked.
-      const claimer = (storage: Context.Context<Storage>, mine: Deferred.Deferred<void>, theirs: Deferred.Deferred<void>) =>
-        on(storage, Effect.gen(function*() {
-          const tx = yield* Transactor
-          const streaks = yield* StreakStore
-          return yield* tx.withTransaction(Effect.gen(function*() {
-            const rows = yield* streaks.claimDue(now, 20)
-            yield* Deferred.succeed(mine, undefined)
-            yield* Deferred.await(theirs)
-            return rows.filter((r) => r.programId === programId).map(keyOf)
-          }))
-        }))
+      const claimer = (
+        storage: Context.Context<Storage>,
+        mine: Deferred.Deferred<void>,
+        theirs: Deferred.Deferred<void>
+      ) =>
+        on(
+          storage,
+          Effect.gen(function*() {
+            const tx = yield* Transactor
+            const streaks = yield* StreakStore
+            return yield* tx.withTransaction(Effect.gen(function*() {
+              const rows = yield* streaks.claimDue(now, 20)
+              yield* Deferred.succeed(mine, undefined)
+              yield* Deferred.await(theirs)
+              return rows.filter((r) => r.programId === programId).map(keyOf)
+            }))
+          })
+        )
       const [rowsA, rowsB] = yield* Effect.all([claimer(a, claimedA, claimedB), claimer(b, claimedB, claimedA)], {
         concurrency: 2
       })
@@ -107,21 +124,27 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       // The scheduler's loop: claim a batch in a transaction, save each row with its next dueAt
       // (here: nothing more due), commit; until nothing is due.
       const worker = (storage: Context.Context<Storage>) =>
-        on(storage, Effect.gen(function*() {
-          const tx = yield* Transactor
-          const streaks = yield* StreakStore
-          const taken: Array<string> = []
-          while (true) {
-            const batch = yield* tx.withTransaction(Effect.gen(function*() {
-              const rows = yield* streaks.claimDue(now, 7)
-              yield* Effect.forEach(rows, (r) => streaks.save(new StreakRow(Struct.omit(r, "dueAt"))), { discard: true })
-              return rows
-            }))
-            if (batch.length === 0) return taken
-            taken.push(...batch.filter((r) => r.programId === programId).map(keyOf))
-          }
-        }))
-      const taken = (yield* Effect.all([worker(a), worker(b), worker(a), worker(b)], { concurrency: "unbounded" })).flat()
+        on(
+          storage,
+          Effect.gen(function*() {
+            const tx = yield* Transactor
+            const streaks = yield* StreakStore
+            const taken: Array<string> = []
+            while (true) {
+              const batch = yield* tx.withTransaction(Effect.gen(function*() {
+                const rows = yield* streaks.claimDue(now, 7)
+                yield* Effect.forEach(rows, (r) => streaks.save(new StreakRow(Struct.omit(r, "dueAt"))), {
+                  discard: true
+                })
+                return rows
+              }))
+              if (batch.length === 0) return taken
+              taken.push(...batch.filter((r) => r.programId === programId).map(keyOf))
+            }
+          })
+        )
+      const taken = (yield* Effect.all([worker(a), worker(b), worker(a), worker(b)], { concurrency: "unbounded" }))
+        .flat()
       assert.strictEqual(taken.length, 120)
       assert.strictEqual(new Set(taken).size, 120)
     }))
@@ -133,21 +156,28 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const lease = new Date(now.getTime() + 60_000)
       // No surrounding transaction: the claim itself (one UPDATE … SKIP LOCKED) is the lease.
       const worker = (storage: Context.Context<Storage>) =>
-        on(storage, Effect.gen(function*() {
-          const outbox = yield* Outbox
-          const taken: Array<string> = []
-          while (true) {
-            const batch = yield* outbox.claimDue(now, 9, lease)
-            if (batch.length === 0) return taken
-            for (const m of batch) assert.strictEqual(m.nextAttemptAt.getTime(), lease.getTime())
-            taken.push(...batch.map((m) => m.id))
-          }
-        }))
-      const taken = (yield* Effect.all([worker(a), worker(b), worker(a), worker(b)], { concurrency: "unbounded" })).flat()
+        on(
+          storage,
+          Effect.gen(function*() {
+            const outbox = yield* Outbox
+            const taken: Array<string> = []
+            while (true) {
+              const batch = yield* outbox.claimDue(now, 9, lease)
+              if (batch.length === 0) return taken
+              for (const m of batch) assert.strictEqual(m.nextAttemptAt.getTime(), lease.getTime())
+              taken.push(...batch.map((m) => m.id))
+            }
+          })
+        )
+      const taken = (yield* Effect.all([worker(a), worker(b), worker(a), worker(b)], { concurrency: "unbounded" }))
+        .flat()
       assert.strictEqual(taken.length, 150)
       assert.strictEqual(new Set(taken).size, 150)
       // Once the lease has run out, unfinished messages are due again.
-      const again = yield* on(a, Effect.flatMap(Outbox, (o) => o.claimDue(lease, 1000, new Date(lease.getTime() + 60_000))))
+      const again = yield* on(
+        a,
+        Effect.flatMap(Outbox, (o) => o.claimDue(lease, 1000, new Date(lease.getTime() + 60_000)))
+      )
       assert.strictEqual(again.filter((m) => m.id.startsWith("msg_drain_")).length, 150)
     }))
 
@@ -163,16 +193,19 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const days = ["2025-01-10", "2025-01-11", "2025-01-12"].map(unsafeLocalDate)
       // Read-modify-write of the row: without the row lock, concurrent increments would be lost.
       const action = (storage: Context.Context<Storage>, day: LocalDate) =>
-        on(storage, Effect.gen(function*() {
-          const tx = yield* Transactor
-          const streaks = yield* StreakStore
-          yield* tx.withTransaction(Effect.gen(function*() {
-            const row = yield* streaks.lock(key, "UTC")
-            if (yield* streaks.addDay(key, day)) {
-              yield* streaks.save(new StreakRow({ ...row, run: row.run + 1, best: row.best + 1, updatedAt: now }))
-            }
-          }))
-        }))
+        on(
+          storage,
+          Effect.gen(function*() {
+            const tx = yield* Transactor
+            const streaks = yield* StreakStore
+            yield* tx.withTransaction(Effect.gen(function*() {
+              const row = yield* streaks.lock(key, "UTC")
+              if (yield* streaks.addDay(key, day)) {
+                yield* streaks.save(new StreakRow({ ...row, run: row.run + 1, best: row.best + 1, updatedAt: now }))
+              }
+            }))
+          })
+        )
       yield* Effect.all(
         Arr.range(0, 29).map((i) => action(i % 2 === 0 ? a : b, days[i % 3]!)),
         { concurrency: "unbounded", discard: true }
@@ -190,34 +223,44 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const answered = yield* Deferred.make<void>()
       const response = { status: 202, body: { ok: true } }
       // Replica a keeps its transaction open until replica b has answered: b must not wait for it.
-      const holder = yield* Effect.fork(on(a, Effect.gen(function*() {
-        const keys = (yield* IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
-        return yield* Effect.flatMap(Transactor, (tx) =>
-          tx.withTransaction(Effect.gen(function*() {
-            const [answer] = yield* keys.claimWithin([claim])
-            yield* Deferred.succeed(holding, undefined)
-            yield* Deferred.await(answered)
-            yield* keys.completeMany([{ ...claim, response }])
-            return answer
-          })))
-      })))
+      const holder = yield* Effect.fork(on(
+        a,
+        Effect.gen(function*() {
+          const keys = (yield* IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
+          return yield* Effect.flatMap(Transactor, (tx) =>
+            tx.withTransaction(Effect.gen(function*() {
+              const [answer] = yield* keys.claimWithin([claim])
+              yield* Deferred.succeed(holding, undefined)
+              yield* Deferred.await(answered)
+              yield* keys.completeMany([{ ...claim, response }])
+              return answer
+            })))
+        })
+      ))
       yield* Deferred.await(holding)
-      const others = yield* on(b, Effect.gen(function*() {
-        const keys = (yield* IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
-        const tx = yield* Transactor
-        return yield* Effect.all([
-          keys.claim(claim.projectId, claim.key, now),
-          Effect.map(tx.withTransaction(keys.claimWithin([claim])), (x) => x[0]!)
-        ], { concurrency: "unbounded" })
-      })).pipe(
+      const others = yield* on(
+        b,
+        Effect.gen(function*() {
+          const keys = (yield* IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
+          const tx = yield* Transactor
+          return yield* Effect.all([
+            keys.claim(claim.projectId, claim.key, now),
+            Effect.map(tx.withTransaction(keys.claimWithin([claim])), (x) => x[0]!)
+          ], { concurrency: "unbounded" })
+        })
+      ).pipe(
         // Real time: waiting on a's uncommitted row would last until the test's timeout otherwise.
-        Effect.raceFirst(Effect.promise(() => new Promise<"waited">((resolve) => setTimeout(() => resolve("waited"), 5_000))))
+        Effect.raceFirst(
+          Effect.promise(() => new Promise<"waited">((resolve) => setTimeout(() => resolve("waited"), 5_000)))
+        )
       )
       yield* Deferred.succeed(answered, undefined)
       assert.deepStrictEqual(others, [{ _tag: "InProgress" }, { _tag: "InProgress" }])
       assert.deepStrictEqual(yield* Fiber.join(holder), { _tag: "Claimed" })
-      const after = yield* on(b, Effect.flatMap(IdempotencyStore, (keys) => keys.claim(claim.projectId, claim.key, now)))
+      const after = yield* on(
+        b,
+        Effect.flatMap(IdempotencyStore, (keys) => keys.claim(claim.projectId, claim.key, now))
+      )
       assert.deepStrictEqual(after, { _tag: "Completed", response })
     }))
 })
-

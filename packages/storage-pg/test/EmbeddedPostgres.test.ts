@@ -76,52 +76,62 @@ layer(cluster({ dataDir, persistent: false, database: "app" }))("EmbeddedPostgre
 })
 
 describe("EmbeddedPostgres lifecycle", () => {
-  it.effect("a restart on the same directory reuses the cluster: rows survive, firstStart is false", () =>
-    Effect.gen(function*() {
-      const dataDir = Path.join(yield* tempDir, "nested", "pg")
+  it.effect(
+    "a restart on the same directory reuses the cluster: rows survive, firstStart is false",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = Path.join(yield* tempDir, "nested", "pg")
 
-      const first = yield* Effect.gen(function*() {
-        const pg = yield* EmbeddedPostgres.EmbeddedPostgres
-        const sql = yield* PgClient.PgClient
-        yield* sql`create table kept (id int primary key, note text not null)`
-        yield* sql`insert into kept values (1, 'written by the first run')`
-        return pg
-      }).pipe(Effect.provide(cluster({ dataDir })))
+        const first = yield* Effect.gen(function*() {
+          const pg = yield* EmbeddedPostgres.EmbeddedPostgres
+          const sql = yield* PgClient.PgClient
+          yield* sql`create table kept (id int primary key, note text not null)`
+          yield* sql`insert into kept values (1, 'written by the first run')`
+          return pg
+        }).pipe(Effect.provide(cluster({ dataDir })))
 
-      assert.isTrue(first.firstStart)
-      // A clean (fast) shutdown removes the lock file and closes the port.
-      assert.isFalse(yield* exists(Path.join(dataDir, "postmaster.pid")))
-      assert.isFalse(yield* acceptsConnections(first.port))
+        assert.isTrue(first.firstStart)
+        // A clean (fast) shutdown removes the lock file and closes the port.
+        assert.isFalse(yield* exists(Path.join(dataDir, "postmaster.pid")))
+        assert.isFalse(yield* acceptsConnections(first.port))
 
-      const second = yield* Effect.gen(function*() {
-        const pg = yield* EmbeddedPostgres.EmbeddedPostgres
-        const sql = yield* PgClient.PgClient
-        const rows = yield* sql<{ note: string }>`select note from kept where id = 1`
-        return { pg, rows }
-      }).pipe(Effect.provide(cluster({ dataDir })))
+        const second = yield* Effect.gen(function*() {
+          const pg = yield* EmbeddedPostgres.EmbeddedPostgres
+          const sql = yield* PgClient.PgClient
+          const rows = yield* sql<{ note: string }>`select note from kept where id = 1`
+          return { pg, rows }
+        }).pipe(Effect.provide(cluster({ dataDir })))
 
-      assert.isFalse(second.pg.firstStart)
-      assert.deepStrictEqual(second.rows, [{ note: "written by the first run" }])
-      assert.isFalse(yield* exists(Path.join(dataDir, "postmaster.pid")))
-    }).pipe(Effect.scoped), CLUSTER_TIMEOUT)
+        assert.isFalse(second.pg.firstStart)
+        assert.deepStrictEqual(second.rows, [{ note: "written by the first run" }])
+        assert.isFalse(yield* exists(Path.join(dataDir, "postmaster.pid")))
+      }).pipe(Effect.scoped),
+    CLUSTER_TIMEOUT
+  )
 
-  it.effect("the server's path (PgConnection.layer without a URL) reuses the cluster on a fixed port", () =>
-    Effect.gen(function*() {
-      const dataDir = Path.join(yield* tempDir, "pg")
-      const port = yield* EmbeddedPostgres.freePort
-      const server = PgConnection.layer({ url: Option.none(), dataDir, port })
-      const query = <A>(f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
-        Effect.flatMap(PgClient.PgClient, f).pipe(Effect.provide(server))
+  it.effect(
+    "the server's path (PgConnection.layer without a URL) reuses the cluster on a fixed port",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = Path.join(yield* tempDir, "pg")
+        const port = yield* EmbeddedPostgres.freePort
+        const server = PgConnection.layer({ url: Option.none(), dataDir, port })
+        const query = <A>(f: (sql: PgClient.PgClient) => Effect.Effect<A, unknown>) =>
+          Effect.flatMap(PgClient.PgClient, f).pipe(Effect.provide(server))
 
-      yield* query((sql) => sql`create table kept (id int primary key)`.pipe(Effect.zipRight(sql`insert into kept values (7)`)))
-      assert.isFalse(yield* acceptsConnections(port))
-      const rows = yield* query((sql) =>
-        sql<{ id: number; port: string; fsync: string }>`
+        yield* query((sql) =>
+          sql`create table kept (id int primary key)`.pipe(Effect.zipRight(sql`insert into kept values (7)`))
+        )
+        assert.isFalse(yield* acceptsConnections(port))
+        const rows = yield* query((sql) =>
+          sql<{ id: number; port: string; fsync: string }>`
           select id, current_setting('port') as port, current_setting('fsync') as fsync from kept`
-      )
-      // Persistent: the server's data is written durably.
-      assert.deepStrictEqual(rows, [{ id: 7, port: String(port), fsync: "on" }])
-    }).pipe(Effect.scoped), CLUSTER_TIMEOUT)
+        )
+        // Persistent: the server's data is written durably.
+        assert.deepStrictEqual(rows, [{ id: 7, port: String(port), fsync: "on" }])
+      }).pipe(Effect.scoped),
+    CLUSTER_TIMEOUT
+  )
 
   it.effect("a second start on a running cluster attaches to it and leaves it running", () =>
     Effect.gen(function*() {
@@ -144,18 +154,22 @@ describe("EmbeddedPostgres lifecycle", () => {
       assert.isTrue(yield* acceptsConnections(first.port))
     }).pipe(Effect.scoped), CLUSTER_TIMEOUT)
 
-  it.effect("a throwaway cluster whose port is taken fails with the reason and leaves no directory", () =>
-    Effect.gen(function*() {
-      const dataDir = Path.join(yield* tempDir, "pg")
-      const port = yield* occupiedPort
-      const result = yield* Effect.either(Effect.scoped(EmbeddedPostgres.make({ dataDir, port, persistent: false })))
-      assert.strictEqual(result._tag, "Left")
-      if (result._tag === "Left") {
-        assert.isTrue(result.left.log.some((l) => l.includes("Address already in use")), result.left.log.join("\n"))
-        assert.include(result.left.message, "Address already in use")
-      }
-      assert.isFalse(yield* exists(dataDir))
-    }).pipe(Effect.scoped), CLUSTER_TIMEOUT)
+  it.effect(
+    "a throwaway cluster whose port is taken fails with the reason and leaves no directory",
+    () =>
+      Effect.gen(function*() {
+        const dataDir = Path.join(yield* tempDir, "pg")
+        const port = yield* occupiedPort
+        const result = yield* Effect.either(Effect.scoped(EmbeddedPostgres.make({ dataDir, port, persistent: false })))
+        assert.strictEqual(result._tag, "Left")
+        if (result._tag === "Left") {
+          assert.isTrue(result.left.log.some((l) => l.includes("Address already in use")), result.left.log.join("\n"))
+          assert.include(result.left.message, "Address already in use")
+        }
+        assert.isFalse(yield* exists(dataDir))
+      }).pipe(Effect.scoped),
+    CLUSTER_TIMEOUT
+  )
 })
 
 // A port held by a plain TCP listener for the rest of the scope.

@@ -4,14 +4,27 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
-import { Credentials, type Domain, EventInput, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery, Subscriptions } from "@streaks/core"
+import {
+  Credentials,
+  type Domain,
+  EventInput,
+  Ingest,
+  OutboundEvents,
+  Provisioning,
+  SecretBox,
+  Services,
+  StateQuery,
+  Subscriptions
+} from "@streaks/core"
 import { Clock, Effect, Fiber, Layer, Redacted } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 
 const servicesWith = (options: Services.Options) =>
   Services.layerWith(options).pipe(
-    Layer.provideMerge(Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboundEvents.layerNoop)),
+    Layer.provideMerge(
+      Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboundEvents.layerNoop)
+    ),
     Layer.provideMerge(PgTest.layer),
     Layer.provideMerge(Layer.setClock(Clock.make()))
   )
@@ -32,14 +45,28 @@ const provision = Effect.gen(function*() {
   const apiKey = yield* provisioning.createApiKey(workspace.id, "key")
   const grant = yield* provisioning.createOAuthGrant({ workspaceIds: [workspace.id], appName: "app" })
   const principal = yield* Effect.flatMap(Credentials.Credentials, (c) => c.authenticate(`Bearer ${apiKey.key}`))
-  const subscription = yield* Effect.flatMap(Subscriptions.Subscriptions, (s) =>
-    s.create(principal, { programId: program.program.id, url: "https://example.com/hook", eventTypes: ["milestone.achieved"] }, {
-      allowInsecureUrls: false
-    }))
+  const subscription = yield* Effect.flatMap(
+    Subscriptions.Subscriptions,
+    (s) =>
+      s.create(principal, {
+        programId: program.program.id,
+        url: "https://example.com/hook",
+        eventTypes: ["milestone.achieved"]
+      }, {
+        allowInsecureUrls: false
+      })
+  )
   return {
     project: project.project,
     programId: program.program.id,
-    secrets: [project.serverToken, project.signingSecret, program.webhookSecret, apiKey.key, grant.accessToken, subscription.secret]
+    secrets: [
+      project.serverToken,
+      project.signingSecret,
+      program.webhookSecret,
+      apiKey.key,
+      grant.accessToken,
+      subscription.secret
+    ]
   }
 })
 
@@ -52,8 +79,10 @@ const serverAction = (project: Domain.Project, serverToken: string, userHash: st
       ...(key !== undefined ? { idempotencyKey: key } : {}),
       ...(ts !== undefined ? { ts: new Date(ts).toISOString() } : {})
     })
-    return yield* Effect.flatMap(Ingest.Ingest, (i) =>
-      i.record({ project, action, auth: { door: "server", serverToken } }))
+    return yield* Effect.flatMap(
+      Ingest.Ingest,
+      (i) => i.record({ project, action, auth: { door: "server", serverToken } })
+    )
   })
 
 /** 300 concurrent actions, two of each of 150 members: each member counted once, every action logged. */
@@ -67,11 +96,27 @@ const crowd = Effect.gen(function*() {
   assert.strictEqual(answers.filter((a) => a.body.duplicate === true).length, 150)
   const sql = yield* SqlClient.SqlClient
   const count = (query: Effect.Effect<ReadonlyArray<{ n: number }>, unknown>) => Effect.map(query, (rows) => rows[0]!.n)
-  assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_streaks where program_id = ${t.programId} and run = 1`), 150)
-  assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_actions where program_id = ${t.programId}`), 300)
-  assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_usage where member like ${`${t.project.id}:crowd-%`}`), 150)
+  assert.strictEqual(
+    yield* count(
+      sql<{ n: number }>`select count(*)::int as n from streaks_streaks where program_id = ${t.programId} and run = 1`
+    ),
+    150
+  )
+  assert.strictEqual(
+    yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_actions where program_id = ${t.programId}`),
+    300
+  )
+  assert.strictEqual(
+    yield* count(
+      sql<{ n: number }>`select count(*)::int as n from streaks_usage where member like ${`${t.project.id}:crowd-%`}`
+    ),
+    150
+  )
   // milestone.achieved (target 1) once per member, to the one subscription
-  assert.strictEqual(yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_outbox where program_id = ${t.programId}`), 150)
+  assert.strictEqual(
+    yield* count(sql<{ n: number }>`select count(*)::int as n from streaks_outbox where program_id = ${t.programId}`),
+    150
+  )
 })
 
 layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
@@ -82,11 +127,17 @@ layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
       const DAY = 86_400_000
       const start = Date.parse("2026-04-29T12:00:00Z")
       const usage = () =>
-        Effect.map(sql<{ month: string }>`select month from streaks_usage where member = ${`${t.project.id}:metered`} order by month`, (rows) =>
-          rows.map((r) => r.month))
+        Effect.map(
+          sql<
+            { month: string }
+          >`select month from streaks_usage where member = ${`${t.project.id}:metered`} order by month`,
+          (rows) => rows.map((r) => r.month)
+        )
       yield* serverAction(t.project, t.secrets[0]!, "metered", undefined, start - 2 * DAY)
       assert.deepStrictEqual(yield* usage(), ["2026-04"])
-      const [row] = yield* sql<{ metered_month: string }>`select metered_month from streaks_streaks where user_hash = 'metered'`
+      const [row] = yield* sql<
+        { metered_month: string }
+      >`select metered_month from streaks_streaks where user_hash = 'metered'`
       assert.strictEqual(row!.metered_month, "2026-04")
       // Forget the mark: only the row's month can now tell that the member was counted in April.
       yield* sql`delete from streaks_usage where member = ${`${t.project.id}:metered`}`
@@ -99,17 +150,24 @@ layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
   it.effect("50 concurrent actions of one member on one day count once", () =>
     Effect.gen(function*() {
       const t = yield* provision
-      const answers = yield* Effect.all(Array.from({ length: 50 }, () => serverAction(t.project, t.secrets[0]!, "busy-member")), {
-        concurrency: "unbounded"
-      })
+      const answers = yield* Effect.all(
+        Array.from({ length: 50 }, () => serverAction(t.project, t.secrets[0]!, "busy-member")),
+        {
+          concurrency: "unbounded"
+        }
+      )
       assert.strictEqual(answers.filter((a) => a.body.counted === true && a.body.duplicate !== true).length, 1)
       assert.strictEqual(answers.filter((a) => a.body.duplicate === true).length, 49)
       const streak = yield* Effect.flatMap(StateQuery.StateQuery, (s) => s.memberStreak(t.programId, "busy-member"))
       assert.deepStrictEqual([streak.current, streak.best], [1, 1])
       const sql = yield* SqlClient.SqlClient
-      const [days] = yield* sql<{ n: number }>`select count(*)::int as n from streaks_activity_days where user_hash = 'busy-member'`
+      const [days] = yield* sql<
+        { n: number }
+      >`select count(*)::int as n from streaks_activity_days where user_hash = 'busy-member'`
       assert.strictEqual(days!.n, 1)
-      const [messages] = yield* sql<{ n: number }>`select count(*)::int as n from streaks_outbox where program_id = ${t.programId}`
+      const [messages] = yield* sql<
+        { n: number }
+      >`select count(*)::int as n from streaks_outbox where program_id = ${t.programId}`
       assert.strictEqual(messages!.n, 1) // milestone.achieved once, to the one subscription
     }))
 
@@ -194,6 +252,9 @@ layer(services, { timeout: 120_000 })("Ingest on Postgres", (it) => {
 // Two transactions at once, as the reference server runs them under load, the second opening as
 // soon as anything waits so that they surely overlap: a member's two actions may then be in both,
 // one waiting for the other's row lock.
-layer(servicesWith({ ingest: { workers: 2, minBatchBeside: 1 } }), { timeout: 120_000 })("Ingest on Postgres, two transactions at once", (it) => {
-  it.effect("300 concurrent actions of 150 members count each member once", () => crowd)
-})
+layer(servicesWith({ ingest: { workers: 2, minBatchBeside: 1 } }), { timeout: 120_000 })(
+  "Ingest on Postgres, two transactions at once",
+  (it) => {
+    it.effect("300 concurrent actions of 150 members count each member once", () => crowd)
+  }
+)

@@ -9,19 +9,28 @@ import * as Migrations from "../src/Migrations.js"
 import * as PgTest from "../src/PgTest.js"
 
 /** A separate connection pool on the test database, as a second replica would have. */
-const pool = Effect.flatMap(PgTest.url, (url) =>
-  Effect.map(Layer.build(PgClient.layer({ url, maxConnections: 2 })), (ctx) => Context.get(ctx, SqlClient.SqlClient)))
+const pool = Effect.flatMap(
+  PgTest.url,
+  (url) =>
+    Effect.map(Layer.build(PgClient.layer({ url, maxConnections: 2 })), (ctx) => Context.get(ctx, SqlClient.SqlClient))
+)
 
 const runOn = (sql: SqlClient.SqlClient, options: Migrations.Options) =>
   Migrations.run(options).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
 const exists = (table: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.map(sql`SELECT to_regclass(${table}) IS NOT NULL AS ok`, (rows) => rows[0]?.ok === true))
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) => Effect.map(sql`SELECT to_regclass(${table}) IS NOT NULL AS ok`, (rows) => rows[0]?.ok === true)
+  )
 
 const applied = (prefix: string) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    Effect.map(sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM "${prefix}migrations"`), (rows) => Number(rows[0]?.n)))
+  Effect.flatMap(
+    SqlClient.SqlClient,
+    (sql) =>
+      Effect.map(sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM "${prefix}migrations"`), (rows) =>
+        Number(rows[0]?.n))
+  )
 
 /** How `information_schema` describes some columns of some tables, by table and column. */
 const columnsOf = (tables: ReadonlyArray<string>, columns: ReadonlyArray<string>) =>
@@ -56,7 +65,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
       const a = yield* pool
       const b = yield* pool
       const results = yield* Effect.all(
-        [runOn(a, { prefix: "race_" }), runOn(b, { prefix: "race_" }), runOn(a, { prefix: "race_" }), runOn(b, { prefix: "race_" })],
+        [
+          runOn(a, { prefix: "race_" }),
+          runOn(b, { prefix: "race_" }),
+          runOn(a, { prefix: "race_" }),
+          runOn(b, { prefix: "race_" })
+        ],
         { concurrency: "unbounded" }
       )
       assert.strictEqual(results.reduce((n, r) => n + r.length, 0), ids.length)
@@ -67,7 +81,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
   it.effect("the prefix option creates prefixed tables and a prefixed migrations table", () =>
     Effect.gen(function*() {
       yield* Migrations.run({ prefix: "acme_" })
-      for (const table of ["projects", "programs", "streaks", "activity_days", "outbox", "idempotency_keys", "migrations"]) {
+      for (
+        const table of ["projects", "programs", "streaks", "activity_days", "outbox", "idempotency_keys", "migrations"]
+      ) {
         assert.isTrue(yield* exists(`acme_${table}`), `acme_${table}`)
       }
       assert.isFalse(yield* exists("acme_effect_sql_migrations"))
@@ -114,7 +130,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
       yield* Migrations.run({ prefix: "idx_" })
       const indexes = (table: string) =>
         Effect.map(
-          sql<{ readonly indexname: string }>`SELECT indexname FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`,
+          sql<
+            { readonly indexname: string }
+          >`SELECT indexname FROM pg_indexes WHERE tablename = ${table} ORDER BY indexname`,
           (rows) => rows.map((r) => r.indexname)
         )
       // The streak row's key and due instant; the log's by program (reports).
@@ -140,7 +158,17 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Migrations", (it) => {
       yield* Migrations.run({ prefix: "coll_" })
       const keys = yield* columnsOf(
         ["coll_streaks", "coll_activity_days", "coll_achievements", "coll_usage", "coll_members", "coll_aliases"],
-        ["project_id", "program_id", "user_hash", "ledger", "milestone_id", "anonymous_id", "workspace_id", "month", "member"]
+        [
+          "project_id",
+          "program_id",
+          "user_hash",
+          "ledger",
+          "milestone_id",
+          "anonymous_id",
+          "workspace_id",
+          "month",
+          "member"
+        ]
       )
       assert.strictEqual(keys.length, 21)
       assert.deepStrictEqual(keys.filter((k) => k.collation !== "C"), [])

@@ -23,83 +23,93 @@ const key = (userHash: string) =>
     ledger: "live"
   })
 
-layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 seconds" })("PgStorage on Postgres", (it) => {
-  it.effect("local dates round-trip unchanged whatever the session and process time zones", () =>
-    Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      const streaks = yield* StreakStore
-      const tx = yield* Transactor
-      const k = key("tz-member")
-      const days = ["0001-01-01", "2024-02-29", "2024-03-31", "9999-12-31"].map(unsafeLocalDate)
-      // A session zone far from UTC: a driver-parsed `date` would shift by a day.
-      const stored = yield* tx.withTransaction(Effect.gen(function*() {
-        yield* sql`SET LOCAL TIME ZONE 'Pacific/Kiritimati'`
-        const row = yield* streaks.lock(k, "Pacific/Kiritimati")
-        for (const day of days) assert.isTrue(yield* streaks.addDay(k, day))
-        yield* streaks.save(new StreakRow({
-          ...row,
-          lastActiveDay: days[2]!,
-          atRiskNotifiedFor: days[1]!,
-          run: 1,
-          best: 1,
-          dueAt: new Date("2024-04-01T10:00:00.123Z")
+layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 seconds" })(
+  "PgStorage on Postgres",
+  (it) => {
+    it.effect("local dates round-trip unchanged whatever the session and process time zones", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const streaks = yield* StreakStore
+        const tx = yield* Transactor
+        const k = key("tz-member")
+        const days = ["0001-01-01", "2024-02-29", "2024-03-31", "9999-12-31"].map(unsafeLocalDate)
+        // A session zone far from UTC: a driver-parsed `date` would shift by a day.
+        const stored = yield* tx.withTransaction(Effect.gen(function*() {
+          yield* sql`SET LOCAL TIME ZONE 'Pacific/Kiritimati'`
+          const row = yield* streaks.lock(k, "Pacific/Kiritimati")
+          for (const day of days) assert.isTrue(yield* streaks.addDay(k, day))
+          yield* streaks.save(
+            new StreakRow({
+              ...row,
+              lastActiveDay: days[2]!,
+              atRiskNotifiedFor: days[1]!,
+              run: 1,
+              best: 1,
+              dueAt: new Date("2024-04-01T10:00:00.123Z")
+            })
+          )
+          return yield* streaks.days(k)
         }))
-        return yield* streaks.days(k)
+        assert.deepStrictEqual(stored, days)
+        const row = Option.getOrThrow(yield* streaks.get(k))
+        assert.strictEqual(row.lastActiveDay, "2024-03-31")
+        assert.strictEqual(row.atRiskNotifiedFor, "2024-02-29")
+        assert.strictEqual(row.brokenNotifiedAfter, undefined)
+        assert.strictEqual(row.dueAt?.toISOString(), "2024-04-01T10:00:00.123Z")
       }))
-      assert.deepStrictEqual(stored, days)
-      const row = Option.getOrThrow(yield* streaks.get(k))
-      assert.strictEqual(row.lastActiveDay, "2024-03-31")
-      assert.strictEqual(row.atRiskNotifiedFor, "2024-02-29")
-      assert.strictEqual(row.brokenNotifiedAfter, undefined)
-      assert.strictEqual(row.dueAt?.toISOString(), "2024-04-01T10:00:00.123Z")
-    }))
 
-  it.effect("driver failures surface as StorageError naming the operation, never as SqlError", () =>
-    Effect.gen(function*() {
-      const directory = yield* DirectoryStore
-      const workspace = new Workspace({ id: "ws_dup" as WorkspaceId, name: "W", plan: "starter", createdAt: new Date() })
-      yield* directory.createWorkspace(workspace)
-      const error = yield* Effect.flip(directory.createWorkspace(workspace))
-      assert.strictEqual(error._tag, "StorageError")
-      assert.include(error.message, "DirectoryStore.createWorkspace")
-    }))
-
-  it.effect("a failed unit of work leaves nothing behind; a nested one commits with the outer one", () =>
-    Effect.gen(function*() {
-      const streaks = yield* StreakStore
-      const tx = yield* Transactor
-      const day = unsafeLocalDate("2024-05-01")
-      const failed = yield* Effect.flip(tx.withTransaction(Effect.gen(function*() {
-        yield* streaks.lock(key("rollback"), "UTC")
-        yield* streaks.addDay(key("rollback"), day)
-        return yield* Effect.fail("boom" as const)
-      })))
-      assert.strictEqual(failed, "boom")
-      assert.isTrue(Option.isNone(yield* streaks.get(key("rollback"))))
-      assert.deepStrictEqual(yield* streaks.days(key("rollback")), [])
-      yield* tx.withTransaction(Effect.gen(function*() {
-        yield* streaks.lock(key("nested"), "UTC")
-        yield* tx.withTransaction(streaks.addDay(key("nested"), day))
+    it.effect("driver failures surface as StorageError naming the operation, never as SqlError", () =>
+      Effect.gen(function*() {
+        const directory = yield* DirectoryStore
+        const workspace = new Workspace({
+          id: "ws_dup" as WorkspaceId,
+          name: "W",
+          plan: "starter",
+          createdAt: new Date()
+        })
+        yield* directory.createWorkspace(workspace)
+        const error = yield* Effect.flip(directory.createWorkspace(workspace))
+        assert.strictEqual(error._tag, "StorageError")
+        assert.include(error.message, "DirectoryStore.createWorkspace")
       }))
-      assert.deepStrictEqual(yield* streaks.days(key("nested")), [day])
-    }))
 
-  it.effect("a replayed idempotent answer keeps its JSON exactly, key order included", () =>
-    Effect.gen(function*() {
-      const idempotency = yield* IdempotencyStore
-      const now = new Date("2025-01-01T00:00:00Z")
-      const projectId = "prj_idem" as ProjectId
-      assert.strictEqual((yield* idempotency.claim(projectId, "k1", now))._tag, "Claimed")
-      const body = { ok: true, counted: false, reason: "PROGRAM_NOT_LIVE", nested: { z: 1, a: [null, "x"] } }
-      yield* idempotency.complete(projectId, "k1", { status: 202, body }, now)
-      const replay = yield* idempotency.claim(projectId, "k1", new Date(now.getTime() + 1000))
-      assert.strictEqual(replay._tag, "Completed")
-      if (replay._tag === "Completed") {
-        assert.strictEqual(replay.response.status, 202)
-        assert.strictEqual(JSON.stringify(replay.response.body), JSON.stringify(body))
-      }
-    }))
-})
+    it.effect("a failed unit of work leaves nothing behind; a nested one commits with the outer one", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const tx = yield* Transactor
+        const day = unsafeLocalDate("2024-05-01")
+        const failed = yield* Effect.flip(tx.withTransaction(Effect.gen(function*() {
+          yield* streaks.lock(key("rollback"), "UTC")
+          yield* streaks.addDay(key("rollback"), day)
+          return yield* Effect.fail("boom" as const)
+        })))
+        assert.strictEqual(failed, "boom")
+        assert.isTrue(Option.isNone(yield* streaks.get(key("rollback"))))
+        assert.deepStrictEqual(yield* streaks.days(key("rollback")), [])
+        yield* tx.withTransaction(Effect.gen(function*() {
+          yield* streaks.lock(key("nested"), "UTC")
+          yield* tx.withTransaction(streaks.addDay(key("nested"), day))
+        }))
+        assert.deepStrictEqual(yield* streaks.days(key("nested")), [day])
+      }))
+
+    it.effect("a replayed idempotent answer keeps its JSON exactly, key order included", () =>
+      Effect.gen(function*() {
+        const idempotency = yield* IdempotencyStore
+        const now = new Date("2025-01-01T00:00:00Z")
+        const projectId = "prj_idem" as ProjectId
+        assert.strictEqual((yield* idempotency.claim(projectId, "k1", now))._tag, "Claimed")
+        const body = { ok: true, counted: false, reason: "PROGRAM_NOT_LIVE", nested: { z: 1, a: [null, "x"] } }
+        yield* idempotency.complete(projectId, "k1", { status: 202, body }, now)
+        const replay = yield* idempotency.claim(projectId, "k1", new Date(now.getTime() + 1000))
+        assert.strictEqual(replay._tag, "Completed")
+        if (replay._tag === "Completed") {
+          assert.strictEqual(replay.response.status, 202)
+          assert.strictEqual(JSON.stringify(replay.response.body), JSON.stringify(body))
+        }
+      }))
+  }
+)
 
 layer(PgTest.layer, { timeout: "120 seconds" })("PgStorage table prefixes", (it) => {
   it.effect("two prefixes on one database are two separate stores", () =>
@@ -109,7 +119,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgStorage table prefixes", (it)
         Layer.build(PgStorage.layer({ prefix: "tenant_a_" })),
         Layer.build(PgStorage.layer({ prefix: "tenant_b_" }))
       ])
-      const workspace = new Workspace({ id: "ws_prefix" as WorkspaceId, name: "A", plan: "growth", createdAt: new Date() })
+      const workspace = new Workspace({
+        id: "ws_prefix" as WorkspaceId,
+        name: "A",
+        plan: "growth",
+        createdAt: new Date()
+      })
       yield* Effect.flatMap(DirectoryStore, (d) => d.createWorkspace(workspace)).pipe(Effect.provide(a))
       const inA = yield* Effect.flatMap(DirectoryStore, (d) => d.workspace(workspace.id)).pipe(Effect.provide(a))
       const inB = yield* Effect.flatMap(DirectoryStore, (d) => d.workspace(workspace.id)).pipe(Effect.provide(b))

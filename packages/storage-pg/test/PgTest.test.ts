@@ -63,7 +63,8 @@ describe("PgTest.layer builds", () => {
         }))
         assert.notStrictEqual(a.database, b.database)
         const left = yield* Effect.flatMap(PgClient.PgClient, (sql) =>
-          sql<{ datname: string }>`select datname from pg_database where datname in (${a.database}, ${b.database})`).pipe(
+          sql<{ datname: string }>`select datname from pg_database where datname in (${a.database}, ${b.database})`)
+          .pipe(
             Effect.provide(PgConnection.layerUrl(databaseUrl!))
           )
         assert.deepStrictEqual(left, [])
@@ -71,24 +72,28 @@ describe("PgTest.layer builds", () => {
     CLUSTER_TIMEOUT
   )
 
-  it.effect("without DATABASE_URL a build runs on a throwaway embedded cluster, deleted afterwards", () =>
-    Effect.gen(function*() {
-      const db = yield* Effect.scoped(Effect.gen(function*() {
-        const { db, sql } = yield* build
-        const [row] = yield* sql<{ db: string }>`select current_database() as db`
-        assert.strictEqual(row?.db, db.database)
-        return db
-      }))
-      assert.strictEqual(db.source, "embedded")
-      assert.isDefined(db.dataDir)
-      assert.isFalse(yield* exists(db.dataDir!))
-      // The cluster is gone too: its URL no longer connects.
-      const after = yield* Effect.either(Effect.provide(Effect.void, PgConnection.layerUrl(db.url)))
-      assert.strictEqual(after._tag, "Left")
-    }).pipe(
-      // Force the embedded path even when CI sets DATABASE_URL.
-      Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
-    ), CLUSTER_TIMEOUT)
+  it.effect(
+    "without DATABASE_URL a build runs on a throwaway embedded cluster, deleted afterwards",
+    () =>
+      Effect.gen(function*() {
+        const db = yield* Effect.scoped(Effect.gen(function*() {
+          const { db, sql } = yield* build
+          const [row] = yield* sql<{ db: string }>`select current_database() as db`
+          assert.strictEqual(row?.db, db.database)
+          return db
+        }))
+        assert.strictEqual(db.source, "embedded")
+        assert.isDefined(db.dataDir)
+        assert.isFalse(yield* exists(db.dataDir!))
+        // The cluster is gone too: its URL no longer connects.
+        const after = yield* Effect.either(Effect.provide(Effect.void, PgConnection.layerUrl(db.url)))
+        assert.strictEqual(after._tag, "Left")
+      }).pipe(
+        // Force the embedded path even when CI sets DATABASE_URL.
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+      ),
+    CLUSTER_TIMEOUT
+  )
 
   it.effect("a connection left open does not keep a test database alive", () =>
     Effect.gen(function*() {

@@ -36,7 +36,10 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql.withTransaction(Effect.gen(function*() {
-        const answers = yield* Effect.forEach([1, 2, 3], (n) => sql<{ readonly v: number }>`SELECT ${n}::int + 1 AS v /* prep_a */`)
+        const answers = yield* Effect.forEach(
+          [1, 2, 3],
+          (n) => sql<{ readonly v: number }>`SELECT ${n}::int + 1 AS v /* prep_a */`
+        )
         assert.deepStrictEqual(answers.map((rows) => rows[0]!.v), [2, 3, 4])
         const names = yield* preparedOf(sql, "prep_a")
         assert.strictEqual(names.length, 1, "one named statement for three calls of one text")
@@ -85,7 +88,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       // A batch statement's shape. Under Postgres's default `auto`, small arrays kept it on a
       // plan made anew at every call.
       const batch = (n: number) =>
-        sql<{ readonly k: string }>`SELECT k FROM unnest(${Array.from({ length: n }, (_, i) => `key${i}`)}::text[]) AS k /* prep_generic */`
+        sql<{ readonly k: string }>`SELECT k FROM unnest(${
+          Array.from({ length: n }, (_, i) => `key${i}`)
+        }::text[]) AS k /* prep_generic */`
       const counts = yield* sql.withTransaction(Effect.gen(function*() {
         for (let n = 1; n <= 7; n++) yield* batch(n)
         return (yield* statementsOf(sql, "prep_generic")).map(({ custom, generic }) => ({ generic, custom }))
@@ -98,7 +103,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
   // A batch statement prepared while its tables were small (a new install, the bench's truncated
   // tables) keeps its generic plan on that connection: a join there could become a hash join over
   // a scan of the whole table, at every call, however large the table grows.
-  const scansAfterGrowth = (prefix: string, tables: ReadonlyArray<string>, call: (round: number) => Effect.Effect<unknown, unknown>, grow: Effect.Effect<unknown, unknown>) =>
+  const scansAfterGrowth = (
+    prefix: string,
+    tables: ReadonlyArray<string>,
+    call: (round: number) => Effect.Effect<unknown, unknown>,
+    grow: Effect.Effect<unknown, unknown>
+  ) =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const scans = Effect.map(
@@ -121,9 +131,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "keyplan_" })
-      const keys = Context.get(PgStorage.make(sql, "keyplan_"), IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
+      const keys = Context.get(PgStorage.make(sql, "keyplan_"), IdempotencyStore) as
+        & IdempotencyStore["Type"]
+        & IdempotencyExtras
       const now = new Date("2025-01-15T12:00:00Z")
-      const claims = (round: number) => Array.from({ length: 10 }, (_, i) => ({ projectId: "prj_plan" as ProjectId, key: `k${round}-${i}`, now }))
+      const claims = (round: number) =>
+        Array.from({ length: 10 }, (_, i) => ({ projectId: "prj_plan" as ProjectId, key: `k${round}-${i}`, now }))
       const scanned = yield* scansAfterGrowth(
         "keyplan_",
         ["idempotency_keys"],
@@ -143,7 +156,11 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "memberplan_" })
       const members = Context.get(PgStorage.make(sql, "memberplan_"), MemberStore)
-      const refs = (round: number) => Array.from({ length: 10 }, (_, i) => ({ projectId: "prj_plan" as ProjectId, userHash: `u${round}-${i}` as UserHash }))
+      const refs = (round: number) =>
+        Array.from(
+          { length: 10 },
+          (_, i) => ({ projectId: "prj_plan" as ProjectId, userHash: `u${round}-${i}` as UserHash })
+        )
       const scanned = yield* scansAfterGrowth(
         "memberplan_",
         ["members", "aliases"],
@@ -166,8 +183,16 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       const streaks = Context.get(storage, StreakStore) as StreakStore["Type"] & StreakExtras
       const achievements = Context.get(storage, AchievementStore)
       const keys = (round: number) =>
-        Array.from({ length: 10 }, (_, i) =>
-          new StreakKey({ projectId: "prj_plan" as ProjectId, programId: "prg_plan" as ProgramId, userHash: `u${round}-${i}` as UserHash, ledger: "live" }))
+        Array.from(
+          { length: 10 },
+          (_, i) =>
+            new StreakKey({
+              projectId: "prj_plan" as ProjectId,
+              programId: "prg_plan" as ProgramId,
+              userHash: `u${round}-${i}` as UserHash,
+              ledger: "live"
+            })
+        )
       const from = unsafeLocalDate("2025-01-01")
       const to = unsafeLocalDate("2025-01-31")
       const filler = (table: string, columns: string, values: string) =>
@@ -183,13 +208,23 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
             achievements.achievedMany(keys(round))
           ]),
         Effect.all([
-          filler("streaks", "project_id, program_id, user_hash, ledger, run, best, timezone, updated_at",
-            "'prj_plan', 'prg_plan', 'filler-' || g, 'live', 1, 1, 'UTC', now()"),
+          filler(
+            "streaks",
+            "project_id, program_id, user_hash, ledger, run, best, timezone, updated_at",
+            "'prj_plan', 'prg_plan', 'filler-' || g, 'live', 1, 1, 'UTC', now()"
+          ),
           filler("members", "project_id, user_hash, timezone", "'prj_plan', 'filler-' || g, 'UTC'"),
           filler("aliases", "project_id, anonymous_id, user_hash", "'prj_plan', 'anon-' || g, 'filler-' || g"),
-          filler("activity_days", "project_id, program_id, user_hash, ledger, day", "'prj_plan', 'prg_plan', 'filler-' || g, 'live', date '2025-01-10'"),
-          filler("achievements", "project_id, program_id, user_hash, ledger, milestone_id, achieved_at",
-            "'prj_plan', 'prg_plan', 'filler-' || g, 'live', 'ms_1', now()")
+          filler(
+            "activity_days",
+            "project_id, program_id, user_hash, ledger, day",
+            "'prj_plan', 'prg_plan', 'filler-' || g, 'live', date '2025-01-10'"
+          ),
+          filler(
+            "achievements",
+            "project_id, program_id, user_hash, ledger, milestone_id, achieved_at",
+            "'prj_plan', 'prg_plan', 'filler-' || g, 'live', 'ms_1', now()"
+          )
         ])
       )
       assert.strictEqual(scanned, 0, "no scan of a whole table")
@@ -209,8 +244,10 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         () => Effect.all([streaks.claimDue(now, 10), outbox.claimDue(now, 10, new Date(now.getTime() + 60_000))]),
         // Rows due later: the claims find none, and must not read them all to say so. (A scan
         // of the empty outbox would count as well.)
-        sql.unsafe(`INSERT INTO dueplan_streaks (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at, due_at)
-          SELECT 'prj_plan', 'prg_plan', 'filler-' || g, 'live', 1, 1, 'UTC', now(), timestamptz '2025-02-01' FROM generate_series(1, 20000) g`)
+        sql.unsafe(
+          `INSERT INTO dueplan_streaks (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at, due_at)
+          SELECT 'prj_plan', 'prg_plan', 'filler-' || g, 'live', 1, 1, 'UTC', now(), timestamptz '2025-02-01' FROM generate_series(1, 20000) g`
+        )
       )
       assert.strictEqual(scanned, 0, "no scan of a whole table")
     }))
@@ -218,7 +255,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
   it.scoped("with prepare: false (for PgBouncer in transaction mode) nothing is prepared", () =>
     Effect.gen(function*() {
       const url = yield* PgTest.url
-      const sql = yield* PgConnection.make({ url, maxConnections: 1, prepare: false }).pipe(Effect.provide(Reactivity.layer))
+      const sql = yield* PgConnection.make({ url, maxConnections: 1, prepare: false }).pipe(
+        Effect.provide(Reactivity.layer)
+      )
       yield* sql.withTransaction(Effect.gen(function*() {
         yield* Effect.forEach([1, 2], (n) => sql`SELECT ${n}::int AS v /* prep_e */`)
         assert.deepStrictEqual(yield* preparedOf(sql, "prep_e"), [])
@@ -234,7 +273,11 @@ const awkward = ["plain", "", "NULL", null, "say \"hi\"", "C:\\dir\\", "a,b", "{
 
 const roundTrip = (sql: SqlClient.SqlClient) =>
   Effect.map(
-    sql<{ readonly v: string | null; readonly n: number }>`SELECT v, n::int FROM unnest(${awkward}::text[], ${[1.5, -2, 3]}::float8[]) WITH ORDINALITY AS t (v, f, n) /* prep_arrays */`,
+    sql<{ readonly v: string | null; readonly n: number }>`SELECT v, n::int FROM unnest(${awkward}::text[], ${[
+      1.5,
+      -2,
+      3
+    ]}::float8[]) WITH ORDINALITY AS t (v, f, n) /* prep_arrays */`,
     (rows) => rows.map((r) => r.v)
   )
 
@@ -249,7 +292,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection array parameters",
   it.scoped("and with prepare: false", () =>
     Effect.gen(function*() {
       const url = yield* PgTest.url
-      const sql = yield* PgConnection.make({ url, maxConnections: 1, prepare: false }).pipe(Effect.provide(Reactivity.layer))
+      const sql = yield* PgConnection.make({ url, maxConnections: 1, prepare: false }).pipe(
+        Effect.provide(Reactivity.layer)
+      )
       assert.deepStrictEqual(yield* roundTrip(sql), awkward)
     }))
 })

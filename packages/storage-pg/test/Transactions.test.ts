@@ -19,7 +19,12 @@ const count = (sql: SqlClient.SqlClient, table: string) =>
   Effect.map(sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM ${table}`), (rows) => rows[0]!.n)
 
 layer(PgTest.layer, { timeout: "120 seconds" })("Postgres Transactor", (it) => {
-  for (const [name, clientOf] of [["BEGIN sent ahead", (sql: SqlClient.SqlClient) => sql], ["fallback", hidingClient]] as const) {
+  for (
+    const [name, clientOf] of [["BEGIN sent ahead", (sql: SqlClient.SqlClient) => sql], [
+      "fallback",
+      hidingClient
+    ]] as const
+  ) {
     it.effect(`${name}: a unit of work commits as one, and a failing one leaves nothing behind`, () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient

@@ -166,7 +166,9 @@ export const layer = (options: Options = {}): Layer.Layer<Dispatcher | OutboundE
       })
     })
     yield* Effect.gen(function*() {
-      yield* dispatcher.runOnce.pipe(Effect.catchAllCause((cause) => Effect.logError("webhook delivery pass failed", cause)))
+      yield* dispatcher.runOnce.pipe(
+        Effect.catchAllCause((cause) => Effect.logError("webhook delivery pass failed", cause))
+      )
       const wait = yield* untilNext
       yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(wait)))
     }).pipe(Effect.forever, Effect.forkScoped)
@@ -176,5 +178,7 @@ export const layer = (options: Options = {}): Layer.Layer<Dispatcher | OutboundE
   }))
 
 /** Only `runOnce` and a signal that does nothing: for tests and on-demand passes. */
-export const layerNoLoop = (options: Options = {}): Layer.Layer<Dispatcher | OutboundEvents.OutboxSignal, never, Needs> =>
+export const layerNoLoop = (
+  options: Options = {}
+): Layer.Layer<Dispatcher | OutboundEvents.OutboxSignal, never, Needs> =>
   Layer.merge(Layer.effect(Dispatcher, make(options)), OutboundEvents.layerNoop)

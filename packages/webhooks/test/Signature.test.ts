@@ -33,7 +33,13 @@ describe("Signature", () => {
     const fresh = Signature.headers(secret, "msg_3", body, new Date())
     const stale = Signature.headers(secret, "msg_3", body, new Date(Date.now() - 6 * 60_000))
     const tampered = body.replace("m-1", "m-2")
-    for (const [h, b, s] of [[fresh, tampered, secret], [fresh, body, Signature.generateSecret()], [stale, body, secret]] as const) {
+    for (
+      const [h, b, s] of [[fresh, tampered, secret], [fresh, body, Signature.generateSecret()], [
+        stale,
+        body,
+        secret
+      ]] as const
+    ) {
       assert.isTrue(Either.isLeft(Signature.verify(s, h, b)))
       assert.throws(() => new Webhook(s).verify(b, { ...h }))
     }
@@ -47,19 +53,31 @@ describe("Signature", () => {
 
 describe("RetryPolicy", () => {
   it("retries after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h, then gives up", () => {
-    const delays = [1, 2, 3, 4, 5, 6, 7].map((n) => Duration.toMillis(Option.getOrThrow(RetryPolicy.nextAttemptDelay(n))))
+    const delays = [1, 2, 3, 4, 5, 6, 7].map((n) =>
+      Duration.toMillis(Option.getOrThrow(RetryPolicy.nextAttemptDelay(n)))
+    )
     assert.deepStrictEqual(delays, [5e3, 3e5, 18e5, 72e5, 18e6, 36e6, 36e6])
     assert.isTrue(Option.isNone(RetryPolicy.nextAttemptDelay(8)))
   })
 
   it("a Retry-After only pushes the next attempt later", () => {
     assert.strictEqual(Duration.toMillis(Option.getOrThrow(RetryPolicy.nextAttemptDelay(1, Duration.seconds(7)))), 7000)
-    assert.strictEqual(Duration.toMillis(Option.getOrThrow(RetryPolicy.nextAttemptDelay(2, Duration.seconds(7)))), 300_000)
+    assert.strictEqual(
+      Duration.toMillis(Option.getOrThrow(RetryPolicy.nextAttemptDelay(2, Duration.seconds(7)))),
+      300_000
+    )
   })
 
   it("2xx is delivered, 410 is gone, 3xx and every other status is retried", () => {
     assert.deepStrictEqual([200, 204, 301, 302, 404, 410, 429, 500].map(RetryPolicy.classify), [
-      "delivered", "delivered", "retry", "retry", "retry", "gone", "retry", "retry"
+      "delivered",
+      "delivered",
+      "retry",
+      "retry",
+      "retry",
+      "gone",
+      "retry",
+      "retry"
     ])
   })
 })

@@ -181,7 +181,12 @@ export class StreakWidget extends HTMLElement {
     const { milestones, settings, streak, week } = state
     const mode = streak.mode
     const expanded = String(this.#expanded)
-    const toggle = h("button", { part: "toggle", type: "button", "aria-expanded": expanded, "aria-controls": "details" }, "Details")
+    const toggle = h("button", {
+      part: "toggle",
+      type: "button",
+      "aria-expanded": expanded,
+      "aria-controls": "details"
+    }, "Details")
     toggle.addEventListener("click", () => this.#flip())
 
     const days = week.map((day) =>
@@ -212,7 +217,13 @@ export class StreakWidget extends HTMLElement {
     if (next !== undefined) {
       const left = next.target - streak.current
       details.append(
-        h("p", { part: "milestone" }, "Next: ", h("b", {}, next.msg), left > 0 ? ` · ${Labels.count(left, mode)} to go` : "")
+        h(
+          "p",
+          { part: "milestone" },
+          "Next: ",
+          h("b", {}, next.msg),
+          left > 0 ? ` · ${Labels.count(left, mode)} to go` : ""
+        )
       )
     }
     details.append(h("p", { part: "best" }, `Best: ${Labels.count(streak.best, mode)}`))
@@ -226,7 +237,11 @@ export class StreakWidget extends HTMLElement {
           ...rewards.map((m) => {
             const value = m.rewardValue!
             if (m.rewardType === "link") {
-              return h("li", { part: "reward" }, isLink(value) ? h("a", { href: value, target: "_blank", rel: "noopener" }, m.msg) : m.msg)
+              return h(
+                "li",
+                { part: "reward" },
+                isLink(value) ? h("a", { href: value, target: "_blank", rel: "noopener" }, m.msg) : m.msg
+              )
             }
             return h("li", { part: "reward" }, `${m.msg}: `, m.rewardType === "coupon" ? h("code", {}, value) : value)
           })
@@ -238,7 +253,11 @@ export class StreakWidget extends HTMLElement {
     this.dataset.position = settings.position
     this.#toggle = toggle
     this.#details = details
-    const icon = svg("svg", { viewBox: "0 0 24 24", "aria-hidden": "true" }, svg("path", { "fill-rule": "evenodd", d: flame }))
+    const icon = svg(
+      "svg",
+      { viewBox: "0 0 24 24", "aria-hidden": "true" },
+      svg("path", { "fill-rule": "evenodd", d: flame })
+    )
     this.#root.replaceChildren(
       ...this.#style,
       h(
@@ -259,7 +278,11 @@ export class StreakWidget extends HTMLElement {
           ),
           toggle
         ),
-        h("p", { class: "today" }, streak.todayDone ? "Done for today" : streak.pending ? "Still to do today" : "Start today"),
+        h(
+          "p",
+          { class: "today" },
+          streak.todayDone ? "Done for today" : streak.pending ? "Still to do today" : "Start today"
+        ),
         h("ol", { part: "week", "aria-label": "This week" }, ...days),
         h("p", { part: "message" }, settings.mainMessage),
         details

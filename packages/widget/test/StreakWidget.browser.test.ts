@@ -70,7 +70,10 @@ const settled = (page: Page, state: "ready" | "error", selector = "streak-widget
 const calm = (page: Page) =>
   page.evaluate(() =>
     Promise.all(
-      Array.from(document.querySelectorAll("streak-widget"), (w) => Promise.all(w.shadowRoot!.getAnimations().map((a) => a.finished)))
+      Array.from(
+        document.querySelectorAll("streak-widget"),
+        (w) => Promise.all(w.shadowRoot!.getAnimations().map((a) => a.finished))
+      )
     ).then(() => undefined)
   )
 
@@ -195,13 +198,18 @@ if ("skip" in chromium) {
         const { pages, script, t } = yield* setup()
         yield* Streaks.actionsOn(t, "one", [0])
         yield* Streaks.actionsOn(t, "two", [1, 0])
-        pages.put("/plural.html", Pages.html({ script, inside: widget(t, "one", " id=one inline") + widget(t, "two", " id=two inline") }))
+        pages.put(
+          "/plural.html",
+          Pages.html({ script, inside: widget(t, "one", " id=one inline") + widget(t, "two", " id=two inline") })
+        )
         const { page } = yield* open()
         const seen = yield* Effect.promise(async () => {
           await page.goto(`${pages.allowed}/plural.html`)
           await settled(page, "ready", "#one")
           await settled(page, "ready", "#two")
-          return Promise.all(["#one", "#two"].flatMap((w) => [text(page, `${w} [role=status]`), text(page, `${w} [part=milestone]`)]))
+          return Promise.all(
+            ["#one", "#two"].flatMap((w) => [text(page, `${w} [role=status]`), text(page, `${w} [part=milestone]`)])
+          )
         })
         expect(seen).toEqual([
           expect.stringContaining("1 day"),
@@ -277,7 +285,10 @@ if ("skip" in chromium) {
     it.scoped("an element first rendered below the fold sends its impression only once scrolled into view", () =>
       Effect.gen(function*() {
         const { pages, script, t } = yield* setup()
-        pages.put("/below.html", Pages.html({ script, inside: `<div style="height:3000px"></div>${widget(t, "member-1", " inline")}` }))
+        pages.put(
+          "/below.html",
+          Pages.html({ script, inside: `<div style="height:3000px"></div>${widget(t, "member-1", " inline")}` })
+        )
         const { page, sent } = yield* open()
         yield* Effect.promise(async () => {
           await page.goto(`${pages.allowed}/below.html`)
@@ -342,7 +353,13 @@ if ("skip" in chromium) {
     it.scoped("without a required attribute it renders nothing and asks the server nothing", () =>
       Effect.gen(function*() {
         const { pages, script, t } = yield* setup()
-        pages.put("/missing.html", Pages.html({ script, widgets: `<streak-widget site-key="${t.siteKey}" event="${Streaks.EVENT}"></streak-widget>` }))
+        pages.put(
+          "/missing.html",
+          Pages.html({
+            script,
+            widgets: `<streak-widget site-key="${t.siteKey}" event="${Streaks.EVENT}"></streak-widget>`
+          })
+        )
         const { errors, page } = yield* open()
         const asked: Array<string> = []
         page.on("request", (r) => void (r.url().includes("/v1/") && asked.push(r.url())))
@@ -358,10 +375,17 @@ if ("skip" in chromium) {
       Effect.gen(function*() {
         const { pages, script, t } = yield* setup()
         yield* Streaks.actionsOn(t, "member-1", [2, 1, 0])
-        const token = yield* Credentials.signIdentityToken(t.signingSecret, { userHash: "member-1", siteKey: t.siteKey })
+        const token = yield* Credentials.signIdentityToken(t.signingSecret, {
+          userHash: "member-1",
+          siteKey: t.siteKey
+        })
         pages.put(
           "/identity.html",
-          Pages.html({ script, inside: widget(t, "member-1", " id=plain inline") + widget(t, "member-1", ` id=signed inline identity="${token}"`) })
+          Pages.html({
+            script,
+            inside: widget(t, "member-1", " id=plain inline") +
+              widget(t, "member-1", ` id=signed inline identity="${token}"`)
+          })
         )
         const { page } = yield* open()
         const seen = yield* Effect.promise(async () => {
@@ -379,7 +403,10 @@ if ("skip" in chromium) {
     it.scoped("axe-core finds no accessibility violation, collapsed and expanded, in the default and dark themes", () =>
       Effect.gen(function*() {
         const { pages, script, t } = yield* setup()
-        const dark = yield* Streaks.tenant({ origins: [pages.allowed], settings: settings({ theme: { name: "dark" } }) })
+        const dark = yield* Streaks.tenant({
+          origins: [pages.allowed],
+          settings: settings({ theme: { name: "dark" } })
+        })
         yield* Streaks.actionsOn(t, "member-1", [1, 0])
         yield* Streaks.actionsOn(dark, "member-1", [0])
         pages.put("/a11y.html", Pages.html({ script, widgets: widget(t, "member-1", " id=light") }))
@@ -419,12 +446,21 @@ if ("skip" in chromium) {
         const corner = yield* Streaks.tenant({ origins: [pages.allowed], settings: settings() })
         yield* Streaks.actionsOn(t, "member-1", [3, 2, 1, 0])
         yield* Streaks.actionsOn(corner, "member-1", [3, 2, 1, 0])
-        const token = yield* Credentials.signIdentityToken(t.signingSecret, { userHash: "member-1", siteKey: t.siteKey })
+        const token = yield* Credentials.signIdentityToken(t.signingSecret, {
+          userHash: "member-1",
+          siteKey: t.siteKey
+        })
         const custom =
           "--streak-accent:#0f766e;--streak-bg:#f0fdfa;--streak-fg:#134e4a;--streak-font:Georgia,'DejaVu Serif',serif"
         pages.put("/default.html", Pages.html({ script, widgets: widget(corner, "member-1") }))
-        pages.put("/custom.html", Pages.html({ script, widgets: widget(t, "member-1", ` style="${custom}" identity="${token}"`) }))
-        pages.put("/inline.html", Pages.html({ script, inside: widget(t, "member-1", " inline") + "<p>Next up: the future tense.</p>" }))
+        pages.put(
+          "/custom.html",
+          Pages.html({ script, widgets: widget(t, "member-1", ` style="${custom}" identity="${token}"`) })
+        )
+        pages.put(
+          "/inline.html",
+          Pages.html({ script, inside: widget(t, "member-1", " inline") + "<p>Next up: the future tense.</p>" })
+        )
         const { errors, page } = yield* open()
         const seen = yield* Effect.promise(async () => {
           await page.goto(`${pages.allowed}/default.html`)

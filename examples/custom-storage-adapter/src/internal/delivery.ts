@@ -37,7 +37,10 @@ export const makeSubscriptionStore = ({ sql }: Ctx): SubscriptionStore["Type"] =
       .pipe(Effect.asVoid, port(sql, "SubscriptionStore.create")),
 
   get: (id) =>
-    sql`SELECT * FROM subscriptions WHERE id = ${id}`.pipe(Effect.map(first(decodeSubscription)), port(sql, "SubscriptionStore.get")),
+    sql`SELECT * FROM subscriptions WHERE id = ${id}`.pipe(
+      Effect.map(first(decodeSubscription)),
+      port(sql, "SubscriptionStore.get")
+    ),
 
   remove: (id) =>
     sql`DELETE FROM subscriptions WHERE id = ${id} RETURNING *`
@@ -52,7 +55,10 @@ export const makeSubscriptionStore = ({ sql }: Ctx): SubscriptionStore["Type"] =
 
   removeCreatedBy: (credential) =>
     sql`DELETE FROM subscriptions WHERE created_by_type = ${credential.type} AND created_by_id = ${credential.id} RETURNING *`
-      .pipe(Effect.map((rows) => rows.map(decodeSubscription).sort(byCreation)), port(sql, "SubscriptionStore.removeCreatedBy"))
+      .pipe(
+        Effect.map((rows) => rows.map(decodeSubscription).sort(byCreation)),
+        port(sql, "SubscriptionStore.removeCreatedBy")
+      )
 })
 
 const decodeMessage = (r: Row): OutboxMessage =>
@@ -83,26 +89,30 @@ const decodeAttempt = (r: Row): DeliveryAttempt =>
 export const makeOutbox = ({ sql }: Ctx): Outbox["Type"] => ({
   // Several rows, one exclusive unit: they commit with the caller's state change or not at all.
   enqueue: (messages) =>
-    messages.length === 0 ? Effect.void :
-    Effect.forEach(messages, (m) =>
-      sql`INSERT INTO outbox (id, subscription_id, project_id, program_id, type, payload, status, attempts,
+    messages.length === 0 ?
+      Effect.void :
+      Effect.forEach(messages, (m) =>
+        sql`INSERT INTO outbox (id, subscription_id, project_id, program_id, type, payload, status, attempts,
             next_attempt_at, created_at, delivered_at)
           VALUES (${m.id}, ${m.subscriptionId}, ${m.projectId}, ${m.programId}, ${m.type}, ${m.payload}, ${m.status},
             ${m.attempts}, ${ms(m.nextAttemptAt)}, ${ms(m.createdAt)}, ${optMs(m.deliveredAt)})`, { discard: true })
-      .pipe(port(sql, "Outbox.enqueue")),
+        .pipe(port(sql, "Outbox.enqueue")),
 
   // Select the due messages, then move them to the lease, in one exclusive unit: no other
   // claimer can run in between, in a transaction or not. A worker that dies gives them back
   // when the lease runs out.
   claimDue: (now, limit, leaseUntil) =>
-    limit <= 0 ? Effect.succeed([]) :
-    Effect.gen(function*() {
-      const due = yield* sql`SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ${ms(now)}
+    limit <= 0 ?
+      Effect.succeed([]) :
+      Effect.gen(function*() {
+        const due = yield* sql`SELECT * FROM outbox WHERE status = 'pending' AND next_attempt_at <= ${ms(now)}
         ORDER BY next_attempt_at, created_at, id LIMIT ${limit}`
-      if (due.length === 0) return []
-      yield* sql`UPDATE outbox SET next_attempt_at = ${ms(leaseUntil)} WHERE id IN ${sql.in(due.map((r) => r.id as string))}`
-      return due.map((r) => decodeMessage({ ...r, next_attempt_at: ms(leaseUntil) }))
-    }).pipe(port(sql, "Outbox.claimDue")),
+        if (due.length === 0) return []
+        yield* sql`UPDATE outbox SET next_attempt_at = ${ms(leaseUntil)} WHERE id IN ${
+          sql.in(due.map((r) => r.id as string))
+        }`
+        return due.map((r) => decodeMessage({ ...r, next_attempt_at: ms(leaseUntil) }))
+      }).pipe(port(sql, "Outbox.claimDue")),
 
   recordAttempt: (a) =>
     sql`INSERT INTO delivery_attempts (message_id, attempt, at, status, latency_ms, error)
@@ -131,13 +141,15 @@ export const makeOutbox = ({ sql }: Ctx): Outbox["Type"] => ({
         WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${ms(held.leaseUntil)} RETURNING id`
       .pipe(Effect.map((rows) => rows.length > 0), port(sql, "Outbox.markFailed")),
 
-  get: (id) => sql`SELECT * FROM outbox WHERE id = ${id}`.pipe(Effect.map(first(decodeMessage)), port(sql, "Outbox.get")),
+  get: (id) =>
+    sql`SELECT * FROM outbox WHERE id = ${id}`.pipe(Effect.map(first(decodeMessage)), port(sql, "Outbox.get")),
 
   recentDelivered: (programId, type, limit) =>
-    limit <= 0 ? Effect.succeed([]) :
-    sql`SELECT * FROM outbox WHERE program_id = ${programId} AND type = ${type} AND status = 'delivered'
+    limit <= 0 ?
+      Effect.succeed([]) :
+      sql`SELECT * FROM outbox WHERE program_id = ${programId} AND type = ${type} AND status = 'delivered'
         ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-      .pipe(Effect.map((rows) => rows.map(decodeMessage)), port(sql, "Outbox.recentDelivered")),
+        .pipe(Effect.map((rows) => rows.map(decodeMessage)), port(sql, "Outbox.recentDelivered")),
 
   nextDueAt: sql`SELECT min(next_attempt_at) AS at FROM outbox WHERE status = 'pending'`
     .pipe(Effect.map((rows) => Option.fromNullable(toOptDate(rows[0]?.at))), port(sql, "Outbox.nextDueAt")),

@@ -31,12 +31,15 @@ export const storageError = (op: string, error: SqlError): StorageError =>
  * `sql.withTransaction` with driver failures as `StorageError`. The unit of work's own errors pass
  * through unchanged; a failed COMMIT, which `@effect/sql` reports as a defect, becomes a StorageError.
  */
-export const withTransaction = (sql: SqlClient.SqlClient, op: string) =>
-<A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError> | StorageError, R> =>
-  sql.withTransaction(self).pipe(
-    Effect.mapError((e) => (isSqlError(e) ? storageError(op, e) : (e as Exclude<E, SqlError>))),
-    Effect.catchAllDefect((defect) => (isSqlError(defect) ? Effect.fail(storageError(op, defect)) : Effect.die(defect)))
-  )
+export const withTransaction =
+  (sql: SqlClient.SqlClient, op: string) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError> | StorageError, R> =>
+    sql.withTransaction(self).pipe(
+      Effect.mapError((e) => (isSqlError(e) ? storageError(op, e) : (e as Exclude<E, SqlError>))),
+      Effect.catchAllDefect((
+        defect
+      ) => (isSqlError(defect) ? Effect.fail(storageError(op, defect)) : Effect.die(defect)))
+    )
 
 /**
  * Runs one port call as an exclusive unit: its own transaction, or a savepoint of the caller's.
@@ -47,8 +50,9 @@ export const withTransaction = (sql: SqlClient.SqlClient, op: string) =>
  * fiber's open transaction. Serial transactions are also what makes `StreakStore.lock` and
  * `claimDue` keep their MUST rules here: nothing else runs until the unit of work commits.
  */
-export const port = (sql: SqlClient.SqlClient, op: string) =>
-<A>(self: Effect.Effect<A, SqlError>): Effect.Effect<A, StorageError> => withTransaction(sql, op)(self)
+export const port =
+  (sql: SqlClient.SqlClient, op: string) => <A>(self: Effect.Effect<A, SqlError>): Effect.Effect<A, StorageError> =>
+    withTransaction(sql, op)(self)
 
 // --- Values -------------------------------------------------------------------------------------
 

@@ -6,7 +6,14 @@ import type { LocalDate } from "@streaks/core/Calendar"
 import type { ActionRecord, EventType, Ledger } from "@streaks/core/Domain"
 import { Achievement, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
-import type { AchievementStore, ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore, StreakStore } from "@streaks/core/Ports"
+import type {
+  AchievementStore,
+  ActionLog,
+  ActionQuery,
+  IdempotencyClaim,
+  IdempotencyStore,
+  StreakStore
+} from "@streaks/core/Ports"
 import { Clock, Effect, Option } from "effect"
 import {
   bool,
@@ -39,7 +46,7 @@ const decodeRow = (r: Row): StreakRow =>
     ...opt("atRiskNotifiedFor", toOptLocalDate(r.at_risk_notified_for)),
     ...opt("brokenNotifiedAfter", toOptLocalDate(r.broken_notified_after)),
     ...opt("dueAt", toOptDate(r.due_at)),
-    updatedAt: toDate(r.updated_at),
+    updatedAt: toDate(r.updated_at)
   }, trusted)
 
 const decodeKey = (r: Row): StreakKey =>
@@ -90,8 +97,7 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
 
     // One exclusive unit, so the rows are the caller's together; the order does not matter here
     // because this adapter's transactions never run side by side.
-    lockMany: (keys) =>
-      Effect.forEach(keys, (k) => lock(k.key, k.timezone)).pipe(port(sql, "StreakStore.lockMany")),
+    lockMany: (keys) => Effect.forEach(keys, (k) => lock(k.key, k.timezone)).pipe(port(sql, "StreakStore.lockMany")),
 
     get: (key) =>
       sql`SELECT * FROM streaks WHERE ${whereKey(key)}`.pipe(
@@ -103,7 +109,9 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
 
     // One exclusive unit: the batch is saved whole or not at all.
     saveAll: (rows) =>
-      rows.length === 0 ? Effect.void : Effect.forEach(rows, upsert, { discard: true }).pipe(port(sql, "StreakStore.saveAll")),
+      rows.length === 0
+        ? Effect.void
+        : Effect.forEach(rows, upsert, { discard: true }).pipe(port(sql, "StreakStore.saveAll")),
 
     addDay: (key, day) => addDay(key, day).pipe(port(sql, "StreakStore.addDay")),
 
@@ -124,8 +132,12 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
           const member = yield* lookup(sql, ref.projectId, ref.userHash)
           const key = new StreakKey({ ...ref, userHash: member.userHash }, trusted)
           const rows = yield* sql`SELECT * FROM streaks WHERE ${whereKey(key)}`
-          const days = yield* sql`SELECT day FROM activity_days WHERE ${whereKey(key)} AND day BETWEEN ${from} AND ${to} ORDER BY day`
-          const achieved = yield* sql`SELECT milestone_id FROM achievements WHERE ${whereKey(key)} ORDER BY milestone_id`
+          const days = yield* sql`SELECT day FROM activity_days WHERE ${
+            whereKey(key)
+          } AND day BETWEEN ${from} AND ${to} ORDER BY day`
+          const achieved = yield* sql`SELECT milestone_id FROM achievements WHERE ${
+            whereKey(key)
+          } ORDER BY milestone_id`
           return {
             member,
             row: rows.length === 0 ? Option.none() : Option.some(decodeRow(rows[0]!)),
@@ -152,9 +164,10 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
     // The partial index on due_at serves this; no SKIP LOCKED is needed, because the claiming
     // transaction runs alone until it has saved each row with its next dueAt and committed.
     claimDue: (now, limit) =>
-      limit <= 0 ? Effect.succeed([]) :
-      sql`SELECT * FROM streaks WHERE due_at IS NOT NULL AND due_at <= ${ms(now)} ORDER BY due_at LIMIT ${limit}`
-        .pipe(Effect.map((rows) => rows.map(decodeRow)), port(sql, "StreakStore.claimDue")),
+      limit <= 0 ?
+        Effect.succeed([]) :
+        sql`SELECT * FROM streaks WHERE due_at IS NOT NULL AND due_at <= ${ms(now)} ORDER BY due_at LIMIT ${limit}`
+          .pipe(Effect.map((rows) => rows.map(decodeRow)), port(sql, "StreakStore.claimDue")),
 
     rowsOfProgram: (programId, ledger) =>
       sql`SELECT * FROM streaks WHERE program_id = ${programId} AND ledger = ${ledger} ORDER BY user_hash`
@@ -182,10 +195,13 @@ export const makeAchievementStore = ({ sql }: Ctx): AchievementStore["Type"] => 
 
     // SQLite answers in-process, so a query per key costs no round trip.
     achievedMany: (keys) =>
-      Effect.forEach(keys, (key) =>
-        sql`SELECT milestone_id FROM achievements WHERE ${whereKey(key)} ORDER BY milestone_id`.pipe(
-          Effect.map((rows) => rows.map((r) => r.milestone_id as MilestoneId))
-        )).pipe(port(sql, "AchievementStore.achievedMany")),
+      Effect.forEach(
+        keys,
+        (key) =>
+          sql`SELECT milestone_id FROM achievements WHERE ${whereKey(key)} ORDER BY milestone_id`.pipe(
+            Effect.map((rows) => rows.map((r) => r.milestone_id as MilestoneId))
+          )
+      ).pipe(port(sql, "AchievementStore.achievedMany")),
 
     add: (key, milestoneId, at) =>
       sql`INSERT INTO achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
@@ -193,7 +209,8 @@ export const makeAchievementStore = ({ sql }: Ctx): AchievementStore["Type"] => 
           ON CONFLICT DO NOTHING RETURNING 1 AS ok`
         .pipe(Effect.map((rows) => rows.length > 0), port(sql, "AchievementStore.add")),
 
-    remove: (key) => sql`DELETE FROM achievements WHERE ${whereKey(key)}`.pipe(Effect.asVoid, port(sql, "AchievementStore.remove"))
+    remove: (key) =>
+      sql`DELETE FROM achievements WHERE ${whereKey(key)}`.pipe(Effect.asVoid, port(sql, "AchievementStore.remove"))
   }
 }
 
@@ -213,37 +230,39 @@ export const makeActionLog = ({ sql }: Ctx): ActionLog["Type"] => {
     appendAll: (records) => Effect.forEach(records, append, { discard: true }).pipe(port(sql, "ActionLog.appendAll")),
 
     countsByDay: (q) =>
-      q.programIds.length === 0 ? Effect.succeed([]) :
-      sql`SELECT local_date, event_type, count(*) AS count, sum(counted) AS counted
+      q.programIds.length === 0 ?
+        Effect.succeed([]) :
+        sql`SELECT local_date, event_type, count(*) AS count, sum(counted) AS counted
           FROM actions WHERE ${where(q)}
           GROUP BY local_date, event_type ORDER BY local_date, event_type`.pipe(
-        Effect.map((rows) =>
-          rows.map((r) => ({
-            date: toLocalDate(r.local_date),
-            eventType: r.event_type as EventType,
-            count: Number(r.count),
-            counted: Number(r.counted)
-          }))
+          Effect.map((rows) =>
+            rows.map((r) => ({
+              date: toLocalDate(r.local_date),
+              eventType: r.event_type as EventType,
+              count: Number(r.count),
+              counted: Number(r.counted)
+            }))
+          ),
+          port(sql, "ActionLog.countsByDay")
         ),
-        port(sql, "ActionLog.countsByDay")
-      ),
 
     sources: (q) =>
-      q.programIds.length === 0 ? Effect.succeed([]) :
-      sql`SELECT source, external_service, integration_id, count(*) AS count
+      q.programIds.length === 0 ?
+        Effect.succeed([]) :
+        sql`SELECT source, external_service, integration_id, count(*) AS count
           FROM actions WHERE ${where(q)} AND counted = 1
           GROUP BY source, external_service, integration_id
           ORDER BY count DESC, source, external_service, integration_id`.pipe(
-        Effect.map((rows) =>
-          rows.map((r) => ({
-            source: toOptString(r.source),
-            externalService: toOptString(r.external_service),
-            integrationId: toOptString(r.integration_id),
-            count: Number(r.count)
-          }))
-        ),
-        port(sql, "ActionLog.sources")
-      )
+          Effect.map((rows) =>
+            rows.map((r) => ({
+              source: toOptString(r.source),
+              externalService: toOptString(r.external_service),
+              integrationId: toOptString(r.integration_id),
+              count: Number(r.count)
+            }))
+          ),
+          port(sql, "ActionLog.sources")
+        )
   }
 }
 
@@ -281,7 +300,9 @@ export const makeIdempotencyStore = ({ sql }: Ctx): IdempotencyStore["Type"] => 
     }).pipe(port(sql, "IdempotencyStore.claim")),
 
   complete: (projectId, key, response, now) =>
-    sql`UPDATE idempotency_keys SET state = 'completed', completed_at = ${ms(now)}, response_status = ${response.status},
+    sql`UPDATE idempotency_keys SET state = 'completed', completed_at = ${
+      ms(now)
+    }, response_status = ${response.status},
           response_body = ${response.body === undefined ? null : JSON.stringify(response.body)}
         WHERE project_id = ${projectId} AND key = ${key}`
       .pipe(Effect.asVoid, port(sql, "IdempotencyStore.complete")),

@@ -3,7 +3,16 @@
  * ExperimentStore.
  */
 import type { BrowserCounting, Plan, ProgramStatus, RewardType } from "@streaks/core/Domain"
-import { ApiKey, Experiment, Milestone, OAuthGrant, Program, ProgramSettings, Project, Workspace } from "@streaks/core/Domain"
+import {
+  ApiKey,
+  Experiment,
+  Milestone,
+  OAuthGrant,
+  Program,
+  ProgramSettings,
+  Project,
+  Workspace
+} from "@streaks/core/Domain"
 import type {
   ApiKeyId,
   ExperimentId,
@@ -61,7 +70,11 @@ interface MilestoneJson {
 }
 
 const decodeProgram = (r: Row): Program => {
-  const settings = JSON.parse(r.settings as string) as { theme: { name: string }; position: string; mainMessage: string }
+  const settings = JSON.parse(r.settings as string) as {
+    theme: { name: string }
+    position: string
+    mainMessage: string
+  }
   return new Program({
     id: r.id as ProgramId,
     projectId: r.project_id as ProjectId,
@@ -98,7 +111,11 @@ const milestonesJson = (p: Program): string =>
   })))
 
 const settingsJson = (p: Program): string =>
-  JSON.stringify({ theme: { name: p.settings.theme.name }, position: p.settings.position, mainMessage: p.settings.mainMessage })
+  JSON.stringify({
+    theme: { name: p.settings.theme.name },
+    position: p.settings.position,
+    mainMessage: p.settings.mainMessage
+  })
 
 export const makeDirectoryStore = ({ sql }: Ctx): DirectoryStore["Type"] => ({
   createWorkspace: (w) =>
@@ -130,9 +147,10 @@ export const makeDirectoryStore = ({ sql }: Ctx): DirectoryStore["Type"] => ({
       .pipe(Effect.map(first(decodeProject)), port(sql, "DirectoryStore.projectBySiteKey")),
 
   projectsOfWorkspaces: (ids) =>
-    ids.length === 0 ? Effect.succeed([]) :
-    sql`SELECT * FROM projects WHERE workspace_id IN ${sql.in(ids)} ORDER BY created_at, id`
-      .pipe(Effect.map((rows) => rows.map(decodeProject)), port(sql, "DirectoryStore.projectsOfWorkspaces")),
+    ids.length === 0 ?
+      Effect.succeed([]) :
+      sql`SELECT * FROM projects WHERE workspace_id IN ${sql.in(ids)} ORDER BY created_at, id`
+        .pipe(Effect.map((rows) => rows.map(decodeProject)), port(sql, "DirectoryStore.projectsOfWorkspaces")),
 
   createProgram: (p) =>
     sql`INSERT INTO programs (id, project_id, name, event_key, status, mode, webhook_secret_hash, milestones, settings,
@@ -152,9 +170,10 @@ export const makeDirectoryStore = ({ sql }: Ctx): DirectoryStore["Type"] => ({
       .pipe(Effect.map(first(decodeProgram)), port(sql, "DirectoryStore.programByEventKey")),
 
   programsOfProjects: (ids) =>
-    ids.length === 0 ? Effect.succeed([]) :
-    sql`SELECT * FROM programs WHERE project_id IN ${sql.in(ids)} ORDER BY created_at, id`
-      .pipe(Effect.map((rows) => rows.map(decodeProgram)), port(sql, "DirectoryStore.programsOfProjects")),
+    ids.length === 0 ?
+      Effect.succeed([]) :
+      sql`SELECT * FROM programs WHERE project_id IN ${sql.in(ids)} ORDER BY created_at, id`
+        .pipe(Effect.map((rows) => rows.map(decodeProgram)), port(sql, "DirectoryStore.programsOfProjects")),
 
   setProgramStatus: (id, status) =>
     sql`UPDATE programs SET status = ${status} WHERE id = ${id} RETURNING *`
@@ -204,7 +223,8 @@ export const makeMemberStore = ({ sql }: Ctx): MemberStore["Type"] => ({
         yield* sql`UPDATE aliases SET user_hash = ${userHash} WHERE project_id = ${projectId} AND user_hash = ${anonymousId}`
         return "linked" as const
       }
-      const existing = yield* sql`SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${anonymousId}`
+      const existing =
+        yield* sql`SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${anonymousId}`
       const current = existing[0]?.user_hash as UserHash | undefined
       return current === undefined || current === userHash ? "unchanged" as const : { linkedTo: current }
     }).pipe(port(sql, "MemberStore.link"))
@@ -288,7 +308,9 @@ export const makeExperimentStore = ({ sql }: Ctx): ExperimentStore["Type"] => ({
   // The partial unique index (program_id WHERE ended_at IS NULL) refuses a second running one.
   start: (e) =>
     sql`INSERT INTO experiments (id, project_id, program_id, holdout_percent, started_at, ended_at)
-        VALUES (${e.id}, ${e.projectId}, ${e.programId}, ${e.holdoutPercent}, ${ms(e.startedAt)}, ${nullable(optMs(e.endedAt))})
+        VALUES (${e.id}, ${e.projectId}, ${e.programId}, ${e.holdoutPercent}, ${ms(e.startedAt)}, ${
+      nullable(optMs(e.endedAt))
+    })
         ON CONFLICT DO NOTHING RETURNING 1 AS ok`
       .pipe(Effect.map((rows) => rows.length > 0), port(sql, "ExperimentStore.start")),
 

@@ -18,7 +18,10 @@ export const layer = Layer.unwrapScoped(
     const database = yield* PgTest.PgTestDatabase
     const fromEnv = yield* ServerConfig.config
     // Removed after the server has stopped: it was acquired first, so it is released last.
-    const dataDir = yield* Effect.flatMap(FileSystem.FileSystem, (fs) => fs.makeTempDirectoryScoped({ prefix: "streaks-reference-" }))
+    const dataDir = yield* Effect.flatMap(
+      FileSystem.FileSystem,
+      (fs) => fs.makeTempDirectoryScoped({ prefix: "streaks-reference-" })
+    )
     return Main.layer({
       ...fromEnv,
       port: 0,

@@ -86,7 +86,12 @@ const rollbackSuite = (it: It) =>
         assert.deepStrictEqual(yield* streaks.keysOfMember(project.id, key.userHash), [])
         assert.deepStrictEqual(yield* achievements.list(key), [])
         assert.deepStrictEqual(
-          yield* log.countsByDay({ programIds: [program.id], from: epoch, to: new Date(epoch.getTime() + 1), ledger: "live" }),
+          yield* log.countsByDay({
+            programIds: [program.id],
+            from: epoch,
+            to: new Date(epoch.getTime() + 1),
+            ledger: "live"
+          }),
           []
         )
         assert.strictEqual(yield* usage.activeCount(workspace.id, "2024-03"), 0)
@@ -103,11 +108,18 @@ const rollbackSuite = (it: It) =>
   })
 
 /** The adapter's own `IngestStore` where its layer provides one, else `IngestStore.fromPorts`. */
-const withIngestStore = (storage: Layer.Layer<Storage, unknown>): Layer.Layer<Storage | IngestStore.IngestStore, unknown> =>
-  Layer.flatMap(storage, (context) =>
-    Option.isSome(Context.getOption(context as Context.Context<Storage | IngestStore.IngestStore>, IngestStore.IngestStore))
-      ? Layer.succeedContext(context as Context.Context<Storage | IngestStore.IngestStore>)
-      : Layer.provideMerge(IngestStore.layerFromPorts, Layer.succeedContext(context)))
+const withIngestStore = (
+  storage: Layer.Layer<Storage, unknown>
+): Layer.Layer<Storage | IngestStore.IngestStore, unknown> =>
+  Layer.flatMap(
+    storage,
+    (context) =>
+      Option.isSome(
+          Context.getOption(context as Context.Context<Storage | IngestStore.IngestStore>, IngestStore.IngestStore)
+        )
+        ? Layer.succeedContext(context as Context.Context<Storage | IngestStore.IngestStore>)
+        : Layer.provideMerge(IngestStore.layerFromPorts, Layer.succeedContext(context))
+  )
 
 /**
  * Registers the conformance suite of a storage adapter under `name`.

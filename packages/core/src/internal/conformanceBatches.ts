@@ -132,7 +132,12 @@ export const batchSuite = (it: It) =>
           makeAction(program, { counted: true })
         ])
         yield* log.appendAll([])
-        const query = { programIds: [program.id], from: epoch, to: new Date(epoch.getTime() + 1), ledger: "live" as const }
+        const query = {
+          programIds: [program.id],
+          from: epoch,
+          to: new Date(epoch.getTime() + 1),
+          ledger: "live" as const
+        }
         assert.deepStrictEqual(
           (yield* log.countsByDay(query)).map((c) => [c.eventType, c.count, c.counted]),
           [["streak_interaction", 2, 2], ["widget_impression", 1, 0]]

@@ -83,7 +83,12 @@ export const actionLogSuite = (it: It) =>
         ])
         assert.deepStrictEqual(yield* log.countsByDay({ programIds: [], from, to, ledger: "live" }), [])
         const test = yield* log.countsByDay({ programIds: [a.id], from, to, ledger: "test" })
-        assert.deepStrictEqual(test.map(plain), [{ date: day("2024-03-01"), eventType: "streak_interaction", count: 1, counted: 1 }])
+        assert.deepStrictEqual(test.map(plain), [{
+          date: day("2024-03-01"),
+          eventType: "streak_interaction",
+          count: 1,
+          counted: 1
+        }])
       }))
 
     it.effect("sources groups counted actions by source, externalService and integrationId over [from, to)", () =>
@@ -108,12 +113,15 @@ export const actionLogSuite = (it: It) =>
         const norm = rows
           .map((r) => JSON.stringify([r.source ?? null, r.externalService ?? null, r.integrationId ?? null, r.count]))
           .sort()
-        assert.deepStrictEqual(norm, [
-          JSON.stringify(["api", "zapier", "int_1", 2]),
-          JSON.stringify(["api", "zapier", "int_2", 1]),
-          JSON.stringify(["webhook", null, null, 1]),
-          JSON.stringify([null, null, null, 1])
-        ].sort())
+        assert.deepStrictEqual(
+          norm,
+          [
+            JSON.stringify(["api", "zapier", "int_1", 2]),
+            JSON.stringify(["api", "zapier", "int_2", 1]),
+            JSON.stringify(["webhook", null, null, 1]),
+            JSON.stringify([null, null, null, 1])
+          ].sort()
+        )
       }))
   })
 
@@ -189,7 +197,10 @@ export const idempotencySuite = (it: It) =>
         yield* store.complete(project.id, young, response, at(base, 23 * HOUR))
         const purged = yield* store.purgeExpired(at(base, DAY + MINUTE))
         assert.isAtLeast(purged, 1)
-        assert.deepStrictEqual(yield* store.claim(project.id, young, at(base, DAY + 2 * MINUTE)), { _tag: "Completed", response })
+        assert.deepStrictEqual(yield* store.claim(project.id, young, at(base, DAY + 2 * MINUTE)), {
+          _tag: "Completed",
+          response
+        })
       })
     })
   })
@@ -204,7 +215,11 @@ export const subscriptionSuite = (it: It) =>
         const stored = Option.getOrThrow(yield* subscriptions.get(subscription.id))
         assert.deepStrictEqual(
           { ...plain(stored), eventTypes: [...stored.eventTypes].sort(), createdBy: plain(stored.createdBy) },
-          { ...plain(subscription), eventTypes: [...subscription.eventTypes].sort(), createdBy: plain(subscription.createdBy) }
+          {
+            ...plain(subscription),
+            eventTypes: [...subscription.eventTypes].sort(),
+            createdBy: plain(subscription.createdBy)
+          }
         )
         assert.strictEqual(Option.getOrThrow(yield* subscriptions.remove(subscription.id)).id, subscription.id)
         assert.isTrue(Option.isNone(yield* subscriptions.get(subscription.id)))
@@ -250,7 +265,9 @@ export const subscriptionSuite = (it: It) =>
         for (const s of mine) assert.isTrue(Option.isNone(yield* subscriptions.get(s.id)))
         for (const s of theirs) assert.isTrue(Option.isSome(yield* subscriptions.get(s.id)))
         assert.deepStrictEqual(yield* subscriptions.removeCreatedBy({ type: "api_key", id: key1.id }), [])
-        assert.deepStrictEqual(ids(yield* subscriptions.removeCreatedBy({ type: "oauth", id: grant.id })), [theirs[1]!.id])
+        assert.deepStrictEqual(ids(yield* subscriptions.removeCreatedBy({ type: "oauth", id: grant.id })), [
+          theirs[1]!.id
+        ])
       }))
   })
 
@@ -263,7 +280,10 @@ export const outboxSuite = (it: It) =>
       Effect.gen(function*() {
         const outbox = yield* Outbox
         const subscription = yield* seedSubscription(yield* seedTenant())
-        const [m1, m2] = [makeMessage(subscription, { nextAttemptAt: future }), makeMessage(subscription, { nextAttemptAt: future })]
+        const [m1, m2] = [
+          makeMessage(subscription, { nextAttemptAt: future }),
+          makeMessage(subscription, { nextAttemptAt: future })
+        ]
         yield* outbox.enqueue([m1, m2])
         yield* Effect.gen(function*() {
           assert.deepStrictEqual(plain(Option.getOrThrow(yield* outbox.get(m1.id))), plain(m1))
@@ -283,17 +303,28 @@ export const outboxSuite = (it: It) =>
       Effect.gen(function*() {
         const outbox = yield* Outbox
         const subscription = yield* seedSubscription(yield* seedTenant())
-        const [m1, m2] = [makeMessage(subscription, { nextAttemptAt: future }), makeMessage(subscription, { nextAttemptAt: future })]
+        const [m1, m2] = [
+          makeMessage(subscription, { nextAttemptAt: future }),
+          makeMessage(subscription, { nextAttemptAt: future })
+        ]
         yield* outbox.enqueue([m1, m2])
         yield* Effect.gen(function*() {
           const next = at(future, 5 * SECOND)
           assert.isTrue(yield* outbox.reschedule(held(m1), 1, next))
           const rescheduled = Option.getOrThrow(yield* outbox.get(m1.id))
-          assert.deepStrictEqual([rescheduled.status, rescheduled.attempts, rescheduled.nextAttemptAt], ["pending", 1, next])
+          assert.deepStrictEqual([rescheduled.status, rescheduled.attempts, rescheduled.nextAttemptAt], [
+            "pending",
+            1,
+            next
+          ])
           const deliveredAt = at(epoch, MINUTE)
           assert.isTrue(yield* outbox.markDelivered(held(rescheduled), 2, deliveredAt))
           const delivered = Option.getOrThrow(yield* outbox.get(m1.id))
-          assert.deepStrictEqual([delivered.status, delivered.attempts, delivered.deliveredAt], ["delivered", 2, deliveredAt])
+          assert.deepStrictEqual([delivered.status, delivered.attempts, delivered.deliveredAt], [
+            "delivered",
+            2,
+            deliveredAt
+          ])
           assert.isTrue(yield* outbox.markFailed(held(m2), 8))
           const failed = Option.getOrThrow(yield* outbox.get(m2.id))
           assert.deepStrictEqual([failed.status, failed.attempts], ["failed", 8])
@@ -319,12 +350,17 @@ export const outboxSuite = (it: It) =>
           const lease = at(base, HOUR)
           const claimed = yield* tx.withTransaction(outbox.claimDue(now, 3, lease))
           assert.strictEqual(claimed.length, 3)
-          const own = (ms: ReadonlyArray<OutboxMessage>) => ms.map((m) => m.id).filter((id) => mine.some((x) => x.id === id))
+          const own = (ms: ReadonlyArray<OutboxMessage>) =>
+            ms.map((m) => m.id).filter((id) => mine.some((x) => x.id === id))
           // Other messages may be due as well; of this test's messages, the oldest ones come first.
           const first = own(claimed)
           assert.deepStrictEqual(first, due.slice(0, first.length).map((m) => m.id))
           const rest = own(yield* drainOutbox(now, lease))
-          assert.deepStrictEqual([...first, ...rest], due.map((m) => m.id), "each due message exactly once, oldest first")
+          assert.deepStrictEqual(
+            [...first, ...rest],
+            due.map((m) => m.id),
+            "each due message exactly once, oldest first"
+          )
           assert.deepStrictEqual(yield* outbox.claimDue(now, 0, lease), [])
         }).pipe(Effect.ensuring(retire(mine)))
       })
@@ -367,12 +403,21 @@ export const outboxSuite = (it: It) =>
           assert.isFalse(yield* outbox.reschedule(held(stale!), 1, at(base, HOUR)))
           assert.isFalse(yield* outbox.markFailed(held(stale!), 1))
           const untouched = Option.getOrThrow(yield* outbox.get(message.id))
-          assert.deepStrictEqual([untouched.status, untouched.attempts, untouched.nextAttemptAt], ["pending", 0, at(base, 2 * MINUTE)])
+          assert.deepStrictEqual([untouched.status, untouched.attempts, untouched.nextAttemptAt], [
+            "pending",
+            0,
+            at(base, 2 * MINUTE)
+          ])
           // The current holder renews its lease (same attempts, later time), then delivers under it.
           const renewed = at(base, 3 * MINUTE)
           assert.isTrue(yield* outbox.reschedule(held(current!), 0, renewed))
-          assert.isFalse(yield* outbox.markDelivered(held(current!), 1, at(base, MINUTE + 3 * SECOND)), "the renewed lease replaced the old one")
-          assert.isTrue(yield* outbox.markDelivered({ id: message.id, leaseUntil: renewed }, 1, at(base, MINUTE + 3 * SECOND)))
+          assert.isFalse(
+            yield* outbox.markDelivered(held(current!), 1, at(base, MINUTE + 3 * SECOND)),
+            "the renewed lease replaced the old one"
+          )
+          assert.isTrue(
+            yield* outbox.markDelivered({ id: message.id, leaseUntil: renewed }, 1, at(base, MINUTE + 3 * SECOND))
+          )
           // Once delivered, no holder (stale or not) can set it back to pending or failed.
           assert.isFalse(yield* outbox.reschedule(held(stale!), 2, at(base, 2 * HOUR)))
           assert.isFalse(yield* outbox.reschedule({ id: message.id, leaseUntil: renewed }, 2, at(base, 2 * HOUR)))
@@ -389,7 +434,10 @@ export const outboxSuite = (it: It) =>
       return Effect.gen(function*() {
         const outbox = yield* Outbox
         const subscription = yield* seedSubscription(yield* seedTenant())
-        const mine = Array.from({ length: 30 }, (_, i) => makeMessage(subscription, { nextAttemptAt: at(base, i * SECOND) }))
+        const mine = Array.from(
+          { length: 30 },
+          (_, i) => makeMessage(subscription, { nextAttemptAt: at(base, i * SECOND) })
+        )
         yield* outbox.enqueue(mine)
         yield* Effect.gen(function*() {
           const now = at(base, HOUR)
@@ -413,7 +461,9 @@ export const outboxSuite = (it: It) =>
         const subscription = yield* seedSubscription(tenant)
         const otherSubscription = yield* seedSubscription(other)
         const created = (i: number) => at(epoch, i * MINUTE)
-        const delivered = [1, 3, 2, 4].map((i) => makeMessage(subscription, { nextAttemptAt: future, createdAt: created(i) }))
+        const delivered = [1, 3, 2, 4].map((i) =>
+          makeMessage(subscription, { nextAttemptAt: future, createdAt: created(i) })
+        )
         const excluded = [
           makeMessage(subscription, { nextAttemptAt: future, createdAt: created(9) }),
           makeMessage(subscription, { nextAttemptAt: future, createdAt: created(8) }),
@@ -422,9 +472,13 @@ export const outboxSuite = (it: It) =>
         ]
         yield* outbox.enqueue([...delivered, ...excluded])
         yield* Effect.gen(function*() {
-          for (const m of [...delivered, excluded[2]!, excluded[3]!]) yield* outbox.markDelivered(held(m), 1, created(10))
+          for (const m of [...delivered, excluded[2]!, excluded[3]!]) {
+            yield* outbox.markDelivered(held(m), 1, created(10))
+          }
           yield* outbox.markFailed(held(excluded[1]!), 8)
-          const newestFirst = [...delivered].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime()).map((m) => m.id)
+          const newestFirst = [...delivered].sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime()).map((m) =>
+            m.id
+          )
           const recent = yield* outbox.recentDelivered(tenant.program.id, "milestone.achieved", 3)
           assert.deepStrictEqual(recent.map((m) => m.id), newestFirst.slice(0, 3))
           const all = yield* outbox.recentDelivered(tenant.program.id, "milestone.achieved", 10)
@@ -439,7 +493,10 @@ export const outboxSuite = (it: It) =>
       return Effect.gen(function*() {
         const outbox = yield* Outbox
         const subscription = yield* seedSubscription(yield* seedTenant())
-        const [early, next] = [makeMessage(subscription, { nextAttemptAt: base }), makeMessage(subscription, { nextAttemptAt: at(base, SECOND) })]
+        const [early, next] = [
+          makeMessage(subscription, { nextAttemptAt: base }),
+          makeMessage(subscription, { nextAttemptAt: at(base, SECOND) })
+        ]
         yield* outbox.enqueue([next, early])
         yield* Effect.gen(function*() {
           assert.deepStrictEqual(yield* outbox.nextDueAt, Option.some(base))
@@ -457,7 +514,9 @@ export const outboxSuite = (it: It) =>
         const message = makeMessage(subscription, { nextAttemptAt: future })
         yield* outbox.enqueue([message])
         yield* Effect.gen(function*() {
-          const attempts = [0, 1, 2].map((i) => makeAttempt(message.id, { attempt: i + 1, at: at(base, i * HOUR), status: 503 }))
+          const attempts = [0, 1, 2].map((i) =>
+            makeAttempt(message.id, { attempt: i + 1, at: at(base, i * HOUR), status: 503 })
+          )
           yield* Effect.forEach(attempts, outbox.recordAttempt, { discard: true })
           assert.isAtLeast(yield* outbox.purgeAttempts(at(base, 90 * MINUTE)), 2)
           assert.deepStrictEqual((yield* outbox.attempts(message.id)).map(plain), [plain(attempts[2]!)])

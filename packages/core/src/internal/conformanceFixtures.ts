@@ -66,7 +66,13 @@ export const makeProject = (workspaceId: Ids.WorkspaceId, overrides: Overrides<t
   })
 
 export const makeMilestone = (overrides: Overrides<typeof Milestone> = {}): Milestone =>
-  new Milestone({ id: freshId("MilestoneId"), target: 3, msg: "Three days in a row!", rewardType: "message", ...overrides })
+  new Milestone({
+    id: freshId("MilestoneId"),
+    target: 3,
+    msg: "Three days in a row!",
+    rewardType: "message",
+    ...overrides
+  })
 
 /** A `test` program counting `lesson_completed`, with milestones at 3 (message) and 7 (coupon). */
 export const makeProgram = (projectId: Ids.ProjectId, overrides: Overrides<typeof Program> = {}): Program =>
@@ -162,7 +168,10 @@ export const makeSubscription = (tenant: Tenant, overrides: Overrides<typeof Sub
   })
 
 /** A pending `milestone.achieved` message for `subscription`, due at `epoch`. */
-export const makeMessage = (subscription: Subscription, overrides: Overrides<typeof OutboxMessage> = {}): OutboxMessage =>
+export const makeMessage = (
+  subscription: Subscription,
+  overrides: Overrides<typeof OutboxMessage> = {}
+): OutboxMessage =>
   new OutboxMessage({
     id: freshId("MessageId"),
     subscriptionId: subscription.id,
@@ -177,11 +186,21 @@ export const makeMessage = (subscription: Subscription, overrides: Overrides<typ
     ...overrides
   })
 
-export const makeAttempt = (messageId: Ids.MessageId, overrides: Overrides<typeof DeliveryAttempt> = {}): DeliveryAttempt =>
+export const makeAttempt = (
+  messageId: Ids.MessageId,
+  overrides: Overrides<typeof DeliveryAttempt> = {}
+): DeliveryAttempt =>
   new DeliveryAttempt({ messageId, attempt: 1, at: epoch, status: 200, latencyMs: 42, ...overrides })
 
 export const makeApiKey = (workspaceId: Ids.WorkspaceId, overrides: Overrides<typeof ApiKey> = {}): ApiKey =>
-  new ApiKey({ id: freshId("ApiKeyId"), workspaceId, name: "Test key", tokenHash: randomHex(32), createdAt: epoch, ...overrides })
+  new ApiKey({
+    id: freshId("ApiKeyId"),
+    workspaceId,
+    name: "Test key",
+    tokenHash: randomHex(32),
+    createdAt: epoch,
+    ...overrides
+  })
 
 export const makeGrant = (
   workspaceIds: ReadonlyArray<Ids.WorkspaceId>,

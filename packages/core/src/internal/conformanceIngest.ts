@@ -49,7 +49,16 @@ export const ingestSuite = (it: It) =>
         yield* members.link(project.id, anonymous, member)
         yield* members.setTimezone(project.id, member, "Asia/Tokyo")
         const key = new StreakKey({ projectId: project.id, programId: program.id, userHash: member, ledger: "live" })
-        yield* (yield* StreakStore).save(new StreakRow({ ...key, lastActiveDay: day("2024-02-29"), run: 3, best: 5, timezone: "Asia/Tokyo", updatedAt: epoch }))
+        yield* (yield* StreakStore).save(
+          new StreakRow({
+            ...key,
+            lastActiveDay: day("2024-02-29"),
+            run: 3,
+            best: 5,
+            timezone: "Asia/Tokyo",
+            updatedAt: epoch
+          })
+        )
         yield* (yield* AchievementStore).add(key, milestone.id, epoch)
         const streak = (userHash: UserHash, withAchieved: boolean) => ({
           projectId: project.id,
@@ -57,7 +66,12 @@ export const ingestSuite = (it: It) =>
           streak: { programId: program.id, ledger: "live" as const, timezone: "Europe/Paris", withAchieved }
         })
         const request: LoadRequest = {
-          members: [streak(anonymous, true), streak(fresh, false), { projectId: project.id, userHash: fresh }, streak(member, false)],
+          members: [
+            streak(anonymous, true),
+            streak(fresh, false),
+            { projectId: project.id, userHash: fresh },
+            streak(member, false)
+          ],
           keys: []
         }
         const snapshot = yield* (yield* Transactor).withTransaction(store.load(request))
@@ -67,11 +81,17 @@ export const ingestSuite = (it: It) =>
         assert.strictEqual(viaAlias!.streak!.key.userHash, member, "the alias counts for its member")
         assert.strictEqual(viaAlias!.streak!.row.run, 3)
         assert.deepStrictEqual([...viaAlias!.streak!.achieved], [milestone.id])
-        assert.deepStrictEqual(plain({ ...created!.streak!.row, updatedAt: undefined }), plain({ ...key, userHash: fresh, run: 0, best: 0, timezone: "Europe/Paris" }))
+        assert.deepStrictEqual(
+          plain({ ...created!.streak!.row, updatedAt: undefined }),
+          plain({ ...key, userHash: fresh, run: 0, best: 0, timezone: "Europe/Paris" })
+        )
         assert.deepStrictEqual([...created!.streak!.achieved], [])
         assert.isUndefined(plainMember!.streak)
         assert.strictEqual(direct!.streak!.row.best, 5)
-        assert.isTrue(Option.isNone(yield* (yield* StreakStore).get(new StreakKey({ ...key, userHash: anonymous }))), "no row for the alias itself")
+        assert.isTrue(
+          Option.isNone(yield* (yield* StreakStore).get(new StreakKey({ ...key, userHash: anonymous }))),
+          "no row for the alias itself"
+        )
       }))
 
     it.effect("audience answers each program's running experiment and the subscriptions that hear milestones", () =>
@@ -112,7 +132,9 @@ export const ingestSuite = (it: It) =>
             yield* store.commit({ ...noChanges, rows })
           })))
         for (const userHash of users) {
-          const row = yield* (yield* StreakStore).get(new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" }))
+          const row = yield* (yield* StreakStore).get(
+            new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
+          )
           assert.strictEqual(Option.getOrThrow(row).run, 20)
         }
       }))
@@ -123,7 +145,12 @@ export const ingestSuite = (it: It) =>
         const tx = yield* Transactor
         const idempotency = yield* IdempotencyStore
         const { project } = yield* seedTenant()
-        const [done, kept, dropped, held] = ["done", "kept", "dropped", "held"].map((k) => `${k}-${randomHex(6)}`) as [string, string, string, string]
+        const [done, kept, dropped, held] = ["done", "kept", "dropped", "held"].map((k) => `${k}-${randomHex(6)}`) as [
+          string,
+          string,
+          string,
+          string
+        ]
         yield* idempotency.claim(project.id, done, epoch)
         yield* idempotency.complete(project.id, done, response, epoch)
         yield* idempotency.claim(project.id, held, epoch)
@@ -137,7 +164,10 @@ export const ingestSuite = (it: It) =>
         assert.deepStrictEqual(tags.get(done), { _tag: "Completed", response })
         assert.deepStrictEqual(tags.get(kept), { _tag: "Claimed" })
         assert.deepStrictEqual(tags.get(held), { _tag: "InProgress" })
-        assert.deepStrictEqual(yield* idempotency.claim(project.id, kept, at(epoch, SECOND)), { _tag: "Completed", response })
+        assert.deepStrictEqual(yield* idempotency.claim(project.id, kept, at(epoch, SECOND)), {
+          _tag: "Completed",
+          response
+        })
         const failed = yield* Effect.exit(tx.withTransaction(Effect.zipRight(
           store.load({ members: [], keys: keyRequests(project.id, [dropped]) }),
           Effect.fail(new Boom())
@@ -172,7 +202,14 @@ export const ingestSuite = (it: It) =>
         const { program, project, workspace } = yield* seedTenant({ program: { milestones: [milestone] } })
         const userHash = makeUserHash()
         const key = new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
-        const row = new StreakRow({ ...key, lastActiveDay: day("2024-03-02"), run: 2, best: 2, timezone: "Europe/Paris", updatedAt: epoch })
+        const row = new StreakRow({
+          ...key,
+          lastActiveDay: day("2024-03-02"),
+          run: 2,
+          best: 2,
+          timezone: "Europe/Paris",
+          updatedAt: epoch
+        })
         const action = makeAction(program, { userHash })
         const usage = { workspaceId: workspace.id, month: "2024-03", member: `${project.id}:${userHash}` }
         yield* tx.withTransaction(store.commit({
@@ -188,8 +225,16 @@ export const ingestSuite = (it: It) =>
         assert.deepStrictEqual(plain(Option.getOrThrow(yield* (yield* StreakStore).get(key))), plain(row))
         assert.deepStrictEqual((yield* (yield* AchievementStore).achievedMany([key]))[0], [milestone.id])
         assert.deepStrictEqual(yield* (yield* UsageStore).markActiveMany([usage]), [false], "already marked")
-        assert.deepStrictEqual(Option.getOrUndefined((yield* (yield* MemberStore).lookup(project.id, userHash)).timezone), "Europe/Paris")
-        const counts = yield* (yield* ActionLog).countsByDay({ programIds: [program.id], from: at(epoch, -SECOND), to: at(epoch, SECOND), ledger: "live" })
+        assert.deepStrictEqual(
+          Option.getOrUndefined((yield* (yield* MemberStore).lookup(project.id, userHash)).timezone),
+          "Europe/Paris"
+        )
+        const counts = yield* (yield* ActionLog).countsByDay({
+          programIds: [program.id],
+          from: at(epoch, -SECOND),
+          to: at(epoch, SECOND),
+          ledger: "live"
+        })
         assert.strictEqual(counts.reduce((n, c) => n + c.count, 0), 1)
       }))
 
@@ -198,9 +243,21 @@ export const ingestSuite = (it: It) =>
         const store = yield* IngestStore
         const tx = yield* Transactor
         const { program, project } = yield* seedTenant()
-        const key = new StreakKey({ projectId: project.id, programId: program.id, userHash: makeUserHash(), ledger: "live" })
+        const key = new StreakKey({
+          projectId: project.id,
+          programId: program.id,
+          userHash: makeUserHash(),
+          ledger: "live"
+        })
         yield* (yield* StreakStore).addDay(key, day("2024-03-01"))
-        const row = new StreakRow({ ...key, lastActiveDay: day("2024-03-02"), run: 2, best: 2, timezone: "UTC", updatedAt: epoch })
+        const row = new StreakRow({
+          ...key,
+          lastActiveDay: day("2024-03-02"),
+          run: 2,
+          best: 2,
+          timezone: "UTC",
+          updatedAt: epoch
+        })
         const exit = yield* Effect.exit(tx.withTransaction(store.commit({
           ...noChanges,
           days: [{ key, day: day("2024-03-02") }, { key, day: day("2024-03-01") }],

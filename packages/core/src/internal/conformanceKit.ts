@@ -69,7 +69,11 @@ export const drainStreaks = (now: Date, limit = 10) =>
  * A dispatcher-like claimer: claims due outbox messages with a lease until `leaseUntil` (which
  * must be after `now`) until a claim comes back empty; optionally one transaction per batch.
  */
-export const drainOutbox = (now: Date, leaseUntil: Date, options: { readonly transaction?: boolean; readonly limit?: number } = {}) =>
+export const drainOutbox = (
+  now: Date,
+  leaseUntil: Date,
+  options: { readonly transaction?: boolean; readonly limit?: number } = {}
+) =>
   Effect.gen(function*() {
     const tx = yield* Transactor
     const outbox = yield* Outbox

@@ -33,12 +33,18 @@ export const standingSuite = (it: It) =>
         const ref = { projectId: project.id, programId: program.id, ledger: "live" as const, userHash: anonymous }
         const standing = (yield* streaks.standingMany([ref], day("2024-03-01"), day("2024-03-07")))[0]!
         assert.deepStrictEqual(standing.member, { userHash: member, timezone: Option.some("Asia/Tokyo") })
-        assert.deepStrictEqual(Option.map(standing.row, (r) => [r.userHash, r.run, r.best, r.timezone]), Option.some([member, 3, 5, "Asia/Tokyo"]))
+        assert.deepStrictEqual(
+          Option.map(standing.row, (r) => [r.userHash, r.run, r.best, r.timezone]),
+          Option.some([member, 3, 5, "Asia/Tokyo"])
+        )
         assert.deepStrictEqual(standing.days, [day("2024-03-01"), day("2024-03-02")])
         assert.sameMembers([...standing.achieved], program.milestones.map((m) => m.id))
 
         // Read through the member's own id: the same answer.
-        assert.deepStrictEqual(yield* streaks.standingMany([{ ...ref, userHash: member }], day("2024-03-01"), day("2024-03-07")), [standing])
+        assert.deepStrictEqual(
+          yield* streaks.standingMany([{ ...ref, userHash: member }], day("2024-03-01"), day("2024-03-07")),
+          [standing]
+        )
       }))
 
     it.effect("an unknown member has no zone, no row, no days and no achievements", () =>
@@ -51,7 +57,12 @@ export const standingSuite = (it: It) =>
           day("2024-03-01"),
           day("2024-03-07")
         )
-        assert.deepStrictEqual(standing, [{ member: { userHash: stranger, timezone: Option.none() }, row: Option.none(), days: [], achieved: [] }])
+        assert.deepStrictEqual(standing, [{
+          member: { userHash: stranger, timezone: Option.none() },
+          row: Option.none(),
+          days: [],
+          achieved: []
+        }])
       }))
 
     it.effect("answers many refs in input order, each as if read alone (repeats, other ledgers, strangers)", () =>
@@ -63,24 +74,41 @@ export const standingSuite = (it: It) =>
         const keyOf = (userHash: typeof a, ledger: "live" | "test") =>
           new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger })
         yield* streaks.save(new StreakRow({ ...(yield* streaks.lock(keyOf(a, "live"), "UTC")), run: 2, best: 2 }))
-        yield* streaks.save(new StreakRow({ ...(yield* streaks.lock(keyOf(b, "test"), "Europe/Paris")), run: 7, best: 9 }))
+        yield* streaks.save(
+          new StreakRow({ ...(yield* streaks.lock(keyOf(b, "test"), "Europe/Paris")), run: 7, best: 9 })
+        )
         yield* streaks.addDay(keyOf(a, "live"), day("2024-03-02"))
         yield* streaks.addDay(keyOf(b, "test"), day("2024-03-04"))
         yield* streaks.addDay(keyOf(b, "test"), day("2024-03-05"))
         yield* achievements.add(keyOf(b, "test"), program.milestones[0]!.id, epoch)
 
-        const ref = (userHash: typeof a, ledger: "live" | "test") => ({ projectId: project.id, programId: program.id, ledger, userHash })
+        const ref = (userHash: typeof a, ledger: "live" | "test") => ({
+          projectId: project.id,
+          programId: program.id,
+          ledger,
+          userHash
+        })
         const refs = [ref(b, "test"), ref(stranger, "live"), ref(a, "live"), ref(b, "live"), ref(b, "test")]
         const many = yield* streaks.standingMany(refs, day("2024-03-01"), day("2024-03-07"))
-        const alone = yield* Effect.forEach(refs, (r) => Effect.map(streaks.standingMany([r], day("2024-03-01"), day("2024-03-07")), (s) => s[0]!))
+        const alone = yield* Effect.forEach(refs, (r) =>
+          Effect.map(streaks.standingMany([r], day("2024-03-01"), day("2024-03-07")), (s) => s[0]!))
         assert.deepStrictEqual(many, alone)
-        assert.deepStrictEqual(many.map((s) => [s.member.userHash, Option.map(s.row, (r) => r.run), s.days, s.achieved]), [
-          [b, Option.some(7), [day("2024-03-04"), day("2024-03-05")], [program.milestones[0]!.id]],
-          [stranger, Option.none(), [], []],
-          [a, Option.some(2), [day("2024-03-02")], []],
-          [b, Option.none(), [], []],
-          [b, Option.some(7), [day("2024-03-04"), day("2024-03-05")], [program.milestones[0]!.id]]
-        ])
+        assert.deepStrictEqual(
+          many.map((s) => [
+            s.member.userHash,
+            Option.map(s.row, (r) =>
+              r.run),
+            s.days,
+            s.achieved
+          ]),
+          [
+            [b, Option.some(7), [day("2024-03-04"), day("2024-03-05")], [program.milestones[0]!.id]],
+            [stranger, Option.none(), [], []],
+            [a, Option.some(2), [day("2024-03-02")], []],
+            [b, Option.none(), [], []],
+            [b, Option.some(7), [day("2024-03-04"), day("2024-03-05")], [program.milestones[0]!.id]]
+          ]
+        )
         assert.deepStrictEqual(yield* streaks.standingMany([], day("2024-03-01"), day("2024-03-07")), [])
       }))
   })

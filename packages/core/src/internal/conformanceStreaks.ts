@@ -7,7 +7,18 @@ import { Deferred, Effect, Fiber, Option } from "effect"
 import { StreakRow } from "../Domain.js"
 import { AchievementStore, StreakStore, Transactor } from "../Ports.js"
 import { at, day, epoch, makeKey, makeRow, seedProgram, seedTenant, withoutDue } from "./conformanceFixtures.js"
-import { ancient, Boom, concurrently, countTrue, drainStreaks, type It, MINUTE, plain, SECOND, sortBy } from "./conformanceKit.js"
+import {
+  ancient,
+  Boom,
+  concurrently,
+  countTrue,
+  drainStreaks,
+  type It,
+  MINUTE,
+  plain,
+  SECOND,
+  sortBy
+} from "./conformanceKit.js"
 
 export const transactorSuite = (it: It) =>
   describe("Transactor", () => {
@@ -185,7 +196,12 @@ export const streakSuite = (it: It) =>
         })
         yield* streaks.save(full)
         assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(full))
-        const bare = makeRow(key, { run: 1, best: 12, lastActiveDay: day("2024-03-12"), updatedAt: new Date("2024-03-12T00:00:00.000Z") })
+        const bare = makeRow(key, {
+          run: 1,
+          best: 12,
+          lastActiveDay: day("2024-03-12"),
+          updatedAt: new Date("2024-03-12T00:00:00.000Z")
+        })
         yield* streaks.save(bare)
         assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(bare))
       }))
@@ -361,7 +377,14 @@ export const streakSuite = (it: It) =>
         const other = yield* seedProgram(tenant)
         const a = makeKey(tenant.program)
         const b = makeKey(tenant.program)
-        for (const key of [a, b, makeKey(tenant.program, { userHash: a.userHash, ledger: "test" }), makeKey(other, { userHash: a.userHash })]) {
+        for (
+          const key of [
+            a,
+            b,
+            makeKey(tenant.program, { userHash: a.userHash, ledger: "test" }),
+            makeKey(other, { userHash: a.userHash })
+          ]
+        ) {
           yield* streaks.save(makeRow(key))
         }
         const rows = yield* streaks.rowsOfProgram(tenant.program.id, "live")
@@ -380,7 +403,9 @@ export const streakSuite = (it: It) =>
         const later = makeRow(makeKey(program), { dueAt: at(base, 20 * MINUTE) })
         const never = makeRow(makeKey(program))
         const mine = [...due, later, never]
-        yield* Effect.forEach([due[3]!, later, due[0]!, never, due[4]!, due[1]!, due[2]!], streaks.save, { discard: true })
+        yield* Effect.forEach([due[3]!, later, due[0]!, never, due[4]!, due[1]!, due[2]!], streaks.save, {
+          discard: true
+        })
         const now = at(base, 10 * MINUTE)
         yield* Effect.gen(function*() {
           const claimed = yield* tx.withTransaction(streaks.claimDue(now, 3))
@@ -395,7 +420,9 @@ export const streakSuite = (it: It) =>
           const allOwn = all.map((r) => r.userHash).filter((u) => mine.some((m) => m.userHash === u))
           assert.deepStrictEqual(allOwn, due.map((r) => r.userHash))
           assert.deepStrictEqual(yield* tx.withTransaction(streaks.claimDue(now, 0)), [])
-        }).pipe(Effect.ensuring(Effect.forEach(mine, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)))
+        }).pipe(Effect.ensuring(
+          Effect.forEach(mine, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)
+        ))
       })
     })
 
@@ -415,7 +442,9 @@ export const streakSuite = (it: It) =>
           const users = new Set([...first, ...second].map((r) => r.userHash))
           assert.isTrue(mine.every((r) => users.has(r.userHash)), "every due row is claimed")
           for (const row of mine) assert.isUndefined(Option.getOrThrow(yield* streaks.get(row)).dueAt)
-        }).pipe(Effect.ensuring(Effect.forEach(mine, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)))
+        }).pipe(Effect.ensuring(
+          Effect.forEach(mine, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)
+        ))
       })
     })
   })

@@ -52,7 +52,10 @@ export const directorySuite = (it: It) =>
         yield* directory.createWorkspace(workspace)
         yield* directory.createProject(project)
         assert.deepStrictEqual(plain(Option.getOrThrow(yield* directory.project(project.id))), plain(project))
-        assert.deepStrictEqual(plain(Option.getOrThrow(yield* directory.projectBySiteKey(project.siteKey))), plain(project))
+        assert.deepStrictEqual(
+          plain(Option.getOrThrow(yield* directory.projectBySiteKey(project.siteKey))),
+          plain(project)
+        )
         assert.isTrue(Option.isNone(yield* directory.project(freshId("ProjectId"))))
         assert.isTrue(Option.isNone(yield* directory.projectBySiteKey(freshId("SiteKey"))))
       }))
@@ -269,7 +272,10 @@ export const credentialSuite = (it: It) =>
           workspaceIds: [...grant.workspaceIds].sort()
         })
         const revokedAt = at(epoch, DAY)
-        assert.deepStrictEqual(Option.getOrThrow(yield* credentials.revokeGrant(grant.id, revokedAt)).revokedAt, revokedAt)
+        assert.deepStrictEqual(
+          Option.getOrThrow(yield* credentials.revokeGrant(grant.id, revokedAt)).revokedAt,
+          revokedAt
+        )
         assert.isTrue(Option.isNone(yield* credentials.grantByHash(grant.tokenHash)))
         assert.isTrue(Option.isNone(yield* credentials.revokeGrant(grant.id, revokedAt)))
         assert.isTrue(Option.isNone(yield* credentials.revokeGrant(freshId("OAuthGrantId"), revokedAt)))
@@ -372,4 +378,3 @@ export const experimentSuite = (it: It) =>
         assert.isTrue(Option.isNone(yield* experiments.running(tenant.program.id)))
       }))
   })
-

@@ -64,7 +64,11 @@ export const make = <I, A, E>(
     // fiber's services are copied whenever a service is provided or a scope opened inside it, once
     // per SQL statement, so the smaller the cheaper.
     const runtime = yield* Effect.runtime<never>()
-    const batchRuntime = Runtime.make({ context: Context.empty(), fiberRefs: runtime.fiberRefs, runtimeFlags: runtime.runtimeFlags })
+    const batchRuntime = Runtime.make({
+      context: Context.empty(),
+      fiberRefs: runtime.fiberRefs,
+      runtimeFlags: runtime.runtimeFlags
+    })
     const runCallback = Runtime.runCallback(batchRuntime)
     const runFork = Runtime.runFork(batchRuntime)
     const workers = Math.max(1, options.workers)
@@ -90,8 +94,7 @@ export const make = <I, A, E>(
       }
     }
 
-    const mayStart = (): boolean =>
-      busy === 0 ? waiting.length > 0 : busy < workers && waiting.length >= besideAt
+    const mayStart = (): boolean => busy === 0 ? waiting.length > 0 : busy < workers && waiting.length >= besideAt
 
     const pump = (): void => {
       while (mayStart()) {

@@ -37,7 +37,10 @@ const SITE_KEY = /^site_\S{1,59}$/
 type Directory = DirectoryStore["Type"]
 
 /** The project of a siteKey, else INVALID_SITE_KEY (step 3 of CONTRACT §2, also `/v1/state` and aliases). */
-export const resolveProject = (directory: Directory, siteKey: string): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
+export const resolveProject = (
+  directory: Directory,
+  siteKey: string
+): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
   // A malformed key cannot exist: answer without a storage round trip. On a cache hit the answer
   // is a finished `Exit` (see `Finished`).
   Finished.andThen(
@@ -131,7 +134,6 @@ export type AuthError =
   | WebhookSecretRequired
   | InvalidWidgetKind
   | NotFound
-
 
 /**
  * Steps 3, 5 and 6 of CONTRACT §2 for one door: the program the action feeds, or the first failure.

@@ -7,7 +7,14 @@ import type { Context } from "effect"
 import type { LocalDate } from "../Calendar.js"
 import { Achievement, type ActionRecord, StreakKey, StreakRow, type StoredResponse } from "../Domain.js"
 import type { ProgramId, ProjectId, UserHash } from "../Ids.js"
-import type { ActionLog, ActionQuery, AchievementStore, IdempotencyClaim, IdempotencyStore, StreakStore } from "../Ports.js"
+import type {
+  ActionLog,
+  ActionQuery,
+  AchievementStore,
+  IdempotencyClaim,
+  IdempotencyStore,
+  StreakStore
+} from "../Ports.js"
 import { keyOf, type MemoryState, pair, type Runner } from "./memoryState.js"
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -166,7 +173,10 @@ export const makeActionLog = (s: MemoryState, { run }: Runner): Context.Tag.Serv
     appendAll: (records) => run(() => records.forEach((record) => j.push(s.actions, record))),
     countsByDay: (query) =>
       run(() => {
-        const groups = new Map<string, { date: LocalDate; eventType: ActionRecord["eventType"]; count: number; counted: number }>()
+        const groups = new Map<
+          string,
+          { date: LocalDate; eventType: ActionRecord["eventType"]; count: number; counted: number }
+        >()
         for (const a of select(query)) {
           const k = pair(a.localDate, a.eventType)
           const g = groups.get(k) ?? { date: a.localDate, eventType: a.eventType, count: 0, counted: 0 }

@@ -73,8 +73,7 @@ export const makeMembers = (s: MemoryState, { run }: Runner): Context.Tag.Servic
   return {
     lookup: (projectId, userHash) => run(() => lookup(projectId, userHash)),
     lookupMany: (ids) => run(() => ids.map((id) => lookup(id.projectId, id.userHash))),
-    setTimezone: (projectId, userHash, timezone) =>
-      run(() => j.set(s.timezones, pair(projectId, userHash), timezone)),
+    setTimezone: (projectId, userHash, timezone) => run(() => j.set(s.timezones, pair(projectId, userHash), timezone)),
     link: (projectId, anonymousId, userHash) =>
       run(() => {
         const k = pair(projectId, anonymousId)
@@ -83,7 +82,9 @@ export const makeMembers = (s: MemoryState, { run }: Runner): Context.Tag.Servic
           j.set(s.aliases, k, userHash)
           // Ids that pointed at the anonymous id now point at its member.
           for (const [other, target] of s.aliases) {
-            if (target === anonymousId && (JSON.parse(other) as Array<string>)[0] === projectId) j.set(s.aliases, other, userHash)
+            if (target === anonymousId && (JSON.parse(other) as Array<string>)[0] === projectId) {
+              j.set(s.aliases, other, userHash)
+            }
           }
           return "linked" as const
         }

@@ -120,7 +120,9 @@ export const recordCrossed = (
   Effect.flatMap(AchievementStore, (achievements) => {
     const { key, now, program } = input
     const eventsOf = crossed.map(OutboundEvents.milestoneEvents)
-    const added = Effect.all(crossed.map((milestone) => achievements.add(key, milestone.id, now)), { concurrency: "unbounded" })
+    const added = Effect.all(crossed.map((milestone) => achievements.add(key, milestone.id, now)), {
+      concurrency: "unbounded"
+    })
     return Effect.map(
       OutboundEvents.emitWhere(
         {
@@ -144,5 +146,8 @@ export const progressRow = ({ key, now, row, summary, zone }: Progress): StreakR
 /** `reach`, then saves the row. */
 export const settle = (
   input: Progress
-): Effect.Effect<Settled, StorageError, StreakStore | AchievementStore | SubscriptionStore | Outbox | ExperimentStore> =>
-  Effect.tap(reach(input), () => Effect.flatMap(StreakStore, (streaks) => streaks.save(progressRow(input))))
+): Effect.Effect<
+  Settled,
+  StorageError,
+  StreakStore | AchievementStore | SubscriptionStore | Outbox | ExperimentStore
+> => Effect.tap(reach(input), () => Effect.flatMap(StreakStore, (streaks) => streaks.save(progressRow(input))))

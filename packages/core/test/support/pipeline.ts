@@ -14,7 +14,15 @@ import type { UserHash } from "../../src/Ids.js"
 import * as Ingest from "../../src/Ingest.js"
 import * as OutboundEvents from "../../src/OutboundEvents.js"
 import { StorageError } from "../../src/Errors.js"
-import { ActionLog, ExperimentStore, IdempotencyStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "../../src/Ports.js"
+import {
+  ActionLog,
+  ExperimentStore,
+  IdempotencyStore,
+  Outbox,
+  StreakStore,
+  SubscriptionStore,
+  Transactor
+} from "../../src/Ports.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as StateQuery from "../../src/StateQuery.js"
 import { layerMemory, makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
@@ -46,7 +54,9 @@ export const layer = services.pipe(Layer.provideMerge(base))
  * third-party adapter may be, or with one that fails.
  */
 export const layerWithKeys = (f: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
-  services.pipe(Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, f)).pipe(Layer.provideMerge(base))))
+  services.pipe(
+    Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, f)).pipe(Layer.provideMerge(base)))
+  )
 
 /** A Transactor whose first unit of work fails with a StorageError (a crash mid-action), then works. */
 const flakyTransactor = Layer.effect(
@@ -56,8 +66,11 @@ const flakyTransactor = Layer.effect(
     const failed = yield* Ref.make(false)
     return {
       withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) =>
-        Effect.flatMap(Ref.getAndSet(failed, true), (already) =>
-          already ? real.withTransaction(self) : Effect.fail(new StorageError({ message: "injected failure" })))
+        Effect.flatMap(
+          Ref.getAndSet(failed, true),
+          (already) =>
+            already ? real.withTransaction(self) : Effect.fail(new StorageError({ message: "injected failure" }))
+        )
     }
   })
 )
@@ -155,19 +168,26 @@ export const browser = (
 
 /** `POST /v1/server/e` with the tenant's server token unless another (or none: `null`) is given. */
 export const server = (body: Record<string, unknown>, serverToken: string | null = SERVER_TOKEN) =>
-  Effect.flatMap(EventInput.decodeEventRecord(body), (action) =>
-    record(String(body["siteKey"]), action, { door: "server", serverToken: serverToken ?? undefined }))
+  Effect.flatMap(
+    EventInput.decodeEventRecord(body),
+    (action) => record(String(body["siteKey"]), action, { door: "server", serverToken: serverToken ?? undefined })
+  )
 
 /** `POST /v1/webhook/:siteKey/e` with the program's webhook secret unless another (or none: `null`) is given. */
 export const webhook = (urlSiteKey: string, body: Record<string, unknown>, secret: string | null = WEBHOOK_SECRET) =>
-  Effect.flatMap(EventInput.decodeWebhookEvent(body), (action) =>
-    record(urlSiteKey, action, { door: "webhook", secret: secret ?? undefined, urlSiteKey }))
+  Effect.flatMap(
+    EventInput.decodeWebhookEvent(body),
+    (action) => record(urlSiteKey, action, { door: "webhook", secret: secret ?? undefined, urlSiteKey })
+  )
 
 /** `POST /v1/api/programs/{id}/events` (the REST layer has resolved the program's project). */
 export const api = (t: Tenant, body: Record<string, unknown>, program: Program = t.program) =>
-  Effect.flatMap(EventInput.decodeCountAction(body), (action) =>
-    Effect.flatMap(Ingest.Ingest, (ingest) =>
-      ingest.record({ project: t.project, action, auth: { door: "api", programId: program.id } })))
+  Effect.flatMap(
+    EventInput.decodeCountAction(body),
+    (action) =>
+      Effect.flatMap(Ingest.Ingest, (ingest) =>
+        ingest.record({ project: t.project, action, auth: { door: "api", programId: program.id } }))
+  )
 
 /** The member's streak row, if any. */
 export const rowOf = (t: Tenant, userHash: string, ledger: Ledger, program: Program = t.program) =>
@@ -191,8 +211,10 @@ export const codeOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 
 /** The action log of the program on one ledger: `count` actions per day and type, `counted` of them moved progress. */
 export const logged = (t: Tenant, ledger: Ledger, program: Program = t.program) =>
-  Effect.flatMap(ActionLog, (log) =>
-    log.countsByDay({ programIds: [program.id], from: new Date(0), to: new Date(8_000_000_000_000), ledger }))
+  Effect.flatMap(
+    ActionLog,
+    (log) => log.countsByDay({ programIds: [program.id], from: new Date(0), to: new Date(8_000_000_000_000), ledger })
+  )
 
 /** Every pending outbox message (claimed with a far-future clock), parsed, oldest first. */
 export const drainOutbox = Effect.gen(function*() {

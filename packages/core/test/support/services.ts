@@ -21,7 +21,9 @@ export const layer = Layer.mergeAll(
 ).pipe(Layer.provideMerge(Layer.merge(layerMemory, SecretBox.layerEphemeral)))
 
 /** A workspace with one project, one program and one API key (the usual starting point). */
-export const tenant = (options?: { readonly plan?: "starter" | "growth" | "scale" | "pro"; readonly eventKey?: string }) =>
+export const tenant = (
+  options?: { readonly plan?: "starter" | "growth" | "scale" | "pro"; readonly eventKey?: string }
+) =>
   Effect.gen(function*() {
     const admin = yield* Provisioning.Provisioning
     const workspace = yield* admin.createWorkspace({ name: "Acme", plan: options?.plan ?? "starter" })

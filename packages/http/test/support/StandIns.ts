@@ -11,15 +11,21 @@ export const failingWith = (
   resolveProject: () => Effect.Effect<never, Errors.StorageError> = () => failure
 ) =>
   Layer.mergeAll(
-    Layer.succeed(StateQuery.StateQuery, StateQuery.StateQuery.of({
-      state: () => failure,
-      stateCallback: (_request, onExit) => onExit(failure),
-      memberStreak: () => failure
-    })),
-    Layer.succeed(Ingest.Ingest, Ingest.Ingest.of({
-      resolveProject,
-      record: () => failure
-    })),
+    Layer.succeed(
+      StateQuery.StateQuery,
+      StateQuery.StateQuery.of({
+        state: () => failure,
+        stateCallback: (_request, onExit) => onExit(failure),
+        memberStreak: () => failure
+      })
+    ),
+    Layer.succeed(
+      Ingest.Ingest,
+      Ingest.Ingest.of({
+        resolveProject,
+        record: () => failure
+      })
+    ),
     Layer.succeed(Aliases.Aliases, {} as Aliases.Aliases["Type"]),
     RateLimit.layer({ ipPerSecond: 100, sitePerSecond: 100 })
   )

@@ -16,7 +16,11 @@ import * as Contract from "./Contract.js"
 export const ADMIN_TOKEN = "test-admin-token"
 
 export interface Options {
-  readonly rateLimit?: { readonly ipPerSecond: number; readonly sitePerSecond: number; readonly authFailuresPerMinute?: number }
+  readonly rateLimit?: {
+    readonly ipPerSecond: number
+    readonly sitePerSecond: number
+    readonly authFailuresPerMinute?: number
+  }
   /** Server spans on the fast path's routes (`Http.ServerOptions.tracing`). */
   readonly tracing?: boolean
 }
@@ -36,7 +40,12 @@ export const layer = (options: Options = {}) =>
   Http.layerServer({ port: 0, shutdownTimeout: "1 second", tracing: options.tracing }).pipe(
     Layer.provide(jobs),
     // Tests fail authentication on purpose, many times from one address.
-    Layer.provide(RateLimit.layer({ authFailuresPerMinute: 10_000, ...(options.rateLimit ?? { ipPerSecond: 10_000, sitePerSecond: 10_000 }) })),
+    Layer.provide(
+      RateLimit.layer({
+        authFailuresPerMinute: 10_000,
+        ...(options.rateLimit ?? { ipPerSecond: 10_000, sitePerSecond: 10_000 })
+      })
+    ),
     Layer.provide(HttpConfig.layer({
       adminToken: Option.some(Redacted.make(ADMIN_TOKEN)),
       allowInsecureWebhookUrls: true
@@ -65,7 +74,12 @@ export interface Reply {
  */
 export const request = (
   path: string,
-  init: { readonly method?: string; readonly headers?: Record<string, string>; readonly body?: unknown; readonly raw?: string } = {}
+  init: {
+    readonly method?: string
+    readonly headers?: Record<string, string>
+    readonly body?: unknown
+    readonly raw?: string
+  } = {}
 ): Effect.Effect<Reply, never, NodeServer> =>
   Effect.flatMap(NodeServer, (server) =>
     Effect.promise(async () => {
@@ -73,7 +87,11 @@ export const request = (
       const response = await fetch(`${server.url}${path}`, {
         method,
         headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
-        ...(init.raw !== undefined ? { body: init.raw } : init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+        ...(init.raw !== undefined
+          ? { body: init.raw }
+          : init.body !== undefined
+          ? { body: JSON.stringify(init.body) }
+          : {})
       })
       const text = await response.text()
       let body: unknown = undefined

@@ -26,11 +26,17 @@ export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
             idempotency_key, extra)
           SELECT project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
             timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra::jsonb
-          FROM unnest(${col((a) => a.projectId)}::text[], ${col((a) => a.id)}::text[], ${col((a) => a.programId ?? null)}::text[],
+          FROM unnest(${col((a) => a.projectId)}::text[], ${col((a) => a.id)}::text[], ${
+        col((a) => a.programId ?? null)
+      }::text[],
             ${col((a) => a.userHash)}::text[], ${col((a) => a.event)}::text[], ${col((a) => a.eventType)}::text[],
-            ${col((a) => a.door)}::text[], ${col((a) => a.ledger)}::text[], ${col((a) => a.ts.toISOString())}::timestamptz[],
+            ${col((a) => a.door)}::text[], ${col((a) => a.ledger)}::text[], ${
+        col((a) => a.ts.toISOString())
+      }::timestamptz[],
             ${col((a) => a.receivedAt.toISOString())}::timestamptz[], ${col((a) => a.localDate)}::date[],
-            ${col((a) => a.timezone)}::text[], ${col((a) => a.counted)}::boolean[], ${col((a) => a.source ?? null)}::text[],
+            ${col((a) => a.timezone)}::text[], ${col((a) => a.counted)}::boolean[], ${
+        col((a) => a.source ?? null)
+      }::text[],
             ${col((a) => a.externalService ?? null)}::text[], ${col((a) => a.integrationId ?? null)}::text[],
             ${col((a) => a.sessionId ?? null)}::text[], ${col((a) => a.idempotencyKey ?? null)}::text[],
             ${col((a) => a.extra === undefined ? null : jsonParam(a.extra))}::text[])
@@ -46,40 +52,42 @@ export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
     appendAll: (records) => records.length === 0 ? Effect.void : appendAll(records).pipe(io("ActionLog.appendAll")),
 
     countsByDay: (q) =>
-      q.programIds.length === 0 ? Effect.succeed([]) :
-      sql`SELECT to_char(local_date, 'YYYY-MM-DD') AS date, event_type, count(*)::int AS count,
+      q.programIds.length === 0 ?
+        Effect.succeed([]) :
+        sql`SELECT to_char(local_date, 'YYYY-MM-DD') AS date, event_type, count(*)::int AS count,
             (count(*) FILTER (WHERE counted))::int AS counted
           FROM ${t.actions} WHERE ${where(q)}
           GROUP BY local_date, event_type ORDER BY local_date, event_type`
-        .pipe(
-          Effect.map((rows) =>
-            rows.map((r) => ({
-              date: toLocalDate(r.date),
-              eventType: r.event_type as EventType,
-              count: Number(r.count),
-              counted: Number(r.counted)
-            }))
+          .pipe(
+            Effect.map((rows) =>
+              rows.map((r) => ({
+                date: toLocalDate(r.date),
+                eventType: r.event_type as EventType,
+                count: Number(r.count),
+                counted: Number(r.counted)
+              }))
+            ),
+            io("ActionLog.countsByDay")
           ),
-          io("ActionLog.countsByDay")
-        ),
 
     sources: (q) =>
-      q.programIds.length === 0 ? Effect.succeed([]) :
-      sql`SELECT source, external_service, integration_id, count(*)::int AS count
+      q.programIds.length === 0 ?
+        Effect.succeed([]) :
+        sql`SELECT source, external_service, integration_id, count(*)::int AS count
           FROM ${t.actions} WHERE ${where(q)} AND counted
           GROUP BY source, external_service, integration_id
           ORDER BY count DESC, source NULLS FIRST, external_service NULLS FIRST, integration_id NULLS FIRST`
-        .pipe(
-          Effect.map((rows) =>
-            rows.map((r) => ({
-              source: toOptionalString(r.source),
-              externalService: toOptionalString(r.external_service),
-              integrationId: toOptionalString(r.integration_id),
-              count: Number(r.count)
-            }))
-          ),
-          io("ActionLog.sources")
-        )
+          .pipe(
+            Effect.map((rows) =>
+              rows.map((r) => ({
+                source: toOptionalString(r.source),
+                externalService: toOptionalString(r.external_service),
+                integrationId: toOptionalString(r.integration_id),
+                count: Number(r.count)
+              }))
+            ),
+            io("ActionLog.sources")
+          )
   }
 }
 
@@ -90,7 +98,9 @@ const inProgress: IdempotencyClaim = { _tag: "InProgress" }
 
 /** What the Postgres ingest store uses beyond the port: claims inside its transaction, answers stored at once. */
 export interface IdempotencyExtras {
-  readonly claimWithin: (claims: ReadonlyArray<KeyClaim>) => Effect.Effect<ReadonlyArray<IdempotencyClaim>, StorageError>
+  readonly claimWithin: (
+    claims: ReadonlyArray<KeyClaim>
+  ) => Effect.Effect<ReadonlyArray<IdempotencyClaim>, StorageError>
   readonly completeMany: (completions: ReadonlyArray<KeyCompletion>) => Effect.Effect<void, StorageError>
 }
 

@@ -70,8 +70,12 @@ export class LeanClient extends pg.Client {}
 export class PreparingClient extends LeanClient {}
 
 const lean: Query = LeanClient.prototype.query as Query
-
-;(PreparingClient.prototype as unknown as { query: Query }).query = function(this: pg.Client, config, values, callback) {
+;(PreparingClient.prototype as unknown as { query: Query }).query = function(
+  this: pg.Client,
+  config,
+  values,
+  callback
+) {
   const name = typeof config === "string" && Array.isArray(values) && values.length > 0 ? nameOf(config) : undefined
   if (name === undefined) return lean.call(this, config, values, callback)
   sendTogether(this)

@@ -99,8 +99,9 @@ export const makeSubscriptionStore = ({ hot, sql, t }: Ctx): SubscriptionStore["
 
 export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
   enqueue: (messages) =>
-    messages.length === 0 ? Effect.void :
-    hot(sql`INSERT INTO ${t.outbox} (project_id, id, subscription_id, program_id, type, payload, status, attempts,
+    messages.length === 0 ?
+      Effect.void :
+      hot(sql`INSERT INTO ${t.outbox} (project_id, id, subscription_id, program_id, type, payload, status, attempts,
           next_attempt_at, created_at, delivered_at)
         SELECT * FROM unnest(${messages.map((m) => m.projectId)}::text[], ${messages.map((m) => m.id)}::text[],
           ${messages.map((m) => m.subscriptionId)}::text[], ${messages.map((m) => m.programId)}::text[],
@@ -108,14 +109,15 @@ export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
           ${messages.map((m) => m.status)}::text[], ${messages.map((m) => m.attempts)}::int[],
           ${messages.map((m) => m.nextAttemptAt)}::timestamptz[], ${messages.map((m) => m.createdAt)}::timestamptz[],
           ${messages.map((m) => m.deliveredAt ?? null)}::timestamptz[])`)
-      .pipe(Effect.asVoid, io("Outbox.enqueue")),
+        .pipe(Effect.asVoid, io("Outbox.enqueue")),
 
   // The inner SELECT walks the partial index of pending messages in due order and skips rows
   // another claimer holds; the UPDATE moves the claimed ones to the lease, so a worker that dies
   // gives them back when the lease runs out. RETURNING has no order, hence the sort on `due`.
   claimDue: (now, limit, leaseUntil) =>
-    limit <= 0 ? Effect.succeed([]) :
-    sql`WITH due AS (
+    limit <= 0 ?
+      Effect.succeed([]) :
+      sql`WITH due AS (
           SELECT project_id, id, next_attempt_at AS due FROM ${t.outbox}
           WHERE status = 'pending' AND next_attempt_at <= ${now}
           ORDER BY next_attempt_at, created_at, id
@@ -125,18 +127,18 @@ export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
         UPDATE ${t.outbox} o SET next_attempt_at = ${leaseUntil}
         FROM due WHERE o.project_id = due.project_id AND o.id = due.id
         RETURNING o.*, due.due`
-      .pipe(
-        Effect.map((rows) =>
-          [...rows]
-            .sort((a, b) =>
-              toDate(a.due).getTime() - toDate(b.due).getTime() ||
-              toDate(a.created_at).getTime() - toDate(b.created_at).getTime() ||
-              (String(a.id) < String(b.id) ? -1 : 1)
-            )
-            .map(decodeMessage)
+        .pipe(
+          Effect.map((rows) =>
+            [...rows]
+              .sort((a, b) =>
+                toDate(a.due).getTime() - toDate(b.due).getTime() ||
+                toDate(a.created_at).getTime() - toDate(b.created_at).getTime() ||
+                (String(a.id) < String(b.id) ? -1 : 1)
+              )
+              .map(decodeMessage)
+          ),
+          io("Outbox.claimDue")
         ),
-        io("Outbox.claimDue")
-      ),
 
   recordAttempt: (a) =>
     sql`INSERT INTO ${t.delivery_attempts} (message_id, attempt, at, status, latency_ms, error)
@@ -170,10 +172,11 @@ export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
     sql`SELECT * FROM ${t.outbox} WHERE id = ${id}`.pipe(Effect.map(firstOf(decodeMessage)), io("Outbox.get")),
 
   recentDelivered: (programId, type, limit) =>
-    limit <= 0 ? Effect.succeed([]) :
-    sql`SELECT * FROM ${t.outbox} WHERE program_id = ${programId} AND type = ${type} AND status = 'delivered'
+    limit <= 0 ?
+      Effect.succeed([]) :
+      sql`SELECT * FROM ${t.outbox} WHERE program_id = ${programId} AND type = ${type} AND status = 'delivered'
         ORDER BY created_at DESC, id DESC LIMIT ${limit}`
-      .pipe(Effect.map((rows) => rows.map(decodeMessage)), io("Outbox.recentDelivered")),
+        .pipe(Effect.map((rows) => rows.map(decodeMessage)), io("Outbox.recentDelivered")),
 
   nextDueAt: sql`SELECT min(next_attempt_at) AS at FROM ${t.outbox} WHERE status = 'pending'`
     .pipe(Effect.map((rows) => Option.fromNullable(toOptionalDate(rows[0]?.at))), io("Outbox.nextDueAt")),

@@ -3,15 +3,7 @@
  * member zones and aliases (MemberStore), customer credentials (CredentialStore) and monthly
  * active streakers (UsageStore).
  */
-import {
-  ApiKey,
-  Milestone,
-  OAuthGrant,
-  Program,
-  ProgramSettings,
-  Project,
-  Workspace
-} from "@streaks/core/Domain"
+import { ApiKey, Milestone, OAuthGrant, Program, ProgramSettings, Project, Workspace } from "@streaks/core/Domain"
 import type { BrowserCounting, Plan, ProgramStatus } from "@streaks/core/Domain"
 import type {
   ApiKeyId,
@@ -167,9 +159,10 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
       .pipe(Effect.map((rows) => first(rows, decodeProject)), io("DirectoryStore.projectBySiteKey")),
 
   projectsOfWorkspaces: (ids) =>
-    ids.length === 0 ? Effect.succeed([]) :
-    sql`SELECT * FROM ${t.projects} WHERE workspace_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
-      .pipe(Effect.map((rows) => rows.map(decodeProject)), io("DirectoryStore.projectsOfWorkspaces")),
+    ids.length === 0 ?
+      Effect.succeed([]) :
+      sql`SELECT * FROM ${t.projects} WHERE workspace_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
+        .pipe(Effect.map((rows) => rows.map(decodeProject)), io("DirectoryStore.projectsOfWorkspaces")),
 
   createProgram: (p) =>
     sql`INSERT INTO ${t.programs} (project_id, id, name, event_key, status, mode, webhook_secret_hash, milestones,
@@ -189,9 +182,10 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
       .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.programByEventKey")),
 
   programsOfProjects: (ids) =>
-    ids.length === 0 ? Effect.succeed([]) :
-    sql`SELECT * FROM ${t.programs} WHERE project_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
-      .pipe(Effect.map((rows) => rows.map(decodeProgram)), io("DirectoryStore.programsOfProjects")),
+    ids.length === 0 ?
+      Effect.succeed([]) :
+      sql`SELECT * FROM ${t.programs} WHERE project_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
+        .pipe(Effect.map((rows) => rows.map(decodeProgram)), io("DirectoryStore.programsOfProjects")),
 
   setProgramStatus: (id, status) =>
     sql`UPDATE ${t.programs} SET status = ${status} WHERE id = ${id} RETURNING *`
@@ -219,67 +213,67 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & Mem
   // let a plan made while the tables were small scan both of them at every call, for the life of
   // the connection (generic plans, `PgConnection`).
   const lookupMany = (inputs: ReadonlyArray<MemberRef>) =>
-      Effect.map(
-        hot(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
+    Effect.map(
+      hot(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
             FROM unnest(${inputs.map((i) => i.projectId)}::text[], ${inputs.map((i) => i.userHash)}::text[],
               ${inputs.map((_, n) => n)}::int[]) AS i (project_id, user_hash, n)
             LEFT JOIN LATERAL (SELECT user_hash FROM ${t.aliases}
               WHERE project_id = i.project_id AND anonymous_id = i.user_hash LIMIT 1) a ON true
             LEFT JOIN LATERAL (SELECT timezone FROM ${t.members}
               WHERE project_id = i.project_id AND user_hash = coalesce(a.user_hash, i.user_hash) LIMIT 1) m ON true`),
-        (rows) => {
-          const out = inputs.map((i) => ({ userHash: i.userHash, timezone: Option.none<string>() }))
-          for (const r of rows) {
-            out[Number(r.n)] = {
-              userHash: r.user_hash as UserHash,
-              timezone: Option.fromNullable(r.timezone as string | null | undefined)
-            }
+      (rows) => {
+        const out = inputs.map((i) => ({ userHash: i.userHash, timezone: Option.none<string>() }))
+        for (const r of rows) {
+          out[Number(r.n)] = {
+            userHash: r.user_hash as UserHash,
+            timezone: Option.fromNullable(r.timezone as string | null | undefined)
           }
-          return out
         }
-      )
+        return out
+      }
+    )
   return {
-  lookup: (projectId, userHash) =>
-    Effect.map(lookupMany([{ projectId, userHash }]), (found) => found[0]!).pipe(io("MemberStore.lookup")),
+    lookup: (projectId, userHash) =>
+      Effect.map(lookupMany([{ projectId, userHash }]), (found) => found[0]!).pipe(io("MemberStore.lookup")),
 
-  lookupMany: (ids) => ids.length === 0 ? Effect.succeed([]) : lookupMany(ids).pipe(io("MemberStore.lookupMany")),
+    lookupMany: (ids) => ids.length === 0 ? Effect.succeed([]) : lookupMany(ids).pipe(io("MemberStore.lookupMany")),
 
-  setTimezone: (projectId, userHash, timezone) =>
-    hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
+    setTimezone: (projectId, userHash, timezone) =>
+      hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
         ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`)
-      .pipe(Effect.asVoid, io("MemberStore.setTimezone")),
+        .pipe(Effect.asVoid, io("MemberStore.setTimezone")),
 
-  // One statement; a member given twice keeps the last zone (an upsert may not touch a row twice).
-  setTimezones: (zones: ReadonlyArray<MemberZone>) => {
-    if (zones.length === 0) return Effect.void
-    const last = lastPerKey(zones, (z) => `${z.projectId}\u0000${z.userHash}`)
-    return hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone)
+    // One statement; a member given twice keeps the last zone (an upsert may not touch a row twice).
+    setTimezones: (zones: ReadonlyArray<MemberZone>) => {
+      if (zones.length === 0) return Effect.void
+      const last = lastPerKey(zones, (z) => `${z.projectId}\u0000${z.userHash}`)
+      return hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone)
         SELECT * FROM unnest(${last.map((z) => z.projectId)}::text[], ${last.map((z) => z.userHash)}::text[],
           ${last.map((z) => z.timezone)}::text[])
         ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`)
-      .pipe(Effect.asVoid, io("MemberStore.setTimezones"))
-  },
+        .pipe(Effect.asVoid, io("MemberStore.setTimezones"))
+    },
 
-  // The primary key decides: the first insert wins; a concurrent second one waits for it and then
-  // does nothing, so its follow-up read sees the committed link.
-  link: (projectId, anonymousId, userHash) =>
-    Effect.gen(function*() {
-      const inserted = yield* sql`INSERT INTO ${t.aliases} (project_id, anonymous_id, user_hash)
+    // The primary key decides: the first insert wins; a concurrent second one waits for it and then
+    // does nothing, so its follow-up read sees the committed link.
+    link: (projectId, anonymousId, userHash) =>
+      Effect.gen(function*() {
+        const inserted = yield* sql`INSERT INTO ${t.aliases} (project_id, anonymous_id, user_hash)
         VALUES (${projectId}, ${anonymousId}, ${userHash})
         ON CONFLICT (project_id, anonymous_id) DO NOTHING RETURNING 1 AS ok`
-      if (inserted.length > 0) {
-        // Ids that pointed at the anonymous id now point at its member: one lookup resolves any chain.
-        yield* sql`UPDATE ${t.aliases} SET user_hash = ${userHash}
+        if (inserted.length > 0) {
+          // Ids that pointed at the anonymous id now point at its member: one lookup resolves any chain.
+          yield* sql`UPDATE ${t.aliases} SET user_hash = ${userHash}
           WHERE project_id = ${projectId} AND user_hash = ${anonymousId}`
-        return "linked" as const
-      }
-      const existing = yield* sql`SELECT user_hash FROM ${t.aliases}
+          return "linked" as const
+        }
+        const existing = yield* sql`SELECT user_hash FROM ${t.aliases}
         WHERE project_id = ${projectId} AND anonymous_id = ${anonymousId}`
-      const current = existing[0]?.user_hash as UserHash | undefined
-      if (current === undefined || current === userHash) return "unchanged" as const
-      return { linkedTo: current }
-    }).pipe(io("MemberStore.link"))
-}
+        const current = existing[0]?.user_hash as UserHash | undefined
+        if (current === undefined || current === userHash) return "unchanged" as const
+        return { linkedTo: current }
+      }).pipe(io("MemberStore.link"))
+  }
 }
 
 export const makeCredentialStore = ({ sql, t }: Ctx): CredentialStore["Type"] => ({
@@ -314,33 +308,41 @@ export const makeCredentialStore = ({ sql, t }: Ctx): CredentialStore["Type"] =>
 export const makeUsageStore = ({ hot, sql, t }: Ctx): UsageStore["Type"] => {
   // One statement for a batch, inserting in one order so that concurrent batches cannot deadlock.
   const markActiveMany = (inputs: ReadonlyArray<UsageEntry>) => {
-      const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
-        `${i.workspaceId}\u0000${i.month}\u0000${i.member}`
-      const sorted = inputs
-        .map((i) => ({ workspaceId: i.workspaceId, month: i.month, member: i.member, key: keyOf(i) }))
-        .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
-      return Effect.map(
-        hot(sql`INSERT INTO ${t.usage} (workspace_id, month, member)
+    const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
+      `${i.workspaceId}\u0000${i.month}\u0000${i.member}`
+    const sorted = inputs
+      .map((i) => ({ workspaceId: i.workspaceId, month: i.month, member: i.member, key: keyOf(i) }))
+      .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
+    return Effect.map(
+      hot(sql`INSERT INTO ${t.usage} (workspace_id, month, member)
             SELECT * FROM unnest(${sorted.map((i) => i.workspaceId)}::text[], ${sorted.map((i) => i.month)}::text[],
               ${sorted.map((i) => i.member)}::text[])
             ON CONFLICT DO NOTHING RETURNING workspace_id, month, member`),
-        (rows) =>
-          firstOccurrences(inputs, keyOf, new Set(rows.map((r) => keyOf({
-            workspaceId: r.workspace_id as string,
-            month: r.month as string,
-            member: r.member as string
-          }))))
-      )
-    }
+      (rows) =>
+        firstOccurrences(
+          inputs,
+          keyOf,
+          new Set(rows.map((r) =>
+            keyOf({
+              workspaceId: r.workspace_id as string,
+              month: r.month as string,
+              member: r.member as string
+            })
+          ))
+        )
+    )
+  }
   return {
-  markActive: (workspaceId, month, member) =>
-    Effect.map(markActiveMany([{ workspaceId, month, member }]), (marked) => marked[0]!).pipe(io("UsageStore.markActive")),
+    markActive: (workspaceId, month, member) =>
+      Effect.map(markActiveMany([{ workspaceId, month, member }]), (marked) => marked[0]!).pipe(
+        io("UsageStore.markActive")
+      ),
 
-  markActiveMany: (entries) =>
-    entries.length === 0 ? Effect.succeed([]) : markActiveMany(entries).pipe(io("UsageStore.markActiveMany")),
+    markActiveMany: (entries) =>
+      entries.length === 0 ? Effect.succeed([]) : markActiveMany(entries).pipe(io("UsageStore.markActiveMany")),
 
-  activeCount: (workspaceId, month) =>
-    sql`SELECT count(*)::int AS n FROM ${t.usage} WHERE workspace_id = ${workspaceId} AND month = ${month}`
-      .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("UsageStore.activeCount"))
-}
+    activeCount: (workspaceId, month) =>
+      sql`SELECT count(*)::int AS n FROM ${t.usage} WHERE workspace_id = ${workspaceId} AND month = ${month}`
+        .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("UsageStore.activeCount"))
+  }
 }

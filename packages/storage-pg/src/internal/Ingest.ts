@@ -6,7 +6,13 @@ import type { LocalDate } from "@streaks/core/Calendar"
 import { StreakKey as StreakKeyClass, type StreakKey, unsafeMake } from "@streaks/core/Domain"
 import { StorageError } from "@streaks/core/Errors"
 import type { MilestoneId } from "@streaks/core/Ids"
-import { goesAhead, type IngestStore, type LoadRequest, type LockedStreak, type Snapshot } from "@streaks/core/IngestStore"
+import {
+  goesAhead,
+  type IngestStore,
+  type LoadRequest,
+  type LockedStreak,
+  type Snapshot
+} from "@streaks/core/IngestStore"
 import type {
   AchievementStore,
   ActionLog,
@@ -47,7 +53,9 @@ const none = Effect.succeed([] as ReadonlyArray<never>)
 const metered = FiberRef.unsafeMake<ReadonlyMap<string, string>>(new Map())
 
 const conflict = (what: string) =>
-  new StorageError({ message: `IngestStore.commit: ${what} was already recorded (the plan was made from a stale read)` })
+  new StorageError({
+    message: `IngestStore.commit: ${what} was already recorded (the plan was made from a stale read)`
+  })
 
 export const make = (stores: Stores): IngestStore["Type"] => {
   const { achievements, experiments, idempotency, members, streaks, subscriptions } = stores
@@ -62,7 +70,9 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         ])
       )),
       (read) => ({
-        experiments: new Map(programs.flatMap((id, n) => Option.toArray(Option.map(read[n]![0], (e) => [id, e] as const)))),
+        experiments: new Map(
+          programs.flatMap((id, n) => Option.toArray(Option.map(read[n]![0], (e) => [id, e] as const)))
+        ),
         subscriptions: new Map(programs.map((id, n) => {
           const [, achieved, unlocked] = read[n]!
           return [id, [...new Map([...achieved, ...unlocked].map((s) => [s.id, s])).values()]] as const
@@ -88,7 +98,9 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         members.lookupMany(request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))),
         asked.length === 0
           ? none
-          : streaks.lockExistingWithAchieved(asked.map((i) => ({ key: sentKey(i), withAchieved: request.members[i]!.streak!.withAchieved }))),
+          : streaks.lockExistingWithAchieved(
+            asked.map((i) => ({ key: sentKey(i), withAchieved: request.members[i]!.streak!.withAchieved }))
+          ),
         request.keys.length === 0 ? none : idempotency.claimWithin(request.keys)
       ])
       const locked = new Map<number, LockedStreak>()
@@ -102,7 +114,12 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         const canonical = found[i]!.userHash
         const key = canonical === m.userHash
           ? sentKey(i)
-          : unsafeMake(StreakKeyClass, { projectId: m.projectId, programId: streak.programId, userHash: canonical, ledger: streak.ledger })
+          : unsafeMake(StreakKeyClass, {
+            projectId: m.projectId,
+            programId: streak.programId,
+            userHash: canonical,
+            ledger: streak.ledger
+          })
         const row = canonical === m.userHash ? ahead[n]! : Option.none()
         // A replay, or a key in progress, changes nothing: no row is created for it.
         if (Option.isNone(row)) return held.has(i) ? undefined : toLock.push({ i, key })
@@ -130,42 +147,49 @@ export const make = (stores: Stores): IngestStore["Type"] => {
       return { members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })), claims }
     })
 
-  const commit: IngestStore["Type"]["commit"] = (changes) => Effect.flatMap(FiberRef.get(metered), (before) => {
-    const allNew = (what: string) => (added: ReadonlyArray<boolean>) =>
-      added.every(Boolean) ? Effect.void : Effect.fail(conflict(what))
-    // Live rows keep the month their member is marked in; a mark their row already records is spared.
-    const monthOfMember = new Map(changes.usage.map((u) => [u.member, u.month]))
-    const months = new Map<string, string>()
-    const spared = new Set<string>()
-    for (const row of changes.rows) {
-      if (row.ledger !== "live") continue
-      const member = `${row.projectId}:${row.userHash}`
-      const month = monthOfMember.get(member)
-      if (month !== undefined) months.set(keyOf(row), month)
-      const known = before.get(keyOf(row))
-      if (known !== undefined) spared.add(`${member} ${known}`)
-    }
-    const usage = changes.usage.filter((u) => !spared.has(`${u.member} ${u.month}`))
-    return Effect.asVoid(together([
-      changes.rows.length + changes.days.length === 0
-        ? Effect.void
-        : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days, months), allNew("an active day")),
-      changes.achievements.length === 0
-        ? Effect.void
-        : Effect.flatMap(together(changes.achievements.map((a) => achievements.add(a, a.milestoneId, a.achievedAt))), allNew("an achievement")),
-      usage.length === 0 ? Effect.void : stores.usage.markActiveMany(usage),
-      changes.zones.length === 0 ? Effect.void : members.setTimezones(changes.zones),
-      changes.actions.length === 0 ? Effect.void : stores.log.appendAll(changes.actions),
-      changes.outbox.length === 0 ? Effect.void : stores.outbox.enqueue(changes.outbox),
-      changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers)
-    ]))
-  })
+  const commit: IngestStore["Type"]["commit"] = (changes) =>
+    Effect.flatMap(FiberRef.get(metered), (before) => {
+      const allNew = (what: string) => (added: ReadonlyArray<boolean>) =>
+        added.every(Boolean) ? Effect.void : Effect.fail(conflict(what))
+      // Live rows keep the month their member is marked in; a mark their row already records is spared.
+      const monthOfMember = new Map(changes.usage.map((u) => [u.member, u.month]))
+      const months = new Map<string, string>()
+      const spared = new Set<string>()
+      for (const row of changes.rows) {
+        if (row.ledger !== "live") continue
+        const member = `${row.projectId}:${row.userHash}`
+        const month = monthOfMember.get(member)
+        if (month !== undefined) months.set(keyOf(row), month)
+        const known = before.get(keyOf(row))
+        if (known !== undefined) spared.add(`${member} ${known}`)
+      }
+      const usage = changes.usage.filter((u) => !spared.has(`${u.member} ${u.month}`))
+      return Effect.asVoid(together([
+        changes.rows.length + changes.days.length === 0
+          ? Effect.void
+          : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days, months), allNew("an active day")),
+        changes.achievements.length === 0
+          ? Effect.void
+          : Effect.flatMap(
+            together(changes.achievements.map((a) => achievements.add(a, a.milestoneId, a.achievedAt))),
+            allNew("an achievement")
+          ),
+        usage.length === 0 ? Effect.void : stores.usage.markActiveMany(usage),
+        changes.zones.length === 0 ? Effect.void : members.setTimezones(changes.zones),
+        changes.actions.length === 0 ? Effect.void : stores.log.appendAll(changes.actions),
+        changes.outbox.length === 0 ? Effect.void : stores.outbox.enqueue(changes.outbox),
+        changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers)
+      ]))
+    })
 
   return {
     load,
     audience,
     history: (keys: ReadonlyArray<StreakKey>) =>
-      together(keys.map((k) => streaks.days(k))) as Effect.Effect<ReadonlyArray<ReadonlyArray<LocalDate>>, StorageError>,
+      together(keys.map((k) => streaks.days(k))) as Effect.Effect<
+        ReadonlyArray<ReadonlyArray<LocalDate>>,
+        StorageError
+      >,
     commit
   }
 }

@@ -134,8 +134,10 @@ export const toOptionalString = (value: unknown): string | undefined =>
   value === null || value === undefined ? undefined : String(value)
 
 /** Each key's last item, in first-seen order: an upsert may not touch one row twice. */
-export const lastPerKey = <A>(items: ReadonlyArray<A>, keyOf: (item: A) => string): Array<A> =>
-  [...new Map(items.map((item) => [keyOf(item), item])).values()]
+export const lastPerKey = <A>(
+  items: ReadonlyArray<A>,
+  keyOf: (item: A) => string
+): Array<A> => [...new Map(items.map((item) => [keyOf(item), item])).values()]
 
 /** JSON parameters are sent as text and cast (`::jsonb`), because node-postgres turns JS arrays into PG arrays. */
 export const jsonParam = (value: unknown): string | null => {

@@ -12,18 +12,32 @@ import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./Batch.js"
-import { type Ctx, io, lastPerKey, opt, toDate, toLocalDate, toOptionalDate, toOptionalLocalDate, trusted } from "./Sql.js"
+import {
+  type Ctx,
+  io,
+  lastPerKey,
+  opt,
+  toDate,
+  toLocalDate,
+  toOptionalDate,
+  toOptionalLocalDate,
+  trusted
+} from "./Sql.js"
 
 type Row = Record<string, unknown>
 
 // Dates are selected as text: node-postgres would parse `date` into a local-time JS Date.
 // Instants as ISO text in UTC, which `new Date` reads natively: node-postgres's own timestamptz
 // parser (a regular expression and a field-by-field build) costs more on every read.
-const isoInstant = (column: string) => `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
+const isoInstant = (column: string) =>
+  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
 
-const streakColumns = `project_id, program_id, user_hash, ledger, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run, best,
+const streakColumns =
+  `project_id, program_id, user_hash, ledger, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run, best,
   timezone, to_char(at_risk_notified_for, 'YYYY-MM-DD') AS at_risk_notified_for,
-  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, ${isoInstant("due_at")}, ${isoInstant("updated_at")},
+  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, ${isoInstant("due_at")}, ${
+    isoInstant("updated_at")
+  },
   metered_month`
 
 // Rows of the hot statements (every action locks one) skip the Schema constructor: `unsafeMake`.
@@ -40,7 +54,7 @@ export const decodeStreakRow = (r: Row): StreakRow =>
     ...opt("atRiskNotifiedFor", toOptionalLocalDate(r.at_risk_notified_for)),
     ...opt("brokenNotifiedAfter", toOptionalLocalDate(r.broken_notified_after)),
     ...opt("dueAt", toOptionalDate(r.due_at)),
-    updatedAt: toDate(r.updated_at),
+    updatedAt: toDate(r.updated_at)
   })
 
 const decodeKey = (r: Row): StreakKey =>
@@ -99,7 +113,10 @@ const achievementsOfK = (sql: Ctx["sql"], userHash: string) =>
     AND a.ledger = k.ledger`)
 
 /** The four key columns of many keys as arrays, for `unnest`. */
-const keyArraysOf = (sql: Ctx["sql"], keys: ReadonlyArray<Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">>) =>
+const keyArraysOf = (
+  sql: Ctx["sql"],
+  keys: ReadonlyArray<Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">>
+) =>
   sql`${keys.map((k) => k.projectId)}::text[], ${keys.map((k) => k.programId)}::text[],
     ${keys.map((k) => k.userHash)}::text[], ${keys.map((k) => k.ledger)}::text[]`
 
@@ -108,7 +125,9 @@ const keyArraysOf = (sql: Ctx["sql"], keys: ReadonlyArray<Pick<StreakKey, "proje
  * any, with their achievements (one statement), and rows saved with their new days (one statement).
  */
 export interface StreakExtras {
-  readonly lockExistingWithAchieved: (keys: ReadonlyArray<LockAhead>) => Effect.Effect<ReadonlyArray<Option.Option<LockedRow>>, StorageError>
+  readonly lockExistingWithAchieved: (
+    keys: ReadonlyArray<LockAhead>
+  ) => Effect.Effect<ReadonlyArray<Option.Option<LockedRow>>, StorageError>
   readonly saveAllWithDays: (
     rows: ReadonlyArray<StreakRow>,
     days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>,
@@ -141,7 +160,8 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
   // The row of each key `k` locked: one primary-key seek per key, in input order (the caller
   // sorts): a join or IN would let the planner scan the whole table while its statistics still
   // say it is small.
-  const lockEachOf = (columns: Fragment) => sql`CROSS JOIN LATERAL (
+  const lockEachOf = (columns: Fragment) =>
+    sql`CROSS JOIN LATERAL (
       SELECT ${columns} FROM ${t.streaks} r
       WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
       FOR UPDATE
@@ -151,7 +171,9 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
   // reads them: the copy of the locked version, so it includes what the lock's last holder
   // committed (an achievement added sets the copy); the table only where the copy is NULL.
   const lockEachAchieved = lockEachOf(sql`${cols},
-    CASE WHEN k.with_achieved THEN to_json(${achievedIds({ sql, t }, "r.achieved", achievementsOfK(sql, "k.user_hash"))}) END AS achieved`)
+    CASE WHEN k.with_achieved THEN to_json(${
+    achievedIds({ sql, t }, "r.achieved", achievementsOfK(sql, "k.user_hash"))
+  }) END AS achieved`)
 
   // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
   // (new rows are locked by their inserting transaction), and the locking select returns the
@@ -206,7 +228,10 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
           }] as const
         }))
         return keys.map(({ withAchieved }, n) =>
-          Option.map(Option.fromNullable(found.get(names[n]!)), (l) => (withAchieved ? l : { ...l, achieved: undefined }))
+          Option.map(
+            Option.fromNullable(found.get(names[n]!)),
+            (l) => (withAchieved ? l : { ...l, achieved: undefined })
+          )
         )
       }
     )
@@ -222,8 +247,12 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
-            ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${rows.map((r) => r.brokenNotifiedAfter ?? null)}::date[],
-            ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${rows.map((r) => r.updatedAt.toISOString())}::timestamptz[],
+            ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${
+      rows.map((r) => r.brokenNotifiedAfter ?? null)
+    }::date[],
+            ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${
+      rows.map((r) => r.updatedAt.toISOString())
+    }::timestamptz[],
             ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[])
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
@@ -243,19 +272,24 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
     firstOccurrences(
       inputs,
       (i) => `${keyOf(i.key)}\u0000${i.day}`,
-      new Set(rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`))
+      new Set(
+        rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`)
+      )
     )
   const addDays = (inputs: ReadonlyArray<DayInput>) => Effect.map(hot(insertDays(inputs)), daysAdded(inputs))
   // Both writes in one statement; they touch different tables, so neither needs to see the other.
-  const saveAllWithDays = (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>, months?: ReadonlyMap<string, string>) =>
+  const saveAllWithDays = (
+    rows: ReadonlyArray<StreakRow>,
+    days: ReadonlyArray<DayInput>,
+    months?: ReadonlyMap<string, string>
+  ) =>
     Effect.map(
       hot(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows, months)}) SELECT * FROM added`),
       daysAdded(days)
     )
 
   return {
-    lock: (key, timezone) =>
-      Effect.map(lockMany([{ key, timezone }]), (rows) => rows[0]!).pipe(io("StreakStore.lock")),
+    lock: (key, timezone) => Effect.map(lockMany([{ key, timezone }]), (rows) => rows[0]!).pipe(io("StreakStore.lock")),
 
     lockMany: (keys) => keys.length === 0 ? Effect.succeed([]) : lockMany(keys).pipe(io("StreakStore.lockMany")),
 
@@ -266,23 +300,34 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
 
     get: (key) =>
       sql`SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)}`
-        .pipe(Effect.map((rows) => rows.length > 0 ? Option.some(decodeStreakRow(rows[0]!)) : Option.none()),
-          io("StreakStore.get")),
+        .pipe(
+          Effect.map((rows) => rows.length > 0 ? Option.some(decodeStreakRow(rows[0]!)) : Option.none()),
+          io("StreakStore.get")
+        ),
 
     save: (row) => hot(saveRows([row])).pipe(Effect.asVoid, io("StreakStore.save")),
 
     // The due sweep's write: one statement for a whole batch.
-    saveAll: (rows) => rows.length === 0 ? Effect.void : hot(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.saveAll")),
+    saveAll: (rows) =>
+      rows.length === 0 ? Effect.void : hot(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.saveAll")),
 
     addDay: (key, day) => Effect.map(addDays([{ key, day }]), (added) => added[0]!).pipe(io("StreakStore.addDay")),
 
     addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
 
-    saveAllWithDays: (rows: ReadonlyArray<StreakRow>, days: ReadonlyArray<DayInput>, months?: ReadonlyMap<string, string>) => {
+    saveAllWithDays: (
+      rows: ReadonlyArray<StreakRow>,
+      days: ReadonlyArray<DayInput>,
+      months?: ReadonlyMap<string, string>
+    ) => {
       if (days.length === 0) {
-        return rows.length === 0 ? Effect.succeed([]) : Effect.as(hot(saveRows(rows, months)), []).pipe(io("StreakStore.saveAllWithDays"))
+        return rows.length === 0
+          ? Effect.succeed([])
+          : Effect.as(hot(saveRows(rows, months)), []).pipe(io("StreakStore.saveAllWithDays"))
       }
-      return (rows.length === 0 ? addDays(days) : saveAllWithDays(rows, days, months)).pipe(io("StreakStore.saveAllWithDays"))
+      return (rows.length === 0 ? addDays(days) : saveAllWithDays(rows, days, months)).pipe(
+        io("StreakStore.saveAllWithDays")
+      )
     },
 
     days: (key) =>
@@ -300,12 +345,15 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
     // small, as generic plans are once per connection, scanned them whole at every call); the
     // achievements from the row's copy where it is known (see `achievedMany`).
     standingMany: (refs, from, to) =>
-      refs.length === 0 ? Effect.succeed([]) :
-      hot(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
+      refs.length === 0 ?
+        Effect.succeed([]) :
+        hot(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
             (SELECT string_agg(to_char(day, 'YYYY-MM-DD'), ',' ORDER BY day) FROM ${t.activity_days} d
               WHERE d.project_id = k.project_id AND d.program_id = k.program_id AND d.user_hash = m.member_hash
                 AND d.ledger = k.ledger AND d.day BETWEEN ${from}::date AND ${to}::date) AS days,
-            to_json(ARRAY(SELECT unnest(${achievedIds({ sql, t }, "s.achieved_copy", achievementsOfK(sql, "m.member_hash"))})
+            to_json(ARRAY(SELECT unnest(${
+          achievedIds({ sql, t }, "s.achieved_copy", achievementsOfK(sql, "m.member_hash"))
+        })
               ORDER BY 1)) AS achieved
           FROM unnest(${keyArraysOf(sql, refs)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           CROSS JOIN LATERAL (SELECT coalesce(
@@ -364,12 +412,13 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
     // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
     // so a sweep reads only due rows; SKIP LOCKED hands each row to one claimer.
     claimDue: (now, limit) =>
-      limit <= 0 ? Effect.succeed([]) :
-      // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
-      // column (no index, a sort of every due row) over the table's.
-      sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
+      limit <= 0 ?
+        Effect.succeed([]) :
+        // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
+        // column (no index, a sort of every due row) over the table's.
+        sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
           ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
-        .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue")),
+          .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue")),
 
     // A range of the primary key (project, program): the table has no index by program (migration
     // 0002), and the project comes from the program's row.
@@ -395,8 +444,9 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
     // known (NULL: no row yet, or a row from before the migration) is the achievements table read,
     // one primary-key range seek per key (LATERAL, whatever the planner believes of the table).
     achievedMany: (keys) =>
-      keys.length === 0 ? Effect.succeed([]) :
-      hot(sql`SELECT k.n, m.milestone_id
+      keys.length === 0 ?
+        Effect.succeed([]) :
+        hot(sql`SELECT k.n, m.milestone_id
           FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           LEFT JOIN LATERAL (
             SELECT achieved FROM ${t.streaks} s
@@ -424,7 +474,9 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
             VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${at})
             ON CONFLICT DO NOTHING RETURNING milestone_id
           ), copied AS (
-            UPDATE ${t.streaks} s SET achieved = ${achievedIds({ sql, t }, "s.achieved", whereKey(key))} || added.milestone_id
+            UPDATE ${t.streaks} s SET achieved = ${
+        achievedIds({ sql, t }, "s.achieved", whereKey(key))
+      } || added.milestone_id
             FROM added WHERE ${whereKey(key)}
           )
           SELECT 1 AS ok FROM added`)

@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { StorageError } from "@streaks/core/Errors"
+import type { StorageError } from "@streaks/core/Errors"
 import type { Transactor } from "@streaks/core/Ports"
 import { Effect, Exit, Option } from "effect"
 import type pg from "pg"

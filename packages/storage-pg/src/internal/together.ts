@@ -29,7 +29,11 @@ export const together = <const T extends Statements>(
       let left = effects.length
       const settle = () => {
         const failed = exits.find(Exit.isFailure) as Exit.Failure<never, StorageError> | undefined
-        resume(failed ?? Effect.succeed(exits.map((e) => (e as Exit.Success<unknown, never>).value) as Successes<T>))
+        resume(
+          failed ?? Effect.succeed(exits.map((e) =>
+            (e as Exit.Success<unknown, never>).value
+          ) as Successes<T>)
+        )
       }
       if (left === 0) return settle()
       const run = Runtime.runCallback(runtime)
@@ -41,6 +45,4 @@ export const together = <const T extends Statements>(
           }
         })
       )
-    })
-  ))
-
+    })))

@@ -19,14 +19,18 @@ const which = (): string | undefined => {
 export const find = (): { readonly path: string } | { readonly skip: string } => {
   const found = which()
   if (found !== undefined) return { path: found }
-  if (process.getuid?.() !== 0) return { skip: "chromium is not installed and cannot be (not root): apt-get install chromium" }
+  if (process.getuid?.() !== 0) {
+    return { skip: "chromium is not installed and cannot be (not root): apt-get install chromium" }
+  }
   try {
     execSync("apt-get update && apt-get install -y chromium", { stdio: "ignore", timeout: 600_000 })
   } catch (error) {
     return { skip: `chromium is not installed and apt-get install chromium failed: ${String(error)}` }
   }
   const installed = which()
-  return installed !== undefined ? { path: installed } : { skip: "apt-get install chromium left no chromium on the PATH" }
+  return installed !== undefined
+    ? { path: installed }
+    : { skip: "apt-get install chromium left no chromium on the PATH" }
 }
 
 export const args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]

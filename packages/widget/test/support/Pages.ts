@@ -58,7 +58,9 @@ export const html = (options: { script: string; widgets?: string; inside?: strin
   `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>Lessons</title>
-<style>body{margin:0;font:16px/1.5 Georgia,serif;color:#222;background:#f6f4ef}main{max-width:40rem;padding:24px 32px}${options.style ?? ""}</style>
+<style>body{margin:0;font:16px/1.5 Georgia,serif;color:#222;background:#f6f4ef}main{max-width:40rem;padding:24px 32px}${
+    options.style ?? ""
+  }</style>
 </head>
 <body>
 <main>

@@ -34,7 +34,9 @@ export const layer = Http.layerServer(
 ).pipe(
   Layer.provide(jobs),
   Layer.provide(RateLimit.layer({ ipPerSecond: 10_000, sitePerSecond: 10_000 })),
-  Layer.provide(HttpConfig.layer({ adminToken: Option.some(Redacted.make(ADMIN_TOKEN)), allowInsecureWebhookUrls: true })),
+  Layer.provide(
+    HttpConfig.layer({ adminToken: Option.some(Redacted.make(ADMIN_TOKEN)), allowInsecureWebhookUrls: true })
+  ),
   Layer.provide(Services.layer),
   Layer.provide(OutboundEvents.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
@@ -46,7 +48,10 @@ export const layer = Http.layerServer(
 )
 
 /** A request to the server; JSON bodies are sent and answers parsed when JSON. */
-export const request = (path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) =>
+export const request = (
+  path: string,
+  init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}
+) =>
   Effect.flatMap(NodeServer.NodeServer, (server) =>
     Effect.promise(async () => {
       const response = await fetch(`${server.url}${path}`, {
@@ -69,7 +74,11 @@ const admin = (path: string, body: unknown) => request(path, { headers: { "x-adm
 export interface TenantOptions {
   /** The project's allowed origins. */
   readonly origins: ReadonlyArray<string>
-  readonly settings?: { readonly theme: { readonly name: string }; readonly position: string; readonly mainMessage: string }
+  readonly settings?: {
+    readonly theme: { readonly name: string }
+    readonly position: string
+    readonly mainMessage: string
+  }
   readonly milestones?: ReadonlyArray<{ target: number; msg: string; rewardType?: string; rewardValue?: string }>
 }
 
