@@ -31,6 +31,23 @@ const firstBatchRunning = Effect.gen(function*() {
 })
 
 describe("GroupCommit", () => {
+  it.live("closing waits for submitted work, but no longer than closeDeadline", () =>
+    Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const { run } = recorder(gate)
+      const scope = yield* Scope.make()
+      const submit = yield* GroupCommit.make(run, { workers: 1, maxBatch: 100, closeDeadline: "100 millis" }).pipe(
+        Scope.extend(scope)
+      )
+      yield* Effect.fork(submit(1))
+      yield* Effect.sleep("20 millis")
+      const started = Date.now()
+      yield* Scope.close(scope, Exit.void)
+      const waited = Date.now() - started
+      assert.isAtLeast(waited, 80, "it waited for the running batch")
+      assert.isBelow(waited, 2_000, "and stopped at the deadline")
+    }))
+
   it.live("past maxWaiting inputs, a submission fails at once with the overload error; the waiting ones still run", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()

@@ -2,7 +2,7 @@
  * Work that many fibers submit at once, run in batches: each worker takes everything waiting and
  * runs it together, so what arrives while a batch is busy shares the next one (group commit).
  */
-import { Cause, Context, Effect, Exit, Runtime, type Scope } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Runtime, type Scope } from "effect"
 
 export interface Options<E = never> {
   /** Batches run at the same time. */
@@ -18,6 +18,12 @@ export interface Options<E = never> {
   /** Most inputs waiting for a batch; past it a submission fails at once with `overloaded()`. */
   readonly maxWaiting?: number | undefined
   readonly overloaded?: (() => E) | undefined
+  /**
+   * How long closing the scope waits for the work submitted before (default 10 seconds); then it
+   * returns, and what is still running ends with the process (its transaction never commits, and
+   * its callers were never answered 2xx).
+   */
+  readonly closeDeadline?: Duration.DurationInput | undefined
   /**
    * How a finished batch hands each caller its answer (default: at once), once per caller, in
    * order. The next batch has started, up to its first wait, before this is called; see
@@ -127,8 +133,17 @@ export const make = <I, A, E>(
 
     yield* Effect.addFinalizer(() =>
       Effect.async<void>((resume) => {
-        onIdle = () => resume(Effect.void)
+        // A real timer, not `Clock`: shutdown must end under a TestClock too.
+        const timer = setTimeout(() => {
+          onIdle = undefined
+          resume(Effect.void)
+        }, Duration.toMillis(options.closeDeadline ?? Duration.seconds(10)))
+        onIdle = () => {
+          clearTimeout(timer)
+          resume(Effect.void)
+        }
         pump()
+        return Effect.sync(() => clearTimeout(timer))
       })
     )
 
