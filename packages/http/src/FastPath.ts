@@ -14,7 +14,6 @@ import { errorBody, maxBodyBytes } from "./HttpErrors.js"
 import * as JsonLimits from "./JsonLimits.js"
 import type { FastPath } from "./NodeServer.js"
 import { RateLimiter } from "./RateLimit.js"
-import * as Turns from "./Turns.js"
 
 export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimiter | Aliases.Aliases
 
@@ -117,6 +116,12 @@ export interface Options {
    * runtime's tracer, and none are made where that runtime has tracing disabled.
    */
   readonly tracing?: boolean | undefined
+  /**
+   * How an action's front (decode, auth, joining its group) is run once its body is read (default:
+   * at once). A server runtime may queue it behind the answers it hands back (the reference
+   * server's event-loop slices, `Turns` in `@streaks/server`).
+   */
+  readonly schedule?: ((front: () => void) => void) | undefined
 }
 
 type Door = "browser" | "server" | "webhook" | "state" | "preflight"
@@ -148,12 +153,10 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     if (!res.headersSent) fail(res, 500, "INTERNAL")
   }
 
-  // The hot doors run on callbacks, without a fiber per request (`Doors.ingestCallback`,
-  // `Doors.stateCallback`); time for the body's `ts` check is the runtime's clock.
+  // The hot doors run on callbacks (`Doors.ingestCallback`, `Doors.stateCallback`); time for the
+  // body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
-  // An action's front waits its turn (`Turns.shared`, behind the answers queued ahead): it needs
-  // nothing from the batch in flight, whose next statement should not wait behind a burst of
-  // requests.
+  const schedule = options.schedule ?? ((front: () => void) => front())
   const ingest = (
     rt: Runtime.Runtime<Services>,
     req: IncomingMessage,
@@ -161,7 +164,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     door: "browser" | "server"
   ) =>
     readBody(req, res, (text) =>
-      Turns.shared(() => {
+      schedule(() => {
         const body = parse(text)
         if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
         const action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))

@@ -31,6 +31,8 @@ export interface ServerOptions extends NodeServer.Options {
    * HttpApi routes have them whenever the runtime traces.
    */
   readonly tracing?: boolean | undefined
+  /** How the fast path runs an action's front (`FastPath.Options.schedule`; default: at once). */
+  readonly schedule?: ((front: () => void) => void) | undefined
 }
 
 /**
@@ -43,7 +45,8 @@ export const layerServer = <E = never, R = never>(
   routes: Layer.Layer<never, E, R> = Layer.empty
 ) =>
   NodeServer.layer(
-    Effect.flatMap(NodeServer.httpApiHandler, (api) => FastPath.front(api, { tracing: options.tracing })),
+    Effect.flatMap(NodeServer.httpApiHandler, (api) =>
+      FastPath.front(api, { tracing: options.tracing, schedule: options.schedule })),
     options
   ).pipe(
     Layer.provide([

@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
-import { Http, HttpConfig, Jobs, RateLimit, Turns, WidgetScript } from "@streaks/http"
+import { Http, HttpConfig, Jobs, RateLimit, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
 import * as StreamableHttp from "@streaks/mcp/StreamableHttp"
@@ -14,6 +14,7 @@ import { Dispatcher, Egress } from "@streaks/webhooks"
 import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import * as SecretKey from "./SecretKey.js"
+import * as Turns from "./Turns.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
 /** The SQL client: `DATABASE_URL`, else the embedded cluster kept under `dataDir/pg`. */
@@ -84,7 +85,11 @@ const mcpRoutes = StreamableHttp.layerRoutes.pipe(Layer.provide(McpConfig.layerC
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
-  const http = Http.layerServer({ port: config.port, host: config.host }, Layer.mergeAll(mcpRoutes, widgetRoutes)).pipe(
+  // Action fronts wait their turn behind the answers queued ahead on the same event-loop slices.
+  const http = Http.layerServer(
+    { port: config.port, host: config.host, schedule: Turns.shared },
+    Layer.mergeAll(mcpRoutes, widgetRoutes)
+  ).pipe(
     Layer.provide(layerJobs),
     Layer.provide(RateLimit.layer({
       ipPerSecond: config.rateLimitIp,
