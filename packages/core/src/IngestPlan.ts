@@ -248,6 +248,7 @@ export const plan = (input: Input): Result => {
   const answers: Array<Answer> = []
   const steps: Array<Step> = []
   const answered: Array<KeyAnswer> = []
+  const released: Array<KeyRequest> = []
   const missing = new Map<string, StreakKey>()
   const unheard = new Set<ProgramId>()
   const live = new Set<ProgramId>()
@@ -283,6 +284,8 @@ export const plan = (input: Input): Result => {
         unheard.add(defect.program)
         return answers.push({ _tag: "Applied", body: {} })
       }
+      // Its key was claimed with the group: free it, so that a retry runs rather than waits.
+      if (key !== undefined) released.push({ projectId: w.project.id, key, now: w.now })
       return answers.push({ _tag: "Defect", defect })
     }
     if (step.state !== undefined) states.set(keyOf(step.state.key), step.state)
@@ -313,7 +316,8 @@ export const plan = (input: Input): Result => {
       zones: [...zones].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, z]) => z),
       actions: steps.map((s) => s.record),
       outbox: steps.flatMap((s) => s.outbox),
-      answers: answered
+      answers: answered,
+      released
     }
   }
 }

@@ -132,6 +132,8 @@ export interface Changes {
   readonly actions: ReadonlyArray<ActionRecord>
   readonly outbox: ReadonlyArray<OutboxMessage>
   readonly answers: ReadonlyArray<KeyAnswer>
+  /** Keys claimed by `load` for actions that failed: freed, so that a retry runs. */
+  readonly released: ReadonlyArray<KeyRequest>
 }
 
 export const noChanges: Changes = {
@@ -142,7 +144,8 @@ export const noChanges: Changes = {
   zones: [],
   actions: [],
   outbox: [],
-  answers: []
+  answers: [],
+  released: []
 }
 
 export class IngestStore extends Context.Tag("@streaks/core/IngestStore")<IngestStore, {
@@ -271,6 +274,7 @@ export const fromPorts: Effect.Effect<
       if (changes.actions.length > 0) yield* log.appendAll(changes.actions)
       if (changes.outbox.length > 0) yield* outbox.enqueue(changes.outbox)
       for (const a of changes.answers) yield* idempotency.complete(a.projectId, a.key, a.response, a.now)
+      for (const k of changes.released) yield* idempotency.release(k.projectId, k.key)
     })
 
   return IngestStore.of({

@@ -144,11 +144,26 @@ describe("IngestPlan.plan", () => {
 })
 
 describe("Ingest: a planning defect fails one action", () => {
+  let armed = true
   const layer = Ingest.layerWith({
     planCheck: (w) => {
-      if (w.action.userHash === "boom") throw new Error("injected defect")
+      if (w.action.userHash === "boom" && armed) throw new Error("injected defect")
     }
   }).pipe(Layer.provideMerge(base))
+
+  it.effect("a keyed action whose planning died frees its key: the retry runs at once, not a 409", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant({ program: { status: "live" } })
+      yield* TestClock.setTime(at("2026-05-10T12:00:00Z"))
+      const body = { siteKey: t.project.siteKey, userHash: "boom", event: t.program.eventKey, idempotencyKey: "k-boom" }
+      armed = true
+      const failed = yield* Effect.exit(server(body))
+      assert.isTrue(Exit.isFailure(failed) && Cause.isDie(failed.cause))
+      armed = false
+      assert.deepStrictEqual((yield* server(body)).body, { ok: true, counted: true })
+      assert.strictEqual((yield* rowOf(t, "boom", "live"))?.run, 1)
+      armed = true
+    }).pipe(Effect.provide(layer)))
 
   it.effect("of five concurrent actions, the one whose planning dies answers a defect; the four others commit", () =>
     Effect.gen(function*() {

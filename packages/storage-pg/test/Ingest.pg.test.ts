@@ -258,3 +258,36 @@ layer(servicesWith({ ingest: { workers: 2, minBatchBeside: 1 } }), { timeout: 12
     it.effect("300 concurrent actions of 150 members count each member once", () => crowd)
   }
 )
+
+let armed = true
+layer(
+  servicesWith({
+    ingest: {
+      planCheck: (w) => {
+        if (w.action.userHash === "boom" && armed) throw new Error("injected defect")
+      }
+    }
+  }),
+  {
+    timeout: 120_000
+  }
+)("Ingest on Postgres: a planning defect", (it) => {
+  it.effect("fails its action alone and frees its key: the others of its group commit, the retry runs at once", () =>
+    Effect.gen(function*() {
+      const t = yield* provision
+      armed = true
+      const exits = yield* Effect.all(
+        ["m-1", "boom", "m-2"].map((userHash) =>
+          Effect.exit(serverAction(t.project, t.secrets[0]!, userHash, `key-${userHash}`))
+        ),
+        { concurrency: "unbounded" }
+      )
+      assert.deepStrictEqual(exits.map((e) => e._tag), ["Success", "Failure", "Success"])
+      armed = false
+      assert.deepStrictEqual((yield* serverAction(t.project, t.secrets[0]!, "boom", "key-boom")).body, {
+        ok: true,
+        counted: true
+      })
+      armed = true
+    }))
+})

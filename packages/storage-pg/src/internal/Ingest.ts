@@ -178,7 +178,8 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         changes.zones.length === 0 ? Effect.void : members.setTimezones(changes.zones),
         changes.actions.length === 0 ? Effect.void : stores.log.appendAll(changes.actions),
         changes.outbox.length === 0 ? Effect.void : stores.outbox.enqueue(changes.outbox),
-        changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers)
+        changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers),
+        ...changes.released.map((k) => idempotency.release(k.projectId, k.key))
       ]))
     })
 
