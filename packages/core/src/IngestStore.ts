@@ -178,7 +178,8 @@ const conflict = (what: string) =>
 export const goesAhead = (member: MemberRequest, claims: ReadonlyArray<IdempotencyClaim>): boolean =>
   member.key === undefined || claims[member.key]?._tag === "Claimed"
 
-const keyName = (k: Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">) =>
+/** The name of a key, for maps keyed by streak (the planner's history, adapters). */
+export const keyOf = (k: Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">): string =>
   `${k.projectId}\u0000${k.programId}\u0000${k.userHash}\u0000${k.ledger}`
 
 /**
@@ -287,6 +288,3 @@ export const fromPorts: Effect.Effect<
 
 /** `IngestStore` from the record-level ports in context (see `fromPorts`). */
 export const layerFromPorts = Layer.effect(IngestStore, fromPorts)
-
-/** The name of a key, for maps keyed by streak (adapters and the planner share it). */
-export const keyOf = keyName
