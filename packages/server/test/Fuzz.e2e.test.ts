@@ -16,12 +16,11 @@ import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
-import { Clock, ConfigProvider, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
+import { Clock, Effect, Layer, Logger, LogLevel } from "effect"
 import fc from "fast-check"
 import { readFileSync } from "node:fs"
 import { request as httpRequest } from "node:http"
-import * as Main from "../src/Main.js"
-import * as ServerConfig from "../src/ServerConfig.js"
+import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "fuzz-admin-token"
 const runs = Number(process.env["STREAKS_FUZZ_RUNS"] ?? 100_000)
@@ -36,27 +35,17 @@ const documented = new Set(
     .map((m) => m[1]!)
 )
 
-const environment = (url: Redacted.Redacted<string>) =>
-  ConfigProvider.fromMap(
-    new Map([
-      ["DATABASE_URL", Redacted.value(url)],
-      ["STREAKS_ADMIN_TOKEN", ADMIN],
-      ["STREAKS_SECRET_KEY", "fuzz-secret-key"],
-      ["STREAKS_DB_POOL_SIZE", "4"],
-      // Limits would answer most requests 429 before they reach anything else.
-      ["STREAKS_RATE_LIMIT_IP", "0"],
-      ["STREAKS_RATE_LIMIT_SITE", "0"],
-      ["STREAKS_RATE_LIMIT_AUTH_FAILURES", "0"]
-    ])
-  )
+const settings = {
+  STREAKS_ADMIN_TOKEN: ADMIN,
+  STREAKS_SECRET_KEY: "fuzz-secret-key",
+  STREAKS_DB_POOL_SIZE: "4",
+  // Limits would answer most requests 429 before they reach anything else.
+  STREAKS_RATE_LIMIT_IP: "0",
+  STREAKS_RATE_LIMIT_SITE: "0",
+  STREAKS_RATE_LIMIT_AUTH_FAILURES: "0"
+}
 
-const server = Layer.unwrapEffect(
-  Effect.gen(function*() {
-    const url = yield* PgTest.url
-    const config = yield* Effect.withConfigProvider(ServerConfig.config, environment(url))
-    return Main.layer({ ...config, port: 0 }).pipe(Layer.provide(Layer.setConfigProvider(environment(url))))
-  })
-).pipe(
+const server = ReferenceServer.layer(settings).pipe(
   // 4xx answers are expected by the thousand; a 5xx fails the test with its own report.
   Layer.provide(Logger.minimumLogLevel(LogLevel.Error)),
   Layer.provideMerge(PgTest.layer),

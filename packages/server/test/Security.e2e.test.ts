@@ -12,9 +12,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { SqlClient } from "@effect/sql"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
-import { Clock, ConfigProvider, Effect, Layer, Logger, LogLevel, Redacted } from "effect"
-import * as Main from "../src/Main.js"
-import * as ServerConfig from "../src/ServerConfig.js"
+import { Clock, Effect, Layer, Logger, LogLevel } from "effect"
+import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "security-probe-admin-token-7f3a"
 const SEALING_KEY = "security-probe-sealing-key-91c2"
@@ -28,27 +27,17 @@ const capture = Logger.replace(
   })
 )
 
-const environment = (url: Redacted.Redacted<string>) =>
-  ConfigProvider.fromMap(
-    new Map([
-      ["DATABASE_URL", Redacted.value(url)],
-      ["STREAKS_ADMIN_TOKEN", ADMIN],
-      ["STREAKS_SECRET_KEY", SEALING_KEY],
-      ["STREAKS_DB_POOL_SIZE", "4"],
-      ["STREAKS_DIRECTORY_CACHE_TTL", "0 seconds"],
-      // Receivers of these tests are on 127.0.0.1.
-      ["STREAKS_ALLOW_INSECURE_WEBHOOK_URLS", "true"],
-      ["STREAKS_RATE_LIMIT_AUTH_FAILURES", "0"]
-    ])
-  )
+const settings = {
+  STREAKS_ADMIN_TOKEN: ADMIN,
+  STREAKS_SECRET_KEY: SEALING_KEY,
+  STREAKS_DB_POOL_SIZE: "4",
+  STREAKS_DIRECTORY_CACHE_TTL: "0 seconds",
+  // Receivers of these tests are on 127.0.0.1.
+  STREAKS_ALLOW_INSECURE_WEBHOOK_URLS: "true",
+  STREAKS_RATE_LIMIT_AUTH_FAILURES: "0"
+}
 
-const server = Layer.unwrapEffect(
-  Effect.gen(function*() {
-    const url = yield* PgTest.url
-    const config = yield* Effect.withConfigProvider(ServerConfig.config, environment(url))
-    return Main.layer({ ...config, port: 0 }).pipe(Layer.provide(Layer.setConfigProvider(environment(url))))
-  })
-).pipe(
+const server = ReferenceServer.layer(settings).pipe(
   Layer.provide([capture, Logger.minimumLogLevel(LogLevel.All)]),
   Layer.provideMerge(PgTest.layer),
   Layer.provideMerge(Layer.setClock(Clock.make()))
