@@ -22,6 +22,7 @@ import {
   Transactor
 } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
+import * as Policy from "./Policy.js"
 import * as Streak from "./Streak.js"
 
 export interface LinkInput {
@@ -84,7 +85,7 @@ const merge = (
     let enqueued = 0
     for (const from of yield* streaks.keysOfMember(projectId, anonymousId)) {
       // Locking the anonymous row first serialises the merge with actions still sent under its id.
-      yield* streaks.lock(from, zone)
+      const fromRow = yield* streaks.lock(from, zone)
       const to = new StreakKey({ ...from, userHash: member })
       const row = yield* streaks.lock(to, zone)
       let added = false
@@ -97,7 +98,10 @@ const merge = (
 
       const program = Option.getOrUndefined(yield* directory.program(from.programId))
       if (!added || program === undefined || project === undefined) continue
-      const summary = Streak.fromDays(yield* streaks.days(to), zone, program.mode)
+      const policy = Policy.of(program)
+      // Freezes granted to the anonymous id go with its days.
+      const grants = [...(row.grants ?? []), ...(fromRow.grants ?? [])]
+      const summary = Streak.fromDays(yield* streaks.days(to), zone, policy, grants)
       enqueued += (yield* settle({ project, program, key: to, row, summary, zone, now })).enqueued
     }
     return enqueued

@@ -5,7 +5,7 @@
 import { fromZonedTime } from "date-fns-tz"
 import { Schema } from "effect"
 import * as EpochDay from "./internal/epochDay.js"
-import { intlKnowsZone, zoneDate } from "./internal/zoneDate.js"
+import { intlKnowsZone, zoneDate, zoneDateHour } from "./internal/zoneDate.js"
 
 const PATTERN = /^\d{4}-\d{2}-\d{2}$/
 
@@ -137,6 +137,97 @@ export const isoWeek = (date: LocalDate): ReadonlyArray<LocalDate> => {
 }
 
 const LABELS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] as const
+
+/** The ISO weekday of a date: 1 (Monday) .. 7 (Sunday). */
+export const isoWeekday = (date: LocalDate): number => EpochDay.isoWeekday(EpochDay.toEpochDay(date))
+
+/** The Monday of the ISO week containing `date`. */
+export const weekStart = (date: LocalDate): LocalDate => {
+  const n = EpochDay.toEpochDay(date)
+  return ofEpochDay(n - EpochDay.isoWeekday(n) + 1)
+}
+
+/** The first day of the month of `date`. */
+export const monthStart = (date: LocalDate): LocalDate => brand(`${date.slice(0, 8)}01`)
+
+/** The last day of the month of `date` (29 February in a leap year). */
+export const monthEnd = (date: LocalDate): LocalDate => {
+  const [y, m] = EpochDay.fields(date)
+  return brand(EpochDay.format(y, m, EpochDay.daysInMonth(y, m)))
+}
+
+/**
+ * The activity day of an instant (CONTRACT §16): its local date in `zone`, shifted back by
+ * `dayStartHour` hours of wall time, so with 4, 02:30 on the 28th belongs to the 27th.
+ */
+export const activityDay = (instant: Date | number, zone: string, dayStartHour: number): LocalDate => {
+  if (dayStartHour === 0) return localDate(instant, zone)
+  const { date, hour } = zoneDateHour(toMs(instant), zone)
+  return hour < dayStartHour ? addDays(brand(date), -1) : brand(date)
+}
+
+// True once the wall time at `ms` is at or past `hour` o'clock on `date` (or on a later date).
+const wallReaches = (ms: number, date: LocalDate, hour: number, zone: string): boolean => {
+  const wall = zoneDateHour(ms, zone)
+  return wall.date > date || (wall.date === date && wall.hour >= hour)
+}
+
+const QUARTER = 15 * 60_000
+const wallStarts = new Map<string, number>()
+
+const wallStart = (date: LocalDate, hour: number, zone: string): number => {
+  const key = `${zone} ${date} ${hour}`
+  const hit = wallStarts.get(key)
+  if (hit !== undefined) return hit
+  let ms: number
+  const hh = String(hour).padStart(2, "0")
+  const guess = fromZonedTime(`${date}T${hh}:00:00`, zone).getTime()
+  // The guess is right unless the hour is repeated (clocks set back) or falls in a gap: then
+  // walk from the start of the date by quarter hours (offsets change by whole quarters) and
+  // bisect the last quarter, which finds the first instant whatever the transitions.
+  if (
+    Number.isFinite(guess) && wallReaches(guess, date, hour, zone) && !wallReaches(guess - 1, date, hour, zone) &&
+    !wallReaches(guess - HOUR, date, hour, zone)
+  ) {
+    ms = guess
+  } else {
+    let lo = dayStart(date, zone).ms - 1
+    let hi = lo + 1
+    // A day has at most 27 hours of wall time; the bound only guards against a bug.
+    for (let i = 0; !wallReaches(hi, date, hour, zone); i++) {
+      if (i > 27 * 4) throw new RangeError(`No ${hour}:00 found on ${date} in ${zone}`)
+      lo = hi
+      hi += QUARTER
+    }
+    while (hi - lo > 1) {
+      const mid = lo + Math.floor((hi - lo) / 2)
+      if (wallReaches(mid, date, hour, zone)) hi = mid
+      else lo = mid
+    }
+    ms = hi
+  }
+  if (wallStarts.size >= MAX_MEMO) wallStarts.clear()
+  wallStarts.set(key, ms)
+  return ms
+}
+
+/**
+ * The first instant at or after which the wall time in `zone` reads `hour` o'clock on `date`:
+ * where that hour does not exist (DST gap) the first instant after the gap, where it happens twice
+ * the first time. `startOfHour(date, 0, zone)` is `startOfDay(date, zone)`.
+ */
+export const startOfHour = (date: LocalDate, hour: number, zone: string): Date =>
+  hour === 0 ? startOfDay(date, zone) : new Date(wallStart(date, hour, zone))
+
+/** The instant the activity day `date` starts when days start at `dayStartHour`. */
+export const startOfActivityDay = (date: LocalDate, zone: string, dayStartHour: number): Date =>
+  startOfHour(date, dayStartHour, zone)
+
+/** False for an activity day that has no instant in `zone` (a date the zone skipped, at that hour). */
+export const activityDayExists = (date: LocalDate, zone: string, dayStartHour: number): boolean =>
+  dayStartHour === 0
+    ? dayExists(date, zone)
+    : wallStart(date, dayStartHour, zone) < wallStart(addDays(date, 1), dayStartHour, zone)
 
 /** English short weekday of a date: "Mon".."Sun". */
 export const weekdayLabel = (date: LocalDate): string => LABELS[EpochDay.isoWeekday(EpochDay.toEpochDay(date)) - 1]

@@ -128,7 +128,8 @@ const over = (
     createProgram: (p) => write(directory.createProgram(p)),
     setProgramStatus: (id, status) => write(directory.setProgramStatus(id, status)),
     goLive: (id) => write(directory.goLive(id)),
-    setWebhookSecretHash: (id, hash) => write(directory.setWebhookSecretHash(id, hash))
+    setWebhookSecretHash: (id, hash) => write(directory.setWebhookSecretHash(id, hash)),
+    setProgramPolicy: (id, policy, mode) => write(directory.setProgramPolicy(id, policy, mode))
   }
 }
 

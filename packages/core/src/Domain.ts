@@ -5,6 +5,7 @@
  */
 import { Schema } from "effect"
 import { LocalDate } from "./Calendar.js"
+import { Mode, Policy } from "./Policy.js"
 import {
   ApiKeyId,
   EventId,
@@ -84,7 +85,9 @@ export const defaultSettings = new ProgramSettings({
 export const ProgramStatus = Schema.Literal("test", "live")
 export type ProgramStatus = typeof ProgramStatus.Type
 
-export const StreakMode = Schema.Literal("continuous")
+/** `mode` of a program: "continuous" (daily), "weekly" or "monthly", following its policy's cadence. */
+export const StreakMode = Mode
+export type StreakMode = typeof StreakMode.Type
 
 export class Program extends Schema.Class<Program>("Program")({
   id: ProgramId,
@@ -97,6 +100,8 @@ export class Program extends Schema.Class<Program>("Program")({
   webhookSecretHash: Schema.String,
   milestones: Schema.Array(Milestone),
   settings: ProgramSettings,
+  /** How the program counts (CONTRACT §16); absent: the default policy. */
+  policy: Schema.optional(Policy),
   createdAt: Schema.DateFromSelf
 }) {}
 
@@ -125,6 +130,10 @@ export class StreakKey extends Schema.Class<StreakKey>("StreakKey")({
   ledger: Ledger
 }) {}
 
+/** Freezes granted to a member on one activity day (CONTRACT §16). */
+export const FreezeGrant = Schema.Struct({ day: LocalDate, count: Schema.Int })
+export type FreezeGrant = typeof FreezeGrant.Type
+
 /**
  * The incremental state of one streak (CONTRACT §6): enough to count an action in O(1) and to
  * index the next due instant, without reading the member's history.
@@ -144,6 +153,14 @@ export class StreakRow extends Schema.Class<StreakRow>("StreakRow")({
   atRiskNotifiedFor: Schema.optional(LocalDate),
   /** `lastActiveDay` of the run whose `streak.broken` was already emitted. */
   brokenNotifiedAfter: Schema.optional(LocalDate),
+  /** Active days in the period of `lastActiveDay` (absent: 1 when there is one, else 0). */
+  periodDays: Schema.optional(Schema.Int),
+  /** The freeze bank as of that period (absent: the policy's initial freezes). */
+  freezes: Schema.optional(Schema.Int),
+  /** Freezes granted through the API, by activity day (absent: none). */
+  grants: Schema.optional(Schema.Array(FreezeGrant)),
+  /** The last day of the latest period whose `streak.freeze_used` was emitted. */
+  frozenNotifiedThrough: Schema.optional(LocalDate),
   /** When the scheduler must next look at this row; absent when nothing is due. */
   dueAt: Schema.optional(Schema.DateFromSelf),
   updatedAt: Schema.DateFromSelf
@@ -197,7 +214,9 @@ export const OutboundEventType = Schema.Literal(
   "milestone.achieved",
   "reward.unlocked",
   "streak.at_risk",
-  "streak.broken"
+  "streak.broken",
+  "streak.freeze_used",
+  "streak.freeze_earned"
 )
 export type OutboundEventType = typeof OutboundEventType.Type
 

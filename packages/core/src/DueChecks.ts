@@ -1,6 +1,6 @@
 /**
- * The hourly at-risk / broken sweep (spec §3.2, CONTRACT §8): claims the streak rows whose due
- * instant has passed, fires what is due, and moves each row to its next due instant.
+ * The hourly due checks (spec §3.2, CONTRACT §8, §16): claims the streak rows whose due instant
+ * has passed, fires what is due (at-risk, freeze used, broken), and moves each row on.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { type OutboxMessage, type Program, type Project, StreakRow, type Subscription } from "./Domain.js"
@@ -10,6 +10,7 @@ import { notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress
 import * as OutboundEvents from "./OutboundEvents.js"
 import { OutboxSignal } from "./OutboundEvents.js"
 import { DirectoryStore, ExperimentStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "./Ports.js"
+import * as Policy from "./Policy.js"
 import * as Streak from "./Streak.js"
 
 export interface RunOptions {
@@ -27,13 +28,15 @@ export interface RunOptions {
 export interface RunResult {
   readonly atRisk: number
   readonly broken: number
+  readonly freezesUsed: number
 }
 
 export class DueChecks extends Context.Tag("@streaks/core/DueChecks")<DueChecks, {
   /**
    * One sweep at `Clock` now, in batches of one transaction each until a batch comes back short.
-   * At-risk fires once per member and owed local day, and only while that day is today (a sweep
-   * catching up after downtime warns about no day that is over); broken fires once per ended run.
+   * At-risk fires once per member and period, and only while its last chance day is today (a
+   * sweep catching up after downtime warns about no day that is over); a freeze used fires once
+   * per frozen period and broken once per ended run, at the first sweep after their period ended.
    * Safe with any number of concurrent runners: `claimDue` never hands a row to two of them.
    */
   readonly run: (options?: RunOptions) => Effect.Effect<RunResult, StorageError>
@@ -56,7 +59,30 @@ const MIN_STEP_MS = 1
 interface Tally {
   atRisk: number
   broken: number
+  freezesUsed: number
   enqueued: number
+}
+
+const tallyOf = { AtRisk: "atRisk", Broken: "broken", FreezeUsed: "freezesUsed" } as const
+
+/** The outbound event of a due event (CONTRACT §8, §16). */
+const outboundOf = (event: Streak.DueEvent, timezone: string, program: Program): OutboundEvents.Event => {
+  switch (event._tag) {
+    case "AtRisk":
+      // A program without a policy sends §8's body exactly.
+      return program.policy === undefined
+        ? { type: "streak.at_risk", localDate: event.localDate, timezone }
+        : {
+          type: "streak.at_risk",
+          localDate: event.localDate,
+          timezone,
+          policy: { freezesAvailable: event.freezesAvailable, periodEnd: event.period.end }
+        }
+    case "FreezeUsed":
+      return { type: "streak.freeze_used", period: event.period, freezesLeft: event.freezesLeft, timezone }
+    case "Broken":
+      return { type: "streak.broken", endedRun: event.endedRun, lastActiveDate: event.lastActiveDate, timezone }
+  }
 }
 
 export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effect.gen(function*() {
@@ -120,35 +146,25 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
       const program = yield* programOf(row.programId)
       const project = yield* projectOf(row.projectId)
       const zone = row.timezone
-      const summary = summaryOf(row, program?.mode ?? "continuous")
+      const policy = program === undefined ? Policy.defaultPolicy : Policy.of(program)
+      const summary = summaryOf(row, policy)
       let notified = notifiedOf(row)
-      // At most one event is due at a time; the loop only guards against a row owing two.
-      for (let i = 0; i < 2; i++) {
-        const due = Streak.dueEvent(summary, zone, now, notified)
-        if (due === undefined) break
-        const event: OutboundEvents.Event = due._tag === "AtRisk"
-          ? { type: "streak.at_risk", localDate: due.localDate, timezone: zone }
-          : { type: "streak.broken", endedRun: due.endedRun, lastActiveDate: due.lastActiveDate, timezone: zone }
-        // Field by field: a leading spread costs a promotion per row on V8 11 (see `Streak.ts`).
-        notified = due._tag === "AtRisk"
-          ? { atRiskFor: due.localDate, brokenAfter: notified.brokenAfter }
-          : { atRiskFor: notified.atRiskFor, brokenAfter: due.lastActiveDate }
+      const due = Streak.dueEvents(summary, zone, now, notified, policy)
+      const state = due.length === 0 ? undefined : Streak.evaluate(summary, now, zone, policy)
+      for (const event of due) {
+        notified = Streak.sent(notified, event)
         if (program === undefined || project === undefined) continue
-        const state = Streak.evaluate(summary, now, zone)
         const emitted = yield* OutboundEvents.emit({
           project,
           program,
           userHash: row.userHash,
           ledger: row.ledger,
-          streak: { current: state.current, best: state.best }
-        }, [event])
-        if (emitted.fired > 0) {
-          if (due._tag === "AtRisk") tally.atRisk++
-          else tally.broken++
-        }
+          streak: { current: state!.current, best: state!.best }
+        }, [outboundOf(event, zone, program)])
+        if (emitted.fired > 0) tally[tallyOf[event._tag]]++
         tally.enqueued += emitted.enqueued
       }
-      const next = rowOf(row, summary, zone, notified, now)
+      const next = rowOf(row, summary, zone, notified, now, policy)
       // Whatever the calculus says, a claimed row must leave the sweep's window, or this very
       // sweep would claim it again and never end.
       const stuck = next.dueAt !== undefined && next.dueAt.getTime() <= now.getTime()
@@ -162,11 +178,11 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
       const now = yield* nowDate
       const programOf = cached((id: ProgramId) => directory.program(id))
       const projectOf = cached((id: ProjectId) => directory.project(id))
-      const total = { atRisk: 0, broken: 0 }
+      const total = { atRisk: 0, broken: 0, freezesUsed: 0 }
 
       // One batch: claim, advance every row, then one write of the rows and one of the messages.
       const oneBatch = Effect.gen(function*() {
-        const tally: Tally = { atRisk: 0, broken: 0, enqueued: 0 }
+        const tally: Tally = { atRisk: 0, broken: 0, freezesUsed: 0, enqueued: 0 }
         const pending: Array<OutboxMessage> = []
         const emitContext = sweepContext(pending)
         // The sweep's caches are provided once per batch: providing services merges them into the
@@ -185,6 +201,7 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
         // Counted only once the batch has committed: a rolled-back batch fired nothing.
         total.atRisk += tally.atRisk
         total.broken += tally.broken
+        total.freezesUsed += tally.freezesUsed
         if (tally.enqueued > 0) yield* signal.notify
         return claimed
       })

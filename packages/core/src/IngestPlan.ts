@@ -34,6 +34,7 @@ import type {
 import { keyOf } from "./IngestStore.js"
 import * as Metering from "./Metering.js"
 import * as OutboundEvents from "./OutboundEvents.js"
+import * as Policy from "./Policy.js"
 import type { IdempotencyClaim, UsageEntry } from "./Ports.js"
 import * as Streak from "./Streak.js"
 import { memberZone, notifiedOf, rowOf, summaryOf } from "./internal/streakProgress.js"
@@ -346,7 +347,7 @@ const planOne = (
   const storedZone = stored === undefined ? loaded.member.timezone : Option.some(stored)
   const zone = action.tz ?? memberZone(storedZone, project)
   const at = action.ts ?? now
-  const day = Calendar.localDate(at, zone)
+  const day = Calendar.activityDay(at, zone, Policy.of(program).dayStartHour)
   const c = counting(project, w.program, action, door)
   const zoneChange: ZoneChange | undefined = action.tz !== undefined && Option.getOrUndefined(storedZone) !== action.tz
     ? { projectId: project.id, userHash, timezone: action.tz }
@@ -373,29 +374,37 @@ const planOne = (
     added: [],
     changed: false
   }
-  const summary = summaryOf(before.row, program.mode)
-  const applied = Streak.applyDay(summary, day, zone)
+  const policy = Policy.of(program)
+  const summary = summaryOf(before.row, policy)
+  const applied = Streak.applyDay(summary, day, zone, policy)
   let next: Streak.Summary | undefined
-  if (applied._tag === "Applied") next = applied.summary
-  else if (applied._tag === "NeedsHistory") {
+  let earned = false
+  if (applied._tag === "Applied") {
+    next = applied.summary
+    earned = applied.earned
+  } else if (applied._tag === "NeedsHistory") {
     const days = group.history.get(name)
     if (days === undefined) throw new NeedsHistory(before.key)
     if (!days.includes(day) && !before.added.includes(day)) {
-      next = Streak.fromDays([...days, ...before.added, day], zone, summary.mode)
+      const known = [...days, ...before.added]
+      const after = Streak.replay([...known, day], zone, policy, summary.grants)
+      next = after.summary
+      // A late day may complete a period and earn a freeze that the history had not.
+      earned = policy.freezes.earnEvery > 0 && after.earned > Streak.replay(known, zone, policy, summary.grants).earned
     }
   }
   if (next === undefined) {
     // Nothing moved, but the member's zone did: due instants follow it.
     const state = before.row.timezone === zone
       ? before
-      : { ...before, row: rowOf(before.key, summary, zone, notifiedOf(before.row), now), changed: true }
+      : { ...before, row: rowOf(before.key, summary, zone, notifiedOf(before.row), now, policy), changed: true }
     return { ...nothing, state, body: answerBody(door, true, c.reason, true), record: record(false) }
   }
 
   const counted = c.promote ? liveProgram(program) : program
   // Milestones are judged on the streak as it stands at receipt; a program without any skips that.
-  const streakNow = counted.milestones.length === 0 ? undefined : Streak.evaluate(next, now, zone)
-  const crossed = streakNow === undefined
+  const streakNow = counted.milestones.length === 0 && !earned ? undefined : Streak.evaluate(next, now, zone, policy)
+  const crossed = streakNow === undefined || counted.milestones.length === 0
     ? []
     : Streak.newlyCrossed(counted.milestones, streakNow.current, before.achieved)
   const achievements = crossed.map((m) =>
@@ -408,7 +417,9 @@ const planOne = (
       achievedAt: now
     })
   )
-  const subject: OutboundEvents.Subject | undefined = crossed.length === 0 ? undefined : {
+  const events: Array<OutboundEvents.Event> = crossed.flatMap(OutboundEvents.milestoneEvents)
+  if (earned) events.push({ type: "streak.freeze_earned", freezesAvailable: streakNow!.freezes, timezone: zone })
+  const subject: OutboundEvents.Subject | undefined = events.length === 0 ? undefined : {
     project,
     program: counted,
     userHash,
@@ -417,14 +428,14 @@ const planOne = (
   }
   const outbox = subject === undefined || !heard(subject, group.audience)
     ? []
-    : crossed.flatMap(OutboundEvents.milestoneEvents).flatMap((event) =>
+    : events.flatMap((event) =>
       (group.audience!.subscriptions.get(counted.id) ?? [])
         .filter((s) => s.eventTypes.includes(event.type))
         .map((s) => OutboundEvents.message(group.ids.message(), s, now, subject, event))
     )
   const state: KeyState = {
     key: before.key,
-    row: rowOf(before.key, next, zone, notifiedOf(before.row), now),
+    row: rowOf(before.key, next, zone, notifiedOf(before.row), now, policy),
     achieved: crossed.length === 0 ? before.achieved : new Set([...before.achieved, ...crossed.map((m) => m.id)]),
     added: [...before.added, day],
     changed: true

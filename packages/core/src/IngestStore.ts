@@ -10,6 +10,7 @@ import type {
   ActionRecord,
   Experiment,
   Ledger,
+  OutboundEventType,
   OutboxMessage,
   StoredResponse,
   StreakKey,
@@ -91,11 +92,18 @@ export interface Snapshot {
   readonly claims: ReadonlyArray<IdempotencyClaim>
 }
 
+/** The events ingest emits: a milestone reached, its reward, a freeze earned. */
+export const eventTypes: ReadonlyArray<OutboundEventType> = [
+  "milestone.achieved",
+  "reward.unlocked",
+  "streak.freeze_earned"
+]
+
 /** Who hears a program's events: its running experiment (control groups hear nothing) and subscriptions. */
 export interface Audience {
   /** The running experiment of each asked program that has one. */
   readonly experiments: ReadonlyMap<ProgramId, Experiment>
-  /** The subscriptions of each asked program that listen to milestone events. */
+  /** The subscriptions of each asked program that listen to an event ingest emits (`eventTypes`). */
   readonly subscriptions: ReadonlyMap<ProgramId, ReadonlyArray<Subscription>>
 }
 
@@ -253,11 +261,8 @@ export const fromPorts: Effect.Effect<
   // The record-level port answers per event type; a planner wants a program's subscriptions once.
   const subscriptionsOf = (programId: ProgramId) =>
     Effect.map(
-      Effect.all([
-        subscriptions.forEvent(programId, "milestone.achieved"),
-        subscriptions.forEvent(programId, "reward.unlocked")
-      ]),
-      ([a, b]) => [...new Map([...a, ...b].map((s) => [s.id, s])).values()]
+      Effect.all(eventTypes.map((type) => subscriptions.forEvent(programId, type))),
+      (found) => [...new Map(found.flat().map((s) => [s.id, s])).values()]
     )
 
   const commit = (changes: Changes): Io<void> =>

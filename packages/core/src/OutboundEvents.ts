@@ -35,13 +35,26 @@ export const layerNoop: Layer.Layer<OutboxSignal> = Layer.succeed(OutboxSignal, 
 export type Event =
   | { readonly type: "milestone.achieved"; readonly milestone: Milestone }
   | { readonly type: "reward.unlocked"; readonly milestone: Milestone }
-  | { readonly type: "streak.at_risk"; readonly localDate: LocalDate; readonly timezone: string }
+  | {
+    readonly type: "streak.at_risk"
+    readonly localDate: LocalDate
+    readonly timezone: string
+    /** Programs with a policy (CONTRACT §16): freezes available, and the period's last activity day. */
+    readonly policy?: { readonly freezesAvailable: number; readonly periodEnd: LocalDate }
+  }
   | {
     readonly type: "streak.broken"
     readonly endedRun: number
     readonly lastActiveDate: LocalDate
     readonly timezone: string
   }
+  | {
+    readonly type: "streak.freeze_used"
+    readonly period: { readonly start: LocalDate; readonly end: LocalDate }
+    readonly freezesLeft: number
+    readonly timezone: string
+  }
+  | { readonly type: "streak.freeze_earned"; readonly freezesAvailable: number; readonly timezone: string }
 
 /** Whose streak an event is about, and its state when the event fired. */
 export interface Subject {
@@ -71,7 +84,22 @@ const extra = (event: Event): Record<string, unknown> => {
         reward: { type: event.milestone.rewardType, value: event.milestone.rewardValue ?? null }
       }
     case "streak.at_risk":
-      return { localDate: event.localDate, timezone: event.timezone }
+      return event.policy === undefined
+        ? { localDate: event.localDate, timezone: event.timezone }
+        : {
+          localDate: event.localDate,
+          timezone: event.timezone,
+          freezesAvailable: event.policy.freezesAvailable,
+          periodEnd: event.policy.periodEnd
+        }
+    case "streak.freeze_used":
+      return {
+        period: { start: event.period.start, end: event.period.end },
+        freezesLeft: event.freezesLeft,
+        timezone: event.timezone
+      }
+    case "streak.freeze_earned":
+      return { freezesAvailable: event.freezesAvailable, timezone: event.timezone }
     case "streak.broken":
       return { endedRun: event.endedRun, lastActiveDate: event.lastActiveDate, timezone: event.timezone }
   }

@@ -23,12 +23,14 @@ import type {
   ProgramStatus,
   Project,
   StoredResponse,
+  StreakMode,
   StreakKey,
   StreakRow,
   Subscription,
   Workspace
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
+import type { Policy } from "./Policy.js"
 import type {
   ApiKeyId,
   MessageId,
@@ -75,6 +77,8 @@ export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<
    */
   readonly goLive: (id: ProgramId) => Io<boolean>
   readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
+  /** Sets the program's policy and its `mode` (CONTRACT §16); MUST return None for an unknown id. */
+  readonly setProgramPolicy: (id: ProgramId, policy: Policy, mode: StreakMode) => Io<Option.Option<Program>>
 }>() {}
 
 /** An id as an action names it. */

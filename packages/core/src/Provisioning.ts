@@ -7,7 +7,7 @@
  * that are compared) or sealed with `SecretBox` (the signing secret, an HMAC key used again later).
  * Validation failures are `InvalidBody` with a message naming the field; unknown ids are `NotFound`.
  */
-import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
+import { Context, DateTime, Effect, Either, Layer, Option, Schema } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
 import {
@@ -26,6 +26,7 @@ import {
 } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
+import * as Policy from "./Policy.js"
 import { CredentialStore, DirectoryStore, SubscriptionStore, Transactor } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 
@@ -59,6 +60,8 @@ export interface CreateProgramInput {
     readonly position?: string | undefined
     readonly mainMessage?: string | undefined
   } | undefined
+  /** How the program counts (CONTRACT §16); absent: the default policy, and none is stored. */
+  readonly policy?: unknown
 }
 
 export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Provisioning, {
@@ -309,6 +312,8 @@ export const make = Effect.gen(function*() {
         }
         const milestones = yield* validMilestones(input.milestones)
         const settings = settingsOf(input.settings)
+        const policy = input.policy === undefined ? undefined : Policy.decode(input.policy)
+        if (policy !== undefined && Either.isLeft(policy)) return yield* invalid(policy.left)
         const webhookSecret = Credentials.generate("webhook")
         const projectId = Ids.unsafe("ProjectId", input.projectId)
         const create = Effect.gen(function*() {
@@ -324,10 +329,11 @@ export const make = Effect.gen(function*() {
             name,
             eventKey: input.eventKey,
             status: "test",
-            mode: "continuous",
+            mode: policy === undefined ? "continuous" : Policy.modeOf(policy.right),
             webhookSecretHash: Credentials.hashToken(webhookSecret),
             milestones,
             settings,
+            ...(policy === undefined ? {} : { policy: policy.right }),
             createdAt: yield* now
           })
           yield* directory.createProgram(program)

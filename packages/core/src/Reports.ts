@@ -25,6 +25,8 @@ import { InvalidBody, type NotFound, type StorageError } from "./Errors.js"
 import * as Metering from "./Metering.js"
 import type { UsageStore } from "./Ports.js"
 import { ActionLog, type ActionQuery, DirectoryStore, StreakStore } from "./Ports.js"
+import { summaryOf } from "./internal/streakProgress.js"
+import * as Policy from "./Policy.js"
 import * as Streak from "./Streak.js"
 
 /** The query of a report: `from`/`to` are inclusive "YYYY-MM-DD" dates; `programId` narrows. */
@@ -275,11 +277,8 @@ export const make = Effect.gen(function*() {
           for (const row of yield* streaks.rowsOfProgram(program.id, "live")) {
             const member = `${row.projectId}:${row.userHash}`
             if (!members.has(member) && (yield* activeIn(row, r))) members.add(member)
-            const { current } = Streak.evaluate(
-              { mode: program.mode, lastActiveDay: row.lastActiveDay, run: row.run, best: row.best },
-              now,
-              row.timezone
-            )
+            const policy = Policy.of(program)
+            const { current } = Streak.evaluate(summaryOf(row, policy), now, row.timezone, policy)
             const bucket = bucketOf(current)
             if (bucket >= 0) lengths[bucket]! += 1
           }

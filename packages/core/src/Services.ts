@@ -12,6 +12,7 @@ import * as Metering from "./Metering.js"
 import * as Provisioning from "./Provisioning.js"
 import * as Reports from "./Reports.js"
 import * as StateQuery from "./StateQuery.js"
+import * as StreakPolicies from "./StreakPolicies.js"
 import * as Subscriptions from "./Subscriptions.js"
 
 export type Services =
@@ -25,6 +26,7 @@ export type Services =
   | Experiments.Experiments
   | Subscriptions.Subscriptions
   | Reports.Reports
+  | StreakPolicies.StreakPolicies
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -44,7 +46,8 @@ export const layerWith = (options: Options) =>
     Metering.layer,
     Experiments.layer,
     Subscriptions.layer,
-    Reports.layer
+    Reports.layer,
+    StreakPolicies.layer
   )
 
 /** Every core service, with the default batching. */

@@ -24,6 +24,7 @@ import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js
 import { memberZone, nowDate, summaryOf } from "./internal/streakProgress.js"
 import { DirectoryStore, type Standing, type StandingRef, StreakStore } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
+import * as Policy from "./Policy.js"
 import * as Streak from "./Streak.js"
 
 export interface StateRequest {
@@ -46,6 +47,10 @@ export interface StateBody {
     readonly best: number
     readonly todayDone: boolean
     readonly pending: boolean
+    /** Programs with a policy (CONTRACT §16): freezes available now. */
+    readonly freezes?: number
+    /** Programs with a policy: the current period. */
+    readonly period?: Streak.PeriodState
   }
   readonly week: ReadonlyArray<Streak.WeekEntry>
   readonly milestones: ReadonlyArray<{
@@ -79,6 +84,10 @@ export interface MemberStreak {
   readonly pending: boolean
   readonly lastActiveDate: string | null
   readonly isLive: boolean
+  /** Programs with a policy (CONTRACT §16). */
+  readonly mode?: string
+  readonly freezes?: number
+  readonly period?: Streak.PeriodState
 }
 
 export type StateError =
@@ -206,8 +215,9 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     const evaluate = (project: Project, program: Program, found: Standing, now: Date) => {
       const zone = memberZone(found.member.timezone, project)
       const row = Option.getOrUndefined(found.row)
-      const summary = row === undefined ? Streak.empty : summaryOf(row, program.mode)
-      return { summary, evaluated: Streak.evaluate(summary, now, zone) }
+      const policy = Policy.of(program)
+      const summary = row === undefined ? Streak.emptyOf(policy) : summaryOf(row, policy)
+      return { summary, zone, evaluated: Streak.evaluate(summary, now, zone, policy) }
     }
 
     const read = (project: Project, program: Program, userHash: UserHash) =>
@@ -247,18 +257,36 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
         : {})
     })
 
-    const body = (program: Program, found: Standing, evaluated: Streak.State, reveal: boolean): StateBody => {
+    const body = (
+      program: Program,
+      found: Standing,
+      { evaluated, summary, zone }: ReturnType<typeof evaluate>,
+      reveal: boolean
+    ): StateBody => {
       const achieved = new Set<string>(found.achieved)
+      const days = new Set<string>(found.days)
+      const streak = {
+        mode: evaluated.mode,
+        current: evaluated.current,
+        best: evaluated.best,
+        todayDone: evaluated.todayDone,
+        pending: evaluated.pending
+      }
+      // A program without a policy answers exactly as before policies existed (CONTRACT §16).
+      const policy = program.policy
+      const weekStart = Calendar.weekStart(evaluated.today)
+      const week = policy === undefined
+        ? Streak.week(evaluated.today, days)
+        : Streak.week(
+          evaluated.today,
+          days,
+          policy,
+          Streak.frozenDays(summary, days, weekStart, Calendar.addDays(evaluated.today, -1), zone, policy)
+        )
       return {
         meta: { apiVersion: API_VERSION, isLive: program.status === "live" },
-        streak: {
-          mode: evaluated.mode,
-          current: evaluated.current,
-          best: evaluated.best,
-          todayDone: evaluated.todayDone,
-          pending: evaluated.pending
-        },
-        week: Streak.week(evaluated.today, new Set<string>(found.days)),
+        streak: policy === undefined ? streak : { ...streak, freezes: evaluated.freezes, period: evaluated.period },
+        week,
         milestones: program.milestones.map((m) => milestoneView(m, achieved.has(m.id), reveal)),
         settings: {
           theme: { name: program.settings.theme.name },
@@ -293,7 +321,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
       const bodyOf = (reveal: boolean): Exit.Exit<StateAnswer> => {
         try {
           return Exit.succeed({
-            body: body(program, found, evaluate(project, program, found, checked.now).evaluated, reveal),
+            body: body(program, found, evaluate(project, program, found, checked.now), reveal),
             deprecation
           })
         } catch (defect) {
@@ -355,7 +383,10 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
           todayDone: evaluated.todayDone,
           pending: evaluated.pending,
           lastActiveDate: summary.lastActiveDay ?? null,
-          isLive: program.status === "live"
+          isLive: program.status === "live",
+          ...(program.policy === undefined
+            ? {}
+            : { mode: evaluated.mode, freezes: evaluated.freezes, period: evaluated.period })
         }
       })
 

@@ -1,108 +1,268 @@
 /**
- * The streak calculus of CONTRACT §6 and §8 as pure functions over activity days: count one day
- * in O(1), recompute from all days, evaluate the state at an instant, and compute when (and
- * which) at-risk / broken events fall due. No I/O and no clock: instants are passed in.
+ * The streak calculus of CONTRACT §6, §8 and §16 as pure functions over activity days and a
+ * program's `Policy`: count one day in O(1), recompute from all days, evaluate the state at an
+ * instant, explain a history period by period, and compute when (and which) due events fall due.
+ * No I/O and no clock: instants are passed in.
  */
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
+import { defaultPolicy, type Mode, modeOf, type Policy } from "./Policy.js"
+
+export type { Mode } from "./Policy.js"
+
+/** Freezes granted through the API, dated by the member's activity day when granted. */
+export interface Grant {
+  readonly day: LocalDate
+  readonly count: number
+}
 
 /**
- * How a program counts. Only "continuous" (one action per local day, consecutive days) exists;
- * every function dispatches on `Summary.mode` through `rulesOf`, so a weekly or freeze mode is a
- * new `Rules` value (and, if it needs state, new optional `Summary` fields), not a rewrite.
+ * What a streak row keeps so that counting an action never reads the member's history: the chain
+ * as judged through the period of `lastActiveDay` (that period is judged kept as soon as it is, and
+ * missed only once a later period is reached).
  */
-export type Mode = "continuous"
-
-/** What a streak row keeps so that counting an action never reads the member's history. */
 export interface Summary {
-  readonly mode: Mode
   readonly lastActiveDay: LocalDate | undefined
-  /** Length of the run ending at `lastActiveDay` (0 when there is no activity). */
+  /** Kept periods of the chain through the period of `lastActiveDay` (0 when there is no chain). */
   readonly run: number
   /** Longest run ever (never less than `run`). */
   readonly best: number
+  /** Active days in the period of `lastActiveDay`. */
+  readonly periodDays: number
+  /**
+   * The freeze bank once every period through that of `lastActiveDay` is judged, with the grants
+   * dated up to its end (all grants, while there is no activity).
+   */
+  readonly freezes: number
+  /** Every grant, in day order: a recomputation replays them, later ones are added when reached. */
+  readonly grants: ReadonlyArray<Grant>
 }
 
-export const empty: Summary = { mode: "continuous", lastActiveDay: undefined, run: 0, best: 0 }
+const NO_GRANTS: ReadonlyArray<Grant> = []
+
+/** No activity, under the default policy. */
+export const empty: Summary = {
+  lastActiveDay: undefined,
+  run: 0,
+  best: 0,
+  periodDays: 0,
+  freezes: 0,
+  grants: NO_GRANTS
+}
+
+/** No activity under `policy`: the bank holds its initial freezes. */
+export const emptyOf = (policy: Policy): Summary =>
+  policy.freezes.initial === 0 ? empty : { ...empty, freezes: policy.freezes.initial }
 
 /** The outcome of counting one active day against a summary. */
 export type Applied =
-  /** The day is the newest so far: the summary moved in O(1). */
-  | { readonly _tag: "Applied"; readonly summary: Summary }
+  /** The day is the newest so far: the summary moved in O(1); `earned` when it earned a freeze. */
+  | { readonly _tag: "Applied"; readonly summary: Summary; readonly earned: boolean }
   /** The day is `lastActiveDay`: nothing changes. */
   | { readonly _tag: "Duplicate" }
   /** The day is older than `lastActiveDay` (late action): recompute with `fromDays`. */
   | { readonly _tag: "NeedsHistory" }
 
-/** The per-mode decisions; everything else (dedup, late actions, due events) is shared. */
-interface Rules {
-  /** True when a run ending at `a` continues with `b` (a < b). */
-  readonly follows: (a: LocalDate, b: LocalDate, zone: string) => boolean
-  /** The day after `day` that is owed to keep a run ending at `day` alive. */
-  readonly next: (day: LocalDate, zone: string) => LocalDate
+// ---------------------------------------------------------------------------------------------
+// Periods
+
+/** A period's first and last activity day. */
+export interface Period {
+  readonly start: LocalDate
+  readonly end: LocalDate
 }
 
-const continuous: Rules = {
-  // "Consecutive" means the next date that exists in the zone, so a skipped date (Pacific/Apia
-  // 2011-12-30) does not break a run. Adjacent calendar dates always follow, so the common case
-  // needs no zone lookup; only a gap of two or more dates asks whether the dates between exist.
-  follows: (a, b, zone) => {
-    const gap = Calendar.daysBetween(a, b)
-    return gap === 1 || (gap > 1 && b <= Calendar.nextDay(a, zone))
-  },
-  next: Calendar.nextDay
+/** The first activity day of the period containing `day`. */
+export const periodStart = (day: LocalDate, policy: Policy): LocalDate =>
+  policy.cadence === "daily" ? day : policy.cadence === "weekly" ? Calendar.weekStart(day) : Calendar.monthStart(day)
+
+/** The last activity day of the period starting at `start`. */
+export const periodEnd = (start: LocalDate, policy: Policy): LocalDate =>
+  policy.cadence === "daily"
+    ? start
+    : policy.cadence === "weekly"
+    ? Calendar.addDays(start, 6)
+    : Calendar.monthEnd(start)
+
+/** The period containing `day`. */
+export const periodOf = (day: LocalDate, policy: Policy): Period => {
+  const start = periodStart(day, policy)
+  return { start, end: periodEnd(start, policy) }
 }
 
-const rulesOf = (mode: Mode): Rules => {
-  switch (mode) {
-    case "continuous":
-      return continuous
+const nextPeriod = (start: LocalDate, policy: Policy): LocalDate =>
+  Calendar.addDays(periodEnd(start, policy), 1)
+
+/**
+ * A period without activity that neither keeps nor breaks a chain: a daily rest day, or a day the
+ * member's zone skipped (Pacific/Apia 2011-12-30), which no one could have been active on.
+ */
+const isRest = (start: LocalDate, policy: Policy, zone: string): boolean =>
+  policy.cadence === "daily" &&
+  ((policy.restDays.length > 0 && policy.restDays.includes(Calendar.isoWeekday(start))) ||
+    !Calendar.activityDayExists(start, zone, policy.dayStartHour))
+
+// ---------------------------------------------------------------------------------------------
+// The chain, judged period by period
+
+/** The chain while periods are judged in order (mutable, local to one computation). */
+interface Chain {
+  run: number
+  best: number
+  freezes: number
+  earned: number
+}
+
+const chainOf = (s: Summary): Chain => ({ run: s.run, best: s.best, freezes: s.freezes, earned: 0 })
+
+const grantsIn = (grants: ReadonlyArray<Grant>, from: LocalDate | undefined, to: LocalDate): number => {
+  let n = 0
+  for (const g of grants) if ((from === undefined || g.day >= from) && g.day <= to) n += g.count
+  return n
+}
+
+const addFreezes = (c: Chain, n: number, policy: Policy): void => {
+  if (n > 0) c.freezes = Math.min(policy.freezes.max, c.freezes + n)
+}
+
+const keep = (c: Chain, policy: Policy): void => {
+  c.run++
+  if (c.run > c.best) c.best = c.run
+  const every = policy.freezes.earnEvery
+  if (every > 0 && c.run % every === 0 && c.freezes < policy.freezes.max) {
+    c.freezes++
+    c.earned++
   }
 }
 
-// Summaries are built field by field, not as `{ ...summary, … }`: on Node 20 (V8 11.3) an object
-// made by a leading spread and then given more properties survives scavenges (a 5-line loop of
-// `{ ...src, c }` promotes 2 MB per scavenge, `Object.assign` or a plain literal none), and this
-// runs for every counted action (docs/performance.md).
-const summaryFrom = (mode: Mode, lastActiveDay: LocalDate | undefined, run: number, best: number): Summary => ({
-  mode,
-  lastActiveDay,
-  run,
-  best
-})
+type Missed = "none" | "frozen" | "broken"
 
-const emptyOf = (mode: Mode): Summary => (mode === empty.mode ? empty : summaryFrom(mode, undefined, 0, 0))
+const miss = (c: Chain): Missed => {
+  if (c.run === 0) return "none"
+  if (c.freezes > 0) {
+    c.freezes--
+    return "frozen"
+  }
+  c.run = 0
+  return "broken"
+}
+
+/**
+ * Judges the periods without activity from the one after `after` to the one before `before`
+ * (period starts), adding the grants dated in each. Once the chain is over only grants matter,
+ * so the walk stops there: its length is bounded by the bank, not by the gap.
+ */
+const gap = (
+  c: Chain,
+  after: LocalDate,
+  before: LocalDate,
+  grants: ReadonlyArray<Grant>,
+  policy: Policy,
+  zone: string
+): void => {
+  let p = nextPeriod(after, policy)
+  while (p < before) {
+    if (c.run === 0) {
+      addFreezes(c, grantsIn(grants, p, Calendar.addDays(before, -1)), policy)
+      return
+    }
+    const end = periodEnd(p, policy)
+    if (grants.length > 0) addFreezes(c, grantsIn(grants, p, end), policy)
+    if (!isRest(p, policy, zone)) miss(c)
+    p = Calendar.addDays(end, 1)
+  }
+}
+
+const summaryFrom = (
+  day: LocalDate,
+  c: Chain,
+  periodDays: number,
+  grants: ReadonlyArray<Grant>
+): Summary => ({ lastActiveDay: day, run: c.run, best: c.best, periodDays, freezes: c.freezes, grants })
 
 const DUPLICATE: Applied = { _tag: "Duplicate" }
 const NEEDS_HISTORY: Applied = { _tag: "NeedsHistory" }
 
 /**
- * Counts one active day (dated in its own zone; `zone` is the member's zone, used to tell which
- * dates exist). O(1): a day older than `lastActiveDay` may join or merge older runs, which the
- * summary cannot know, so it answers `NeedsHistory` and the caller recomputes with `fromDays`.
+ * Counts one active day (its activity day under `policy`; `zone` is the member's zone, used to
+ * tell which days exist). O(1) for a day after `lastActiveDay`; an older day may fill a gap or a
+ * period, which the summary cannot know, so it answers `NeedsHistory` and the caller recomputes
+ * with `fromDays`.
  */
-export const applyDay = (before: Summary, day: LocalDate, zone: string): Applied => {
+export const applyDay = (before: Summary, day: LocalDate, zone: string, policy: Policy = defaultPolicy): Applied => {
   const last = before.lastActiveDay
   if (last === undefined) {
-    return { _tag: "Applied", summary: summaryFrom(before.mode, day, 1, Math.max(before.best, 1)) }
+    const start = periodStart(day, policy)
+    // Without activity the bank holds every grant; one dated after this period must come later.
+    if (before.grants.some((g) => g.day > periodEnd(start, policy))) return NEEDS_HISTORY
+    const c = chainOf(before)
+    if (policy.target <= 1) keep(c, policy)
+    return { _tag: "Applied", summary: summaryFrom(day, c, 1, before.grants), earned: c.earned > 0 }
   }
   if (day === last) return DUPLICATE
   if (day < last) return NEEDS_HISTORY
-  const run = rulesOf(before.mode).follows(last, day, zone) ? before.run + 1 : 1
-  return { _tag: "Applied", summary: summaryFrom(before.mode, day, run, Math.max(before.best, run)) }
+  const lastStart = periodStart(last, policy)
+  const c = chainOf(before)
+  if (day <= periodEnd(lastStart, policy)) {
+    // Another day of the same period: it is kept once it holds `target` days.
+    const periodDays = before.periodDays + 1
+    if (periodDays === policy.target) keep(c, policy)
+    return { _tag: "Applied", summary: summaryFrom(day, c, periodDays, before.grants), earned: c.earned > 0 }
+  }
+  // A later period: the last one ended (missed unless kept), then the empty ones between.
+  if (before.periodDays < policy.target) miss(c)
+  const start = periodStart(day, policy)
+  gap(c, lastStart, start, before.grants, policy, zone)
+  if (before.grants.length > 0) addFreezes(c, grantsIn(before.grants, start, periodEnd(start, policy)), policy)
+  if (policy.target <= 1) keep(c, policy)
+  return { _tag: "Applied", summary: summaryFrom(day, c, 1, before.grants), earned: c.earned > 0 }
 }
 
-/** Recomputes a summary from every active day: order-independent, duplicates ignored. */
-export const fromDays = (days: Iterable<LocalDate>, zone: string, mode: Mode = "continuous"): Summary => {
-  // Ascending order makes every step the O(1) path of applyDay, so both share one definition.
+const byDay = (a: Grant, b: Grant) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0)
+
+/**
+ * Recomputes a summary from every active day and grant: order-independent, duplicate days ignored.
+ * Every step is the O(1) path of `applyDay` in ascending order, so both share one definition.
+ */
+export const fromDays = (
+  days: Iterable<LocalDate>,
+  zone: string,
+  policy: Policy = defaultPolicy,
+  grants: ReadonlyArray<Grant> = NO_GRANTS
+): Summary => replay(days, zone, policy, grants).summary
+
+/** `fromDays`, with how many freezes the history earned (a late action compares two replays). */
+export const replay = (
+  days: Iterable<LocalDate>,
+  zone: string,
+  policy: Policy = defaultPolicy,
+  grants: ReadonlyArray<Grant> = NO_GRANTS
+): { readonly summary: Summary; readonly earned: number } => {
   const sorted = Array.from(new Set(days)).sort()
-  let summary = emptyOf(mode)
-  for (const day of sorted) {
-    const r = applyDay(summary, day, zone)
-    if (r._tag === "Applied") summary = r.summary
+  const ordered = grants.length === 0 ? NO_GRANTS : [...grants].sort(byDay)
+  const initial = emptyOf(policy)
+  if (sorted.length === 0) {
+    const c = chainOf(initial)
+    addFreezes(c, grantsIn(ordered, undefined, Calendar.unsafeLocalDate("9999-12-31")), policy)
+    return { summary: { ...initial, freezes: c.freezes, grants: ordered }, earned: 0 }
   }
-  return summary
+  // The bank before the first period holds the grants dated up to its end; later ones come in turn.
+  const c = chainOf(initial)
+  addFreezes(c, grantsIn(ordered, undefined, periodEnd(periodStart(sorted[0]!, policy), policy)), policy)
+  let summary: Summary = { ...initial, freezes: c.freezes, grants: ordered }
+  let earned = 0
+  for (const day of sorted) {
+    const r = applyDay(summary, day, zone, policy)
+    if (r._tag === "Applied") {
+      summary = r.summary
+      if (r.earned) earned++
+    }
+  }
+  return { summary, earned }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The state at an instant
 
 /** One cell of the week strip (Monday..Sunday of today's ISO week). */
 export interface WeekEntry {
@@ -111,69 +271,154 @@ export interface WeekEntry {
   readonly dayNumber: number
   readonly isToday: boolean
   readonly isCheckedIn: boolean
+  /** A day of a missed period that a freeze kept the chain across (programs with a policy). */
+  readonly isFrozen?: boolean
+  /** A daily rest day (CONTRACT §16; programs with a policy). */
+  readonly isRestDay?: boolean
 }
 
-/** The member-facing state at an instant (CONTRACT §6). */
+/** The current period as answers show it. */
+export interface PeriodState extends Period {
+  /** Active days in it so far. */
+  readonly done: number
+  readonly target: number
+}
+
+/** The member-facing state at an instant (CONTRACT §6, §16). */
 export interface State {
   readonly mode: Mode
-  /** The member's local date at the instant. */
+  /** The member's activity day at the instant. */
   readonly today: LocalDate
   readonly current: number
   readonly best: number
   readonly todayDone: boolean
-  /** Alive, but today's action is still owed. */
+  /** Alive, but the current period is not kept yet. */
   readonly pending: boolean
+  /** Freezes available now. */
+  readonly freezes: number
+  readonly period: PeriodState
 }
 
-const state = (summary: Summary, today: LocalDate, current: number, todayDone: boolean): State => ({
-  mode: summary.mode,
-  today,
-  current,
-  best: Math.max(summary.best, current),
-  todayDone,
-  pending: current > 0 && !todayDone
-})
-
 /**
- * The state at `now` for a member whose local date is taken in `zone`. Exact whenever today is
- * on or after the first day of the run ending at `lastActiveDay` (always, unless actions were
- * dated ahead of the member's today, e.g. by a flight west). Otherwise only that run is known
- * and today counts as outside it: current 0.
+ * The state at `now` for a member whose activity day is taken in `zone`. Exact whenever today is in
+ * or after the period of `lastActiveDay`. Before it (actions dated ahead of the member's today,
+ * e.g. by a flight west), a daily streak walks back along its run; a weekly or monthly one shows
+ * the chain as it stands at its last active period.
  */
-export const evaluate = (summary: Summary, now: Date | number, zone: string): State => {
-  const today = Calendar.localDate(now, zone)
+export const evaluate = (
+  summary: Summary,
+  now: Date | number,
+  zone: string,
+  policy: Policy = defaultPolicy
+): State => {
+  const today = Calendar.activityDay(now, zone, policy.dayStartHour)
+  const start = periodStart(today, policy)
   const last = summary.lastActiveDay
-  if (last === undefined) return state(summary, today, 0, false)
-  if (today === last) return state(summary, today, summary.run, true)
-  if (today > last) {
-    const alive = rulesOf(summary.mode).follows(last, today, zone)
-    return state(summary, today, alive ? summary.run : 0, false)
+  const mode = modeOf(policy)
+  const stateOf = (current: number, todayDone: boolean, freezes: number, done: number, kept: boolean): State => ({
+    mode,
+    today,
+    current,
+    best: Math.max(summary.best, current),
+    todayDone,
+    pending: current > 0 && !kept,
+    freezes,
+    period: { start, end: periodEnd(start, policy), done, target: policy.target }
+  })
+  if (last === undefined) return stateOf(0, false, summary.freezes, 0, false)
+  const lastStart = periodStart(last, policy)
+  if (start === lastStart) {
+    const kept = summary.periodDays >= policy.target
+    return stateOf(summary.run, today === last, summary.freezes, summary.periodDays, kept)
+  }
+  if (start > lastStart) {
+    const c = chainOf(summary)
+    if (summary.periodDays < policy.target) miss(c)
+    gap(c, lastStart, start, summary.grants, policy, zone)
+    if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, start, periodEnd(start, policy)), policy)
+    return stateOf(c.run, false, c.freezes, 0, false)
+  }
+  if (policy.cadence !== "daily" || policy.restDays.length > 0 || policy.freezes.max > 0) {
+    return stateOf(summary.run, false, summary.freezes, 0, false)
   }
   // Today is before the last active day: walk back along the run (at most `run` steps, in
   // practice one or two) to see whether today belongs to it.
   let day = last
   let index = 0
   while (day > today && index < summary.run) {
-    day = Calendar.previousDay(day, zone)
+    day = previousDay(day, zone, policy)
     index++
   }
   const inRun = day === today && index < summary.run
-  return state(summary, today, inRun ? summary.run - index : 0, inRun)
+  return stateOf(inRun ? summary.run - index : 0, inRun, summary.freezes, inRun ? 1 : 0, inRun)
 }
 
-/** The week strip of `today`'s ISO week, marking the days found in `activeDays`. */
-export const week = (today: LocalDate, activeDays: ReadonlySet<string>): ReadonlyArray<WeekEntry> =>
-  weekDays(today).map(({ dayNumber, isoDate, label }) => ({
-    isoDate,
-    label,
-    dayNumber,
-    isToday: isoDate === today,
-    isCheckedIn: activeDays.has(isoDate)
-  }))
+const previousDay = (day: LocalDate, zone: string, policy: Policy): LocalDate => {
+  let p = Calendar.addDays(day, -1)
+  for (let i = 0; i < 7 && !Calendar.activityDayExists(p, zone, policy.dayStartHour); i++) p = Calendar.addDays(p, -1)
+  return p
+}
+
+/**
+ * The week strip of `today`'s ISO week, marking the days found in `activeDays`; given a policy
+ * (a program that has one), also its rest days and the days of `frozen` periods.
+ */
+export const week = (
+  today: LocalDate,
+  activeDays: ReadonlySet<string>,
+  policy?: Policy,
+  frozen: ReadonlyArray<Period> = []
+): ReadonlyArray<WeekEntry> =>
+  weekDays(today).map(({ dayNumber, isoDate, label }) =>
+    policy === undefined
+      ? { isoDate, label, dayNumber, isToday: isoDate === today, isCheckedIn: activeDays.has(isoDate) }
+      : {
+        isoDate,
+        label,
+        dayNumber,
+        isToday: isoDate === today,
+        isCheckedIn: activeDays.has(isoDate),
+        isFrozen: frozen.some((p) => p.start <= isoDate && isoDate <= p.end),
+        isRestDay: policy.cadence === "daily" && policy.restDays.includes(Calendar.isoWeekday(isoDate))
+      }
+  )
+
+/**
+ * The daily periods from `from` to `to` that a freeze carried the chain across, as far as the
+ * summary and the active days of that window tell: after the last active day by judging the
+ * empty days, before it by walking back along the run (a day missed inside a chain that still
+ * holds kept days before it was frozen). `to` is the last day that has ended. Weekly and monthly
+ * strips show one period: none.
+ */
+export const frozenDays = (
+  summary: Summary,
+  activeDays: ReadonlySet<string>,
+  from: LocalDate,
+  to: LocalDate,
+  zone: string,
+  policy: Policy = defaultPolicy
+): ReadonlyArray<Period> => {
+  const last = summary.lastActiveDay
+  if (last === undefined || policy.cadence !== "daily" || policy.freezes.max === 0) return []
+  const out: Array<Period> = []
+  // Before the last active day: walk back while the run still has kept days to account for.
+  let remaining = summary.run
+  for (let d = last; d >= from && remaining > 0; d = Calendar.addDays(d, -1)) {
+    if (activeDays.has(d) || d === last) remaining--
+    else if (!isRest(d, policy, zone) && d <= to) out.push({ start: d, end: d })
+  }
+  // After it: the empty days judged in turn, as `evaluate` does.
+  const c = chainOf(summary)
+  for (let d = Calendar.addDays(last, 1); d <= to && c.run > 0; d = Calendar.addDays(d, 1)) {
+    if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, d, d), policy)
+    if (!isRest(d, policy, zone) && miss(c) === "frozen" && d >= from) out.push({ start: d, end: d })
+  }
+  return out.sort((a, b) => (a.start < b.start ? -1 : 1))
+}
 
 // Every widget read shows the week of a today that rarely changes (a few at once, across zones):
 // its dates and labels are worked out once per today rather than once per read.
-const weeks = new Map<LocalDate, ReadonlyArray<Omit<WeekEntry, "isToday" | "isCheckedIn">>>()
+const weeks = new Map<LocalDate, ReadonlyArray<{ isoDate: LocalDate; label: string; dayNumber: number }>>()
 
 const weekDays = (today: LocalDate) => {
   let days = weeks.get(today)
@@ -197,70 +442,256 @@ export const newlyCrossed = <M extends { readonly id: string; readonly target: n
 ): ReadonlyArray<M> =>
   milestones.filter((m) => m.target <= current && !achieved.has(m.id)).sort((a, b) => a.target - b.target)
 
+// ---------------------------------------------------------------------------------------------
+// The ledger: a history explained period by period
+
+export type PeriodStatus = "kept" | "frozen" | "rest" | "missed" | "current"
+
+export interface LedgerPeriod extends Period {
+  readonly status: PeriodStatus
+  readonly activeDays: number
+  readonly target: number
+}
+
+/**
+ * Every period from the first active one (or `from`'s) through today's, each with its status:
+ * kept, frozen (a freeze carried the chain across), rest, missed, or current (today's, not kept
+ * yet). A missed period outside a chain is missed too: nothing was at stake, but nothing was done.
+ */
+export const ledger = (
+  days: Iterable<LocalDate>,
+  grants: ReadonlyArray<Grant>,
+  today: LocalDate,
+  zone: string,
+  policy: Policy = defaultPolicy
+): ReadonlyArray<LedgerPeriod> => {
+  const sorted = Array.from(new Set(days)).filter((d) => d <= today).sort()
+  const ordered = [...grants].sort(byDay)
+  const todayStart = periodStart(today, policy)
+  const out: Array<LedgerPeriod> = []
+  if (sorted.length === 0) return out
+  const counts = new Map<LocalDate, number>()
+  for (const d of sorted) {
+    const s = periodStart(d, policy)
+    counts.set(s, (counts.get(s) ?? 0) + 1)
+  }
+  const c = chainOf(emptyOf(policy))
+  let p = periodStart(sorted[0]!, policy)
+  addFreezes(c, grantsIn(ordered, undefined, Calendar.addDays(p, -1)), policy)
+  while (p <= todayStart) {
+    const end = periodEnd(p, policy)
+    addFreezes(c, grantsIn(ordered, p, end), policy)
+    const active = counts.get(p) ?? 0
+    let status: PeriodStatus
+    if (active >= policy.target) {
+      keep(c, policy)
+      status = "kept"
+    } else if (p === todayStart) status = "current"
+    else if (active === 0 && isRest(p, policy, zone)) status = "rest"
+    else status = miss(c) === "frozen" ? "frozen" : "missed"
+    out.push({ start: p, end, status, activeDays: active, target: policy.target })
+    p = Calendar.addDays(end, 1)
+  }
+  return out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Due events (CONTRACT §8, §16)
+
 /** Which due events were already emitted for this streak (kept on the streak row). */
 export interface Notified {
-  /** The owed day for which at-risk was already sent. */
+  /** The first day of the period for which at-risk was already sent. */
   readonly atRiskFor: LocalDate | undefined
-  /** `lastActiveDay` of the run whose broken was already sent. */
+  /** `lastActiveDay` of the run whose `streak.broken` was already sent. */
   readonly brokenAfter: LocalDate | undefined
+  /** The last day of the latest period whose `streak.freeze_used` was already sent. */
+  readonly frozenThrough?: LocalDate | undefined
 }
 
 export type DueEvent =
-  | { readonly _tag: "AtRisk"; readonly localDate: LocalDate /* the day still owed */ }
+  | {
+    readonly _tag: "AtRisk"
+    /** The last chance day (with the default policy, the day still owed). */
+    readonly localDate: LocalDate
+    readonly period: Period
+    readonly freezesAvailable: number
+  }
+  | { readonly _tag: "FreezeUsed"; readonly period: Period; readonly freezesLeft: number }
   | { readonly _tag: "Broken"; readonly endedRun: number; readonly lastActiveDate: LocalDate }
 
-/** The day owed to keep the run alive, and the first day on which the run is over. */
-const dueDays = (
-  summary: Summary,
-  zone: string
-): { readonly owed: LocalDate; readonly broken: LocalDate } | undefined => {
+/** A due event and the instant it falls due. */
+interface Timed {
+  readonly event: DueEvent
+  readonly at: number
+}
+
+/** The instant the wall clock reads `atRiskHour` within the activity day `day` (CONTRACT §16). */
+const atRiskInstant = (day: LocalDate, zone: string, policy: Policy): number =>
+  policy.atRiskHour >= policy.dayStartHour
+    ? Calendar.startOfHour(day, policy.atRiskHour, zone).getTime()
+    : Calendar.startOfHour(Calendar.addDays(day, 1), policy.atRiskHour, zone).getTime()
+
+const periodStartsAt = (start: LocalDate, zone: string, policy: Policy): number =>
+  Calendar.startOfActivityDay(start, zone, policy.dayStartHour).getTime()
+
+/**
+ * The events a streak will owe if no action comes, in order, with their instants: for each period
+ * from that of `lastActiveDay` on that is not kept, at-risk on its last chance day (the first day
+ * on which the days left equal the days still needed), then at its end a freeze used or the chain
+ * broken. Stops at the break; a chain that is over owes nothing. `visit` answers false to stop.
+ */
+const timeline = (summary: Summary, zone: string, policy: Policy, visit: (t: Timed) => boolean): void => {
   const last = summary.lastActiveDay
-  if (last === undefined) return undefined
-  const rules = rulesOf(summary.mode)
-  const owed = rules.next(last, zone)
-  return { owed, broken: rules.next(owed, zone) }
+  if (last === undefined) return
+  const c = chainOf(summary)
+  let p = periodStart(last, policy)
+  let done = summary.periodDays
+  let first = true
+  // A live chain ends within (bank + grants + 1) periods that are not rest, and a week has at
+  // least one day that is not rest; the bound only guards against a bug.
+  for (let i = 0; i < 100_000; i++) {
+    const end = periodEnd(p, policy)
+    if (!first && summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, p, end), policy)
+    const rest = !first && isRest(p, policy, zone)
+    if (c.run === 0) return
+    if (done < policy.target && !rest) {
+      const period = { start: p, end }
+      const needed = policy.target - done
+      const lastChance = Calendar.addDays(end, 1 - needed)
+      if (lastChance >= p) {
+        const atRisk: DueEvent = { _tag: "AtRisk", localDate: lastChance, period, freezesAvailable: c.freezes }
+        if (!visit({ event: atRisk, at: atRiskInstant(lastChance, zone, policy) })) return
+      }
+      const endsAt = periodStartsAt(Calendar.addDays(end, 1), zone, policy)
+      const run = c.run
+      const outcome = miss(c)
+      const event: DueEvent = outcome === "frozen"
+        ? { _tag: "FreezeUsed", period, freezesLeft: c.freezes }
+        : { _tag: "Broken", endedRun: run, lastActiveDate: last }
+      if (!visit({ event, at: endsAt }) || outcome === "broken") return
+    }
+    first = false
+    done = 0
+    p = Calendar.addDays(end, 1)
+  }
 }
 
-/** When the owed day starts (the run becomes at risk); undefined without activity. */
-export const atRiskAt = (summary: Summary, zone: string): Date | undefined => {
-  const days = dueDays(summary, zone)
-  return days && Calendar.startOfDay(days.owed, zone)
+const wasSent = (t: Timed, summary: Summary, notified: Notified): boolean => {
+  const e = t.event
+  switch (e._tag) {
+    case "AtRisk":
+      return notified.atRiskFor === e.period.start
+    case "FreezeUsed":
+      return notified.frozenThrough !== undefined && e.period.end <= notified.frozenThrough
+    case "Broken":
+      return notified.brokenAfter === summary.lastActiveDay
+  }
 }
 
-/** When the day after the owed day starts (the run is broken); undefined without activity. */
-export const brokenAt = (summary: Summary, zone: string): Date | undefined => {
-  const days = dueDays(summary, zone)
-  return days && Calendar.startOfDay(days.broken, zone)
+/** When the first period owed starts being at risk (its at-risk instant); undefined without activity. */
+export const atRiskAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined => {
+  let found: number | undefined
+  timeline(summary, zone, policy, (t) => {
+    if (t.event._tag !== "AtRisk") return true
+    found = t.at
+    return false
+  })
+  return found === undefined ? undefined : new Date(found)
+}
+
+/** When the chain breaks if no action comes; undefined without activity or a live chain. */
+export const brokenAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined => {
+  let found: number | undefined
+  timeline(summary, zone, policy, (t) => {
+    if (t.event._tag !== "Broken") return true
+    found = t.at
+    return false
+  })
+  return found === undefined ? undefined : new Date(found)
 }
 
 /**
- * The instant the scheduler should index: `atRiskAt` unless at-risk was sent for the owed day,
- * else `brokenAt` unless broken was sent for this run, else undefined. Once broken is sent,
- * nothing is due for the run, not even an at-risk that was skipped by a catch-up: otherwise the
- * row would stay due in the past forever.
+ * The instant the scheduler should index: that of the first owed event not sent yet, or
+ * undefined. Given `now`, an at-risk whose last chance day is already over is passed over (it
+ * would never fire). Once broken is sent, nothing is due for the run.
  */
-export const nextDueAt = (summary: Summary, zone: string, notified: Notified): Date | undefined => {
-  const days = dueDays(summary, zone)
-  if (days === undefined || notified.brokenAfter === summary.lastActiveDay) return undefined
-  return Calendar.startOfDay(notified.atRiskFor === days.owed ? days.broken : days.owed, zone)
+export const nextDueAt = (
+  summary: Summary,
+  zone: string,
+  notified: Notified,
+  policy: Policy = defaultPolicy,
+  now?: Date | number
+): Date | undefined => {
+  if (notified.brokenAfter !== undefined && notified.brokenAfter === summary.lastActiveDay) return undefined
+  const today = now === undefined ? undefined : Calendar.activityDay(now, zone, policy.dayStartHour)
+  let found: number | undefined
+  timeline(summary, zone, policy, (t) => {
+    if (wasSent(t, summary, notified)) return true
+    if (t.event._tag === "AtRisk" && today !== undefined && t.event.localDate < today) return true
+    found = t.at
+    return false
+  })
+  return found === undefined ? undefined : new Date(found)
 }
 
 /**
- * The event due at `now`, if any (CONTRACT §8). Broken once per run, from the first day after the
- * owed day on; at-risk once for the owed day, and only while it is today: a check that catches up
- * after downtime never warns about a day that is already over.
+ * Every event due at `now` and not sent yet, in order. At-risk fires only while its last chance
+ * day is today (a check catching up after downtime warns about no day that is over); freezes used
+ * and the break fire at the first check after their period ended.
  */
+export const dueEvents = (
+  summary: Summary,
+  zone: string,
+  now: Date | number,
+  notified: Notified,
+  policy: Policy = defaultPolicy
+): ReadonlyArray<DueEvent> => {
+  if (notified.brokenAfter !== undefined && notified.brokenAfter === summary.lastActiveDay) return []
+  const ms = typeof now === "number" ? now : now.getTime()
+  const today = Calendar.activityDay(ms, zone, policy.dayStartHour)
+  const due: Array<DueEvent> = []
+  timeline(summary, zone, policy, (t) => {
+    if (t.at > ms) return false
+    if (wasSent(t, summary, notified)) return true
+    if (t.event._tag === "AtRisk" && t.event.localDate !== today) return true
+    due.push(t.event)
+    return true
+  })
+  return due
+}
+
+/** The first event `dueEvents` answers, if any. */
 export const dueEvent = (
   summary: Summary,
   zone: string,
   now: Date | number,
-  notified: Notified
-): DueEvent | undefined => {
-  const days = dueDays(summary, zone)
-  const last = summary.lastActiveDay
-  if (days === undefined || last === undefined || notified.brokenAfter === last) return undefined
-  const today = Calendar.localDate(now, zone)
-  if (today >= days.broken) return { _tag: "Broken", endedRun: summary.run, lastActiveDate: last }
-  if (today === days.owed && notified.atRiskFor !== days.owed) return { _tag: "AtRisk", localDate: days.owed }
-  return undefined
+  notified: Notified,
+  policy: Policy = defaultPolicy
+): DueEvent | undefined => dueEvents(summary, zone, now, notified, policy)[0]
+
+/** `notified` once `event` is sent. */
+export const sent = (notified: Notified, event: DueEvent): Notified => {
+  switch (event._tag) {
+    case "AtRisk":
+      return { atRiskFor: event.period.start, brokenAfter: notified.brokenAfter, frozenThrough: notified.frozenThrough }
+    case "FreezeUsed":
+      return { atRiskFor: notified.atRiskFor, brokenAfter: notified.brokenAfter, frozenThrough: event.period.end }
+    case "Broken":
+      return { atRiskFor: notified.atRiskFor, brokenAfter: event.lastActiveDate, frozenThrough: notified.frozenThrough }
+  }
+}
+
+/**
+ * `notified` with every event that fell due before `now` counted as sent: after a policy change
+ * the past is recomputed, and no event is emitted for it (CONTRACT §16).
+ */
+export const settledAt = (summary: Summary, zone: string, now: Date | number, policy: Policy): Notified => {
+  const ms = typeof now === "number" ? now : now.getTime()
+  let notified: Notified = { atRiskFor: undefined, brokenAfter: undefined, frozenThrough: undefined }
+  timeline(summary, zone, policy, (t) => {
+    if (t.at > ms) return false
+    notified = sent(notified, t.event)
+    return true
+  })
+  return notified
 }

@@ -22,6 +22,29 @@ const sampleMilestone = (program: Program): Milestone =>
       rewardType: "message"
     })
 
+const sampleEvent = (
+  type: OutboundEventType,
+  milestone: Milestone,
+  today: Calendar.LocalDate,
+  zone: string
+): OutboundEvents.Event => {
+  switch (type) {
+    case "milestone.achieved":
+    case "reward.unlocked":
+      return { type, milestone }
+    case "streak.at_risk":
+      return { type, localDate: today, timezone: zone, policy: { freezesAvailable: 1, periodEnd: today } }
+    case "streak.broken":
+      return { type, endedRun: 7, lastActiveDate: Calendar.addDays(today, -2), timezone: zone }
+    case "streak.freeze_used": {
+      const day = Calendar.addDays(today, -1)
+      return { type, period: { start: day, end: day }, freezesLeft: 1, timezone: zone }
+    }
+    case "streak.freeze_earned":
+      return { type, freezesAvailable: 2, timezone: zone }
+  }
+}
+
 /** A made-up event of `type` about a made-up member, dated now. */
 export const synthetic = (
   project: Project,
@@ -33,11 +56,7 @@ export const synthetic = (
     const zone = project.timezone
     const today = Calendar.localDate(now, zone)
     const milestone = sampleMilestone(program)
-    const event: OutboundEvents.Event = type === "milestone.achieved" || type === "reward.unlocked"
-      ? { type, milestone }
-      : type === "streak.at_risk"
-      ? { type, localDate: today, timezone: zone }
-      : { type, endedRun: 7, lastActiveDate: Calendar.addDays(today, -2), timezone: zone }
+    const event = sampleEvent(type, milestone, today, zone)
     const subject: OutboundEvents.Subject = {
       project,
       program,

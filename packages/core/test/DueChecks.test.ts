@@ -30,7 +30,7 @@ const sweep = (iso: string, options?: { readonly batchSize?: number }) =>
     return yield* (yield* DueChecks).run(options)
   })
 
-const none = { atRisk: 0, broken: 0 }
+const none = { atRisk: 0, broken: 0, freezesUsed: 0 }
 
 describe("DueChecks (CONTRACT §8)", () => {
   it.effect("east of UTC (Tokyo): at-risk once at the first check after local midnight, broken once a full day later", () =>
@@ -39,10 +39,10 @@ describe("DueChecks (CONTRACT §8)", () => {
       yield* TestClock.setTime(at("2026-05-10T03:00:00Z"))
       yield* act(t, "u1", "2026-05-10T03:00:00Z", "Asia/Tokyo") // noon on May 10 in Tokyo
       assert.deepStrictEqual(yield* sweep("2026-05-10T14:59:59Z"), none)
-      assert.deepStrictEqual(yield* sweep("2026-05-10T15:00:00Z"), { atRisk: 1, broken: 0 }) // 00:00 May 11 in Tokyo
+      assert.deepStrictEqual(yield* sweep("2026-05-10T15:00:00Z"), { atRisk: 1, broken: 0, freezesUsed: 0 }) // 00:00 May 11 in Tokyo
       assert.deepStrictEqual(yield* sweep("2026-05-10T16:00:00Z"), none)
       assert.deepStrictEqual(yield* sweep("2026-05-11T14:00:00Z"), none)
-      assert.deepStrictEqual(yield* sweep("2026-05-11T15:00:00Z"), { atRisk: 0, broken: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-05-11T15:00:00Z"), { atRisk: 0, broken: 1, freezesUsed: 0 })
       assert.deepStrictEqual(yield* sweep("2026-05-11T16:00:00Z"), none)
       assert.deepStrictEqual(yield* sweep("2026-05-20T00:00:00Z"), none)
       const bodies = (yield* drainOutbox).map((m) => m.body)
@@ -80,9 +80,9 @@ describe("DueChecks (CONTRACT §8)", () => {
       yield* act(t, "u1", "2026-05-09T20:00:00Z", "America/Los_Angeles")
       yield* act(t, "u1", "2026-05-10T20:00:00Z") // the member's zone is remembered: May 9 and May 10 local
       assert.deepStrictEqual(yield* sweep("2026-05-11T06:59:59Z"), none)
-      assert.deepStrictEqual(yield* sweep("2026-05-11T07:00:00Z"), { atRisk: 1, broken: 0 }) // 00:00 May 11 PDT
+      assert.deepStrictEqual(yield* sweep("2026-05-11T07:00:00Z"), { atRisk: 1, broken: 0, freezesUsed: 0 }) // 00:00 May 11 PDT
       assert.deepStrictEqual(yield* sweep("2026-05-11T08:00:00Z"), none)
-      assert.deepStrictEqual(yield* sweep("2026-05-12T07:00:00Z"), { atRisk: 0, broken: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-05-12T07:00:00Z"), { atRisk: 0, broken: 1, freezesUsed: 0 })
       assert.deepStrictEqual(yield* sweep("2026-05-12T08:00:00Z"), none)
       const broken = (yield* drainOutbox).map((m) => m.body).find((b) => b.type === "streak.broken")
       assert.deepStrictEqual([broken?.data.endedRun, broken?.data.lastActiveDate, broken?.data.timezone], [
@@ -97,10 +97,10 @@ describe("DueChecks (CONTRACT §8)", () => {
       const t = yield* liveTenant()
       yield* TestClock.setTime(at("2026-05-10T12:00:00Z"))
       yield* act(t, "u1", "2026-05-10T12:00:00Z")
-      assert.deepStrictEqual(yield* sweep("2026-05-11T00:00:00Z"), { atRisk: 1, broken: 0 })
+      assert.deepStrictEqual(yield* sweep("2026-05-11T00:00:00Z"), { atRisk: 1, broken: 0, freezesUsed: 0 })
       yield* act(t, "u1", "2026-05-11T00:00:00Z")
       assert.deepStrictEqual(yield* sweep("2026-05-11T12:00:00Z"), none)
-      assert.deepStrictEqual(yield* sweep("2026-05-12T00:00:00Z"), { atRisk: 1, broken: 0 })
+      assert.deepStrictEqual(yield* sweep("2026-05-12T00:00:00Z"), { atRisk: 1, broken: 0, freezesUsed: 0 })
       const atRisk = (yield* drainOutbox).map((m) => m.body.data.localDate)
       assert.deepStrictEqual(atRisk, ["2026-05-11", "2026-05-12"])
     }).pipe(Effect.provide(layer)))
@@ -117,7 +117,7 @@ describe("DueChecks (CONTRACT §8)", () => {
           ["2026-05-11T15:00:00Z", "2026-05-12T09:00:00Z"]
         ] as const
       ) {
-        assert.deepStrictEqual(yield* sweep(sweptAt), { atRisk: 1, broken: 0 })
+        assert.deepStrictEqual(yield* sweep(sweptAt), { atRisk: 1, broken: 0, freezesUsed: 0 })
         const swept = yield* rowOf(t, "u1", "live")
         yield* TestClock.setTime(at(actedAt))
         yield* act(t, "u1", actedAt)
@@ -135,10 +135,10 @@ describe("DueChecks (CONTRACT §8)", () => {
       const t = yield* liveTenant()
       yield* TestClock.setTime(at("2026-05-01T12:00:00Z"))
       yield* act(t, "u1", "2026-05-01T12:00:00Z")
-      assert.deepStrictEqual(yield* sweep("2026-05-03T00:00:00Z"), { atRisk: 0, broken: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-05-03T00:00:00Z"), { atRisk: 0, broken: 1, freezesUsed: 0 })
       yield* TestClock.setTime(at("2026-05-05T12:00:00Z"))
       yield* act(t, "u1", "2026-05-05T12:00:00Z")
-      assert.deepStrictEqual(yield* sweep("2026-05-07T01:00:00Z"), { atRisk: 0, broken: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-05-07T01:00:00Z"), { atRisk: 0, broken: 1, freezesUsed: 0 })
       assert.deepStrictEqual(yield* sweep("2026-05-09T01:00:00Z"), none)
     }).pipe(Effect.provide(layer)))
 
@@ -148,7 +148,7 @@ describe("DueChecks (CONTRACT §8)", () => {
       yield* TestClock.setTime(at("2026-05-10T12:00:00Z"))
       yield* act(t, "u1", "2026-05-10T12:00:00Z")
       // No sweep ran on May 11; the first one after the outage is on May 12.
-      assert.deepStrictEqual(yield* sweep("2026-05-12T05:00:00Z"), { atRisk: 0, broken: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-05-12T05:00:00Z"), { atRisk: 0, broken: 1, freezesUsed: 0 })
       assert.deepStrictEqual((yield* drainOutbox).map((m) => m.body.type), ["streak.broken"])
       const row = yield* rowOf(t, "u1", "live")
       assert.isUndefined(row?.dueAt, "nothing is due once the run's broken event went out")
@@ -180,7 +180,7 @@ describe("DueChecks (CONTRACT §8)", () => {
       const t = yield* liveTenant()
       yield* TestClock.setTime(at("2026-05-10T12:00:00Z"))
       for (let i = 0; i < 7; i++) yield* act(t, `u${i}`, "2026-05-10T12:00:00Z")
-      assert.deepStrictEqual(yield* sweep("2026-05-11T00:00:00Z", { batchSize: 2 }), { atRisk: 7, broken: 0 })
+      assert.deepStrictEqual(yield* sweep("2026-05-11T00:00:00Z", { batchSize: 2 }), { atRisk: 7, broken: 0, freezesUsed: 0 })
       assert.strictEqual((yield* drainOutbox).length, 7)
     }).pipe(Effect.provide(layer)))
 

@@ -45,10 +45,19 @@ const applied = (r: Streak.Applied): Streak.Summary => {
   return (r as Extract<Streak.Applied, { _tag: "Applied" }>).summary
 }
 const summary = (lastActiveDay: string, run: number, best: number): Streak.Summary => ({
-  mode: "continuous",
   lastActiveDay: d(lastActiveDay),
   run,
-  best
+  best,
+  periodDays: 1,
+  freezes: 0,
+  grants: []
+})
+/** The at-risk event of a daily streak with no freezes, owed on `day`. */
+const atRiskOn = (day: string): Streak.DueEvent => ({
+  _tag: "AtRisk",
+  localDate: d(day),
+  period: { start: d(day), end: d(day) },
+  freezesAvailable: 0
 })
 const pick = (s: Streak.State) => ({
   today: s.today,
@@ -425,7 +434,7 @@ describe("week and milestones", () => {
     assert.deepStrictEqual(first[0], ["2026-03-02", true, true])
     // The same today with other check-ins: only the dates are kept, not the marks.
     assert.deepStrictEqual(Streak.week(d("2026-03-02"), new Set())[0], {
-      isoDate: "2026-03-02",
+      isoDate: d("2026-03-02"),
       label: "Mon",
       dayNumber: 2,
       isToday: true,
@@ -459,10 +468,7 @@ describe("due events", () => {
     assert.strictEqual(Streak.brokenAt(run3, ny)?.toISOString(), "2025-06-12T04:00:00.000Z")
     assert.strictEqual(Streak.nextDueAt(run3, ny, none)?.toISOString(), "2025-06-11T04:00:00.000Z")
     assert.isUndefined(Streak.dueEvent(run3, ny, at("2025-06-11T03:59:59.999Z"), none))
-    assert.deepStrictEqual(Streak.dueEvent(run3, ny, at("2025-06-11T04:00:00Z"), none), {
-      _tag: "AtRisk",
-      localDate: d("2025-06-11")
-    })
+    assert.deepStrictEqual(Streak.dueEvent(run3, ny, at("2025-06-11T04:00:00Z"), none), atRiskOn("2025-06-11"))
     const warned: Streak.Notified = { atRiskFor: d("2025-06-11"), brokenAfter: undefined }
     assert.isUndefined(Streak.dueEvent(run3, ny, at("2025-06-11T20:00:00Z"), warned))
     assert.strictEqual(Streak.nextDueAt(run3, ny, warned)?.toISOString(), "2025-06-12T04:00:00.000Z")
@@ -483,10 +489,7 @@ describe("due events", () => {
     assert.strictEqual(wall(at("2025-06-10T10:00:00Z"), kir), "2025-06-11 00:00:00")
     assert.strictEqual(Streak.atRiskAt(s, kir)?.toISOString(), "2025-06-10T10:00:00.000Z")
     assert.strictEqual(Streak.brokenAt(s, kir)?.toISOString(), "2025-06-11T10:00:00.000Z")
-    assert.deepStrictEqual(Streak.dueEvent(s, kir, at("2025-06-10T10:00:00Z"), none), {
-      _tag: "AtRisk",
-      localDate: d("2025-06-11")
-    })
+    assert.deepStrictEqual(Streak.dueEvent(s, kir, at("2025-06-10T10:00:00Z"), none), atRiskOn("2025-06-11"))
     assert.deepStrictEqual(Streak.dueEvent(s, kir, at("2025-06-11T10:00:00Z"), none), {
       _tag: "Broken",
       endedRun: 1,
@@ -507,20 +510,14 @@ describe("due events", () => {
   })
 
   it("a check that catches up while the owed day is still today still sends at-risk", () => {
-    assert.deepStrictEqual(Streak.dueEvent(run3, ny, at("2025-06-12T03:00:00Z"), none), {
-      _tag: "AtRisk",
-      localDate: d("2025-06-11")
-    })
+    assert.deepStrictEqual(Streak.dueEvent(run3, ny, at("2025-06-12T03:00:00Z"), none), atRiskOn("2025-06-11"))
   })
 
   it("a new run after a broken one is due again, whatever was sent for the old run", () => {
     const next = applied(Streak.applyDay(run3, d("2025-06-15"), ny))
     const stale: Streak.Notified = { atRiskFor: d("2025-06-11"), brokenAfter: d("2025-06-10") }
     assert.strictEqual(Streak.nextDueAt(next, ny, stale)?.toISOString(), "2025-06-16T04:00:00.000Z")
-    assert.deepStrictEqual(Streak.dueEvent(next, ny, at("2025-06-16T04:00:00Z"), stale), {
-      _tag: "AtRisk",
-      localDate: d("2025-06-16")
-    })
+    assert.deepStrictEqual(Streak.dueEvent(next, ny, at("2025-06-16T04:00:00Z"), stale), atRiskOn("2025-06-16"))
   })
 
   it("due instants follow DST (23-hour owed day) and skipped dates (Apia)", () => {
@@ -531,9 +528,6 @@ describe("due events", () => {
     const s = Streak.fromDays([d("2011-12-29")], apia)
     assert.strictEqual(Streak.atRiskAt(s, apia)?.toISOString(), "2011-12-30T10:00:00.000Z")
     assert.strictEqual(Streak.brokenAt(s, apia)?.toISOString(), "2011-12-31T10:00:00.000Z")
-    assert.deepStrictEqual(Streak.dueEvent(s, apia, at("2011-12-30T10:00:00Z"), none), {
-      _tag: "AtRisk",
-      localDate: d("2011-12-31")
-    })
+    assert.deepStrictEqual(Streak.dueEvent(s, apia, at("2011-12-30T10:00:00Z"), none), atRiskOn("2011-12-31"))
   })
 })

@@ -11,7 +11,7 @@ import { type MemoryState, pair, type Runner } from "./memoryState.js"
 
 export const makeDirectory = (s: MemoryState, { run }: Runner): Context.Tag.Service<DirectoryStore> => {
   const j = s.journal
-  const updateProgram = (id: ProgramId, patch: Partial<Pick<Program, "status" | "webhookSecretHash">>) =>
+  const updateProgram = (id: ProgramId, patch: Partial<Pick<Program, "status" | "webhookSecretHash" | "policy" | "mode">>) =>
     run(() => {
       const program = s.programs.get(id)
       if (program === undefined) return Option.none()
@@ -60,7 +60,8 @@ export const makeDirectory = (s: MemoryState, { run }: Runner): Context.Tag.Serv
         j.set(s.programs, id, new Program({ ...program, status: "live" }))
         return true
       }),
-    setWebhookSecretHash: (id, hash) => updateProgram(id, { webhookSecretHash: hash })
+    setWebhookSecretHash: (id, hash) => updateProgram(id, { webhookSecretHash: hash }),
+    setProgramPolicy: (id, policy, mode) => updateProgram(id, { policy, mode })
   }
 }
 

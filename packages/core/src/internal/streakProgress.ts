@@ -8,6 +8,7 @@ import { type Milestone, type Program, type Project, type StreakKey, StreakRow, 
 import type { StorageError } from "../Errors.js"
 import * as OutboundEvents from "../OutboundEvents.js"
 import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
+import * as Policy from "../Policy.js"
 import * as Streak from "../Streak.js"
 
 /** The current instant from `Clock`, as a Date (tests drive it with `TestClock`). */
@@ -25,17 +26,22 @@ export const memberZone = (stored: Option.Option<string>, project: Project): str
   return Calendar.isValidZone(project.timezone) ? project.timezone : defaultZone
 }
 
-/** The row as the calculus sees it; `mode` is the program's. */
-export const summaryOf = (row: StreakRow, mode: Streak.Mode): Streak.Summary => ({
-  mode,
+const noGrants: ReadonlyArray<Streak.Grant> = []
+
+/** The row as the calculus sees it under the program's policy (absent fields take their defaults). */
+export const summaryOf = (row: StreakRow, policy: Policy.Policy): Streak.Summary => ({
   lastActiveDay: row.lastActiveDay,
   run: row.run,
-  best: row.best
+  best: row.best,
+  periodDays: row.periodDays ?? (row.lastActiveDay === undefined ? 0 : 1),
+  freezes: row.freezes ?? policy.freezes.initial,
+  grants: row.grants ?? noGrants
 })
 
 export const notifiedOf = (row: StreakRow): Streak.Notified => ({
   atRiskFor: row.atRiskNotifiedFor,
-  brokenAfter: row.brokenNotifiedAfter
+  brokenAfter: row.brokenNotifiedAfter,
+  frozenThrough: row.frozenNotifiedThrough
 })
 
 /** The row holding `summary`, computed in `zone`, with `dueAt` following from what was notified. */
@@ -44,9 +50,10 @@ export const rowOf = (
   summary: Streak.Summary,
   zone: string,
   notified: Streak.Notified,
-  now: Date
+  now: Date,
+  policy: Policy.Policy
 ): StreakRow => {
-  const dueAt = Streak.nextDueAt(summary, zone, notified)
+  const dueAt = Streak.nextDueAt(summary, zone, notified, policy, now)
   // Built from a validated key and the calculus' output: no constructor on the hot path.
   return unsafeMake(StreakRow, {
     projectId: key.projectId,
@@ -59,6 +66,10 @@ export const rowOf = (
     timezone: zone,
     ...(notified.atRiskFor === undefined ? {} : { atRiskNotifiedFor: notified.atRiskFor }),
     ...(notified.brokenAfter === undefined ? {} : { brokenNotifiedAfter: notified.brokenAfter }),
+    periodDays: summary.periodDays,
+    freezes: summary.freezes,
+    ...(summary.grants.length === 0 ? {} : { grants: summary.grants }),
+    ...(notified.frozenThrough === undefined ? {} : { frozenNotifiedThrough: notified.frozenThrough }),
     ...(dueAt === undefined ? {} : { dueAt }),
     updatedAt: now
   })
@@ -80,7 +91,8 @@ export interface Progress {
 }
 
 /** The member's streak as it stands at `now` after the change (what milestones are judged on). */
-export const stateOf = ({ now, summary, zone }: Progress): Streak.State => Streak.evaluate(summary, now, zone)
+export const stateOf = ({ now, program, summary, zone }: Progress): Streak.State =>
+  Streak.evaluate(summary, now, zone, Policy.of(program))
 
 /** Whether `state` reaches any milestone target of the program: only then are achievements read. */
 export const reachesTarget = (program: Program, state: Streak.State): boolean =>
@@ -140,8 +152,8 @@ export const recordCrossed = (
   })
 
 /** The row to save after `reach`: the new summary, with what was notified kept. */
-export const progressRow = ({ key, now, row, summary, zone }: Progress): StreakRow =>
-  rowOf(key, summary, zone, notifiedOf(row), now)
+export const progressRow = ({ key, now, program, row, summary, zone }: Progress): StreakRow =>
+  rowOf(key, summary, zone, notifiedOf(row), now, Policy.of(program))
 
 /** `reach`, then saves the row. */
 export const settle = (

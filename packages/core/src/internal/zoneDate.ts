@@ -96,3 +96,33 @@ export const zoneDate = (ms: number, zone: string): string => {
   }
   return date
 }
+
+// A second formatter per zone, with the hour, for days that start at another hour than midnight.
+const hourFormatters = new Map<string, Intl.DateTimeFormat>()
+
+const hourFormatter = (zone: string): Intl.DateTimeFormat => {
+  let f = hourFormatters.get(zone)
+  if (f === undefined) {
+    f = new Intl.DateTimeFormat("en-US", {
+      timeZone: zone,
+      calendar: "gregory",
+      numberingSystem: "latn",
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      hourCycle: "h23"
+    })
+    if (hourFormatters.size >= MAX_CACHED) hourFormatters.clear()
+    hourFormatters.set(zone, f)
+  }
+  return f
+}
+
+/** The local date and hour (0..23) of the instant `ms` in `zone`. */
+export const zoneDateHour = (ms: number, zone: string): { readonly date: string; readonly hour: number } => {
+  if (!(ms >= MIN_MS && ms <= MAX_MS)) throw new RangeError(`Invalid or out-of-range instant: ${ms}`)
+  const parts = hourFormatter(zone).formatToParts(ms)
+  const get = (type: string) => Number(parts.find((p) => p.type === type)?.value)
+  return { date: format(get("year"), get("month"), get("day")), hour: get("hour") % 24 }
+}

@@ -7,6 +7,7 @@ import { StreakKey as StreakKeyClass, type StreakKey, unsafeMake } from "@streak
 import { StorageError } from "@streaks/core/Errors"
 import type { MilestoneId } from "@streaks/core/Ids"
 import {
+  eventTypes,
   goesAhead,
   type IngestStore,
   type LoadRequest,
@@ -65,8 +66,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
       together(programs.map((id) =>
         together([
           experiments.running(id),
-          subscriptions.forEvent(id, "milestone.achieved"),
-          subscriptions.forEvent(id, "reward.unlocked")
+          together(eventTypes.map((type) => subscriptions.forEvent(id, type)))
         ])
       )),
       (read) => ({
@@ -74,8 +74,8 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           programs.flatMap((id, n) => Option.toArray(Option.map(read[n]![0], (e) => [id, e] as const)))
         ),
         subscriptions: new Map(programs.map((id, n) => {
-          const [, achieved, unlocked] = read[n]!
-          return [id, [...new Map([...achieved, ...unlocked].map((s) => [s.id, s])).values()]] as const
+          const [, listening] = read[n]!
+          return [id, [...new Map(listening.flat().map((s) => [s.id, s])).values()]] as const
         }))
       })
     )

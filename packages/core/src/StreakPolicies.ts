@@ -1,0 +1,211 @@
+/**
+ * Streak policies at work (CONTRACT §16): changing a program's policy (its streaks recomputed from
+ * their activity days, no event for the past), granting freezes to a member, and the ledger that
+ * explains a member's streak period by period.
+ */
+import { Context, Effect, Either, Layer, Option } from "effect"
+import * as Calendar from "./Calendar.js"
+import type { LocalDate } from "./Calendar.js"
+import { type FreezeGrant, type Ledger, type Program, type Project, StreakKey, type StreakRow } from "./Domain.js"
+import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
+import * as EventInput from "./EventInput.js"
+import * as Ids from "./Ids.js"
+import { memberZone, notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
+import * as Policy from "./Policy.js"
+import { DirectoryStore, MemberStore, StreakStore, Transactor } from "./Ports.js"
+import * as Streak from "./Streak.js"
+
+/** `GET …/members/{userHash}/ledger` (CONTRACT §16). */
+export interface LedgerAnswer {
+  readonly programId: string
+  readonly userHash: string
+  readonly policy: ReturnType<typeof Policy.toJson>
+  readonly current: number
+  readonly best: number
+  readonly freezes: number
+  readonly periods: ReadonlyArray<Streak.LedgerPeriod>
+}
+
+export interface LedgerRange {
+  /** First activity day shown (inclusive): periods that end before it are left out. */
+  readonly from?: string | undefined
+  /** Last activity day shown (inclusive): periods that start after it are left out. */
+  readonly to?: string | undefined
+}
+
+/** Most freezes one grant may add. */
+export const maxGrant = 10
+
+/** Periods a ledger shows when no range is asked for. */
+export const defaultPeriods = 8
+
+export class StreakPolicies extends Context.Tag("@streaks/core/StreakPolicies")<StreakPolicies, {
+  /**
+   * Replaces a program's policy (validated: `InvalidBody` naming the field) and recomputes every
+   * streak of the program from its activity days, in one transaction; events that the new policy
+   * would have owed in the past are counted as sent.
+   */
+  readonly setPolicy: (programId: string, policy: unknown) => Effect.Effect<Program, InvalidBody | NotFound | StorageError>
+  /** Adds `count` (1..10) freezes to a member's bank, capped at the policy's `max`: the bank after. */
+  readonly grantFreezes: (
+    programId: string,
+    userHash: string,
+    count: unknown
+  ) => Effect.Effect<{ readonly freezes: number }, InvalidBody | NotFound | StorageError>
+  /** A member's streak explained period by period (default: the last 8 periods). */
+  readonly ledger: (
+    programId: string,
+    userHash: string,
+    range: LedgerRange
+  ) => Effect.Effect<LedgerAnswer, InvalidBody | NotFound | StorageError>
+}>() {}
+
+export type Requirements = DirectoryStore | StreakStore | MemberStore | Transactor
+
+const invalid = (message: string) => new InvalidBody({ message })
+
+const dateOf = (name: string, value: string | undefined): Either.Either<LocalDate | undefined, InvalidBody> => {
+  if (value === undefined) return Either.right(undefined)
+  try {
+    return Either.right(Calendar.unsafeLocalDate(value))
+  } catch {
+    return Either.left(invalid(`${name} must be a date YYYY-MM-DD`))
+  }
+}
+
+/** Adds a grant to a row's grants, one entry per day. */
+const withGrant = (grants: ReadonlyArray<FreezeGrant>, day: LocalDate, count: number): ReadonlyArray<FreezeGrant> => {
+  const same = grants.find((g) => g.day === day)
+  return same === undefined
+    ? [...grants, { day, count }]
+    : grants.map((g) => (g.day === day ? { day, count: g.count + count } : g))
+}
+
+export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = Effect.gen(function*() {
+  const directory = yield* DirectoryStore
+  const streaks = yield* StreakStore
+  const members = yield* MemberStore
+  const transactor = yield* Transactor
+
+  const programAndProject = (programId: string) =>
+    Effect.gen(function*() {
+      const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
+      const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
+      if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
+      return { program, project }
+    })
+
+  /** The member behind `userHash` (aliases resolved), their zone and their key on the program's ledger. */
+  const memberOf = (program: Program, project: Project, userHash: string) =>
+    Effect.gen(function*() {
+      const hash = yield* EventInput.decodeUserHash("userHash", userHash)
+      const member = yield* members.lookup(project.id, hash)
+      const zone = memberZone(member.timezone, project)
+      const key = new StreakKey({
+        projectId: project.id,
+        programId: program.id,
+        userHash: member.userHash,
+        ledger: program.status
+      })
+      return { key, zone }
+    })
+
+  /** A row recomputed under `policy` from its days, with everything due before `now` counted as sent. */
+  const recomputed = (row: StreakRow, policy: Policy.Policy, now: Date) =>
+    Effect.map(streaks.days(new StreakKey(keyFields(row))), (days) => {
+      const summary = Streak.fromDays(days, row.timezone, policy, row.grants ?? [])
+      const settled = Streak.settledAt(summary, row.timezone, now, policy)
+      // A broken already sent for this run stays sent (a recomputation never announces it twice).
+      const notified = row.brokenNotifiedAfter === summary.lastActiveDay
+        ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
+        : settled
+      return rowOf(row, summary, row.timezone, notified, now, policy)
+    })
+
+  const setPolicy = (programId: string, input: unknown) =>
+    Effect.gen(function*() {
+      const decoded = Policy.decode(input)
+      if (Either.isLeft(decoded)) return yield* invalid(decoded.left)
+      const policy = decoded.right
+      const now = yield* nowDate
+      return yield* transactor.withTransaction(Effect.gen(function*() {
+        const updated = yield* directory.setProgramPolicy(
+          Ids.unsafe("ProgramId", programId),
+          policy,
+          Policy.modeOf(policy)
+        )
+        if (Option.isNone(updated)) return yield* new NotFound({ message: "program not found" })
+        const program = updated.value
+        for (const ledger of ["live", "test"] as const satisfies ReadonlyArray<Ledger>) {
+          const rows = yield* streaks.rowsOfProgram(program.id, ledger)
+          const next = yield* Effect.forEach(rows, (row) => recomputed(row, policy, now))
+          if (next.length > 0) yield* streaks.saveAll(next)
+        }
+        return program
+      }))
+    })
+
+  const grantFreezes = (programId: string, userHash: string, count: unknown) =>
+    Effect.gen(function*() {
+      if (typeof count !== "number" || !Number.isInteger(count) || count < 1 || count > maxGrant) {
+        return yield* invalid(`count must be an integer from 1 to ${maxGrant}`)
+      }
+      const now = yield* nowDate
+      return yield* transactor.withTransaction(Effect.gen(function*() {
+        const { program, project } = yield* programAndProject(programId)
+        const policy = Policy.of(program)
+        const { key, zone } = yield* memberOf(program, project, userHash)
+        const row = yield* streaks.lock(key, zone)
+        const day = Calendar.activityDay(now, zone, policy.dayStartHour)
+        const grants = withGrant(row.grants ?? [], day, count)
+        // A grant is dated: replaying from the days puts it in its place among the periods.
+        const summary = Streak.fromDays(yield* streaks.days(key), zone, policy, grants)
+        yield* streaks.save(rowOf(key, summary, zone, notifiedOf(row), now, policy))
+        return { freezes: Streak.evaluate(summary, now, zone, policy).freezes }
+      }))
+    })
+
+  const ledger = (programId: string, userHash: string, range: LedgerRange) =>
+    Effect.gen(function*() {
+      const from = dateOf("from", range.from)
+      const to = dateOf("to", range.to)
+      if (Either.isLeft(from)) return yield* from.left
+      if (Either.isLeft(to)) return yield* to.left
+      if (from.right !== undefined && to.right !== undefined && from.right > to.right) {
+        return yield* invalid("from must not be after to")
+      }
+      const { program, project } = yield* programAndProject(programId)
+      const policy = Policy.of(program)
+      const { key, zone } = yield* memberOf(program, project, userHash)
+      const now = yield* nowDate
+      const row = Option.getOrUndefined(yield* streaks.get(key))
+      const days = yield* streaks.days(key)
+      const grants = row?.grants ?? []
+      const summary = row === undefined ? Streak.emptyOf(policy) : summaryOf(row, policy)
+      const state = Streak.evaluate(summary, now, zone, policy)
+      const all = Streak.ledger(days, grants, state.today, zone, policy)
+      const periods = from.right === undefined && to.right === undefined
+        ? all.slice(-defaultPeriods)
+        : all.filter((p) => (from.right === undefined || p.end >= from.right) && (to.right === undefined || p.start <= to.right))
+      return {
+        programId: program.id,
+        userHash: key.userHash,
+        policy: Policy.toJson(policy),
+        current: state.current,
+        best: state.best,
+        freezes: state.freezes,
+        periods
+      }
+    })
+
+  return StreakPolicies.of({ setPolicy, grantFreezes, ledger })
+})
+
+const keyFields = (row: StreakRow) => ({
+  projectId: row.projectId,
+  programId: row.programId,
+  userHash: row.userHash,
+  ledger: row.ledger
+})
+
+export const layer: Layer.Layer<StreakPolicies, never, Requirements> = Layer.effect(StreakPolicies, make)
