@@ -165,7 +165,8 @@ export const retryAfterOf = (e: unknown): number | undefined => {
  * `maxBodyBytes` before reading them, caps what is read at `maxBodyBytes`, and maps
  * - `HttpApiDecodeError` (payload, query, path, headers) → 400 `INVALID_BODY`,
  * - unreadable or non-JSON body → 400 `INVALID_BODY`, body over the cap → 413 `PAYLOAD_TOO_LARGE`,
- * - `RouteNotFound` (unknown path or method) → 404 `NOT_FOUND`,
+ * - `RouteNotFound` (unknown path or method) → 404 `NOT_FOUND` (a path segment with a malformed
+ *   escape is routed as its raw text, `TextHygiene.rawMalformedEscapes`),
  * - any other defect → 500 `INTERNAL` (logged).
  * Other typed failures pass through, so HttpApi encodes them with their registered schema
  * (`httpError`); when `retryAfterOf` gives a delay, the answer also carries `Retry-After`.
@@ -180,7 +181,11 @@ export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
       return Effect.succeed(invalidBody)
     }
     const checked = Effect.flatMap(TextHygiene.refuses, (refused) => (refused ? Effect.succeed(invalidBody) : app))
-    return HttpIncomingMessage.withMaxBodySize(checked, Option.some(maxBodyBytes))
+    const url = TextHygiene.rawMalformedEscapes(request.url)
+    const routed = url === request.url
+      ? checked
+      : Effect.provideService(checked, HttpServerRequest.HttpServerRequest, request.modify({ url }))
+    return HttpIncomingMessage.withMaxBodySize(routed, Option.some(maxBodyBytes))
   }).pipe(Effect.catchAllCause((cause) => {
     const failure = Cause.failureOption(cause)
     if (Option.isSome(failure)) {
