@@ -190,11 +190,18 @@ const NEEDS_HISTORY: Applied = { _tag: "NeedsHistory" }
  * with `fromDays`.
  */
 export const applyDay = (before: Summary, day: LocalDate, zone: string, policy: Policy = defaultPolicy): Applied => {
+  // Without activity the bank holds every grant; one dated after this day's period must come later.
+  if (
+    before.lastActiveDay === undefined && before.grants.length > 0 &&
+    before.grants.some((g) => g.day > periodEnd(periodStart(day, policy), policy))
+  ) return NEEDS_HISTORY
+  return step(before, day, zone, policy)
+}
+
+/** `applyDay` once the bank is known to hold exactly the grants dated up to `day`'s period. */
+const step = (before: Summary, day: LocalDate, zone: string, policy: Policy): Applied => {
   const last = before.lastActiveDay
   if (last === undefined) {
-    const start = periodStart(day, policy)
-    // Without activity the bank holds every grant; one dated after this period must come later.
-    if (before.grants.some((g) => g.day > periodEnd(start, policy))) return NEEDS_HISTORY
     const c = chainOf(before)
     if (policy.target <= 1) keep(c, policy)
     return { _tag: "Applied", summary: summaryFrom(day, c, 1, before.grants), earned: c.earned > 0 }
@@ -252,7 +259,7 @@ export const replay = (
   let summary: Summary = { ...initial, freezes: c.freezes, grants: ordered }
   let earned = 0
   for (const day of sorted) {
-    const r = applyDay(summary, day, zone, policy)
+    const r = step(summary, day, zone, policy)
     if (r._tag === "Applied") {
       summary = r.summary
       if (r.earned) earned++
@@ -292,7 +299,7 @@ export interface State {
   readonly current: number
   readonly best: number
   readonly todayDone: boolean
-  /** Alive, but the current period is not kept yet. */
+  /** Alive, but the current period is not kept yet (and is not a rest day). */
   readonly pending: boolean
   /** Freezes available now. */
   readonly freezes: number
@@ -315,13 +322,14 @@ export const evaluate = (
   const start = periodStart(today, policy)
   const last = summary.lastActiveDay
   const mode = modeOf(policy)
-  const stateOf = (current: number, todayDone: boolean, freezes: number, done: number, kept: boolean): State => ({
+  // `settled`: the current period is kept, or rests: then nothing is pending.
+  const stateOf = (current: number, todayDone: boolean, freezes: number, done: number, settled: boolean): State => ({
     mode,
     today,
     current,
     best: Math.max(summary.best, current),
     todayDone,
-    pending: current > 0 && !kept,
+    pending: current > 0 && !settled,
     freezes,
     period: { start, end: periodEnd(start, policy), done, target: policy.target }
   })
@@ -336,7 +344,8 @@ export const evaluate = (
     if (summary.periodDays < policy.target) miss(c)
     gap(c, lastStart, start, summary.grants, policy, zone)
     if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, start, periodEnd(start, policy)), policy)
-    return stateOf(c.run, false, c.freezes, 0, false)
+    // On a rest day nothing is owed, so nothing is pending.
+    return stateOf(c.run, false, c.freezes, 0, policy.restDays.length > 0 && isRest(start, policy, zone))
   }
   if (policy.cadence !== "daily" || policy.restDays.length > 0 || policy.freezes.max > 0) {
     return stateOf(summary.run, false, summary.freezes, 0, false)
