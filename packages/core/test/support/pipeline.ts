@@ -25,6 +25,7 @@ import {
 } from "../../src/Ports.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as StateQuery from "../../src/StateQuery.js"
+import * as StreakPolicies from "../../src/StreakPolicies.js"
 import { layerMemory, makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
 
 export const SERVER_TOKEN = "sst_server_token_for_tests"
@@ -45,7 +46,7 @@ export const base = Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, signal
   Layer.provideMerge(Layer.effect(Nudges, Ref.make(0)))
 )
 
-const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer)
+const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer, StreakPolicies.layer)
 
 export const layer = services.pipe(Layer.provideMerge(base))
 
