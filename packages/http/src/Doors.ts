@@ -1,7 +1,8 @@
 /**
  * The public doors (`/v1/e`, `/v1/server/e`, `/v1/webhook/:siteKey/e`, `/v1/state`, `/v1/alias`)
- * as plain functions from request facts to an `Answer`. Both the lean fast path and the HttpApi
- * handlers call them, so the two give the same statuses, bodies and headers by construction.
+ * as plain functions from request facts to an `Answer`. Both the HttpApi handlers and the reference
+ * server's lean fast path call them, so the two give the same statuses, bodies and headers by
+ * construction.
  */
 import { Aliases, Errors, EventInput, Finished, Ids, Ingest, StateQuery } from "@streaks/core"
 import { Cause, Context, Effect, Exit, Option, Runtime } from "effect"

@@ -1,7 +1,7 @@
 /**
  * The whole HTTP surface as layers: the HttpApi with every group, auth, error mapping, CORS
  * preflight, OpenAPI at `/openapi.json` and a docs page at `/docs`; and `layerServer`, which
- * serves it on a node:http server with the fast path in front.
+ * serves it on a node:http server of our own.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -12,7 +12,6 @@ import * as Auth from "./Auth.js"
 import * as Cors from "./Cors.js"
 import * as CustomerHandlers from "./CustomerHandlers.js"
 import * as DocsPage from "./DocsPage.js"
-import * as FastPath from "./FastPath.js"
 import * as HttpErrors from "./HttpErrors.js"
 import * as IngestHandlers from "./IngestHandlers.js"
 import * as MetaHandlers from "./MetaHandlers.js"
@@ -25,30 +24,19 @@ export const layerApi = HttpApiBuilder.api(Api).pipe(
   Layer.provide([HttpErrors.ErrorMapping, Cors.layerPreflight()])
 )
 
-export interface ServerOptions extends NodeServer.Options {
-  /**
-   * Server spans on the fast path's routes too (`FastPath.Options.tracing`; default false). The
-   * HttpApi routes have them whenever the runtime traces.
-   */
-  readonly tracing?: boolean | undefined
-  /** How the fast path runs an action's front (`FastPath.Options.schedule`; default: at once). */
-  readonly schedule?: ((front: () => void) => void) | undefined
-}
-
 /**
- * Serves the API (fast path in front) on `options.port` / `options.host`. `routes` registers routes
- * of its own on the same router (`HttpApiBuilder.Router.use`), behind the same error mapping: the
- * reference server mounts the MCP worker (`@streaks/mcp`) with it.
+ * Serves the API on `options.port` / `options.host`, every route through the HttpApi handlers.
+ * `routes` registers routes of its own on the same router (`HttpApiBuilder.Router.use`), behind the
+ * same error mapping: the reference server mounts the MCP worker (`@streaks/mcp`) with it. `front`
+ * may put a node:http listener in front of the API's (`NodeServer.withFastPath`): the reference
+ * server (`@streaks/server`) installs its fast path for the hot public routes there.
  */
-export const layerServer = <E = never, R = never>(
-  options: ServerOptions,
-  routes: Layer.Layer<never, E, R> = Layer.empty
+export const layerServer = <E = never, R = never, E2 = never, R2 = never>(
+  options: NodeServer.Options,
+  routes: Layer.Layer<never, E, R> = Layer.empty,
+  front: (api: NodeServer.Handler) => Effect.Effect<NodeServer.Handler, E2, R2> = Effect.succeed
 ) =>
-  NodeServer.layer(
-    Effect.flatMap(NodeServer.httpApiHandler, (api) =>
-      FastPath.front(api, { tracing: options.tracing, schedule: options.schedule })),
-    options
-  ).pipe(
+  NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, front), options).pipe(
     Layer.provide([
       DocsPage.layer({ path: "/docs", openApiPath: "/openapi.json" }),
       HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })

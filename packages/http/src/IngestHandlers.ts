@@ -1,6 +1,6 @@
 /**
- * HttpApi handlers of the public doors. They translate the request to `Doors` calls; the lean
- * fast path (`FastPath`) serves the same routes in the reference server.
+ * HttpApi handlers of the public doors. They translate the request to `Doors` calls; the reference
+ * server's lean fast path (`FastPath` in `@streaks/server`) serves the same routes.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Errors, EventInput } from "@streaks/core"

@@ -1,13 +1,12 @@
 /**
  * @streaks/http: the Streaks HTTP API (`Api`, also for `HttpApiClient`), its handlers, auth,
- * CORS, rate limits, error mapping and the node:http server with the lean fast path.
+ * CORS, rate limits, error mapping and the node:http server.
  */
 export * as Api from "./Api.js"
 export * as ApiSchemas from "./ApiSchemas.js"
 export * as Auth from "./Auth.js"
 export * as Cors from "./Cors.js"
 export * as Doors from "./Doors.js"
-export * as FastPath from "./FastPath.js"
 export * as Http from "./Http.js"
 export * as HttpConfig from "./HttpConfig.js"
 export * as HttpErrors from "./HttpErrors.js"

@@ -1,6 +1,6 @@
 /**
- * Tracing through the real server (`Http.layerServer({ tracing: true })` on Postgres): a counted
- * action and a state read each get their server span with a 2xx status, as the HttpApi routes do.
+ * Tracing through the real server (`Http.layerServer` on Postgres, a runtime that traces): a counted
+ * action, a state read and a health check each get the platform's server span, with their status.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer, type Tracer } from "effect"
@@ -12,10 +12,10 @@ const spans: Array<Tracer.Span> = []
 const serverSpans = (path: string) =>
   spans.filter((s) => s.kind === "server" && s.attributes.get("url.path") === path && s.status._tag === "Ended")
 
-layer(testServer({ tracing: true }).pipe(Layer.provide(RecordingTracer.layer(spans))), { timeout: 120_000 })(
+layer(testServer().pipe(Layer.provide(RecordingTracer.layer(spans))), { timeout: 120_000 })(
   "tracing over real HTTP",
   (it) => {
-    it.effect("the hot routes and the HttpApi routes each make a server span per request", () =>
+    it.effect("the public doors and the other routes each make a server span per request", () =>
       Effect.gen(function*() {
         const t = yield* tenant()
         expect((yield* serverEvent(t, { userHash: "member-1" })).status).toBe(202)

@@ -13,6 +13,7 @@ import { PgConnection, PgStorage } from "@streaks/storage-pg"
 import { Dispatcher, Egress } from "@streaks/webhooks"
 import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
+import * as FastPath from "./FastPath.js"
 import * as SecretKey from "./SecretKey.js"
 import * as Turns from "./Turns.js"
 import type { ServerConfig } from "./ServerConfig.js"
@@ -85,10 +86,12 @@ const mcpRoutes = StreamableHttp.layerRoutes.pipe(Layer.provide(McpConfig.layerC
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
-  // Action fronts wait their turn behind the answers queued ahead on the same event-loop slices.
+  // The fast path answers the hot public routes in front of HttpApi; its action fronts wait their
+  // turn behind the answers queued ahead on the same event-loop slices.
   const http = Http.layerServer(
-    { port: config.port, host: config.host, schedule: Turns.shared },
-    Layer.mergeAll(mcpRoutes, widgetRoutes)
+    { port: config.port, host: config.host },
+    Layer.mergeAll(mcpRoutes, widgetRoutes),
+    (api) => FastPath.front(api, { schedule: Turns.shared })
   ).pipe(
     Layer.provide(layerJobs),
     Layer.provide(RateLimit.layer({

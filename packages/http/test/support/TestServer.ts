@@ -1,6 +1,7 @@
 /**
- * The real server for end-to-end tests: every route over real HTTP on a free port, on a fresh
- * Postgres database (`PgTest`), with the admin token below and insecure webhook URLs allowed.
+ * The real server for end-to-end tests: every route over real HTTP on a free port, served by the
+ * HttpApi handlers alone (`Http.layerServer`, nothing in front), on a fresh Postgres database
+ * (`PgTest`), with the admin token below and insecure webhook URLs allowed.
  */
 import { DueChecks, Ids, OutboundEvents, Ports, SecretBox, Services } from "@streaks/core"
 import { PgStorage } from "@streaks/storage-pg"
@@ -21,8 +22,6 @@ export interface Options {
     readonly sitePerSecond: number
     readonly authFailuresPerMinute?: number
   }
-  /** Server spans on the fast path's routes (`Http.ServerOptions.tracing`). */
-  readonly tracing?: boolean
 }
 
 const jobs = Layer.effect(
@@ -37,7 +36,7 @@ const jobs = Layer.effect(
 
 /** The server plus the core services and storage it runs on (for seeding and inspection). */
 export const layer = (options: Options = {}) =>
-  Http.layerServer({ port: 0, shutdownTimeout: "1 second", tracing: options.tracing }).pipe(
+  Http.layerServer({ port: 0, shutdownTimeout: "1 second" }).pipe(
     Layer.provide(jobs),
     // Tests fail authentication on purpose, many times from one address.
     Layer.provide(

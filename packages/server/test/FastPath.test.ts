@@ -1,14 +1,14 @@
 /**
  * The fast path's own answers, over real HTTP with stand-in services: a defect behind a public door
  * answers 500 `{"error":"INTERNAL"}` and a storage failure 503 `{"error":"SERVICE_UNAVAILABLE"}`,
- * each logged (the HttpApi routes do the same, see HttpErrors.test.ts), whether the door runs on
+ * each logged (the HttpApi routes do the same, see HttpErrors.test.ts of `@streaks/http`), whether the door runs on
  * callbacks (state, server ingest) or in a fiber (webhook).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Errors } from "@streaks/core"
+import { NodeServer } from "@streaks/http"
 import { Effect, Exit, Layer, Logger } from "effect"
 import * as FastPath from "../src/FastPath.js"
-import * as NodeServer from "../src/NodeServer.js"
 import * as StandIns from "./support/StandIns.js"
 
 const logs: Array<string> = []

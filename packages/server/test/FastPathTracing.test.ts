@@ -5,10 +5,10 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Errors } from "@streaks/core"
+import { NodeServer } from "@streaks/http"
 import type { Tracer } from "effect"
 import { Effect, Exit, Layer, Logger, Option } from "effect"
 import * as FastPath from "../src/FastPath.js"
-import * as NodeServer from "../src/NodeServer.js"
 import * as RecordingTracer from "./support/RecordingTracer.js"
 import * as StandIns from "./support/StandIns.js"
 

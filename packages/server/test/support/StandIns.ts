@@ -1,7 +1,7 @@
 /** Stand-ins for the fast path's services whose every call ends with one failure (tests of the doors' answers). */
 import { Aliases, type Errors, Ingest, StateQuery } from "@streaks/core"
+import { RateLimit } from "@streaks/http"
 import { type Effect, type Exit, Layer } from "effect"
-import * as RateLimit from "../../src/RateLimit.js"
 
 type Failure = Exit.Exit<never, Errors.StorageError>
 

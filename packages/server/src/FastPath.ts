@@ -1,21 +1,19 @@
 /**
- * A lean node:http path for the hot public routes (`POST /v1/e`, `/v1/server/e`,
- * `/v1/webhook/:siteKey/e`, `GET /v1/state` and their CORS preflights). It skips the platform's
- * HTTP pipeline (see docs/decisions/0002) but calls the same `Doors` as the HttpApi handlers,
- * with the same schemas, limits and error bodies. Anything else falls through to HttpApi.
+ * The reference server's lean node:http path for the hot public routes (`POST /v1/e`,
+ * `/v1/server/e`, `/v1/webhook/:siteKey/e`, `GET /v1/state` and their CORS preflights). It skips
+ * the platform's HTTP pipeline (see docs/decisions/0002) but calls the same `Doors` of
+ * `@streaks/http` as the HttpApi handlers, with the same schemas, limits and error bodies. Anything
+ * else falls through to HttpApi. It is runtime machinery, installed by `Main` through
+ * `Http.layerServer`'s `front`; the library serves the same routes through HttpApi alone.
  */
-import { Aliases, EventInput, Ids, Ingest, StateQuery } from "@streaks/core"
+import { Aliases, type Errors, EventInput, Ids, Ingest, StateQuery } from "@streaks/core"
 import { Headers, HttpTraceContext } from "@effect/platform"
-import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Tracer } from "effect"
+import { Cors, Doors, HttpErrors, JsonLimits, type NodeServer, RateLimit } from "@streaks/http"
+import * as TextHygiene from "@streaks/http/TextHygiene"
+import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Schema, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
-import * as Cors from "./Cors.js"
-import * as Doors from "./Doors.js"
-import { errorBody, maxBodyBytes } from "./HttpErrors.js"
-import * as JsonLimits from "./JsonLimits.js"
-import type { FastPath } from "./NodeServer.js"
-import { RateLimiter } from "./RateLimit.js"
 
-export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimiter | Aliases.Aliases
+export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimit.RateLimiter | Aliases.Aliases
 
 const json = "application/json"
 
@@ -30,7 +28,7 @@ const write = (res: ServerResponse, answer: Doors.Answer): void => {
 }
 
 const fail = (res: ServerResponse, status: number, code: string): void => {
-  const body = errorBody(code)
+  const body = HttpErrors.errorBody(code)
   res.writeHead(status, { "content-type": json, "content-length": Buffer.byteLength(body) })
   res.end(body)
 }
@@ -53,7 +51,7 @@ const factsOf = (req: IncomingMessage): Doors.StateFacts => ({
  */
 const readBody = (req: IncomingMessage, res: ServerResponse, then: (text: string) => void): void => {
   const declared = Number(header(req, "content-length") ?? 0)
-  if (declared > maxBodyBytes) {
+  if (declared > HttpErrors.maxBodyBytes) {
     res.shouldKeepAlive = false
     req.resume()
     return fail(res, 413, "PAYLOAD_TOO_LARGE")
@@ -64,7 +62,7 @@ const readBody = (req: IncomingMessage, res: ServerResponse, then: (text: string
   req.on("data", (chunk: Buffer) => {
     if (over) return
     size += chunk.length
-    if (size > maxBodyBytes) {
+    if (size > HttpErrors.maxBodyBytes) {
       over = true
       res.shouldKeepAlive = false
       fail(res, 413, "PAYLOAD_TOO_LARGE")
@@ -94,6 +92,23 @@ const parse = (text: string): Either.Either<unknown, readonly [number, string]> 
 }
 
 /**
+ * Core's text check (`EventInput.checkEventRecord`, `decodeWebhookEvent`) walks the body
+ * recursively, and 64 KiB of `[` nest deeper than the call stack goes in a field that no part
+ * limit covers: the walk then throws, which must not escape the request listener (that would crash
+ * the process). Such a body is decided as the HttpApi handlers decide it: the text check without
+ * recursion (`TextHygiene.cleanJson`), then the schema, which reads only the documented fields.
+ */
+const nestedTooDeep = (e: unknown): boolean => e instanceof RangeError
+
+const decodeFirst = <A, I>(schema: Schema.Schema<A, I>) =>
+  Schema.decodeUnknownEither(schema, { errors: "first", onExcessProperty: "ignore" })
+
+const decodeAsHttpApi = <A, I>(schema: Schema.Schema<A, I>, body: unknown): Either.Either<A, Errors.InvalidBody> =>
+  TextHygiene.cleanJson(body)
+    ? Either.mapLeft(decodeFirst(schema)(body), (e) => EventInput.invalidBody(e))
+    : Either.left(EventInput.uncleanText())
+
+/**
  * The siteKey of a webhook path. A malformed escape (`%E0%A4%A`) must not throw out of the
  * request listener (that would crash the process); such a key cannot exist, so it is kept raw
  * and answered INVALID_SITE_KEY like any unknown key.
@@ -119,7 +134,7 @@ export interface Options {
   /**
    * How an action's front (decode, auth, joining its group) is run once its body is read (default:
    * at once). A server runtime may queue it behind the answers it hands back (the reference
-   * server's event-loop slices, `Turns` in `@streaks/server`).
+   * server's event-loop slices, `Turns.shared`).
    */
   readonly schedule?: ((front: () => void) => void) | undefined
 }
@@ -141,7 +156,7 @@ const doorOf = (method: string | undefined, path: string): Door | undefined => {
 }
 
 /** The fast path over a runtime that holds the core services and the rate limiter. */
-export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}): FastPath => {
+export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}): NodeServer.FastPath => {
   // Without tracing, no spans on the hot routes (one per SQL statement otherwise), set once on the
   // runtime rather than per request.
   const quiet = Runtime.setFiberRef(runtime, FiberRef.currentTracerEnabled, false)
@@ -167,7 +182,20 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
       schedule(() => {
         const body = parse(text)
         if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
-        const action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
+        let action: Either.Either<EventInput.Action, Errors.InvalidBody>
+        try {
+          action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
+        } catch (e) {
+          if (!nestedTooDeep(e)) throw e
+          return Runtime.runCallback(rt)(
+            decodeAsHttpApi(EventInput.EventRecord, body.right).pipe(
+              Effect.flatMap(EventInput.fromEventRecord),
+              Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req))),
+              Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
+            ),
+            { onExit: respond(res) }
+          )
+        }
         if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
         Doors.ingestCallback(rt, door, action.right, factsOf(req), respond(res))
       }))
@@ -176,8 +204,15 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     readBody(req, res, (text) => {
       const body = parse(text)
       if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
+      let decoded: Effect.Effect<EventInput.Action, Errors.InvalidBody>
+      try {
+        decoded = EventInput.decodeWebhookEvent(body.right)
+      } catch (e) {
+        if (!nestedTooDeep(e)) throw e
+        decoded = Effect.flatMap(decodeAsHttpApi(EventInput.WebhookEvent, body.right), EventInput.fromWebhookEvent)
+      }
       Runtime.runCallback(rt)(
-        EventInput.decodeWebhookEvent(body.right).pipe(
+        decoded.pipe(
           Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"))),
           Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
         ),
@@ -272,14 +307,15 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
 }
 
 /**
- * The fast path built from the services in context (for `NodeServer.layerHttpApi`'s `front`).
+ * The fast path built from the services in context, in front of `api` (for `Http.layerServer`'s or
+ * `NodeServer.layerHttpApi`'s `front`).
  * Requests run with just the four services they use: a fiber's services are copied whenever one is
  * provided or a scope opened inside it (once per SQL statement), and the server's are many.
  */
 export const front = (api: (req: IncomingMessage, res: ServerResponse) => void, options: Options = {}) =>
   Effect.map(Effect.runtime<Services>(), (all) => {
     const runtime = Runtime.make({
-      context: Context.pick(Ingest.Ingest, StateQuery.StateQuery, RateLimiter, Aliases.Aliases)(all.context),
+      context: Context.pick(Ingest.Ingest, StateQuery.StateQuery, RateLimit.RateLimiter, Aliases.Aliases)(all.context),
       fiberRefs: all.fiberRefs,
       runtimeFlags: all.runtimeFlags
     })
