@@ -107,8 +107,8 @@ export const decode = (input: unknown): Either.Either<Policy, string> =>
   typeof input !== "object" || input === null || Array.isArray(input)
     ? Either.left("policy must be an object")
     : Either.mapLeft(decodeEither(input), (error) => {
-    const [first] = ParseResult.ArrayFormatter.formatErrorSync(error)
-    if (first === undefined) return "policy is not valid"
-    const path = ["policy", ...first.path.map(String)].join(".")
-    return `${path}: ${first.message}`
-  })
+      const [first] = ParseResult.ArrayFormatter.formatErrorSync(error)
+      if (first === undefined) return "policy is not valid"
+      const path = ["policy", ...first.path.map(String)].join(".")
+      return `${path}: ${first.message}`
+    })

@@ -90,8 +90,7 @@ export const periodOf = (day: LocalDate, policy: Policy): Period => {
   return { start, end: periodEnd(start, policy) }
 }
 
-const nextPeriod = (start: LocalDate, policy: Policy): LocalDate =>
-  Calendar.addDays(periodEnd(start, policy), 1)
+const nextPeriod = (start: LocalDate, policy: Policy): LocalDate => Calendar.addDays(periodEnd(start, policy), 1)
 
 /**
  * A period without activity that neither keeps nor breaks a chain: a daily rest day, or a day the

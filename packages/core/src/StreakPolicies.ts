@@ -45,7 +45,10 @@ export class StreakPolicies extends Context.Tag("@streaks/core/StreakPolicies")<
    * streak of the program from its activity days, in one transaction; events that the new policy
    * would have owed in the past are counted as sent.
    */
-  readonly setPolicy: (programId: string, policy: unknown) => Effect.Effect<Program, InvalidBody | NotFound | StorageError>
+  readonly setPolicy: (
+    programId: string,
+    policy: unknown
+  ) => Effect.Effect<Program, InvalidBody | NotFound | StorageError>
   /** Adds `count` (1..10) freezes to a member's bank, capped at the policy's `max`: the bank after. */
   readonly grantFreezes: (
     programId: string,
@@ -186,7 +189,9 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
       const all = Streak.ledger(days, grants, state.today, zone, policy)
       const periods = from.right === undefined && to.right === undefined
         ? all.slice(-defaultPeriods)
-        : all.filter((p) => (from.right === undefined || p.end >= from.right) && (to.right === undefined || p.start <= to.right))
+        : all.filter((p) =>
+          (from.right === undefined || p.end >= from.right) && (to.right === undefined || p.start <= to.right)
+        )
       return {
         programId: program.id,
         userHash: key.userHash,

@@ -180,7 +180,11 @@ describe("DueChecks (CONTRACT §8)", () => {
       const t = yield* liveTenant()
       yield* TestClock.setTime(at("2026-05-10T12:00:00Z"))
       for (let i = 0; i < 7; i++) yield* act(t, `u${i}`, "2026-05-10T12:00:00Z")
-      assert.deepStrictEqual(yield* sweep("2026-05-11T00:00:00Z", { batchSize: 2 }), { atRisk: 7, broken: 0, freezesUsed: 0 })
+      assert.deepStrictEqual(yield* sweep("2026-05-11T00:00:00Z", { batchSize: 2 }), {
+        atRisk: 7,
+        broken: 0,
+        freezesUsed: 0
+      })
       assert.strictEqual((yield* drainOutbox).length, 7)
     }).pipe(Effect.provide(layer)))
 

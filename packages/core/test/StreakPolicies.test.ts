@@ -113,7 +113,10 @@ describe("streak policies through the services", () => {
       for (const day of ["02", "03", "04", "05", "06"]) yield* act(t, "u1", `2026-03-${day}T12:00:00Z`)
       yield* drainOutbox
       const policies = yield* StreakPolicies
-      assert.strictEqual(yield* codeOf(policies.setPolicy(t.program.id, { cadence: "weekly", target: 9 })), "INVALID_BODY")
+      assert.strictEqual(
+        yield* codeOf(policies.setPolicy(t.program.id, { cadence: "weekly", target: 9 })),
+        "INVALID_BODY"
+      )
       assert.strictEqual(yield* codeOf(policies.setPolicy("prg_unknown", {})), "NOT_FOUND")
       const either = Policy.decode({ cadence: "weekly", target: 9 })
       assert.isTrue(Either.isLeft(either))

@@ -45,7 +45,10 @@ const daysArb = (span: number) =>
 
 const grantsArb = (span: number) =>
   fc.array(
-    fc.record({ day: fc.integer({ min: 0, max: span }).map((n) => Calendar.addDays(BASE, n)), count: fc.integer({ min: 1, max: 3 }) }),
+    fc.record({
+      day: fc.integer({ min: 0, max: span }).map((n) => Calendar.addDays(BASE, n)),
+      count: fc.integer({ min: 1, max: 3 })
+    }),
     { maxLength: 3 }
   )
 
@@ -73,7 +76,12 @@ const noonOf = (day: LocalDate, zone: string, policy: Policy.Policy): number =>
 describe("streak policies: properties", () => {
   it.prop(
     "counting in any arrival order equals the recomputation from every day and grant",
-    [policyArb, fc.constantFrom(...ZONES), daysArb(200).chain((days) => fc.tuple(fc.constant(days), fc.shuffledSubarray(days, { minLength: days.length }))), grantsArb(200)],
+    [
+      policyArb,
+      fc.constantFrom(...ZONES),
+      daysArb(200).chain((days) => fc.tuple(fc.constant(days), fc.shuffledSubarray(days, { minLength: days.length }))),
+      grantsArb(200)
+    ],
     ([policy, zone, [days, order], grants]) => {
       const expected = Streak.fromDays(days, zone, policy, grants)
       assert.deepStrictEqual(countInOrder(order, zone, policy, grants), expected)
@@ -152,7 +160,12 @@ describe("streak policies: properties", () => {
 
   it.prop(
     "due checks at random instants announce exactly the ledger's freezes used and at most one break, each once",
-    [policyArb, fc.constantFrom(...ZONES), daysArb(60), fc.array(fc.integer({ min: 1, max: 30 }), { minLength: 80, maxLength: 80 })],
+    [
+      policyArb,
+      fc.constantFrom(...ZONES),
+      daysArb(60),
+      fc.array(fc.integer({ min: 1, max: 30 }), { minLength: 80, maxLength: 80 })
+    ],
     ([policy, zone, days, gapsInHours]) => {
       const summary = Streak.fromDays(days, zone, policy)
       const last = summary.lastActiveDay!

@@ -40,7 +40,13 @@ describe("day start hour across DST", () => {
     // Owed: the activity day Nov 2 (04:00 EST Nov 2 to 04:00 EST Nov 3); at risk at 02:00 EST Nov 3.
     assert.strictEqual(iso(Streak.atRiskAt(s, ny, late)), "2025-11-03T07:00:00.000Z")
     assert.strictEqual(iso(Streak.brokenAt(s, ny, late)), "2025-11-03T09:00:00.000Z")
-    const event = Streak.dueEvent(s, ny, at("2025-11-03T07:00:00Z"), { atRiskFor: undefined, brokenAfter: undefined }, late)
+    const event = Streak.dueEvent(
+      s,
+      ny,
+      at("2025-11-03T07:00:00Z"),
+      { atRiskFor: undefined, brokenAfter: undefined },
+      late
+    )
     assert.strictEqual(event?._tag === "AtRisk" && event.localDate, "2025-11-02")
   })
 
@@ -52,7 +58,10 @@ describe("day start hour across DST", () => {
   })
 
   it("a boundary at a repeated hour starts the first time the hour comes (London, 01:00 on 2025-10-26)", () => {
-    assert.strictEqual(iso(Calendar.startOfActivityDay(d("2025-10-26"), "Europe/London", 1)), "2025-10-26T00:00:00.000Z")
+    assert.strictEqual(
+      iso(Calendar.startOfActivityDay(d("2025-10-26"), "Europe/London", 1)),
+      "2025-10-26T00:00:00.000Z"
+    )
     // The second 01:00 (GMT) is still the same activity day.
     assert.strictEqual(Calendar.activityDay(at("2025-10-26T01:30:00Z"), "Europe/London", 1), "2025-10-26")
   })

@@ -11,7 +11,10 @@ import { type MemoryState, pair, type Runner } from "./memoryState.js"
 
 export const makeDirectory = (s: MemoryState, { run }: Runner): Context.Tag.Service<DirectoryStore> => {
   const j = s.journal
-  const updateProgram = (id: ProgramId, patch: Partial<Pick<Program, "status" | "webhookSecretHash" | "policy" | "mode">>) =>
+  const updateProgram = (
+    id: ProgramId,
+    patch: Partial<Pick<Program, "status" | "webhookSecretHash" | "policy" | "mode">>
+  ) =>
     run(() => {
       const program = s.programs.get(id)
       if (program === undefined) return Option.none()
