@@ -34,7 +34,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0002_cheaper_writes_per_action": ddl(cheaperWritesPerAction(prefix)),
   "0003_achieved_on_streak_rows": ddl(achievedOnStreakRows(prefix)),
   "0004_byte_order_keys": ddl(byteOrderKeys(prefix)),
-  "0005_metered_month_on_streak_rows": ddl(meteredMonthOnStreakRows(prefix))
+  "0005_metered_month_on_streak_rows": ddl(meteredMonthOnStreakRows(prefix)),
+  "0006_streak_policies": ddl(streakPolicies(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -334,6 +335,23 @@ const byteOrderKeys = (p: string) => {
 // means "not known": mark. Existing rows start at NULL, so the migration rewrites nothing.
 const meteredMonthOnStreakRows = (p: string) => `
 ALTER TABLE ${p}streaks ADD COLUMN IF NOT EXISTS metered_month text;
+`
+
+// Streak policies (CONTRACT §16): a program's policy, and a mode that follows its cadence; the
+// streak row's state under a policy (active days in the current period, the freeze bank, granted
+// freezes, the last frozen period announced). Every column is nullable and NULL means the field is
+// absent, which core reads as its default, so existing rows stay valid and nothing is rewritten.
+// The mode's check constraint got its name from the initial CREATE TABLE (`<table>_mode_check`);
+// replacing it reads the programs table once, which is small.
+const streakPolicies = (p: string) => `
+ALTER TABLE ${p}programs DROP CONSTRAINT IF EXISTS ${p}programs_mode_check;
+ALTER TABLE ${p}programs ADD CONSTRAINT ${p}programs_mode_check CHECK (mode IN ('continuous', 'weekly', 'monthly'));
+ALTER TABLE ${p}programs ADD COLUMN IF NOT EXISTS policy jsonb;
+ALTER TABLE ${p}streaks
+  ADD COLUMN IF NOT EXISTS period_days integer,
+  ADD COLUMN IF NOT EXISTS freezes integer,
+  ADD COLUMN IF NOT EXISTS grants jsonb,
+  ADD COLUMN IF NOT EXISTS frozen_notified_through date;
 `
 
 const checkPrefix = (prefix: string) =>

@@ -4,7 +4,7 @@
  * active streakers (UsageStore).
  */
 import { ApiKey, Milestone, OAuthGrant, Program, ProgramSettings, Project, Workspace } from "@streaks/core/Domain"
-import type { BrowserCounting, Plan, ProgramStatus } from "@streaks/core/Domain"
+import type { BrowserCounting, Plan, ProgramStatus, StreakMode } from "@streaks/core/Domain"
 import type {
   ApiKeyId,
   MilestoneId,
@@ -25,7 +25,8 @@ import type {
   UsageStore
 } from "@streaks/core/Ports"
 import type { StorageError } from "@streaks/core/Errors"
-import { Array as Arr, Effect, Option } from "effect"
+import * as Policy from "@streaks/core/Policy"
+import { Array as Arr, Effect, Option, Schema } from "effect"
 import { firstOccurrences } from "./Batch.js"
 import { type Ctx, io, jsonParam, lastPerKey, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
 
@@ -74,6 +75,9 @@ const decodeMilestone = (m: MilestoneJson): Milestone =>
     ...opt("rewardValue", m.rewardValue)
   }, trusted)
 
+// The stored policy is `Policy.toJson`'s, every field present; decoding makes the Schema class.
+const decodePolicy = Schema.decodeUnknownSync(Policy.Policy)
+
 export const decodeProgram = (r: Row): Program => {
   const settings = r.settings as ProgramSettings
   return new Program({
@@ -82,7 +86,7 @@ export const decodeProgram = (r: Row): Program => {
     name: r.name as string,
     eventKey: r.event_key as string,
     status: r.status as ProgramStatus,
-    mode: "continuous",
+    mode: r.mode as StreakMode,
     webhookSecretHash: r.webhook_secret_hash as string,
     milestones: (r.milestones as ReadonlyArray<MilestoneJson>).map(decodeMilestone),
     settings: new ProgramSettings({
@@ -90,6 +94,7 @@ export const decodeProgram = (r: Row): Program => {
       position: settings.position,
       mainMessage: settings.mainMessage
     }, trusted),
+    ...opt("policy", r.policy === null || r.policy === undefined ? undefined : decodePolicy(r.policy)),
     createdAt: toDate(r.created_at)
   }, trusted)
 }
@@ -122,6 +127,10 @@ const milestonesJson = (program: Program): string | null =>
     rewardType: m.rewardType,
     ...(m.rewardValue === undefined ? {} : { rewardValue: m.rewardValue })
   })))
+
+/** NULL for a program without a policy (it counts with the default one). */
+const policyJson = (policy: Policy.Policy | undefined): string | null =>
+  policy === undefined ? null : jsonParam(Policy.toJson(policy))
 
 const settingsJson = (program: Program): string | null =>
   jsonParam({
@@ -166,9 +175,9 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
 
   createProgram: (p) =>
     sql`INSERT INTO ${t.programs} (project_id, id, name, event_key, status, mode, webhook_secret_hash, milestones,
-          settings, created_at)
+          settings, policy, created_at)
         VALUES (${p.projectId}, ${p.id}, ${p.name}, ${p.eventKey}, ${p.status}, ${p.mode}, ${p.webhookSecretHash},
-          ${milestonesJson(p)}::jsonb, ${settingsJson(p)}::jsonb, ${p.createdAt})`
+          ${milestonesJson(p)}::jsonb, ${settingsJson(p)}::jsonb, ${policyJson(p.policy)}::jsonb, ${p.createdAt})`
       .pipe(Effect.asVoid, io("DirectoryStore.createProgram")),
 
   program: (id) =>
@@ -199,7 +208,11 @@ export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => (
 
   setWebhookSecretHash: (id, hash) =>
     sql`UPDATE ${t.programs} SET webhook_secret_hash = ${hash} WHERE id = ${id} RETURNING *`
-      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setWebhookSecretHash"))
+      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setWebhookSecretHash")),
+
+  setProgramPolicy: (id, policy, mode) =>
+    sql`UPDATE ${t.programs} SET policy = ${policyJson(policy)}::jsonb, mode = ${mode} WHERE id = ${id} RETURNING *`
+      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setProgramPolicy"))
 })
 
 /** What the Postgres ingest store uses beyond the port: many members' zones in one statement. */

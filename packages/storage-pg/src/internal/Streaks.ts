@@ -5,7 +5,7 @@
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
 import { Achievement, StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
-import type { Ledger } from "@streaks/core/Domain"
+import type { FreezeGrant, Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { StorageError } from "@streaks/core/Errors"
 import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
@@ -32,10 +32,12 @@ type Row = Record<string, unknown>
 const isoInstant = (column: string) =>
   `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
 
+// The policy fields (migration 0006) are NULL in rows written before them: absent, read as defaults.
 const streakColumns =
   `project_id, program_id, user_hash, ledger, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run, best,
   timezone, to_char(at_risk_notified_for, 'YYYY-MM-DD') AS at_risk_notified_for,
-  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, ${isoInstant("due_at")}, ${
+  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, period_days, freezes, grants,
+  to_char(frozen_notified_through, 'YYYY-MM-DD') AS frozen_notified_through, ${isoInstant("due_at")}, ${
     isoInstant("updated_at")
   },
   metered_month`
@@ -53,9 +55,17 @@ export const decodeStreakRow = (r: Row): StreakRow =>
     timezone: r.timezone as string,
     ...opt("atRiskNotifiedFor", toOptionalLocalDate(r.at_risk_notified_for)),
     ...opt("brokenNotifiedAfter", toOptionalLocalDate(r.broken_notified_after)),
+    ...opt("periodDays", r.period_days as number | null),
+    ...opt("freezes", r.freezes as number | null),
+    ...opt("grants", r.grants as ReadonlyArray<FreezeGrant> | null),
+    ...opt("frozenNotifiedThrough", toOptionalLocalDate(r.frozen_notified_through)),
     ...opt("dueAt", toOptionalDate(r.due_at)),
     updatedAt: toDate(r.updated_at)
   })
+
+/** A row's granted freezes as JSON text for a `jsonb[]` element; NULL when it has none recorded. */
+const grantsJson = (row: StreakRow): string | null =>
+  row.grants === undefined ? null : JSON.stringify(row.grants.map((g) => ({ day: g.day, count: g.count })))
 
 const decodeKey = (r: Row): StreakKey =>
   unsafeMake(StreakKey, {
@@ -243,13 +253,16 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
   const saveRows = (all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) => {
     const rows = lastPerKey(all, keyOf)
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-            at_risk_notified_for, broken_notified_after, due_at, updated_at, metered_month)
+            at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
+            updated_at, metered_month)
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
             ${rows.map((r) => r.atRiskNotifiedFor ?? null)}::date[], ${
       rows.map((r) => r.brokenNotifiedAfter ?? null)
     }::date[],
+            ${rows.map((r) => r.periodDays ?? null)}::int[], ${rows.map((r) => r.freezes ?? null)}::int[],
+            ${rows.map(grantsJson)}::jsonb[], ${rows.map((r) => r.frozenNotifiedThrough ?? null)}::date[],
             ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${
       rows.map((r) => r.updatedAt.toISOString())
     }::timestamptz[],
@@ -257,7 +270,9 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
-            broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
+            broken_notified_after = excluded.broken_notified_after, period_days = excluded.period_days,
+            freezes = excluded.freezes, grants = excluded.grants,
+            frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
             updated_at = excluded.updated_at,
             metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)`
   }
