@@ -206,12 +206,24 @@ const initial: ReadonlyArray<string> = [
   `CREATE UNIQUE INDEX experiments_running ON experiments (program_id) WHERE ended_at IS NULL`
 ]
 
+// Streak policies (CONTRACT §16): a program's policy (JSON TEXT), and on each streak row its state
+// under that policy. NULL means the field is absent, which core reads as its default, so rows
+// written before stay valid. `mode` has no CHECK here, so it takes "weekly" and "monthly" as is.
+const streakPolicies: ReadonlyArray<string> = [
+  `ALTER TABLE programs ADD COLUMN policy TEXT`,
+  `ALTER TABLE streaks ADD COLUMN period_days INTEGER`,
+  `ALTER TABLE streaks ADD COLUMN freezes INTEGER`,
+  `ALTER TABLE streaks ADD COLUMN grants TEXT`,
+  `ALTER TABLE streaks ADD COLUMN frozen_notified_through TEXT`
+]
+
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
-  "0001_initial": statements(initial)
+  "0001_initial": statements(initial),
+  "0002_streak_policies": statements(streakPolicies)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

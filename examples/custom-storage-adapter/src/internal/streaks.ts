@@ -3,7 +3,7 @@
  * action log and idempotency keys.
  */
 import type { LocalDate } from "@streaks/core/Calendar"
-import type { ActionRecord, EventType, Ledger } from "@streaks/core/Domain"
+import type { ActionRecord, EventType, FreezeGrant, Ledger } from "@streaks/core/Domain"
 import { Achievement, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type {
@@ -45,9 +45,17 @@ const decodeRow = (r: Row): StreakRow =>
     timezone: r.timezone as string,
     ...opt("atRiskNotifiedFor", toOptLocalDate(r.at_risk_notified_for)),
     ...opt("brokenNotifiedAfter", toOptLocalDate(r.broken_notified_after)),
+    ...opt("periodDays", r.period_days as number | null),
+    ...opt("freezes", r.freezes as number | null),
+    ...opt("grants", r.grants === null ? undefined : JSON.parse(r.grants as string) as ReadonlyArray<FreezeGrant>),
+    ...opt("frozenNotifiedThrough", toOptLocalDate(r.frozen_notified_through)),
     ...opt("dueAt", toOptDate(r.due_at)),
     updatedAt: toDate(r.updated_at)
   }, trusted)
+
+/** Granted freezes as JSON TEXT; NULL when the row records none. */
+const grantsJson = (r: StreakRow): string | null =>
+  r.grants === undefined ? null : JSON.stringify(r.grants.map((g) => ({ day: g.day, count: g.count })))
 
 const decodeKey = (r: Row): StreakKey =>
   new StreakKey({
@@ -63,14 +71,18 @@ export const makeStreakStore = ({ sql }: Ctx): StreakStore["Type"] => {
 
   const upsert = (r: StreakRow) =>
     sql`INSERT INTO streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-          at_risk_notified_for, broken_notified_after, due_at, updated_at)
+          at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
+          updated_at)
         VALUES (${r.projectId}, ${r.programId}, ${r.userHash}, ${r.ledger}, ${nullable(r.lastActiveDay)}, ${r.run},
           ${r.best}, ${r.timezone}, ${nullable(r.atRiskNotifiedFor)}, ${nullable(r.brokenNotifiedAfter)},
+          ${nullable(r.periodDays)}, ${nullable(r.freezes)}, ${grantsJson(r)}, ${nullable(r.frozenNotifiedThrough)},
           ${optMs(r.dueAt)}, ${ms(r.updatedAt)})
         ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
           last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
           timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
-          broken_notified_after = excluded.broken_notified_after, due_at = excluded.due_at,
+          broken_notified_after = excluded.broken_notified_after, period_days = excluded.period_days,
+          freezes = excluded.freezes, grants = excluded.grants,
+          frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
           updated_at = excluded.updated_at`.pipe(Effect.asVoid)
 
   // "MUST lock the row for the rest of the transaction": transactions of this adapter run one

@@ -2,7 +2,7 @@
  * Tenancy ports on SQLite: DirectoryStore, MemberStore, CredentialStore, UsageStore and
  * ExperimentStore.
  */
-import type { BrowserCounting, Plan, ProgramStatus, RewardType } from "@streaks/core/Domain"
+import type { BrowserCounting, Plan, ProgramStatus, RewardType, StreakMode } from "@streaks/core/Domain"
 import {
   ApiKey,
   Experiment,
@@ -32,7 +32,8 @@ import type {
   UsageEntry,
   UsageStore
 } from "@streaks/core/Ports"
-import { Effect, Option } from "effect"
+import * as Policy from "@streaks/core/Policy"
+import { Effect, Option, Schema } from "effect"
 import { bool, type Ctx, ms, nullable, opt, optMs, port, type Row, toDate, toOptDate, trusted } from "./sqlite.js"
 
 const first = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Option.Option<A> =>
@@ -69,6 +70,9 @@ interface MilestoneJson {
   readonly rewardValue?: string
 }
 
+// The policy is stored as `Policy.toJson` gives it; decoding it makes the Schema class again.
+const decodePolicy = Schema.decodeUnknownSync(Policy.Policy)
+
 const decodeProgram = (r: Row): Program => {
   const settings = JSON.parse(r.settings as string) as {
     theme: { name: string }
@@ -81,7 +85,7 @@ const decodeProgram = (r: Row): Program => {
     name: r.name as string,
     eventKey: r.event_key as string,
     status: r.status as ProgramStatus,
-    mode: "continuous",
+    mode: r.mode as StreakMode,
     webhookSecretHash: r.webhook_secret_hash as string,
     milestones: (JSON.parse(r.milestones as string) as ReadonlyArray<MilestoneJson>).map((m) =>
       new Milestone({
@@ -97,6 +101,7 @@ const decodeProgram = (r: Row): Program => {
       position: settings.position,
       mainMessage: settings.mainMessage
     }, trusted),
+    ...opt("policy", r.policy === null ? undefined : decodePolicy(JSON.parse(r.policy as string))),
     createdAt: toDate(r.created_at)
   }, trusted)
 }
@@ -109,6 +114,10 @@ const milestonesJson = (p: Program): string =>
     rewardType: m.rewardType,
     ...(m.rewardValue === undefined ? {} : { rewardValue: m.rewardValue })
   })))
+
+/** NULL for a program without a policy (it counts with the default one). */
+const policyJson = (policy: Policy.Policy | undefined): string | null =>
+  policy === undefined ? null : JSON.stringify(Policy.toJson(policy))
 
 const settingsJson = (p: Program): string =>
   JSON.stringify({
@@ -154,9 +163,9 @@ export const makeDirectoryStore = ({ sql }: Ctx): DirectoryStore["Type"] => ({
 
   createProgram: (p) =>
     sql`INSERT INTO programs (id, project_id, name, event_key, status, mode, webhook_secret_hash, milestones, settings,
-          created_at)
+          policy, created_at)
         VALUES (${p.id}, ${p.projectId}, ${p.name}, ${p.eventKey}, ${p.status}, ${p.mode}, ${p.webhookSecretHash},
-          ${milestonesJson(p)}, ${settingsJson(p)}, ${ms(p.createdAt)})`
+          ${milestonesJson(p)}, ${settingsJson(p)}, ${policyJson(p.policy)}, ${ms(p.createdAt)})`
       .pipe(Effect.asVoid, port(sql, "DirectoryStore.createProgram")),
 
   program: (id) =>
@@ -186,7 +195,11 @@ export const makeDirectoryStore = ({ sql }: Ctx): DirectoryStore["Type"] => ({
 
   setWebhookSecretHash: (id, hash) =>
     sql`UPDATE programs SET webhook_secret_hash = ${hash} WHERE id = ${id} RETURNING *`
-      .pipe(Effect.map(first(decodeProgram)), port(sql, "DirectoryStore.setWebhookSecretHash"))
+      .pipe(Effect.map(first(decodeProgram)), port(sql, "DirectoryStore.setWebhookSecretHash")),
+
+  setProgramPolicy: (id, policy, mode) =>
+    sql`UPDATE programs SET policy = ${policyJson(policy)}, mode = ${mode} WHERE id = ${id} RETURNING *`
+      .pipe(Effect.map(first(decodeProgram)), port(sql, "DirectoryStore.setProgramPolicy"))
 })
 
 // One statement: resolve the alias (if any), then the canonical member's zone.
