@@ -238,6 +238,56 @@ export const ingestSuite = (it: It) =>
         assert.strictEqual(counts.reduce((n, c) => n + c.count, 0), 1)
       }))
 
+    it.effect("commit writes a row's policy fields and load reads them back; a row committed without them clears them", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const { program, project } = yield* seedTenant()
+        const userHash = makeUserHash()
+        const key = new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
+        const row = new StreakRow({
+          ...key,
+          lastActiveDay: day("2024-03-06"),
+          run: 3,
+          best: 3,
+          timezone: "UTC",
+          periodDays: 2,
+          freezes: 1,
+          grants: [{ day: day("2024-03-01"), count: 1 }, { day: day("2024-03-04"), count: 2 }],
+          frozenNotifiedThrough: day("2024-03-03"),
+          updatedAt: epoch
+        })
+        yield* tx.withTransaction(store.commit({ ...noChanges, days: [{ key, day: day("2024-03-06") }], rows: [row] }))
+        assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(row))
+        const request: LoadRequest = {
+          members: [{
+            projectId: project.id,
+            userHash,
+            streak: { programId: program.id, ledger: "live", timezone: "UTC", withAchieved: true }
+          }],
+          keys: []
+        }
+        const loaded = yield* tx.withTransaction(store.load(request))
+        assert.deepStrictEqual(plain(loaded.members[0]!.streak!.row), plain(row))
+        const bare = new StreakRow({
+          ...key,
+          lastActiveDay: day("2024-03-07"),
+          run: 1,
+          best: 3,
+          timezone: "UTC",
+          updatedAt: epoch
+        })
+        yield* tx.withTransaction(store.commit({ ...noChanges, days: [{ key, day: day("2024-03-07") }], rows: [bare] }))
+        // None of the earlier values stays; absent `periodDays` and `grants` may read as their defaults.
+        const stored = Option.getOrThrow(yield* streaks.get(key))
+        assert.include([undefined, 1], stored.periodDays)
+        assert.isUndefined(stored.freezes)
+        assert.deepStrictEqual(stored.grants ?? [], [])
+        assert.isUndefined(stored.frozenNotifiedThrough)
+        assert.strictEqual(stored.lastActiveDay, day("2024-03-07"))
+      }))
+
     it.effect("commit of an active day already recorded fails, and its transaction leaves nothing behind", () =>
       Effect.gen(function*() {
         const store = yield* IngestStore

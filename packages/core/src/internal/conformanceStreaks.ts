@@ -20,6 +20,28 @@ import {
   sortBy
 } from "./conformanceKit.js"
 
+/**
+ * Where the policy-field test claims its due rows: after every other claim test's instants
+ * (`ancient`), so that none of them claims its rows, and long before anything real is due.
+ */
+const policyClaims = new Date("2000-06-01T00:00:00.000Z")
+
+/**
+ * A row as the policy-field test compares it (`plain`): an adapter may give a row saved without
+ * `periodDays` or `grants` back with what core reads their absence as (`summaryOf`: `periodDays`
+ * 1 after an active day, else 0; no grants), so those values count as absent. `freezes` and
+ * `frozenNotifiedThrough` have no such value (the first defaults to the program's policy): they
+ * must come back exactly as saved, absent included.
+ */
+const comparable = (row: StreakRow): Record<string, unknown> => {
+  const { grants, periodDays, ...rest } = plain(row)
+  return {
+    ...rest,
+    ...(periodDays === undefined || periodDays === (row.lastActiveDay === undefined ? 0 : 1) ? {} : { periodDays }),
+    ...(grants === undefined || (grants as ReadonlyArray<unknown>).length === 0 ? {} : { grants })
+  }
+}
+
 export const transactorSuite = (it: It) =>
   describe("Transactor", () => {
     it.effect("commits every write of a successful unit of work together", () =>
@@ -233,6 +255,78 @@ export const streakSuite = (it: It) =>
           assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(row))
         }
       }))
+
+    it.effect("a row's policy fields (periodDays, freezes, grants, frozenNotifiedThrough) round-trip through every read and write; a row without them has none", () => {
+      const base = policyClaims
+      return Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const [withFields, without] = [makeKey(program), makeKey(program)]
+        const full = makeRow(withFields, {
+          lastActiveDay: day("2024-03-06"),
+          run: 4,
+          best: 6,
+          timezone: "Europe/Paris",
+          periodDays: 2,
+          freezes: 1,
+          grants: [{ day: day("2024-03-02"), count: 1 }, { day: day("2024-03-05"), count: 2 }],
+          frozenNotifiedThrough: day("2024-02-25"),
+          dueAt: at(base, MINUTE),
+          updatedAt: new Date("2024-03-06T08:00:00.000Z")
+        })
+        const bare = makeRow(without, {
+          lastActiveDay: day("2024-03-06"),
+          run: 1,
+          best: 1,
+          dueAt: at(base, 2 * MINUTE)
+        })
+        const rows = [full, bare]
+        const own = (found: ReadonlyArray<StreakRow>) =>
+          sortBy(found.filter((r) => rows.some((m) => m.userHash === r.userHash)), (r) => r.userHash).map(comparable)
+        const expected = sortBy(rows, (r) => r.userHash).map(comparable)
+        yield* Effect.gen(function*() {
+          yield* streaks.save(full)
+          yield* streaks.save(bare)
+          assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(withFields))), plain(full))
+          assert.deepStrictEqual(comparable(Option.getOrThrow(yield* streaks.get(without))), comparable(bare))
+          assert.deepStrictEqual(plain(yield* tx.withTransaction(streaks.lock(withFields, "UTC"))), plain(full))
+          const locked = yield* tx.withTransaction(
+            streaks.lockMany([{ key: without, timezone: "UTC" }, { key: withFields, timezone: "UTC" }])
+          )
+          assert.deepStrictEqual(locked.map(comparable), [comparable(bare), comparable(full)])
+          assert.deepStrictEqual(own(yield* streaks.rowsOfProgram(program.id, "live")), expected)
+          const standing = yield* streaks.standingMany([withFields, without], day("2024-03-01"), day("2024-03-07"))
+          assert.deepStrictEqual(standing.map((s) => comparable(Option.getOrThrow(s.row))), [
+            comparable(full),
+            comparable(bare)
+          ])
+          assert.deepStrictEqual(
+            own(yield* tx.withTransaction(streaks.claimDue(at(base, 10 * MINUTE), 1_000))),
+            expected
+          )
+
+          // Saved over each other, every field is replaced: the fields go, and come.
+          const swapped = [
+            makeRow(withFields, { run: 1, best: 6, lastActiveDay: day("2024-03-07") }),
+            makeRow(without, {
+              lastActiveDay: day("2024-03-07"),
+              run: 2,
+              best: 2,
+              periodDays: 2,
+              freezes: 0,
+              grants: [{ day: day("2024-03-06"), count: 1 }, { day: day("2024-03-07"), count: 3 }],
+              frozenNotifiedThrough: day("2024-03-03")
+            })
+          ]
+          yield* streaks.saveAll(swapped)
+          assert.deepStrictEqual(comparable(Option.getOrThrow(yield* streaks.get(withFields))), comparable(swapped[0]!))
+          assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(without))), plain(swapped[1]!))
+        }).pipe(Effect.ensuring(
+          Effect.forEach(rows, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)
+        ))
+      })
+    })
 
     it.effect("addDay is true only for the first insert of (key, day), and days are kept per key", () =>
       Effect.gen(function*() {

@@ -3,7 +3,9 @@
  * members (zones, aliases), credentials, usage and experiments.
  */
 import { assert, describe } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
+import type { Program } from "../Domain.js"
+import * as Policy from "../Policy.js"
 import { CredentialStore, DirectoryStore, ExperimentStore, MemberStore, UsageStore } from "../Ports.js"
 import {
   at,
@@ -23,6 +25,12 @@ import {
 import { concurrently, countTrue, DAY, type It, plain } from "./conformanceKit.js"
 
 const ids = (items: ReadonlyArray<{ readonly id: string }>) => items.map((i) => i.id).sort()
+
+/** A program's policy as its JSON (`undefined` without one), and the program's mode. */
+const countingOf = (program: Program) => ({
+  mode: program.mode,
+  policy: program.policy === undefined ? undefined : Policy.toJson(program.policy)
+})
 
 export const directorySuite = (it: It) =>
   describe("DirectoryStore", () => {
@@ -138,6 +146,60 @@ export const directorySuite = (it: It) =>
         assert.strictEqual(stored.status, "test")
         assert.isTrue(Option.isNone(yield* directory.setProgramStatus(freshId("ProgramId"), "live")))
         assert.isTrue(Option.isNone(yield* directory.setWebhookSecretHash(freshId("ProgramId"), "0".repeat(64))))
+      }))
+
+    it.effect("a program's policy and mode round-trip through program, programByEventKey and programsOfProjects; without one it has none", () =>
+      Effect.gen(function*() {
+        const directory = yield* DirectoryStore
+        const tenant = yield* seedTenant()
+        const policy = Schema.decodeSync(Policy.Policy)({
+          cadence: "weekly",
+          target: 3,
+          dayStartHour: 4,
+          freezes: { initial: 1, max: 3, earnEvery: 2 },
+          atRiskHour: 20
+        })
+        const weekly = yield* seedProgram(tenant, { policy, mode: "weekly" })
+        const expected = { mode: "weekly" as const, policy: Policy.toJson(policy) }
+        const stored = Option.getOrThrow(yield* directory.program(weekly.id))
+        assert.deepStrictEqual(countingOf(stored), expected)
+        // Services hand the policy to Schema-based code: it comes back as the Policy class.
+        assert.instanceOf(stored.policy, Policy.Policy)
+        assert.deepStrictEqual(
+          countingOf(Option.getOrThrow(yield* directory.programByEventKey(tenant.project.id, weekly.eventKey))),
+          expected
+        )
+        const listed = yield* directory.programsOfProjects([tenant.project.id])
+        assert.deepStrictEqual(countingOf(listed.find((p) => p.id === weekly.id)!), expected)
+        assert.deepStrictEqual(countingOf(listed.find((p) => p.id === tenant.program.id)!), {
+          mode: "continuous",
+          policy: undefined
+        })
+      }))
+
+    it.effect("setProgramPolicy replaces the policy and the mode and keeps the rest; an unknown id gives None", () =>
+      Effect.gen(function*() {
+        const directory = yield* DirectoryStore
+        const { program } = yield* seedTenant()
+        const monthly = Schema.decodeSync(Policy.Policy)({ cadence: "monthly", target: 10 })
+        const updated = Option.getOrThrow(yield* directory.setProgramPolicy(program.id, monthly, "monthly"))
+        assert.deepStrictEqual(countingOf(updated), { mode: "monthly", policy: Policy.toJson(monthly) })
+        const stored = Option.getOrThrow(yield* directory.program(program.id))
+        assert.deepStrictEqual(countingOf(stored), { mode: "monthly", policy: Policy.toJson(monthly) })
+        const { mode: _m, policy: _p, ...rest } = plain(stored)
+        const { mode: _m2, policy: _p2, ...unchanged } = plain(program)
+        assert.deepStrictEqual(
+          { ...rest, milestones: stored.milestones.map(plain), settings: plain(stored.settings) },
+          { ...unchanged, milestones: program.milestones.map(plain), settings: plain(program.settings) }
+        )
+        // Rest days in the order given; a daily policy gives the mode "continuous" back.
+        const daily = Schema.decodeSync(Policy.Policy)({ restDays: [7, 6], freezes: { initial: 2, max: 2 } })
+        yield* directory.setProgramPolicy(program.id, daily, "continuous")
+        assert.deepStrictEqual(countingOf(Option.getOrThrow(yield* directory.program(program.id))), {
+          mode: "continuous",
+          policy: Policy.toJson(daily)
+        })
+        assert.isTrue(Option.isNone(yield* directory.setProgramPolicy(freshId("ProgramId"), monthly, "monthly")))
       }))
 
     it.effect("goLive: of 50 concurrent callers exactly one gets true; a live or unknown program gives false", () =>
