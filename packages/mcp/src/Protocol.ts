@@ -18,9 +18,10 @@ import * as Tools from "./Tools.js"
 /** How the worker names itself in `initialize`. */
 export const serverInfo = { name: "streaks", version: "0.1.0" } as const
 
-const instructions = "Streaks tracks members' streaks (consecutive days with an action) per program. " +
-  "Start with list_programs for the program ids; then look up a member's streak, see who is at risk of losing " +
-  "theirs today, record an action, or read the workspace's usage. A failed call answers one code as its text: " +
+const instructions = "Streaks tracks members' streaks (consecutive kept periods: days, or weeks or months by the " +
+  "program's policy) per program. Start with list_programs for the program ids and policies; then look up a " +
+  "member's streak, explain it period by period, see who is at risk of losing theirs in the current period, " +
+  "record an action, or read the workspace's usage. A failed call answers one code as its text: " +
   "NOT_FOUND (unknown or out of this credential's reach), INVALID_BODY (a bad argument; a second text says which), " +
   "UNAUTHORIZED, IDEMPOTENCY_KEY_IN_PROGRESS (retry in a second), SERVICE_UNAVAILABLE."
 

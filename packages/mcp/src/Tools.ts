@@ -3,13 +3,26 @@
  * output JSON schemas, hints) and what each call does. A call runs the core services that the
  * customer REST route answering the same question runs, in the same order; no rule lives here.
  */
-import { Credentials, Errors, EventInput, Ingest, Metering, Ports, StateQuery, Streak } from "@streaks/core"
+import {
+  Credentials,
+  type Domain,
+  Errors,
+  EventInput,
+  Ingest,
+  Metering,
+  Policy,
+  Ports,
+  StateQuery,
+  Streak,
+  StreakPolicies
+} from "@streaks/core"
 import { Clock, Effect, JSONSchema, Option, type ParseResult, Schema } from "effect"
 
 /** What the tools need from their context: core services and two storage ports (reach, at-risk rows). */
 export type Requirements =
   | Credentials.Credentials
   | StateQuery.StateQuery
+  | StreakPolicies.StreakPolicies
   | Ingest.Ingest
   | Metering.Metering
   | Ports.DirectoryStore
@@ -114,6 +127,25 @@ const UserHash = Schema.String.annotations({
     "The member's stable opaque id (a hash of an e-mail or internal id; never a raw e-mail address), at most 256 characters"
 })
 
+const LocalDate = Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/))
+
+/** A program's policy, whole, the defaults filled in (CONTRACT §16). */
+const PolicyView = Schema.Struct({
+  cadence: Policy.Cadence.annotations({ description: "The period a streak counts in: a day, an ISO week, a month" }),
+  target: Integer.annotations({ description: "Active days a period needs to be kept" }),
+  dayStartHour: Integer.annotations({ description: "Local hour at which a member's day starts (0..23)" }),
+  restDays: Schema.Array(Integer).annotations({
+    description: "Daily cadence: ISO weekdays (1 Monday..7 Sunday) that never break a streak"
+  }),
+  freezes: Schema.Struct({ initial: Integer, max: Integer, earnEvery: Integer }).annotations({
+    description:
+      "The freeze bank: freezes at the start, at most, and one earned every earnEvery kept periods (0: never)"
+  }),
+  atRiskHour: Integer.annotations({
+    description: "Local hour from which a member is told on a period's last chance day that the streak is at risk"
+  })
+})
+
 const ProgramItem = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
@@ -121,19 +153,54 @@ const ProgramItem = Schema.Struct({
   status: Schema.Literal("test", "live").annotations({
     description: "test: actions count on the test ledger; live: real progress"
   }),
-  projectId: Schema.String
+  projectId: Schema.String,
+  policy: PolicyView.annotations({ description: "How the program counts (a program without one: daily, the default)" })
 })
 
-/** The customer REST member answer (CONTRACT §9). */
+/** The current period (CONTRACT §16). */
+const PeriodState = Schema.Struct({
+  start: Schema.String.annotations({ description: "YYYY-MM-DD: the period's first activity day" }),
+  end: Schema.String.annotations({ description: "YYYY-MM-DD: the period's last activity day" }),
+  done: Integer.annotations({ description: "Active days in the period so far" }),
+  target: Integer.annotations({ description: "Active days the period needs to be kept" })
+})
+
+/** The customer REST member answer (CONTRACT §9, §16). */
 const MemberStreak = Schema.Struct({
   programId: Schema.String,
   userHash: Schema.String,
-  current: Integer.annotations({ description: "Length of the streak alive now (0 when broken)" }),
+  current: Integer.annotations({ description: "Length of the streak alive now, in periods (0 when broken)" }),
   best: Integer.annotations({ description: "Longest streak ever" }),
   todayDone: Schema.Boolean.annotations({ description: "Today's action is done (in the member's time zone)" }),
-  pending: Schema.Boolean.annotations({ description: "Alive, but today's action is still owed" }),
+  pending: Schema.Boolean.annotations({ description: "Alive, but the current period is not kept yet" }),
   lastActiveDate: Schema.NullOr(Schema.String).annotations({ description: "YYYY-MM-DD of the last active day" }),
-  isLive: Schema.Boolean
+  isLive: Schema.Boolean,
+  mode: Schema.optional(Schema.String).annotations({
+    description: "Programs with a policy only: continuous (daily cadence), weekly or monthly"
+  }),
+  freezes: Schema.optional(Integer).annotations({ description: "Programs with a policy only: freezes available now" }),
+  period: Schema.optional(PeriodState).annotations({ description: "Programs with a policy only: the current period" })
+})
+
+/** The ledger answer (CONTRACT §16). */
+const Ledger = Schema.Struct({
+  programId: Schema.String,
+  userHash: Schema.String,
+  policy: PolicyView,
+  current: Integer.annotations({ description: "Length of the streak alive now, in periods (0 when broken)" }),
+  best: Integer.annotations({ description: "Longest streak ever" }),
+  freezes: Integer.annotations({ description: "Freezes available now" }),
+  periods: Schema.Array(Schema.Struct({
+    start: Schema.String.annotations({ description: "YYYY-MM-DD: the period's first activity day" }),
+    end: Schema.String.annotations({ description: "YYYY-MM-DD: the period's last activity day" }),
+    status: Schema.Literal("kept", "frozen", "rest", "missed", "current").annotations({
+      description: "kept: the period had its target of active days; frozen: missed, and a freeze carried the " +
+        "streak across; rest: a rest day without activity; missed: not kept (a chain ends there); current: " +
+        "the current period, not kept yet"
+    }),
+    activeDays: Integer,
+    target: Integer
+  })).annotations({ description: "Oldest first" })
 })
 
 /** The customer REST count-action answer (CONTRACT §2, §3). */
@@ -157,6 +224,19 @@ const Usage = Schema.Struct({
   overLimit: Schema.Boolean
 })
 
+/**
+ * A stored row as the calculus reads it under `policy`: a field an older row lacks takes the value
+ * core gives it (one active day in the period of the last one, the policy's initial freezes, no grants).
+ */
+const summaryOf = (row: Domain.StreakRow, policy: Policy.Policy): Streak.Summary => ({
+  lastActiveDay: row.lastActiveDay,
+  run: row.run,
+  best: row.best,
+  periodDays: row.periodDays ?? (row.lastActiveDay === undefined ? 0 : 1),
+  freezes: row.freezes ?? policy.freezes.initial,
+  grants: row.grants ?? []
+})
+
 /** Most members `list_at_risk` answers when `limit` is not given, and at most. */
 export const atRiskDefault = 50
 export const atRiskMax = 500
@@ -167,7 +247,8 @@ const listPrograms = tool({
   name: "list_programs",
   title: "List programs",
   description: "Every program this credential reaches: its id (for the other tools), name, the event key it counts, " +
-    "whether it is live or in test, and its project.",
+    "whether it is live or in test, its project, and its policy (how it counts: cadence, active days per period, " +
+    "day start, rest days, freezes).",
   input: NoArguments,
   output: Schema.Struct({ programs: Schema.Array(ProgramItem) }),
   readOnly: true,
@@ -181,7 +262,8 @@ const listPrograms = tool({
             name: program.name,
             eventKey: program.eventKey,
             status: program.status,
-            projectId: program.projectId
+            projectId: program.projectId,
+            policy: Policy.toJson(Policy.of(program))
           }))
         }))
     )
@@ -191,7 +273,8 @@ const getMemberStreak = tool({
   name: "get_member_streak",
   title: "Get a member's streak",
   description: "A member's streak in a program as the customer REST API answers it: current and best length, " +
-    "whether today's action is done or still owed, the last active day. An unknown member has zeros.",
+    "whether today's action is done or the current period still owed, the last active day; for a program with a " +
+    "policy also its mode, the freezes available and the current period. An unknown member has zeros.",
   input: Schema.Struct({ programId: ProgramId, userHash: UserHash }),
   output: MemberStreak,
   readOnly: true,
@@ -199,6 +282,32 @@ const getMemberStreak = tool({
     Effect.gen(function*() {
       const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
       return yield* (yield* StateQuery.StateQuery).memberStreak(program.id, userHash)
+    })
+})
+
+const explainStreak = tool({
+  name: "explain_streak",
+  title: "Explain a member's streak",
+  description: "Why a member's streak is what it is: each period (day, ISO week or month, by the program's policy) " +
+    "with its active days and whether it was kept, frozen (a freeze carried the streak across), a rest day, " +
+    "missed, or is the current one; with the policy, current and best length and the freezes available. " +
+    "Default: the last 8 periods.",
+  input: Schema.Struct({
+    programId: ProgramId,
+    userHash: UserHash,
+    from: Schema.optional(LocalDate).annotations({
+      description: "YYYY-MM-DD: the first activity day shown (periods that end before it are left out)"
+    }),
+    to: Schema.optional(LocalDate).annotations({
+      description: "YYYY-MM-DD: the last activity day shown (periods that start after it are left out)"
+    })
+  }),
+  output: Ledger,
+  readOnly: true,
+  run: (caller, { programId, userHash, ...range }) =>
+    Effect.gen(function*() {
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      return yield* (yield* StreakPolicies.StreakPolicies).ledger(program.id, userHash, range)
     })
 })
 
@@ -244,8 +353,9 @@ const recordAction = tool({
 const listAtRisk = tool({
   name: "list_at_risk",
   title: "List members at risk",
-  description: "Members of the program's live ledger whose streak is alive but whose current period (today, in the " +
-    "member's time zone) is not yet kept: they lose the streak unless they act before periodEnd ends. " +
+  description: "Members of the program's live ledger whose streak is alive but whose current period (the day, " +
+    "ISO week or month, by the program's policy, in the member's time zone) is not yet kept: unless they act " +
+    "enough before periodEnd ends, the period is missed (it costs a freeze if they hold one, else the streak). " +
     "Longest current streak first.",
   input: Schema.Struct({
     programId: ProgramId,
@@ -264,17 +374,15 @@ const listAtRisk = tool({
   run: (caller, { limit, programId }) =>
     Effect.gen(function*() {
       const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const policy = Policy.of(program)
       const rows = yield* (yield* Ports.StreakStore).rowsOfProgram(program.id, "live")
       const now = yield* Clock.currentTimeMillis
       // Each row is judged in its own zone, as the due checks that send `streak.at_risk` judge it.
+      // `pending`: alive, the current period not kept, and not a rest day (nothing is owed on one).
       const members = rows.flatMap((row) => {
-        const state = Streak.evaluate(
-          { mode: program.mode, lastActiveDay: row.lastActiveDay, run: row.run, best: row.best },
-          now,
-          row.timezone
-        )
+        const state = Streak.evaluate(summaryOf(row, policy), now, row.timezone, policy)
         return state.pending
-          ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.today as string }]
+          ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.period.end as string }]
           : []
       })
       members.sort((a, b) => b.current - a.current || (a.userHash < b.userHash ? -1 : a.userHash > b.userHash ? 1 : 0))
@@ -302,8 +410,15 @@ const getUsage = tool({
     })
 })
 
-/** Every tool, in the order `tools/list` gives them. (`explain_streak` comes with the streak policies' ledger.) */
-export const all: ReadonlyArray<Tool> = [listPrograms, getMemberStreak, recordAction, listAtRisk, getUsage]
+/** Every tool, in the order `tools/list` gives them. */
+export const all: ReadonlyArray<Tool> = [
+  listPrograms,
+  getMemberStreak,
+  explainStreak,
+  recordAction,
+  listAtRisk,
+  getUsage
+]
 
 const byName = new Map(all.map((t) => [t.descriptor.name, t]))
 

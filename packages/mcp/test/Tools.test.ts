@@ -61,7 +61,7 @@ const texts = (result: Record<string, unknown>) =>
   (result["content"] as ReadonlyArray<{ readonly type: string; readonly text?: string }>).map((c) => c.text)
 
 describe("tools/list", () => {
-  it.scoped("lists the five tools, each with an object input and output schema; only record_action writes", () =>
+  it.scoped("lists the six tools, each with an object input and output schema; only record_action writes", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
       const client = yield* connect(t.mcpToken)
@@ -69,6 +69,7 @@ describe("tools/list", () => {
       assert.deepStrictEqual(tools.map((tool) => tool.name), [
         "list_programs",
         "get_member_streak",
+        "explain_streak",
         "record_action",
         "list_at_risk",
         "get_usage"
@@ -138,6 +139,7 @@ describe("errors", () => {
         for (
           const [name, args] of [
             ["get_member_streak", { programId, userHash: "m1" }],
+            ["explain_streak", { programId, userHash: "m1" }],
             ["record_action", { programId, userHash: "m1" }],
             ["list_at_risk", { programId }]
           ] as const
