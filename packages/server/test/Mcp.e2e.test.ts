@@ -170,6 +170,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
         expect(tools.map((tool) => tool.name)).toEqual([
           "list_programs",
           "get_member_streak",
+          "explain_streak",
           "record_action",
           "list_at_risk",
           "get_usage"
@@ -214,7 +215,8 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           name: p.name,
           eventKey: p.eventKey,
           status: p.status,
-          projectId: p.project.id
+          projectId: p.project.id,
+          policy: p.policy
         }))
       })
       for (const userHash of ["alice", "bob", "carol", "nobody"]) {

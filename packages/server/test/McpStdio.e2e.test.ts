@@ -95,6 +95,7 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
       expect(tools.map((tool) => tool.name)).toEqual([
         "list_programs",
         "get_member_streak",
+        "explain_streak",
         "record_action",
         "list_at_risk",
         "get_usage"
