@@ -1,9 +1,10 @@
 /**
- * Handlers of the admin group (CONTRACT §13, §15): provisioning through core `Provisioning`,
- * the alias link, and the on-demand jobs. Secrets appear in these answers once, at creation.
+ * Handlers of the admin group (CONTRACT §13, §15, §16): provisioning through core `Provisioning`,
+ * a program's streak policy through `StreakPolicies`, the alias link, and the on-demand jobs.
+ * Secrets appear in these answers once, at creation.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Aliases, Provisioning } from "@streaks/core"
+import { Aliases, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import { Jobs } from "./Jobs.js"
@@ -13,6 +14,7 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
     const provisioning = yield* Provisioning.Provisioning
     const aliases = yield* Aliases.Aliases
+    const policies = yield* StreakPolicies.StreakPolicies
     const jobs = yield* Jobs
     return handlers
       .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
@@ -32,6 +34,10 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
           ...Views.program(created.program),
           webhookSecret: created.webhookSecret
         })))
+      .handle(
+        "setProgramPolicy",
+        ({ path, payload }) => Effect.map(policies.setPolicy(path.id, payload), Views.program)
+      )
       .handle("rotateWebhookSecret", ({ path }) => provisioning.rotateWebhookSecret(path.id))
       .handle(
         "setProgramStatus",

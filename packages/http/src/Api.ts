@@ -210,8 +210,24 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .annotateContext(Doc.route({
         summary: "Create a program",
         description: "A program counts one event key of its project and starts in test mode. Returns its webhook " +
-          "ingest secret, shown this once.",
+          "ingest secret, shown this once. `policy` (optional) sets how it counts: cadence, active days per " +
+          "period, day start, rest days, freezes and the at-risk hour; without one the program counts one action " +
+          "a day, and its answers show that default policy.",
         errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.put("setProgramPolicy")`/admin/programs/${id}/policy`.setPayload(S.PolicyInput).addSuccess(
+      S.ProgramView
+    )
+      .annotateContext(Doc.route({
+        summary: "Replace a program's policy",
+        description: "The body is the whole policy: a field left out takes its default. Every streak of the program " +
+          "is recomputed from its activity days under the new policy; no event is sent for the past. An invalid " +
+          "policy changes nothing.",
+        success: "The program, with its new policy and mode.",
+        errors: ["NOT_FOUND"],
+        examples: { request: S.examples.policy }
       }))
   )
   .add(
@@ -294,8 +310,9 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .add(
     HttpApiEndpoint.post("dueChecks", "/admin/jobs/due-checks").addSuccess(S.DueChecksRun)
       .annotateContext(Doc.route({
-        summary: "Run the at-risk and broken checks now",
-        description: "One sweep, as the scheduler runs every hour: for use after an outage, and in tests."
+        summary: "Run the due checks now",
+        description: "One sweep, as the scheduler runs every hour: for use after an outage, and in tests. Answers " +
+          "how many `streak.at_risk`, `streak.broken` and `streak.freeze_used` events it fired."
       }))
   )
   .add(
@@ -309,6 +326,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
 {}
 
 const programId = HttpApiSchema.param("programId", Schema.String)
+const userHash = HttpApiSchema.param("userHash", Schema.String)
 
 export class CustomerGroup extends HttpApiGroup.make("customer")
   .annotateContext(Doc.group({
@@ -345,11 +363,33 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       }))
   )
   .add(
-    HttpApiEndpoint.get("member")`/programs/${programId}/members/${HttpApiSchema.param("userHash", Schema.String)}`
+    HttpApiEndpoint.get("member")`/programs/${programId}/members/${userHash}`
       .addSuccess(S.MemberStreak)
       .annotateContext(Doc.route({
         summary: "A member's current and best streak",
-        description: "A member with no action yet has zeros, not 404.",
+        description: "A member with no action yet has zeros, not 404. For a program with a policy the answer adds " +
+          "`mode`, `freezes` and the current `period`; a program without one answers without them.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("ledger")`/programs/${programId}/members/${userHash}/ledger`.setUrlParams(S.LedgerParams)
+      .addSuccess(S.Ledger)
+      .annotateContext(Doc.route({
+        summary: "A member's streak, period by period",
+        description: "Why a streak is what it is: each period (day, ISO week or month, by the program's policy) " +
+          "from `from` to `to` (activity days, both optional; default the last 8 periods), oldest first, with " +
+          "its status and active days. A member with no action yet has no periods.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("grantFreezes")`/programs/${programId}/members/${userHash}/freezes`
+      .setPayload(S.FreezesBody).addSuccess(S.FreezesGranted)
+      .annotateContext(Doc.route({
+        summary: "Grant a member freezes",
+        description: "Adds `count` freezes to the member's bank, which never holds more than the policy's " +
+          "`freezes.max` (a program without a policy holds none). A freeze carries the streak across a missed period.",
         errors: ["NOT_FOUND"]
       }))
   )

@@ -1,7 +1,9 @@
 /**
  * Request and response bodies of the HTTP API that are not core wire inputs: admin provisioning
- * (CONTRACT §13), customer REST (§9, §11, §12), state (spec §2.6). Shared by server and client.
+ * (CONTRACT §13), customer REST (§9, §11, §12), state (spec §2.6), streak policies (§16). Shared
+ * by server and client.
  */
+import { Domain, Policy } from "@streaks/core"
 import { Schema } from "effect"
 
 export const IngestOk = Schema.Struct({
@@ -36,8 +38,26 @@ export const WeekEntry = Schema.Struct({
   label: Schema.String,
   dayNumber: Schema.Int,
   isToday: Schema.Boolean,
-  isCheckedIn: Schema.Boolean
+  isCheckedIn: Schema.Boolean,
+  isFrozen: Schema.optional(Schema.Boolean.annotations({
+    description: "Programs with a policy only: the day belongs to a missed period that a freeze carried the " +
+      "streak across."
+  })),
+  isRestDay: Schema.optional(Schema.Boolean.annotations({
+    description: "Programs with a policy only: one of the policy's rest days (daily cadence)."
+  }))
 })
+
+/** The current period of a program with a policy (CONTRACT §16). */
+export const PeriodState = Schema.Struct({
+  start: Schema.String.annotations({ description: "The period's first activity day (YYYY-MM-DD)." }),
+  end: Schema.String.annotations({ description: "The period's last activity day (YYYY-MM-DD)." }),
+  done: Schema.Int.annotations({ description: "Active days in the period so far." }),
+  target: Schema.Int.annotations({ description: "Active days the period needs to be kept." })
+}).annotations({ identifier: "PeriodState" })
+
+const freezesNow = Schema.Int.annotations({ description: "Programs with a policy only: freezes available now." })
+const periodNow = PeriodState.annotations({ description: "Programs with a policy only: the current period." })
 
 export const MilestoneState = Schema.Struct({
   id: Schema.String,
@@ -61,7 +81,9 @@ export const State = Schema.Struct({
     current: Schema.Int,
     best: Schema.Int,
     todayDone: Schema.Boolean,
-    pending: Schema.Boolean
+    pending: Schema.Boolean,
+    freezes: Schema.optional(freezesNow),
+    period: Schema.optional(periodNow)
   }),
   week: Schema.Array(WeekEntry),
   milestones: Schema.Array(MilestoneState),
@@ -111,13 +133,86 @@ export const MilestoneBody = Schema.Struct({
   rewardValue: Schema.optional(Schema.String)
 })
 
+const hour = (description: string) => ({ type: "integer", minimum: 0, maximum: 23, default: 0, description })
+const upTo = (maximum: number, description: string) => ({
+  type: "integer",
+  minimum: 0,
+  maximum,
+  default: 0,
+  description
+})
+
+/**
+ * A streak policy as a request gives it (CONTRACT §16). The body is passed to core as it came, so
+ * that `Policy.decode` alone judges it (the rules between fields, and a misspelt field refused rather
+ * than silently reset to its default); the JSON Schema here only describes it.
+ */
+export const PolicyInput = Schema.Unknown.annotations({
+  identifier: "PolicyInput",
+  jsonSchema: {
+    type: "object",
+    description: "How the program counts. Every field may be left out and takes its default; a field this " +
+      "schema does not name is refused.",
+    properties: {
+      cadence: {
+        type: "string",
+        enum: ["daily", "weekly", "monthly"],
+        default: "daily",
+        description: "The period a streak counts in: a day, an ISO week (Monday to Sunday) or a calendar month."
+      },
+      target: {
+        type: "integer",
+        minimum: 1,
+        maximum: 28,
+        default: 1,
+        description: "Active days a period needs to be kept: 1 for daily, 1 to 7 for weekly, 1 to 28 for monthly."
+      },
+      dayStartHour: hour("The local hour a member's day starts (4: an action at 02:30 counts for the day before)."),
+      restDays: {
+        type: "array",
+        items: { type: "integer", minimum: 1, maximum: 7 },
+        maxItems: 6,
+        uniqueItems: true,
+        default: [],
+        description: "Daily cadence only: ISO weekdays (1 Monday to 7 Sunday) that never break a streak."
+      },
+      freezes: {
+        type: "object",
+        description: "The freeze bank: a freeze carries a streak across a missed period.",
+        properties: {
+          initial: upTo(10, "Freezes a member starts with (at most `max`)."),
+          max: upTo(10, "Most freezes a member can hold."),
+          earnEvery: upTo(1000, "One freeze earned each time the streak reaches a multiple of this (0: never).")
+        },
+        additionalProperties: false
+      },
+      atRiskHour: hour("The local hour from which `streak.at_risk` may fire on a period's last chance day.")
+    },
+    additionalProperties: false
+  }
+})
+
 export const ProgramBody = Schema.Struct({
   projectId: Schema.String,
   name: Schema.String.pipe(Schema.minLength(1)),
   eventKey: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)),
   milestones: Schema.optionalWith(Schema.Array(MilestoneBody), { default: () => [] }),
-  settings: Schema.optional(Settings)
+  settings: Schema.optional(Settings),
+  policy: Schema.optional(PolicyInput)
 })
+
+/** A program's policy as answers show it: every field, the defaults filled in (CONTRACT §16). */
+export const PolicyView = Schema.Struct({
+  cadence: Policy.Cadence,
+  target: Schema.Int,
+  dayStartHour: Schema.Int,
+  restDays: Schema.Array(Schema.Int),
+  freezes: Schema.Struct({ initial: Schema.Int, max: Schema.Int, earnEvery: Schema.Int }),
+  atRiskHour: Schema.Int
+}).annotations({ identifier: "Policy" })
+
+/** `mode` of a program and its streaks: `continuous` for a daily cadence, else the cadence. */
+export const Mode = Policy.Mode
 
 export const MilestoneView = Schema.Struct({
   id: Schema.String,
@@ -133,9 +228,10 @@ export const ProgramView = Schema.Struct({
   name: Schema.String,
   eventKey: Schema.String,
   status: Schema.Literal("test", "live"),
-  mode: Schema.String,
+  mode: Mode,
   milestones: Schema.Array(MilestoneView),
-  settings: Settings
+  settings: Settings,
+  policy: PolicyView
 })
 
 export const ProgramCreated = Schema.extend(ProgramView, Schema.Struct({ webhookSecret: Schema.String }))
@@ -153,7 +249,7 @@ export const McpTokenBody = Schema.Struct({
   workspaceIds: Schema.Array(Schema.String).pipe(Schema.minItems(1))
 })
 export const McpTokenCreated = Schema.Struct({ id: Schema.String, token: Schema.String })
-export const DueChecksRun = Schema.Struct({ atRisk: Schema.Int, broken: Schema.Int })
+export const DueChecksRun = Schema.Struct({ atRisk: Schema.Int, broken: Schema.Int, freezesUsed: Schema.Int })
 export const DeliveriesRun = Schema.Struct({
   attempted: Schema.Int,
   delivered: Schema.Int,
@@ -179,6 +275,8 @@ export const CustomerProgram = Schema.Struct({
   name: Schema.String,
   eventKey: Schema.String,
   status: Schema.Literal("test", "live"),
+  mode: Mode,
+  policy: PolicyView,
   project: Schema.Struct({ id: Schema.String, siteKey: Schema.String, name: Schema.String })
 })
 
@@ -190,12 +288,61 @@ export const MemberStreak = Schema.Struct({
   todayDone: Schema.Boolean,
   pending: Schema.Boolean,
   lastActiveDate: Schema.NullOr(Schema.String),
-  isLive: Schema.Boolean
+  isLive: Schema.Boolean,
+  mode: Schema.optional(Schema.String.annotations({
+    description: "Programs with a policy only: `continuous` (daily cadence), `weekly` or `monthly`."
+  })),
+  freezes: Schema.optional(freezesNow),
+  period: Schema.optional(periodNow)
+})
+
+export const LedgerParams = Schema.Struct({
+  from: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({
+      description: "First activity day shown (YYYY-MM-DD): periods that end before it are left out."
+    })
+  ),
+  to: Schema.optional(
+    Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({
+      description: "Last activity day shown (YYYY-MM-DD): periods that start after it are left out."
+    })
+  )
+})
+
+export const LedgerPeriod = Schema.Struct({
+  start: Schema.String,
+  end: Schema.String,
+  status: Schema.Literal("kept", "frozen", "rest", "missed", "current").annotations({
+    description: "kept: the period had its target of active days; frozen: missed, a freeze carried the streak " +
+      "across; rest: a rest day without activity; missed: not kept; current: today's period, not kept yet."
+  }),
+  activeDays: Schema.Int,
+  target: Schema.Int
+})
+
+export const Ledger = Schema.Struct({
+  programId: Schema.String,
+  userHash: Schema.String,
+  policy: PolicyView,
+  current: Schema.Int,
+  best: Schema.Int,
+  freezes: Schema.Int,
+  periods: Schema.Array(LedgerPeriod)
+})
+
+export const FreezesBody = Schema.Struct({
+  count: Schema.Int.pipe(Schema.between(1, 10)).annotations({ description: "Freezes to add, 1 to 10." })
+})
+export const FreezesGranted = Schema.Struct({
+  freezes: Schema.Int.annotations({
+    description: "The member's freezes after the grant (never over the policy's max)."
+  })
 })
 
 export const MemberPath = Schema.Struct({ id: Schema.String, userHash: Schema.String })
 
-export const EventTypes = Schema.Literal("milestone.achieved", "reward.unlocked", "streak.at_risk", "streak.broken")
+/** The outbound event types a subscription may name (CONTRACT §8, §16): core's list. */
+export const EventTypes = Domain.OutboundEventType
 
 export const HookBody = Schema.Struct({
   programId: Schema.String,
@@ -341,5 +488,15 @@ export const examples = {
       }
     }
   },
-  stateParameters: { siteKey, userHash, event: "lesson_completed" }
+  stateParameters: { siteKey, userHash, event: "lesson_completed" },
+  policy: {
+    weekly: {
+      summary: "Three active days a week, two freezes to start with, one more every 4 kept weeks",
+      value: { cadence: "weekly", target: 3, freezes: { initial: 2, max: 3, earnEvery: 4 }, atRiskHour: 18 }
+    },
+    daily: {
+      summary: "Daily, days starting at 04:00, weekends never break the streak",
+      value: { cadence: "daily", dayStartHour: 4, restDays: [6, 7] }
+    }
+  }
 } as const

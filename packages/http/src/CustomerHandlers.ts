@@ -1,5 +1,5 @@
 /**
- * Handlers of the customer REST API (`/v1/api`, CONTRACT §9, §11, §12). Every program is looked
+ * Handlers of the customer REST API (`/v1/api`, CONTRACT §9, §11, §12, §16). Every program is looked
  * up through the credential's reach, so a program outside it answers 404 like an unknown one.
  */
 import { HttpApiBuilder } from "@effect/platform"
@@ -12,6 +12,7 @@ import {
   Metering,
   Reports,
   StateQuery,
+  StreakPolicies,
   Subscriptions,
   WebhookSamples
 } from "@streaks/core"
@@ -30,6 +31,7 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
     const metering = yield* Metering.Metering
     const experiments = yield* Experiments.Experiments
     const reports = yield* Reports.Reports
+    const policies = yield* StreakPolicies.StreakPolicies
     const config = yield* HttpConfig
 
     const reach = (programId: string) =>
@@ -54,6 +56,8 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
               name: program.name,
               eventKey: program.eventKey,
               status: program.status,
+              mode: Views.mode(program),
+              policy: Views.policy(program),
               project: { id: project.id, siteKey: project.siteKey, name: project.name }
             })))))
       .handle("countAction", ({ path, payload }) =>
@@ -72,6 +76,12 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("member", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           stateQuery.memberStreak(program.id, path.userHash)))
+      .handle("ledger", ({ path, urlParams }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          policies.ledger(program.id, path.userHash, urlParams)))
+      .handle("grantFreezes", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          policies.grantFreezes(program.id, path.userHash, payload.count)))
       .handle("createHook", ({ payload }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal

@@ -8,6 +8,12 @@ import { Context, Effect, Layer } from "effect"
 
 type StorageError = Errors.StorageError
 
+export interface DueChecksResult {
+  readonly atRisk: number
+  readonly broken: number
+  readonly freezesUsed: number
+}
+
 export interface DeliveriesResult {
   readonly attempted: number
   readonly delivered: number
@@ -16,8 +22,8 @@ export interface DeliveriesResult {
 }
 
 export class Jobs extends Context.Tag("@streaks/http/Jobs")<Jobs, {
-  /** One at-risk / broken sweep now. */
-  readonly dueChecks: Effect.Effect<{ readonly atRisk: number; readonly broken: number }, StorageError>
+  /** One sweep of the due checks now: the at-risk, broken and freeze-used events it fired. */
+  readonly dueChecks: Effect.Effect<DueChecksResult, StorageError>
   /** Drains the outbox once. */
   readonly deliveries: Effect.Effect<DeliveriesResult, StorageError>
   /** Storage reachable and migrations applied. */
@@ -28,7 +34,7 @@ export const layer = (jobs: Jobs["Type"]): Layer.Layer<Jobs> => Layer.succeed(Jo
 
 /** For embedding without a scheduler or dispatcher: nothing runs, storage is assumed ready. */
 export const layerNoop: Layer.Layer<Jobs> = layer({
-  dueChecks: Effect.succeed({ atRisk: 0, broken: 0 }),
+  dueChecks: Effect.succeed({ atRisk: 0, broken: 0, freezesUsed: 0 }),
   deliveries: Effect.succeed({ attempted: 0, delivered: 0, failed: 0, retrying: 0 }),
   ready: Effect.succeed(true)
 })

@@ -2,6 +2,7 @@
  * How domain values are shown over HTTP: never a hash or a sealed secret, dates as ISO strings.
  */
 import type { Domain, Experiments } from "@streaks/core"
+import { Policy } from "@streaks/core"
 
 export const milestone = (m: Domain.Milestone) => ({
   id: m.id,
@@ -17,15 +18,25 @@ export const settings = (s: Domain.ProgramSettings) => ({
   mainMessage: s.mainMessage
 })
 
+/**
+ * A program's policy, whole: a program created without one shows the default policy it counts
+ * with, so `policy` is always there and always complete (CONTRACT §16).
+ */
+export const policy = (p: Domain.Program) => Policy.toJson(Policy.of(p))
+
+/** The mode of a program's streaks, from the policy it counts with (the policy decides). */
+export const mode = (p: Domain.Program) => Policy.modeOf(Policy.of(p))
+
 export const program = (p: Domain.Program) => ({
   id: p.id,
   projectId: p.projectId,
   name: p.name,
   eventKey: p.eventKey,
   status: p.status,
-  mode: p.mode,
+  mode: mode(p),
   milestones: p.milestones.map(milestone),
-  settings: settings(p.settings)
+  settings: settings(p.settings),
+  policy: policy(p)
 })
 
 export const workspace = (w: Domain.Workspace) => ({ id: w.id, name: w.name, plan: w.plan })

@@ -190,6 +190,8 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
         name: "Daily lesson",
         eventKey: "lesson_completed",
         status: "test",
+        mode: "continuous",
+        policy: expect.objectContaining({ cadence: "daily", target: 1 }),
         project: { id: t.projectId, siteKey: t.siteKey, name: "Acme app" }
       }])
 
@@ -246,12 +248,16 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
       expect((yield* admin("/admin/oauth-grants", { workspaceIds: ["ws_nope"], appName: "Make" })).status).toBe(404)
     }))
 
-  it.effect("POST /admin/jobs/due-checks runs one sweep: {atRisk, broken}, each due event once", () =>
+  it.effect("POST /admin/jobs/due-checks runs one sweep: {atRisk, broken, freezesUsed}, each due event once", () =>
     Effect.gen(function*() {
       // Drain whatever earlier tests of this file left due.
       const drained = yield* admin("/admin/jobs/due-checks", undefined, "POST")
       expect(drained.status).toBe(200)
-      expect(drained.body).toEqual({ atRisk: expect.any(Number), broken: expect.any(Number) })
+      expect(drained.body).toEqual({
+        atRisk: expect.any(Number),
+        broken: expect.any(Number),
+        freezesUsed: expect.any(Number)
+      })
 
       const t = yield* tenant()
       // Live program (the server door makes it live). at-risk: active yesterday, not yet today.
@@ -266,9 +272,9 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
 
       const run = yield* admin("/admin/jobs/due-checks", undefined, "POST")
       expect(run.status).toBe(200)
-      expect(run.body).toEqual({ atRisk: 1, broken: 1 })
+      expect(run.body).toEqual({ atRisk: 1, broken: 1, freezesUsed: 0 })
       const again = yield* admin("/admin/jobs/due-checks", undefined, "POST")
-      expect(again.body).toEqual({ atRisk: 0, broken: 0 })
+      expect(again.body).toEqual({ atRisk: 0, broken: 0, freezesUsed: 0 })
     }))
 
   it.effect("POST /admin/jobs/due-checks fires nothing for test programs", () =>
@@ -277,7 +283,7 @@ layer(testServer(), { timeout: 120_000 })("admin API over real HTTP", (it) => {
       const t = yield* tenant()
       yield* webhookEvent(t, { userHash: "test-member", ts: daysAgo(1) })
       const run = yield* admin("/admin/jobs/due-checks", undefined, "POST")
-      expect(run.body).toEqual({ atRisk: 0, broken: 0 })
+      expect(run.body).toEqual({ atRisk: 0, broken: 0, freezesUsed: 0 })
     }))
 
   it.effect("POST /admin/jobs/deliveries drains the outbox once: 200 with its counts", () =>

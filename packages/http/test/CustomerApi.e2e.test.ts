@@ -36,6 +36,15 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
         name: "Daily lesson",
         eventKey: "lesson_completed",
         status: "test",
+        mode: "continuous",
+        policy: {
+          cadence: "daily",
+          target: 1,
+          dayStartHour: 0,
+          restDays: [],
+          freezes: { initial: 0, max: 0, earnEvery: 0 },
+          atRiskHour: 0
+        },
         project: { id: t.projectId, siteKey: t.siteKey, name: "Acme app" }
       }])
       const other = yield* tenant()

@@ -234,9 +234,9 @@ layer(twoServers, { timeout: 180_000 })("outbound webhooks end to end", (it) => 
         yield* act(base, p, `broken-${zone}`, { tz: zone, ts: localNoon(zone, 2) })
       }
       const run = yield* admin(base, "/admin/jobs/due-checks")
-      expect(run.body).toEqual({ atRisk: 2, broken: 2 })
+      expect(run.body).toEqual({ atRisk: 2, broken: 2, freezesUsed: 0 })
       const again = yield* admin(base, "/admin/jobs/due-checks")
-      expect(again.body).toEqual({ atRisk: 0, broken: 0 })
+      expect(again.body).toEqual({ atRisk: 0, broken: 0, freezesUsed: 0 })
       yield* until(
         () => (r.deliveries.filter((d) => d.type.startsWith("streak.")).length >= 4 ? true : undefined),
         3_000
