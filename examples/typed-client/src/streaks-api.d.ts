@@ -196,9 +196,29 @@ export interface paths {
         put?: never;
         /**
          * Create a program
-         * @description A program counts one event key of its project and starts in test mode. Returns its webhook ingest secret, shown this once.
+         * @description A program counts one event key of its project and starts in test mode. Returns its webhook ingest secret, shown this once. `policy` (optional) sets how it counts: cadence, active days per period, day start, rest days, freezes and the at-risk hour; without one the program counts one action a day, and its answers show that default policy.
          */
         post: operations["admin.createProgram"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/admin/programs/{id}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a program's policy
+         * @description The body is the whole policy: a field left out takes its default. Every streak of the program is recomputed from its activity days under the new policy; no event is sent for the past. An invalid policy changes nothing.
+         */
+        put: operations["admin.setProgramPolicy"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -375,8 +395,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Run the at-risk and broken checks now
-         * @description One sweep, as the scheduler runs every hour: for use after an outage, and in tests.
+         * Run the due checks now
+         * @description One sweep, as the scheduler runs every hour: for use after an outage, and in tests. Answers how many `streak.at_risk`, `streak.broken` and `streak.freeze_used` events it fired.
          */
         post: operations["admin.dueChecks"];
         delete?: never;
@@ -474,11 +494,51 @@ export interface paths {
         };
         /**
          * A member's current and best streak
-         * @description A member with no action yet has zeros, not 404.
+         * @description A member with no action yet has zeros, not 404. For a program with a policy the answer adds `mode`, `freezes` and the current `period`; a program without one answers without them.
          */
         get: operations["customer.member"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/programs/{programId}/members/{userHash}/ledger": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A member's streak, period by period
+         * @description Why a streak is what it is: each period (day, ISO week or month, by the program's policy) from `from` to `to` (activity days, both optional; default the last 8 periods), oldest first, with its status and active days. A member with no action yet has no periods.
+         */
+        get: operations["customer.ledger"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/programs/{programId}/members/{userHash}/freezes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Grant a member freezes
+         * @description Adds `count` freezes to the member's bank, which never holds more than the policy's `freezes.max` (a program without a policy holds none). A freeze carries the streak across a missed period.
+         */
+        post: operations["customer.grantFreezes"];
         delete?: never;
         options?: never;
         head?: never;
@@ -739,6 +799,66 @@ export interface components {
          * @description an integer
          */
         Int: number;
+        /** @description How the program counts. Every field may be left out and takes its default; a field this schema does not name is refused. */
+        PolicyInput: {
+            /**
+             * @description The period a streak counts in: a day, an ISO week (Monday to Sunday) or a calendar month.
+             * @default daily
+             * @enum {string}
+             */
+            cadence: "daily" | "weekly" | "monthly";
+            /**
+             * @description Active days a period needs to be kept: 1 for daily, 1 to 7 for weekly, 1 to 28 for monthly.
+             * @default 1
+             */
+            target: number;
+            /**
+             * @description The local hour a member's day starts (4: an action at 02:30 counts for the day before).
+             * @default 0
+             */
+            dayStartHour: number;
+            /**
+             * @description Daily cadence only: ISO weekdays (1 Monday to 7 Sunday) that never break a streak.
+             * @default []
+             */
+            restDays: number[];
+            /** @description The freeze bank: a freeze carries a streak across a missed period. */
+            freezes?: {
+                /**
+                 * @description Freezes a member starts with (at most `max`).
+                 * @default 0
+                 */
+                initial: number;
+                /**
+                 * @description Most freezes a member can hold.
+                 * @default 0
+                 */
+                max: number;
+                /**
+                 * @description One freeze earned each time the streak reaches a multiple of this (0: never).
+                 * @default 0
+                 */
+                earnEvery: number;
+            };
+            /**
+             * @description The local hour from which `streak.at_risk` may fire on a period's last chance day.
+             * @default 0
+             */
+            atRiskHour: number;
+        };
+        Policy: {
+            /** @enum {string} */
+            cadence: "daily" | "weekly" | "monthly";
+            target: components["schemas"]["Int"];
+            dayStartHour: components["schemas"]["Int"];
+            restDays: components["schemas"]["Int"][];
+            freezes: {
+                initial: components["schemas"]["Int"];
+                max: components["schemas"]["Int"];
+                earnEvery: components["schemas"]["Int"];
+            };
+            atRiskHour: components["schemas"]["Int"];
+        };
         CountAction: {
             userHash: string;
             idempotencyKey?: string;
@@ -1177,6 +1297,28 @@ export interface operations {
                             best: components["schemas"]["Int"];
                             todayDone: boolean;
                             pending: boolean;
+                            /**
+                             * int
+                             * @description Programs with a policy only: freezes available now.
+                             */
+                            freezes?: number;
+                            /** @description Programs with a policy only: the current period. */
+                            period?: {
+                                /** @description The period's first activity day (YYYY-MM-DD). */
+                                start: string;
+                                /** @description The period's last activity day (YYYY-MM-DD). */
+                                end: string;
+                                /**
+                                 * int
+                                 * @description Active days in the period so far.
+                                 */
+                                done: number;
+                                /**
+                                 * int
+                                 * @description Active days the period needs to be kept.
+                                 */
+                                target: number;
+                            };
                         };
                         week: {
                             isoDate: string;
@@ -1184,6 +1326,10 @@ export interface operations {
                             dayNumber: components["schemas"]["Int"];
                             isToday: boolean;
                             isCheckedIn: boolean;
+                            /** @description Programs with a policy only: the day belongs to a missed period that a freeze carried the streak across. */
+                            isFrozen?: boolean;
+                            /** @description Programs with a policy only: one of the policy's rest days (daily cadence). */
+                            isRestDay?: boolean;
                         }[];
                         milestones: {
                             id: string;
@@ -1887,6 +2033,7 @@ export interface operations {
                         position: string;
                         mainMessage: string;
                     };
+                    policy?: components["schemas"]["PolicyInput"];
                 };
             };
         };
@@ -1904,7 +2051,8 @@ export interface operations {
                         eventKey: string;
                         /** @enum {string} */
                         status: "test" | "live";
-                        mode: string;
+                        /** @enum {string} */
+                        mode: "continuous" | "weekly" | "monthly";
                         milestones: {
                             id: string;
                             target: components["schemas"]["Int"];
@@ -1919,7 +2067,144 @@ export interface operations {
                             position: string;
                             mainMessage: string;
                         };
+                        policy: components["schemas"]["Policy"];
                         webhookSecret: string;
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "admin.setProgramPolicy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyInput"];
+            };
+        };
+        responses: {
+            /** @description The program, with its new policy and mode. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        projectId: string;
+                        name: string;
+                        eventKey: string;
+                        /** @enum {string} */
+                        status: "test" | "live";
+                        /** @enum {string} */
+                        mode: "continuous" | "weekly" | "monthly";
+                        milestones: {
+                            id: string;
+                            target: components["schemas"]["Int"];
+                            msg: string;
+                            rewardType: string;
+                            rewardValue?: string;
+                        }[];
+                        settings: {
+                            theme: {
+                                name: string;
+                            };
+                            position: string;
+                            mainMessage: string;
+                        };
+                        policy: components["schemas"]["Policy"];
                     };
                 };
             };
@@ -2138,7 +2423,8 @@ export interface operations {
                         eventKey: string;
                         /** @enum {string} */
                         status: "test" | "live";
-                        mode: string;
+                        /** @enum {string} */
+                        mode: "continuous" | "weekly" | "monthly";
                         milestones: {
                             id: string;
                             target: components["schemas"]["Int"];
@@ -2153,6 +2439,7 @@ export interface operations {
                             position: string;
                             mainMessage: string;
                         };
+                        policy: components["schemas"]["Policy"];
                     };
                 };
             };
@@ -2887,6 +3174,7 @@ export interface operations {
                     "application/json": {
                         atRisk: components["schemas"]["Int"];
                         broken: components["schemas"]["Int"];
+                        freezesUsed: components["schemas"]["Int"];
                     };
                 };
             };
@@ -3114,6 +3402,9 @@ export interface operations {
                         eventKey: string;
                         /** @enum {string} */
                         status: "test" | "live";
+                        /** @enum {string} */
+                        mode: "continuous" | "weekly" | "monthly";
+                        policy: components["schemas"]["Policy"];
                         project: {
                             id: string;
                             siteKey: string;
@@ -3327,6 +3618,30 @@ export interface operations {
                         pending: boolean;
                         lastActiveDate: string | null;
                         isLive: boolean;
+                        /** @description Programs with a policy only: `continuous` (daily cadence), `weekly` or `monthly`. */
+                        mode?: string;
+                        /**
+                         * int
+                         * @description Programs with a policy only: freezes available now.
+                         */
+                        freezes?: number;
+                        /** @description Programs with a policy only: the current period. */
+                        period?: {
+                            /** @description The period's first activity day (YYYY-MM-DD). */
+                            start: string;
+                            /** @description The period's last activity day (YYYY-MM-DD). */
+                            end: string;
+                            /**
+                             * int
+                             * @description Active days in the period so far.
+                             */
+                            done: number;
+                            /**
+                             * int
+                             * @description Active days the period needs to be kept.
+                             */
+                            target: number;
+                        };
                     };
                 };
             };
@@ -3404,6 +3719,245 @@ export interface operations {
             };
         };
     };
+    "customer.ledger": {
+        parameters: {
+            query?: {
+                /** @description First activity day shown (YYYY-MM-DD): periods that end before it are left out. */
+                from?: string;
+                /** @description Last activity day shown (YYYY-MM-DD): periods that start after it are left out. */
+                to?: string;
+            };
+            header?: never;
+            path: {
+                programId: string;
+                userHash: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        programId: string;
+                        userHash: string;
+                        policy: components["schemas"]["Policy"];
+                        current: components["schemas"]["Int"];
+                        best: components["schemas"]["Int"];
+                        freezes: components["schemas"]["Int"];
+                        periods: {
+                            start: string;
+                            end: string;
+                            /**
+                             * @description kept: the period had its target of active days; frozen: missed, a freeze carried the streak across; rest: a rest day without activity; missed: not kept; current: today's period, not kept yet.
+                             * @enum {string}
+                             */
+                            status: "kept" | "frozen" | "rest" | "missed" | "current";
+                            activeDays: components["schemas"]["Int"];
+                            target: components["schemas"]["Int"];
+                        }[];
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.grantFreezes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                programId: string;
+                userHash: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    count: components["schemas"]["Int"];
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /**
+                         * int
+                         * @description The member's freezes after the grant (never over the policy's max).
+                         */
+                        freezes: number;
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
     "customer.createHook": {
         parameters: {
             query?: never;
@@ -3416,7 +3970,7 @@ export interface operations {
                 "application/json": {
                     programId: string;
                     url: string;
-                    eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken")[];
+                    eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned")[];
                 };
             };
         };
@@ -3431,7 +3985,7 @@ export interface operations {
                         id: string;
                         programId: string;
                         url: string;
-                        eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken")[];
+                        eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned")[];
                         secret: string;
                         createdAt: string;
                     };
@@ -3620,7 +4174,7 @@ export interface operations {
     "customer.webhookSamples": {
         parameters: {
             query: {
-                type: "milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken";
+                type: "milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned";
             };
             header?: never;
             path: {
