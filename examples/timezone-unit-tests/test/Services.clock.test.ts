@@ -73,10 +73,10 @@ describe("a member in America/Santiago across the skipped midnight of 2024-09-08
 
       // One instant before the gap nothing is due; at 04:00Z (01:00 on the 8th, -03) the day is owed.
       yield* setClock("2024-09-08T03:59:59.999Z")
-      assert.deepStrictEqual(yield* dueChecks.run(), { atRisk: 0, broken: 0 })
+      assert.deepStrictEqual(yield* dueChecks.run(), { atRisk: 0, broken: 0, freezesUsed: 0 })
       yield* setClock("2024-09-08T04:00:00Z")
       assert.deepInclude(yield* streak, { current: 1, todayDone: false, pending: true })
-      assert.deepStrictEqual(yield* dueChecks.run(), { atRisk: 1, broken: 0 })
+      assert.deepStrictEqual(yield* dueChecks.run(), { atRisk: 1, broken: 0, freezesUsed: 0 })
 
       // 01:10 on the 8th: the second day, with no tz sent (the member's zone is remembered).
       yield* setClock("2024-09-08T04:10:00Z")
@@ -88,7 +88,7 @@ describe("a member in America/Santiago across the skipped midnight of 2024-09-08
       assert.deepInclude(yield* streak, { current: 2, pending: true })
       yield* setClock("2024-09-10T03:00:00Z")
       assert.deepInclude(yield* streak, { current: 0, best: 2, pending: false })
-      assert.deepStrictEqual(yield* dueChecks.run(), { atRisk: 0, broken: 1 })
+      assert.deepStrictEqual(yield* dueChecks.run(), { atRisk: 0, broken: 1, freezesUsed: 0 })
     }).pipe(Effect.provide(StreaksTest)))
 })
 

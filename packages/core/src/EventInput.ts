@@ -85,12 +85,20 @@ const wellFormed = Ids.isWellFormedText
 export const isCleanText = (u: unknown): boolean => {
   if (typeof u === "string") return wellFormed(u)
   if (typeof u !== "object" || u === null) return true
-  if (Array.isArray(u)) {
-    for (const v of u) if (!isCleanText(v)) return false
-    return true
-  }
-  for (const key in u) {
-    if (!wellFormed(key) || !isCleanText((u as Record<string, unknown>)[key])) return false
+  // A walk with its own stack: a body nested deeper than the call stack is still checked.
+  const pending: Array<unknown> = [u]
+  while (pending.length > 0) {
+    const v = pending.pop()
+    if (typeof v === "string") {
+      if (!wellFormed(v)) return false
+    } else if (Array.isArray(v)) {
+      for (const item of v) pending.push(item)
+    } else if (typeof v === "object" && v !== null) {
+      for (const key in v) {
+        if (!wellFormed(key)) return false
+        pending.push((v as Record<string, unknown>)[key])
+      }
+    }
   }
   return true
 }

@@ -85,7 +85,7 @@ export interface MemberStreak {
   readonly lastActiveDate: string | null
   readonly isLive: boolean
   /** Programs with a policy (CONTRACT §16). */
-  readonly mode?: string
+  readonly mode?: Policy.Mode
   readonly freezes?: number
   readonly period?: Streak.PeriodState
 }

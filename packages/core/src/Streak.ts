@@ -54,6 +54,29 @@ export const empty: Summary = {
 export const emptyOf = (policy: Policy): Summary =>
   policy.freezes.initial === 0 ? empty : { ...empty, freezes: policy.freezes.initial }
 
+/** What a stored streak row holds of a summary (`Domain.StreakRow`); absent fields are defaults. */
+export interface StoredSummary {
+  readonly lastActiveDay?: LocalDate | undefined
+  readonly run: number
+  readonly best: number
+  readonly periodDays?: number | undefined
+  readonly freezes?: number | undefined
+  readonly grants?: ReadonlyArray<Grant> | undefined
+}
+
+/**
+ * The summary of a stored row under `policy`: a row written before policies existed (or by an
+ * adapter that keeps none of their fields) reads as one period day and the initial bank.
+ */
+export const fromRow = (row: StoredSummary, policy: Policy): Summary => ({
+  lastActiveDay: row.lastActiveDay,
+  run: row.run,
+  best: row.best,
+  periodDays: row.periodDays ?? (row.lastActiveDay === undefined ? 0 : 1),
+  freezes: row.freezes ?? policy.freezes.initial,
+  grants: row.grants ?? NO_GRANTS
+})
+
 /** The outcome of counting one active day against a summary. */
 export type Applied =
   /** The day is the newest so far: the summary moved in O(1); `earned` when it earned a freeze. */

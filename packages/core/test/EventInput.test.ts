@@ -306,4 +306,15 @@ describe("EventInput", () => {
       assert.isUndefined(action.event)
       assert.strictEqual(action.integrationId, "zap_1")
     }))
+
+  it("isCleanText checks every string of a body nested deeper than the call stack", () => {
+    const nest = (leaf: unknown, depth: number) => {
+      let v: unknown = leaf
+      for (let i = 0; i < depth; i++) v = i % 2 === 0 ? [v] : { [`k${i}`]: v }
+      return v
+    }
+    assert.isTrue(EventInput.isCleanText(nest("fine", 200_000)))
+    assert.isFalse(EventInput.isCleanText(nest("bad\u0000", 200_000)))
+    assert.isFalse(EventInput.isCleanText(nest({ ["\ud800"]: 1 }, 200_000)))
+  })
 })

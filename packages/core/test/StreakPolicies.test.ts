@@ -35,7 +35,7 @@ describe("streak policies through the services", () => {
       // Week of Mon 2026-03-02: two days keep it.
       yield* act(t, "u1", "2026-03-02T12:00:00Z")
       yield* act(t, "u1", "2026-03-04T12:00:00Z")
-      const row = yield* rowOf(t, "u1", "live")
+      const row = (yield* rowOf(t, "u1", "live"))!
       assert.deepStrictEqual([row.run, row.periodDays, row.freezes], [1, 2, 1])
       // Week of 2026-03-09: nothing. Its last chance day is Sunday the 15th... with 2 needed, Saturday.
       assert.deepStrictEqual(yield* sweep("2026-03-13T23:00:00Z"), none)
@@ -123,7 +123,7 @@ describe("streak policies through the services", () => {
       // Under the default policy Monday 9th breaks it; under a weekly target of 3 the week is kept.
       const program = yield* policies.setPolicy(t.program.id, { cadence: "weekly", target: 3 })
       assert.deepStrictEqual([program.mode, program.policy?.target], ["weekly", 3])
-      const row = yield* rowOf(t, "u1", "live")
+      const row = (yield* rowOf(t, "u1", "live"))!
       assert.deepStrictEqual([row.run, row.best, row.periodDays], [1, 1, 5])
       // Nothing is owed for the week that is kept; no event went out for the change.
       assert.deepStrictEqual(yield* sweep("2026-03-09T00:00:00Z"), none)

@@ -17,7 +17,7 @@ const ZONES = ["UTC", "America/New_York", "Europe/London", "Pacific/Kiritimati",
 
 const policyArb: fc.Arbitrary<Policy.Policy> = fc
   .record({
-    cadence: fc.constantFrom("daily", "weekly", "monthly" as const),
+    cadence: fc.constantFrom<Policy.Cadence>("daily", "weekly", "monthly"),
     target: fc.integer({ min: 1, max: 28 }),
     dayStartHour: fc.integer({ min: 0, max: 23 }),
     restDays: fc.uniqueArray(fc.integer({ min: 1, max: 7 }), { maxLength: 3 }),

@@ -5,7 +5,6 @@
  */
 import {
   Credentials,
-  type Domain,
   Errors,
   EventInput,
   Ingest,
@@ -224,19 +223,6 @@ const Usage = Schema.Struct({
   overLimit: Schema.Boolean
 })
 
-/**
- * A stored row as the calculus reads it under `policy`: a field an older row lacks takes the value
- * core gives it (one active day in the period of the last one, the policy's initial freezes, no grants).
- */
-const summaryOf = (row: Domain.StreakRow, policy: Policy.Policy): Streak.Summary => ({
-  lastActiveDay: row.lastActiveDay,
-  run: row.run,
-  best: row.best,
-  periodDays: row.periodDays ?? (row.lastActiveDay === undefined ? 0 : 1),
-  freezes: row.freezes ?? policy.freezes.initial,
-  grants: row.grants ?? []
-})
-
 /** Most members `list_at_risk` answers when `limit` is not given, and at most. */
 export const atRiskDefault = 50
 export const atRiskMax = 500
@@ -380,7 +366,7 @@ const listAtRisk = tool({
       // Each row is judged in its own zone, as the due checks that send `streak.at_risk` judge it.
       // `pending`: alive, the current period not kept, and not a rest day (nothing is owed on one).
       const members = rows.flatMap((row) => {
-        const state = Streak.evaluate(summaryOf(row, policy), now, row.timezone, policy)
+        const state = Streak.evaluate(Streak.fromRow(row, policy), now, row.timezone, policy)
         return state.pending
           ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.period.end as string }]
           : []

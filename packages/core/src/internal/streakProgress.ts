@@ -26,17 +26,8 @@ export const memberZone = (stored: Option.Option<string>, project: Project): str
   return Calendar.isValidZone(project.timezone) ? project.timezone : defaultZone
 }
 
-const noGrants: ReadonlyArray<Streak.Grant> = []
-
 /** The row as the calculus sees it under the program's policy (absent fields take their defaults). */
-export const summaryOf = (row: StreakRow, policy: Policy.Policy): Streak.Summary => ({
-  lastActiveDay: row.lastActiveDay,
-  run: row.run,
-  best: row.best,
-  periodDays: row.periodDays ?? (row.lastActiveDay === undefined ? 0 : 1),
-  freezes: row.freezes ?? policy.freezes.initial,
-  grants: row.grants ?? noGrants
-})
+export const summaryOf: (row: StreakRow, policy: Policy.Policy) => Streak.Summary = Streak.fromRow
 
 export const notifiedOf = (row: StreakRow): Streak.Notified => ({
   atRiskFor: row.atRiskNotifiedFor,
