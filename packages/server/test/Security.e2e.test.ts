@@ -168,6 +168,13 @@ const probes = (victim: Tenant) => {
       body: { userHash: v.member }
     }],
     "GET /v1/api/programs/{programId}/members/{userHash}": [{ path: `/programs/${v.programId}/members/${v.member}` }],
+    "GET /v1/api/programs/{programId}/members/{userHash}/ledger": [{
+      path: `/programs/${v.programId}/members/${v.member}/ledger`
+    }],
+    "POST /v1/api/programs/{programId}/members/{userHash}/freezes": [{
+      path: `/programs/${v.programId}/members/${v.member}/freezes`,
+      body: { count: 1 }
+    }],
     "POST /v1/api/hooks": [{
       path: "/hooks",
       body: { programId: v.programId, url: "http://127.0.0.1:9/x", eventTypes: ["milestone.achieved"] }
