@@ -6,7 +6,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { type OutboxMessage, type Program, type Project, StreakRow, type Subscription } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { ProgramId, ProjectId } from "./Ids.js"
-import { notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
+import { notifiedOf, nowDate, rowDueAt, summaryOf } from "./internal/streakProgress.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import { OutboxSignal } from "./OutboundEvents.js"
 import { DirectoryStore, ExperimentStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "./Ports.js"
@@ -148,11 +148,9 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
       const zone = row.timezone
       const policy = program === undefined ? Policy.defaultPolicy : Policy.of(program)
       const summary = summaryOf(row, policy)
-      let notified = notifiedOf(row)
-      const due = Streak.dueEvents(summary, zone, now, notified, policy)
-      const state = due.length === 0 ? undefined : Streak.evaluate(summary, now, zone, policy)
-      for (const event of due) {
-        notified = Streak.sent(notified, event)
+      const due = Streak.due(summary, zone, now, notifiedOf(row), policy)
+      const state = due.events.length === 0 ? undefined : Streak.evaluate(summary, now, zone, policy)
+      for (const event of due.events) {
         if (program === undefined || project === undefined) continue
         const emitted = yield* OutboundEvents.emit({
           project,
@@ -164,7 +162,7 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
         if (emitted.fired > 0) tally[tallyOf[event._tag]]++
         tally.enqueued += emitted.enqueued
       }
-      const next = rowOf(row, summary, zone, notified, now, policy)
+      const next = rowDueAt(row, summary, zone, due.notified, due.dueAt, now)
       // Whatever the calculus says, a claimed row must leave the sweep's window, or this very
       // sweep would claim it again and never end.
       const stuck = next.dueAt !== undefined && next.dueAt.getTime() <= now.getTime()

@@ -343,34 +343,37 @@ export const evaluate = (
   const today = Calendar.activityDay(now, zone, policy.dayStartHour)
   const start = periodStart(today, policy)
   const last = summary.lastActiveDay
-  const mode = modeOf(policy)
-  // `settled`: the current period is kept, or rests: then nothing is pending.
-  const stateOf = (current: number, todayDone: boolean, freezes: number, done: number, settled: boolean): State => ({
-    mode,
-    today,
-    current,
-    best: Math.max(summary.best, current),
-    todayDone,
-    pending: current > 0 && !settled,
-    freezes,
-    period: { start, end: periodEnd(start, policy), done, target: policy.target }
-  })
-  if (last === undefined) return stateOf(0, false, summary.freezes, 0, false)
+  if (last === undefined) return stateAt(summary, policy, today, start, 0, false, summary.freezes, 0, false)
   const lastStart = periodStart(last, policy)
   if (start === lastStart) {
     const kept = summary.periodDays >= policy.target
-    return stateOf(summary.run, today === last, summary.freezes, summary.periodDays, kept)
+    return stateAt(
+      summary,
+      policy,
+      today,
+      start,
+      summary.run,
+      today === last,
+      summary.freezes,
+      summary.periodDays,
+      kept
+    )
   }
   if (start > lastStart) {
+    // On a rest day nothing is owed, so nothing is pending.
+    const rest = policy.restDays.length > 0 && isRest(start, policy, zone)
+    // The usual read: the period after a kept one, nothing granted since. Nothing to judge.
+    if (summary.periodDays >= policy.target && summary.grants.length === 0 && nextPeriod(lastStart, policy) === start) {
+      return stateAt(summary, policy, today, start, summary.run, false, summary.freezes, 0, rest)
+    }
     const c = chainOf(summary)
     if (summary.periodDays < policy.target) miss(c)
     gap(c, lastStart, start, summary.grants, policy, zone)
     if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, start, periodEnd(start, policy)), policy)
-    // On a rest day nothing is owed, so nothing is pending.
-    return stateOf(c.run, false, c.freezes, 0, policy.restDays.length > 0 && isRest(start, policy, zone))
+    return stateAt(summary, policy, today, start, c.run, false, c.freezes, 0, rest)
   }
   if (policy.cadence !== "daily" || policy.restDays.length > 0 || policy.freezes.max > 0) {
-    return stateOf(summary.run, false, summary.freezes, 0, false)
+    return stateAt(summary, policy, today, start, summary.run, false, summary.freezes, 0, false)
   }
   // Today is before the last active day: walk back along the run (at most `run` steps, in
   // practice one or two) to see whether today belongs to it.
@@ -381,8 +384,40 @@ export const evaluate = (
     index++
   }
   const inRun = day === today && index < summary.run
-  return stateOf(inRun ? summary.run - index : 0, inRun, summary.freezes, inRun ? 1 : 0, inRun)
+  return stateAt(
+    summary,
+    policy,
+    today,
+    start,
+    inRun ? summary.run - index : 0,
+    inRun,
+    summary.freezes,
+    inRun ? 1 : 0,
+    inRun
+  )
 }
+
+/** The state answer; `settled`: the current period is kept, or rests: then nothing is pending. */
+const stateAt = (
+  summary: Summary,
+  policy: Policy,
+  today: LocalDate,
+  start: LocalDate,
+  current: number,
+  todayDone: boolean,
+  freezes: number,
+  done: number,
+  settled: boolean
+): State => ({
+  mode: modeOf(policy),
+  today,
+  current,
+  best: Math.max(summary.best, current),
+  todayDone,
+  pending: current > 0 && !settled,
+  freezes,
+  period: { start, end: periodEnd(start, policy), done, target: policy.target }
+})
 
 const previousDay = (day: LocalDate, zone: string, policy: Policy): LocalDate => {
   let p = Calendar.addDays(day, -1)
@@ -550,12 +585,6 @@ export type DueEvent =
   | { readonly _tag: "FreezeUsed"; readonly period: Period; readonly freezesLeft: number }
   | { readonly _tag: "Broken"; readonly endedRun: number; readonly lastActiveDate: LocalDate }
 
-/** A due event and the instant it falls due. */
-interface Timed {
-  readonly event: DueEvent
-  readonly at: number
-}
-
 /** The instant the wall clock reads `atRiskHour` within the activity day `day` (CONTRACT §16). */
 const atRiskInstant = (day: LocalDate, zone: string, policy: Policy): number =>
   policy.atRiskHour >= policy.dayStartHour
@@ -571,7 +600,12 @@ const periodStartsAt = (start: LocalDate, zone: string, policy: Policy): number 
  * on which the days left equal the days still needed), then at its end a freeze used or the chain
  * broken. Stops at the break; a chain that is over owes nothing. `visit` answers false to stop.
  */
-const timeline = (summary: Summary, zone: string, policy: Policy, visit: (t: Timed) => boolean): void => {
+const timeline = (
+  summary: Summary,
+  zone: string,
+  policy: Policy,
+  visit: (event: DueEvent, at: number) => boolean
+): void => {
   const last = summary.lastActiveDay
   if (last === undefined) return
   const c = chainOf(summary)
@@ -591,7 +625,7 @@ const timeline = (summary: Summary, zone: string, policy: Policy, visit: (t: Tim
       const lastChance = Calendar.addDays(end, 1 - needed)
       if (lastChance >= p) {
         const atRisk: DueEvent = { _tag: "AtRisk", localDate: lastChance, period, freezesAvailable: c.freezes }
-        if (!visit({ event: atRisk, at: atRiskInstant(lastChance, zone, policy) })) return
+        if (!visit(atRisk, atRiskInstant(lastChance, zone, policy))) return
       }
       const endsAt = periodStartsAt(Calendar.addDays(end, 1), zone, policy)
       const run = c.run
@@ -599,7 +633,7 @@ const timeline = (summary: Summary, zone: string, policy: Policy, visit: (t: Tim
       const event: DueEvent = outcome === "frozen"
         ? { _tag: "FreezeUsed", period, freezesLeft: c.freezes }
         : { _tag: "Broken", endedRun: run, lastActiveDate: last }
-      if (!visit({ event, at: endsAt }) || outcome === "broken") return
+      if (!visit(event, endsAt) || outcome === "broken") return
     }
     first = false
     done = 0
@@ -607,8 +641,7 @@ const timeline = (summary: Summary, zone: string, policy: Policy, visit: (t: Tim
   }
 }
 
-const wasSent = (t: Timed, summary: Summary, notified: Notified): boolean => {
-  const e = t.event
+const wasSent = (e: DueEvent, summary: Summary, notified: Notified): boolean => {
   switch (e._tag) {
     case "AtRisk":
       return notified.atRiskFor === e.period.start
@@ -622,9 +655,9 @@ const wasSent = (t: Timed, summary: Summary, notified: Notified): boolean => {
 /** When the first period owed starts being at risk (its at-risk instant); undefined without activity. */
 export const atRiskAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined => {
   let found: number | undefined
-  timeline(summary, zone, policy, (t) => {
-    if (t.event._tag !== "AtRisk") return true
-    found = t.at
+  timeline(summary, zone, policy, (event, at) => {
+    if (event._tag !== "AtRisk") return true
+    found = at
     return false
   })
   return found === undefined ? undefined : new Date(found)
@@ -633,12 +666,60 @@ export const atRiskAt = (summary: Summary, zone: string, policy: Policy = defaul
 /** When the chain breaks if no action comes; undefined without activity or a live chain. */
 export const brokenAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined => {
   let found: number | undefined
-  timeline(summary, zone, policy, (t) => {
-    if (t.event._tag !== "Broken") return true
-    found = t.at
+  timeline(summary, zone, policy, (event, at) => {
+    if (event._tag !== "Broken") return true
+    found = at
     return false
   })
   return found === undefined ? undefined : new Date(found)
+}
+
+/** What is due for a streak at an instant, and what comes next. */
+export interface Due {
+  /** Events due and not sent yet, in order. */
+  readonly events: ReadonlyArray<DueEvent>
+  /** `notified` once they are sent. */
+  readonly notified: Notified
+  /** The instant of the first owed event not sent after them (what the scheduler indexes). */
+  readonly dueAt: Date | undefined
+}
+
+const NOTHING_DUE: ReadonlyArray<DueEvent> = []
+
+/**
+ * Every event due at `now` and not sent yet, in order, and the instant of the next one, in one
+ * walk. At-risk fires only while its last chance day is today (a check catching up after downtime
+ * warns about no day that is over); freezes used and the break fire at the first check after their
+ * period ended. Once broken is sent, nothing is due for the run.
+ */
+export const due = (
+  summary: Summary,
+  zone: string,
+  now: Date | number,
+  notified: Notified,
+  policy: Policy = defaultPolicy
+): Due => {
+  if (notified.brokenAfter !== undefined && notified.brokenAfter === summary.lastActiveDay) {
+    return { events: NOTHING_DUE, notified, dueAt: undefined }
+  }
+  const ms = typeof now === "number" ? now : now.getTime()
+  const today = Calendar.activityDay(ms, zone, policy.dayStartHour)
+  let events: Array<DueEvent> | undefined
+  let after = notified
+  let dueAt: number | undefined
+  timeline(summary, zone, policy, (event, at) => {
+    if (wasSent(event, summary, notified)) return true
+    // An at-risk whose last chance day is not today is over (or, ahead of it, not yet due).
+    if (event._tag === "AtRisk" && event.localDate < today) return true
+    if (at > ms || (event._tag === "AtRisk" && event.localDate !== today)) {
+      dueAt = at
+      return false
+    }
+    ;(events ??= []).push(event)
+    after = sent(after, event)
+    return true
+  })
+  return { events: events ?? NOTHING_DUE, notified: after, dueAt: dueAt === undefined ? undefined : new Date(dueAt) }
 }
 
 /**
@@ -656,40 +737,23 @@ export const nextDueAt = (
   if (notified.brokenAfter !== undefined && notified.brokenAfter === summary.lastActiveDay) return undefined
   const today = now === undefined ? undefined : Calendar.activityDay(now, zone, policy.dayStartHour)
   let found: number | undefined
-  timeline(summary, zone, policy, (t) => {
-    if (wasSent(t, summary, notified)) return true
-    if (t.event._tag === "AtRisk" && today !== undefined && t.event.localDate < today) return true
-    found = t.at
+  timeline(summary, zone, policy, (event, at) => {
+    if (wasSent(event, summary, notified)) return true
+    if (event._tag === "AtRisk" && today !== undefined && event.localDate < today) return true
+    found = at
     return false
   })
   return found === undefined ? undefined : new Date(found)
 }
 
-/**
- * Every event due at `now` and not sent yet, in order. At-risk fires only while its last chance
- * day is today (a check catching up after downtime warns about no day that is over); freezes used
- * and the break fire at the first check after their period ended.
- */
+/** The events `due` answers at `now`. */
 export const dueEvents = (
   summary: Summary,
   zone: string,
   now: Date | number,
   notified: Notified,
   policy: Policy = defaultPolicy
-): ReadonlyArray<DueEvent> => {
-  if (notified.brokenAfter !== undefined && notified.brokenAfter === summary.lastActiveDay) return []
-  const ms = typeof now === "number" ? now : now.getTime()
-  const today = Calendar.activityDay(ms, zone, policy.dayStartHour)
-  const due: Array<DueEvent> = []
-  timeline(summary, zone, policy, (t) => {
-    if (t.at > ms) return false
-    if (wasSent(t, summary, notified)) return true
-    if (t.event._tag === "AtRisk" && t.event.localDate !== today) return true
-    due.push(t.event)
-    return true
-  })
-  return due
-}
+): ReadonlyArray<DueEvent> => due(summary, zone, now, notified, policy).events
 
 /** The first event `dueEvents` answers, if any. */
 export const dueEvent = (
@@ -719,9 +783,9 @@ export const sent = (notified: Notified, event: DueEvent): Notified => {
 export const settledAt = (summary: Summary, zone: string, now: Date | number, policy: Policy): Notified => {
   const ms = typeof now === "number" ? now : now.getTime()
   let notified: Notified = { atRiskFor: undefined, brokenAfter: undefined, frozenThrough: undefined }
-  timeline(summary, zone, policy, (t) => {
-    if (t.at > ms) return false
-    notified = sent(notified, t.event)
+  timeline(summary, zone, policy, (event, at) => {
+    if (at > ms) return false
+    notified = sent(notified, event)
     return true
   })
   return notified

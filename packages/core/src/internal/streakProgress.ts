@@ -43,10 +43,19 @@ export const rowOf = (
   notified: Streak.Notified,
   now: Date,
   policy: Policy.Policy
-): StreakRow => {
-  const dueAt = Streak.nextDueAt(summary, zone, notified, policy, now)
+): StreakRow => rowDueAt(key, summary, zone, notified, Streak.nextDueAt(summary, zone, notified, policy, now), now)
+
+/** `rowOf` with its next due instant already known (the due checks work it out with the events). */
+export const rowDueAt = (
+  key: Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">,
+  summary: Streak.Summary,
+  zone: string,
+  notified: Streak.Notified,
+  dueAt: Date | undefined,
+  now: Date
+): StreakRow =>
   // Built from a validated key and the calculus' output: no constructor on the hot path.
-  return unsafeMake(StreakRow, {
+  unsafeMake(StreakRow, {
     projectId: key.projectId,
     programId: key.programId,
     userHash: key.userHash,
@@ -64,7 +73,6 @@ export const rowOf = (
     ...(dueAt === undefined ? {} : { dueAt }),
     updatedAt: now
   })
-}
 
 export interface Settled {
   readonly state: Streak.State
