@@ -1,0 +1,242 @@
+/**
+ * Streak policies end to end on the real composition root (`Main.layer`) on Postgres, with a real
+ * receiver verifying every delivery with the `standardwebhooks` npm package: a freeze earned at
+ * ingest, a freeze used then a break at the due checks, the at-risk hour, and the day-start hour.
+ */
+import { expect, layer } from "@effect/vitest"
+import { Calendar } from "@streaks/core"
+import { NodeServer } from "@streaks/http"
+import * as PgTest from "@streaks/storage-pg/PgTest"
+import { Clock, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { createServer, type IncomingMessage } from "node:http"
+import type { AddressInfo } from "node:net"
+import { Webhook } from "standardwebhooks"
+import * as Main from "../src/Main.js"
+
+const ADMIN = "e2e-admin"
+
+const config = (url: Redacted.Redacted<string>) => ({
+  port: 0,
+  host: "127.0.0.1",
+  databaseUrl: Option.some(url),
+  dataDir: "./.streaks-test",
+  adminToken: Option.some(Redacted.make(ADMIN)),
+  secretKey: Option.some(Redacted.make("e2e-secret-key")),
+  dueCheckInterval: Duration.hours(1),
+  rateLimitIp: 10_000,
+  rateLimitSite: 10_000,
+  rateLimitAuthFailures: 10_000,
+  allowInsecureWebhookUrls: true,
+  tablePrefix: "streaks_",
+  embeddedPort: 0,
+  databasePoolSize: 10,
+  databasePrepare: true,
+  databaseStatementTimeout: Duration.seconds(5),
+  databaseConnectTimeout: Duration.seconds(5),
+  directoryCacheTtl: Duration.seconds(1)
+})
+
+const server = Layer.unwrapEffect(
+  Effect.map(
+    PgTest.url,
+    (url) => Layer.effect(NodeServer.NodeServer, NodeServer.NodeServer).pipe(Layer.provide(Main.layer(config(url))))
+  )
+).pipe(Layer.provide(PgTest.layer), Layer.provideMerge(Layer.setClock(Clock.make())))
+
+interface Delivery {
+  readonly type: string
+  readonly body: any
+}
+
+/** A receiver on 127.0.0.1 that verifies every delivery's signature; unverifiable ones are kept apart. */
+const receiver = (secret: () => string) =>
+  Effect.acquireRelease(
+    Effect.async<{ url: string; deliveries: Array<Delivery>; invalid: Array<string>; close: () => void }>((resume) => {
+      const deliveries: Array<Delivery> = []
+      const invalid: Array<string> = []
+      const http = createServer((req: IncomingMessage, res) => {
+        let raw = ""
+        req.on("data", (c) => (raw += c)).on("end", () => {
+          try {
+            const body = new Webhook(secret()).verify(raw, {
+              "webhook-id": String(req.headers["webhook-id"]),
+              "webhook-timestamp": String(req.headers["webhook-timestamp"]),
+              "webhook-signature": String(req.headers["webhook-signature"])
+            }) as any
+            deliveries.push({ type: body.type, body })
+            res.writeHead(200).end()
+          } catch (e) {
+            invalid.push(String(e))
+            res.writeHead(400).end()
+          }
+        })
+      })
+      http.listen(0, "127.0.0.1", () =>
+        resume(Effect.succeed({
+          url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/hook`,
+          deliveries,
+          invalid,
+          close: () => {
+            http.closeAllConnections()
+            http.close()
+          }
+        })))
+    }),
+    (r) => Effect.sync(r.close)
+  )
+
+const call = (
+  base: string,
+  path: string,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}
+) =>
+  Effect.promise(async () => {
+    const r = await fetch(`${base}${path}`, {
+      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+      headers: { "content-type": "application/json", ...init.headers },
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+    })
+    const text = await r.text()
+    return { status: r.status, body: text === "" ? undefined : JSON.parse(text) }
+  })
+
+const admin = (base: string, path: string, body?: unknown) =>
+  call(base, path, { method: "POST", headers: { "x-admin-token": ADMIN }, ...(body !== undefined ? { body } : {}) })
+
+/** A live program with `policy`, an API key, and a verifying receiver subscribed to every event type. */
+const setup = (base: string, policy: Record<string, unknown>) =>
+  Effect.gen(function*() {
+    const ws = yield* admin(base, "/admin/workspaces", { name: "Acme", plan: "pro" })
+    const project = yield* admin(base, "/admin/projects", { workspaceId: ws.body.id, name: "App", allowedOrigins: [] })
+    const program = yield* admin(base, "/admin/programs", {
+      projectId: project.body.id,
+      name: "Lessons",
+      eventKey: "lesson",
+      milestones: [],
+      policy
+    })
+    expect(program.status).toBe(201)
+    yield* admin(base, `/admin/programs/${program.body.id}/status`, { status: "live" })
+    const key = yield* admin(base, `/admin/workspaces/${ws.body.id}/api-keys`, { name: "k" })
+    let secret = ""
+    const r = yield* receiver(() => secret)
+    const hook = yield* call(base, "/v1/api/hooks", {
+      headers: { authorization: `Bearer ${key.body.key}` },
+      body: {
+        programId: program.body.id,
+        url: r.url,
+        eventTypes: ["streak.at_risk", "streak.broken", "streak.freeze_used", "streak.freeze_earned"]
+      }
+    })
+    expect(hook.status).toBe(201)
+    secret = hook.body.secret
+    const act = (userHash: string, extra: Record<string, unknown>) =>
+      call(base, "/v1/server/e", {
+        headers: { "x-streak-server-token": project.body.serverToken },
+        body: { siteKey: project.body.siteKey, userHash, event: "lesson", ...extra }
+      })
+    const member = (userHash: string) =>
+      call(base, `/v1/api/programs/${program.body.id}/members/${userHash}`, {
+        headers: { authorization: `Bearer ${key.body.key}` }
+      })
+    return { receiver: r, act, member, programId: program.body.id as string }
+  })
+
+/** Noon of the date `daysAgo` days before today in `zone`, as an ISO instant. */
+const localNoon = (zone: string, daysAgo: number) => {
+  const start = Calendar.startOfDay(Calendar.addDays(Calendar.localDate(Date.now(), zone), -daysAgo), zone)
+  return new Date(start.getTime() + 12 * 3_600_000).toISOString()
+}
+
+const until = (probe: () => boolean, ms: number) =>
+  Effect.promise(async () => {
+    const end = Date.now() + ms
+    while (Date.now() < end && !probe()) await new Promise((r) => setTimeout(r, 25))
+  })
+
+layer(server, { timeout: 120_000 })("streak policies end to end", (it) => {
+  it.scoped("a freeze earned at ingest is delivered, signed, with the bank after it", () =>
+    Effect.gen(function*() {
+      const base = (yield* NodeServer.NodeServer).url
+      const p = yield* setup(base, { freezes: { max: 2, earnEvery: 2 } })
+      expect((yield* p.act("earner", { tz: "UTC", ts: localNoon("UTC", 2) })).status).toBe(202)
+      expect((yield* p.act("earner", { tz: "UTC", ts: localNoon("UTC", 1) })).status).toBe(202)
+      yield* until(() => p.receiver.deliveries.length >= 1, 3_000)
+      expect(p.receiver.invalid).toEqual([])
+      expect(p.receiver.deliveries.map((d) => d.type)).toEqual(["streak.freeze_earned"])
+      expect(p.receiver.deliveries[0]!.body.data).toMatchObject({
+        userHash: "earner",
+        streak: { current: 2, best: 2 },
+        freezesAvailable: 1,
+        timezone: "UTC"
+      })
+      const member = yield* p.member("earner")
+      expect(member.body).toMatchObject({ current: 2, freezes: 1, mode: "continuous" })
+    }))
+
+  it.scoped("the due checks use a freeze for the first missed day, then break the chain, each delivered once", () =>
+    Effect.gen(function*() {
+      const base = (yield* NodeServer.NodeServer).url
+      const p = yield* setup(base, { freezes: { initial: 1, max: 1 } })
+      const zone = "Asia/Tokyo"
+      yield* p.act("skipper", { tz: zone, ts: localNoon(zone, 3) })
+      // The sweep covers every program of the database; this receiver hears this program only.
+      expect((yield* admin(base, "/admin/jobs/due-checks")).body.freezesUsed).toBe(1)
+      expect((yield* admin(base, "/admin/jobs/due-checks")).body).toEqual({ atRisk: 0, broken: 0, freezesUsed: 0 })
+      yield* until(() => p.receiver.deliveries.length >= 2, 3_000)
+      expect(p.receiver.invalid).toEqual([])
+      const today = Calendar.localDate(Date.now(), zone)
+      const frozenDay = Calendar.addDays(today, -2)
+      expect(p.receiver.deliveries.map((d) => d.type)).toEqual(["streak.freeze_used", "streak.broken"])
+      expect(p.receiver.deliveries[0]!.body.data).toMatchObject({
+        period: { start: frozenDay, end: frozenDay },
+        freezesLeft: 0,
+        timezone: zone
+      })
+      expect(p.receiver.deliveries[1]!.body.data).toMatchObject({
+        endedRun: 1,
+        lastActiveDate: Calendar.addDays(today, -3),
+        streak: { current: 0, best: 1 }
+      })
+    }))
+
+  it.scoped("at-risk waits for the policy's at-risk hour in the member's zone, then carries the bank and the period's end", () =>
+    Effect.gen(function*() {
+      const base = (yield* NodeServer.NodeServer).url
+      // A whole-hour zone whose local hour now leaves two hours of room on both sides.
+      const hourIn = (zone: string) =>
+        Number(
+          new Intl.DateTimeFormat("en-GB", { timeZone: zone, hour: "numeric", hourCycle: "h23" }).format(new Date())
+        )
+      const zone = Array.from({ length: 23 }, (_, i) => i - 11)
+        .map((offset) => (offset === 0 ? "UTC" : `Etc/GMT${offset > 0 ? "-" : "+"}${Math.abs(offset)}`))
+        .find((z) => hourIn(z) >= 3 && hourIn(z) <= 20)!
+      const hour = hourIn(zone)
+      const later = yield* setup(base, { freezes: { initial: 1, max: 1 }, atRiskHour: hour + 2 })
+      const earlier = yield* setup(base, { freezes: { initial: 1, max: 1 }, atRiskHour: hour - 2 })
+      for (const p of [later, earlier]) yield* p.act("risky", { tz: zone, ts: localNoon(zone, 1) })
+      expect((yield* admin(base, "/admin/jobs/due-checks")).status).toBe(200)
+      yield* until(() => earlier.receiver.deliveries.length >= 1, 3_000)
+      expect(later.receiver.deliveries).toEqual([])
+      const today = Calendar.localDate(Date.now(), zone)
+      expect(earlier.receiver.deliveries.map((d) => d.type)).toEqual(["streak.at_risk"])
+      expect(earlier.receiver.deliveries[0]!.body.data).toMatchObject({
+        localDate: today,
+        periodEnd: today,
+        freezesAvailable: 1,
+        timezone: zone,
+        streak: { current: 1, best: 1 }
+      })
+    }))
+
+  it.scoped("with days starting at 4 am, an action at 02:30 counts for the day before", () =>
+    Effect.gen(function*() {
+      const base = (yield* NodeServer.NodeServer).url
+      const p = yield* setup(base, { dayStartHour: 4 })
+      const yesterday = Calendar.addDays(Calendar.localDate(Date.now(), "UTC"), -1)
+      yield* p.act("night-owl", { tz: "UTC", ts: `${yesterday}T02:30:00Z` })
+      yield* p.act("night-owl", { tz: "UTC", ts: `${yesterday}T04:30:00Z` })
+      const member = yield* p.member("night-owl")
+      expect(member.body).toMatchObject({ lastActiveDate: yesterday, current: 2, best: 2 })
+    }))
+})
