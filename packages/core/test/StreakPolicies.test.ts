@@ -6,6 +6,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Schema, TestClock } from "effect"
 import { DueChecks } from "../src/DueChecks.js"
+import { Milestone } from "../src/Domain.js"
+import * as Ids from "../src/Ids.js"
 import * as Policy from "../src/Policy.js"
 import { StateQuery } from "../src/StateQuery.js"
 import { StreakPolicies } from "../src/StreakPolicies.js"
@@ -133,5 +135,46 @@ describe("streak policies through the services", () => {
       yield* policies.setPolicy(t.program.id, { restDays: [6, 7] })
       const state = yield* (yield* StateQuery).memberStreak(t.program.id, "u1")
       assert.deepStrictEqual([state.current, state.pending, state.mode], [5, false, "continuous"])
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("milestones are reached in periods: a weekly program's target 2 is two kept weeks", () =>
+    Effect.gen(function*() {
+      const p = policy({ cadence: "weekly", target: 2 })
+      const t = yield* liveTenant({
+        program: {
+          policy: p,
+          mode: "weekly",
+          milestones: [
+            new Milestone({
+              id: Ids.unsafe("MilestoneId", "ms_two"),
+              target: 2,
+              msg: "Two weeks",
+              rewardType: "message"
+            })
+          ]
+        }
+      })
+      for (const day of ["2026-03-02", "2026-03-03", "2026-03-09"]) {
+        yield* TestClock.setTime(at(`${day}T12:00:00Z`))
+        yield* act(t, "u1", `${day}T12:00:00Z`)
+      }
+      // Three active days, one kept week: no milestone yet.
+      assert.deepStrictEqual((yield* drainOutbox).map((m) => m.body.type), [])
+      yield* TestClock.setTime(at("2026-03-11T12:00:00Z"))
+      yield* act(t, "u1", "2026-03-11T12:00:00Z")
+      const bodies = (yield* drainOutbox).map((m) => m.body)
+      assert.deepStrictEqual(bodies.map((b) => [b.type, b.data.streak.current]), [["milestone.achieved", 2]])
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("a week that can no longer be kept is never announced at risk; the break still comes", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ cadence: "weekly", target: 3 }))
+      yield* TestClock.setTime(at("2026-03-06T12:00:00Z"))
+      for (const day of ["02", "04", "06"]) yield* act(t, "u1", `2026-03-${day}T12:00:00Z`)
+      // Week of 2026-03-09: its last chance day is Friday the 13th (three days left, three needed).
+      // A sweep that first comes on Saturday finds the week lost: no at-risk, only the break later.
+      assert.deepStrictEqual(yield* sweep("2026-03-14T01:00:00Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-16T00:00:00Z"), { ...none, broken: 1 })
+      assert.deepStrictEqual((yield* drainOutbox).map((m) => m.body.type), ["streak.broken"])
     }).pipe(Effect.provide(layer)))
 })
