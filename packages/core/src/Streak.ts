@@ -652,27 +652,24 @@ const wasSent = (e: DueEvent, summary: Summary, notified: Notified): boolean => 
   }
 }
 
-/** When the first period owed starts being at risk (its at-risk instant); undefined without activity. */
-export const atRiskAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined => {
+/** The instant of the first owed event of a kind, if no action comes. */
+const firstAt = (summary: Summary, zone: string, policy: Policy, tag: DueEvent["_tag"]): Date | undefined => {
   let found: number | undefined
   timeline(summary, zone, policy, (event, at) => {
-    if (event._tag !== "AtRisk") return true
+    if (event._tag !== tag) return true
     found = at
     return false
   })
   return found === undefined ? undefined : new Date(found)
 }
 
+/** When the first period owed starts being at risk (its at-risk instant); undefined without activity. */
+export const atRiskAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined =>
+  firstAt(summary, zone, policy, "AtRisk")
+
 /** When the chain breaks if no action comes; undefined without activity or a live chain. */
-export const brokenAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined => {
-  let found: number | undefined
-  timeline(summary, zone, policy, (event, at) => {
-    if (event._tag !== "Broken") return true
-    found = at
-    return false
-  })
-  return found === undefined ? undefined : new Date(found)
-}
+export const brokenAt = (summary: Summary, zone: string, policy: Policy = defaultPolicy): Date | undefined =>
+  firstAt(summary, zone, policy, "Broken")
 
 /** What is due for a streak at an instant, and what comes next. */
 export interface Due {

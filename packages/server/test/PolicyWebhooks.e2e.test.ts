@@ -7,41 +7,20 @@ import { expect, layer } from "@effect/vitest"
 import { Calendar } from "@streaks/core"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
-import { Clock, Duration, Effect, Layer, Option, Redacted } from "effect"
+import { Clock, Effect, Layer } from "effect"
 import { createServer, type IncomingMessage } from "node:http"
 import type { AddressInfo } from "node:net"
 import { Webhook } from "standardwebhooks"
-import * as Main from "../src/Main.js"
+import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "e2e-admin"
 
-const config = (url: Redacted.Redacted<string>) => ({
-  port: 0,
-  host: "127.0.0.1",
-  databaseUrl: Option.some(url),
-  dataDir: "./.streaks-test",
-  adminToken: Option.some(Redacted.make(ADMIN)),
-  secretKey: Option.some(Redacted.make("e2e-secret-key")),
-  dueCheckInterval: Duration.hours(1),
-  rateLimitIp: 10_000,
-  rateLimitSite: 10_000,
-  rateLimitAuthFailures: 10_000,
-  allowInsecureWebhookUrls: true,
-  tablePrefix: "streaks_",
-  embeddedPort: 0,
-  databasePoolSize: 10,
-  databasePrepare: true,
-  databaseStatementTimeout: Duration.seconds(5),
-  databaseConnectTimeout: Duration.seconds(5),
-  directoryCacheTtl: Duration.seconds(1)
-})
-
-const server = Layer.unwrapEffect(
-  Effect.map(
-    PgTest.url,
-    (url) => Layer.effect(NodeServer.NodeServer, NodeServer.NodeServer).pipe(Layer.provide(Main.layer(config(url))))
-  )
-).pipe(Layer.provide(PgTest.layer), Layer.provideMerge(Layer.setClock(Clock.make())))
+const server = ReferenceServer.layer({
+  STREAKS_ADMIN_TOKEN: ADMIN,
+  STREAKS_SECRET_KEY: "e2e-secret-key",
+  STREAKS_ALLOW_INSECURE_WEBHOOK_URLS: "true",
+  STREAKS_DB_POOL_SIZE: "10"
+}).pipe(Layer.provideMerge(PgTest.layer), Layer.provideMerge(Layer.setClock(Clock.make())))
 
 interface Delivery {
   readonly type: string

@@ -21,16 +21,23 @@ const make = (zone: string): Intl.DateTimeFormat =>
     day: "numeric"
   })
 
-/** The cached formatter of a zone; throws a RangeError for a zone Intl does not know. */
-export const formatter = (zone: string): Intl.DateTimeFormat => {
-  let f = formatters.get(zone)
+/** `make(zone)` kept per zone in `cache`, which starts over when full. */
+const cachedBy = (
+  cache: Map<string, Intl.DateTimeFormat>,
+  zone: string,
+  make: (zone: string) => Intl.DateTimeFormat
+): Intl.DateTimeFormat => {
+  let f = cache.get(zone)
   if (f === undefined) {
     f = make(zone)
-    if (formatters.size >= MAX_CACHED) formatters.clear()
-    formatters.set(zone, f)
+    if (cache.size >= MAX_CACHED) cache.clear()
+    cache.set(zone, f)
   }
   return f
 }
+
+/** The cached formatter of a zone; throws a RangeError for a zone Intl does not know. */
+export const formatter = (zone: string): Intl.DateTimeFormat => cachedBy(formatters, zone, make)
 
 /** True when Intl accepts the zone name (IANA names and links, case-insensitively). */
 export const intlKnowsZone = (zone: string): boolean => {
@@ -100,11 +107,10 @@ export const zoneDate = (ms: number, zone: string): string => {
 // A second formatter per zone, with the hour, for days that start at another hour than midnight.
 const hourFormatters = new Map<string, Intl.DateTimeFormat>()
 
-const hourFormatter = (zone: string): Intl.DateTimeFormat => {
-  let f = hourFormatters.get(zone)
-  if (f === undefined) {
-    f = new Intl.DateTimeFormat("en-US", {
-      timeZone: zone,
+const hourFormatter = (zone: string): Intl.DateTimeFormat =>
+  cachedBy(hourFormatters, zone, (timeZone) =>
+    new Intl.DateTimeFormat("en-US", {
+      timeZone,
       calendar: "gregory",
       numberingSystem: "latn",
       year: "numeric",
@@ -112,12 +118,7 @@ const hourFormatter = (zone: string): Intl.DateTimeFormat => {
       day: "numeric",
       hour: "numeric",
       hourCycle: "h23"
-    })
-    if (hourFormatters.size >= MAX_CACHED) hourFormatters.clear()
-    hourFormatters.set(zone, f)
-  }
-  return f
-}
+    }))
 
 /** The local date and hour (0..23) of the instant `ms` in `zone`. */
 export const zoneDateHour = (ms: number, zone: string): { readonly date: string; readonly hour: number } => {
