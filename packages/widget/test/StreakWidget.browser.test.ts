@@ -98,6 +98,12 @@ const thisWeek = (): Array<string> => {
   return Array.from({ length: 7 }, (_, i) => new Date(monday + i * 86_400_000).toISOString().slice(0, 10))
 }
 
+/** ISO weekday of a `YYYY-MM-DD` date: 1 (Monday) .. 7 (Sunday). */
+const isoWeekday = (date: string): number => ((new Date(`${date}T00:00:00Z`).getUTCDay() + 6) % 7) + 1
+
+/** The server's short weekday label of a date ("Mon".."Sun"). */
+const weekdayLabel = (date: string): string => ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"][isoWeekday(date) - 1]!
+
 const settings = (overrides: Partial<{ theme: { name: string }; position: string; mainMessage: string }> = {}) => ({
   theme: { name: "default" },
   position: "bottom-right",
@@ -218,6 +224,147 @@ if ("skip" in chromium) {
           "Next: Three days · 1 day to go"
         ])
         expect(seen[0]).not.toContain("days")
+      }))
+
+    it.scoped("a daily program with a rest day and a freeze: the missed day the freeze carried the chain across is data-frozen, the rest weekday data-rest, and a screen reader hears both", () =>
+      Effect.gen(function*() {
+        // Days relative to today's UTC date, so that the test holds on any weekday: actions three
+        // days ago and today; the day two days ago is a rest day (its ISO weekday is the policy's
+        // only rest day); yesterday is missed, and the one freeze carries the chain across it
+        // (kept, rest, frozen, kept: 2 days, no freeze left). The rest weekday is in every week
+        // strip (on Monday and Tuesday it is a day still to come, still marked rest). Yesterday is
+        // in this week's strip unless today is Monday: then the frozen day is last Sunday, no day
+        // of the strip is frozen, and the spent freeze shows only in the state.
+        const restWeekday = isoWeekday(Streaks.utcDate(2))
+        const { pages, script, t } = yield* setup({
+          policy: { restDays: [restWeekday], freezes: { initial: 1, max: 1 } }
+        })
+        yield* Streaks.actionsOn(t, "member-1", [3, 0])
+        pages.put("/policy.html", Pages.html({ script, widgets: widget(t, "member-1") }))
+        const { errors, page } = yield* open()
+        const seen = yield* Effect.promise(async () => {
+          await page.goto(`${pages.allowed}/policy.html`)
+          await settled(page, "ready")
+          return {
+            status: await text(page, "streak-widget [role=status]"),
+            days: await page.locator("streak-widget [part=day]").evaluateAll((days) =>
+              days.map((d): Record<string, string | undefined> => ({
+                ...(d as HTMLElement).dataset,
+                spoken: d.querySelector(".sr")!.textContent ?? undefined
+              }))
+            ),
+            // The accessibility tree, as assistive technology reads it.
+            tree: await page.locator("streak-widget [part=week]").ariaSnapshot(),
+            events: await page.evaluate(() => (window as any).streakStates)
+          }
+        })
+        const week = thisWeek()
+        const today = Streaks.utcDate(0)
+        const frozenDay = Streaks.utcDate(1)
+        const checked = new Set([Streaks.utcDate(3), today])
+        expect(seen.status).toContain("2 days")
+        expect(seen.events[0].streak).toMatchObject({ mode: "continuous", current: 2, todayDone: true, freezes: 0 })
+        expect(seen.days).toHaveLength(7)
+        seen.days.forEach((day, i) => {
+          expect(day, week[i]).toMatchObject({
+            today: String(week[i] === today),
+            checked: String(checked.has(week[i]!)),
+            frozen: String(week[i] === frozenDay),
+            rest: String(isoWeekday(week[i]!) === restWeekday)
+          })
+        })
+        const at = (date: string) => seen.days[week.indexOf(date)]!
+        const name = (date: string) => `${weekdayLabel(date)} ${Number(date.slice(8))}`
+        // Exactly one rest day in any ISO week; one frozen day unless today is Monday.
+        const restDay = week.find((d) => isoWeekday(d) === restWeekday)!
+        expect(seen.days.filter((d) => d.rest === "true")).toEqual([at(restDay)])
+        expect(at(restDay).spoken).toBe(`${name(restDay)}, rest day`)
+        if (isoWeekday(today) === 1) {
+          expect(week).not.toContain(frozenDay)
+          expect(seen.days.filter((d) => d.frozen === "true")).toEqual([])
+        } else {
+          expect(seen.days.filter((d) => d.frozen === "true")).toEqual([at(frozenDay)])
+          expect(at(frozenDay).spoken).toBe(`${name(frozenDay)}, frozen`)
+        }
+        expect(at(today).spoken).toBe(`${name(today)}, today, done`)
+        for (const day of seen.days.filter((d) => d.frozen === "false" && d.rest === "false")) {
+          expect(day.spoken).not.toMatch(/frozen|rest day/)
+        }
+        // What is heard: each day's spoken text is the name of its list item.
+        expect(seen.tree).toBe(
+          [`- list "This week":`, ...week.map((d) => `  - listitem: ${at(d).spoken}`)].join("\n")
+        )
+        expect(errors).toEqual([])
+      }))
+
+    it.scoped("a weekly program counts in weeks (1 week, 2 weeks, weeks to go, best) and its strip has no frozen or rest day", () =>
+      Effect.gen(function*() {
+        const { pages, script, t } = yield* setup({
+          policy: { cadence: "weekly", target: 2 },
+          milestones: [{ target: 1, msg: "First week" }, { target: 4, msg: "Four weeks" }]
+        })
+        // With today's ISO weekday w, last week's Sunday and Saturday are w and w + 1 days ago,
+        // those of the week before w + 7 and w + 8. Two active days keep a week; this week has one.
+        const w = isoWeekday(Streaks.utcDate(0))
+        yield* Streaks.actionsOn(t, "one", [w + 1, w, 0])
+        yield* Streaks.actionsOn(t, "two", [w + 8, w + 7, w + 1, w, 0])
+        pages.put(
+          "/weekly.html",
+          Pages.html({ script, inside: widget(t, "one", " id=one inline") + widget(t, "two", " id=two inline") })
+        )
+        const { errors, page } = yield* open()
+        const seen = yield* Effect.promise(async () => {
+          await page.goto(`${pages.allowed}/weekly.html`)
+          await settled(page, "ready", "#one")
+          await settled(page, "ready", "#two")
+          const read = async (w: string) => ({
+            count: await text(page, `${w} [part=count]`),
+            status: await text(page, `${w} [role=status]`),
+            milestone: await text(page, `${w} [part=milestone]`),
+            best: await text(page, `${w} [part=best]`),
+            days: await page.locator(`${w} [part=day]`).evaluateAll((days) =>
+              days.map((d) => ({ ...(d as HTMLElement).dataset }))
+            )
+          })
+          return {
+            one: await read("#one"),
+            two: await read("#two"),
+            events: await page.evaluate(() => (window as any).streakStates)
+          }
+        })
+        const week = thisWeek()
+        // Last week kept, this week one active day of two: the chain counts the weeks before it.
+        expect(seen.one).toMatchObject({
+          count: "1",
+          milestone: "Next: Four weeks · 3 weeks to go",
+          best: "Best: 1 week"
+        })
+        expect(seen.one.status).toMatch(/1 week$/)
+        expect(seen.two).toMatchObject({
+          count: "2",
+          milestone: "Next: Four weeks · 2 weeks to go",
+          best: "Best: 2 weeks"
+        })
+        expect(seen.two.status).toMatch(/2 weeks$/)
+        const one = seen.events.find((s: any) => s.streak.current === 1)
+        expect(one.streak).toMatchObject({
+          mode: "weekly",
+          todayDone: true,
+          pending: true,
+          period: { start: week[0], end: week[6], done: 1, target: 2 }
+        })
+        for (const days of [seen.one.days, seen.two.days]) {
+          expect(days).toHaveLength(7)
+          days.forEach((day, i) => {
+            expect(day, week[i]).toMatchObject({
+              today: String(week[i] === Streaks.utcDate(0)),
+              checked: String(week[i] === Streaks.utcDate(0)),
+              frozen: "false",
+              rest: "false"
+            })
+          })
+        }
+        expect(errors).toEqual([])
       }))
 
     it.scoped("the toggle is a keyboard-operable button with aria-expanded; each toggle sends one widget_interaction with meta.action; one impression per element and page load", () =>

@@ -80,6 +80,13 @@ export interface TenantOptions {
     readonly mainMessage: string
   }
   readonly milestones?: ReadonlyArray<{ target: number; msg: string; rewardType?: string; rewardValue?: string }>
+  /** The program's streak policy (CONTRACT §16); without one the program counts as §6 says. */
+  readonly policy?: {
+    readonly cadence?: "daily" | "weekly" | "monthly"
+    readonly target?: number
+    readonly restDays?: ReadonlyArray<number>
+    readonly freezes?: { readonly initial?: number; readonly max?: number; readonly earnEvery?: number }
+  }
 }
 
 /** A workspace, project (time zone UTC) and program provisioned through the admin API, with an API key. */
@@ -101,7 +108,8 @@ export const tenant = (options: TenantOptions) =>
         { target: 3, msg: "Three days", rewardType: "coupon", rewardValue: "THREE-OFF" },
         { target: 7, msg: "A full week" }
       ],
-      ...(options.settings !== undefined ? { settings: options.settings } : {})
+      ...(options.settings !== undefined ? { settings: options.settings } : {}),
+      ...(options.policy !== undefined ? { policy: options.policy } : {})
     })
     const apiKey = yield* admin(`/admin/workspaces/${workspace.body.id}/api-keys`, { name: "reports" })
     if ([workspace, project, program, apiKey].some((r) => r.status !== 201)) {
