@@ -15,6 +15,8 @@ export interface State {
     readonly best: number
     readonly todayDone: boolean
     readonly pending: boolean
+    /** Programs with a policy (CONTRACT §16): the current period's active days and target. */
+    readonly period?: { readonly done: number; readonly target: number }
   }
   readonly week: ReadonlyArray<{
     readonly isoDate: string
@@ -281,7 +283,7 @@ export class StreakWidget extends HTMLElement {
         h(
           "p",
           { class: "today" },
-          streak.todayDone ? "Done for today" : streak.pending ? "Still to do today" : "Start today"
+          Labels.progress(streak, mode, week.some((d) => d.isToday && d.isRestDay === true))
         ),
         h("ol", { part: "week", "aria-label": "This week" }, ...days),
         h("p", { part: "message" }, settings.mainMessage),

@@ -159,6 +159,7 @@ if ("skip" in chromium) {
           return {
             count: await text(page, "streak-widget [role=status] [part=count]"),
             status: await text(page, "streak-widget [role=status]"),
+            today: await text(page, "streak-widget .today"),
             days: await page.locator("streak-widget [part=day]").evaluateAll((days) =>
               days.map((d) => ({ ...(d as HTMLElement).dataset, text: d.textContent }))
             ),
@@ -247,6 +248,7 @@ if ("skip" in chromium) {
           await settled(page, "ready")
           return {
             status: await text(page, "streak-widget [role=status]"),
+            today: await text(page, "streak-widget .today"),
             days: await page.locator("streak-widget [part=day]").evaluateAll((days) =>
               days.map((d): Record<string, string | undefined> => ({
                 ...(d as HTMLElement).dataset,
@@ -263,6 +265,7 @@ if ("skip" in chromium) {
         const frozenDay = Streaks.utcDate(1)
         const checked = new Set([Streaks.utcDate(3), today])
         expect(seen.status).toContain("2 days")
+        expect(seen.today).toBe("Done for today")
         expect(seen.events[0].streak).toMatchObject({ mode: "continuous", current: 2, todayDone: true, freezes: 0 })
         expect(seen.days).toHaveLength(7)
         seen.days.forEach((day, i) => {
@@ -319,6 +322,7 @@ if ("skip" in chromium) {
           await settled(page, "ready", "#two")
           const read = async (w: string) => ({
             count: await text(page, `${w} [part=count]`),
+            today: await text(page, `${w} .today`),
             status: await text(page, `${w} [role=status]`),
             milestone: await text(page, `${w} [part=milestone]`),
             best: await text(page, `${w} [part=best]`),
@@ -334,6 +338,8 @@ if ("skip" in chromium) {
         })
         const week = thisWeek()
         // Last week kept, this week one active day of two: the chain counts the weeks before it.
+        // The line under the count speaks of the week, not of today.
+        expect([seen.one.today, seen.two.today]).toEqual(["1 of 2 days this week", "1 of 2 days this week"])
         expect(seen.one).toMatchObject({
           count: "1",
           milestone: "Next: Four weeks · 3 weeks to go",
