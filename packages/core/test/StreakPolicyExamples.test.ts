@@ -16,7 +16,9 @@ const example = (days: ReadonlyArray<string>, p: Policy.Policy, today: string, z
   const noon = Calendar.startOfActivityDay(d(today), zone, p.dayStartHour).getTime() + 12 * 3_600_000
   const state = Streak.evaluate(summary, noon, zone, p)
   return {
-    ledger: Streak.ledger(days.map(d), [], d(today), zone, p).map((l): Array<unknown> => [l.start, l.activeDays, l.status]),
+    ledger: Streak.ledger(days.map(d), [], d(today), zone, p).map((
+      l
+    ): Array<unknown> => [l.start, l.activeDays, l.status]),
     state: [state.current, state.best, state.freezes, state.pending],
     due: [Streak.atRiskAt(summary, zone, p)?.toISOString(), Streak.brokenAt(summary, zone, p)?.toISOString()]
   }
