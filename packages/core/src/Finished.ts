@@ -1,9 +1,9 @@
 /**
  * Effects that have already finished. A cache hit or a failed check is an `Exit`, and an `Exit` is
  * an effect: a hot path can go on from one at once instead of running it in a fiber (the read path
- * of `GET /v1/state` does, see `StateQuery.stateCallback`).
+ * of `GET /v1/state` does, inside `StateQuery.state`).
  */
-import { Effect, Exit, Runtime } from "effect"
+import { Effect, Exit } from "effect"
 
 /** The exit of an effect that has already finished, else `undefined`. */
 export const exitOf = <A, E, R>(self: Effect.Effect<A, E, R>): Exit.Exit<A, E> | undefined =>
@@ -17,17 +17,4 @@ export const andThen = <A, E, R, B, E2, R2>(
   const exit = exitOf(self)
   if (exit === undefined) return Effect.flatMap(self, f)
   return Exit.isSuccess(exit) ? f(exit.value) : (exit as Exit.Exit<never, E>)
-}
-
-/** Hands an effect's exit to a callback: at once when it has finished, else after running it. */
-export type Runner = <A, E>(effect: Effect.Effect<A, E>, onExit: (exit: Exit.Exit<A, E>) => void) => void
-
-/** A `Runner` that runs unfinished effects (a cache miss, a storage call) on `runtime`. */
-export const runner = <R>(runtime: Runtime.Runtime<R>): Runner => {
-  const runCallback = Runtime.runCallback(runtime)
-  return (effect, onExit) => {
-    const exit = exitOf(effect)
-    if (exit !== undefined) return onExit(exit)
-    runCallback(effect, { onExit })
-  }
 }

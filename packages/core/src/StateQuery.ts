@@ -2,7 +2,7 @@
  * Reading a member's streak: the widget's `GET /v1/state` (spec §2.6, CONTRACT §5, §7) and the
  * customer REST member view (CONTRACT §9), on the ledger that matches the program's status.
  */
-import { Cause, Context, Effect, Either, Exit, Layer, Option, type Scope } from "effect"
+import { Cause, Context, Effect, Either, Exit, Layer, Option, Runtime, type Scope } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
 import type { Milestone, Program, Project } from "./Domain.js"
@@ -101,18 +101,10 @@ export class StateQuery extends Context.Tag("@streaks/core/StateQuery")<StateQue
   /**
    * `GET /v1/state`: INVALID_BODY (bad userHash), INVALID_SITE_KEY, the browser rule of `/v1/e`
    * (FORBIDDEN_ORIGIN, SERVER_TOKEN_REQUIRED unless legacy mode), INVALID_WIDGET_KIND, in that order.
+   * With a warm directory cache it runs no fiber besides its caller's, and its storage read shares
+   * the batch's. Time is the `Clock` in context when the service was made.
    */
   readonly state: (request: StateRequest) => Effect.Effect<StateAnswer, StateError | StorageError>
-  /**
-   * `state` for a caller that is not a fiber (the server's fast path): `onExit` gets the exit, at
-   * once when the answer needs no wait. With a warm directory cache a read then runs no fiber of
-   * its own; its storage read shares the batch's. Time is the `Clock` in context when the service
-   * was made. `onExit` must not throw.
-   */
-  readonly stateCallback: (
-    request: StateRequest,
-    onExit: (exit: Exit.Exit<StateAnswer, StateError | StorageError>) => void
-  ) => void
   /** A member's streak in a program the caller already reaches; NotFound for an unknown program. */
   readonly memberStreak: (
     programId: string,
@@ -195,7 +187,14 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     })
 
     const clock = yield* Effect.clock
-    const run = Finished.runner(yield* Effect.runtime<never>())
+    // Goes on from an effect at once when it has already finished (a cache hit), else runs it on
+    // the runtime the service was made in (a cache miss).
+    const runCallback = Runtime.runCallback(yield* Effect.runtime<never>())
+    const run = <A, E>(effect: Effect.Effect<A, E>, onExit: (exit: Exit.Exit<A, E>) => void): void => {
+      const exit = Finished.exitOf(effect)
+      if (exit !== undefined) return onExit(exit)
+      runCallback(effect, { onExit })
+    }
 
     /**
      * The reads of the member behind `userHash` (aliases resolved): their zone, their streak on the
@@ -335,10 +334,10 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
       )
     }
 
-    // Callbacks over checks that are values and lookups that are finished exits on a cache hit, not
-    // a fiber per read: this runs on every widget load, and each operation, fiber and allocation
-    // saved shows in `pnpm bench`.
-    const stateCallback = (request: StateRequest, done: Done): void => {
+    // Callbacks over checks that are values and lookups that are finished exits on a cache hit,
+    // all inside the one `Effect.async` of `state`, not a fiber per lookup: this runs on every
+    // widget load, and each operation, fiber and allocation saved shows in `pnpm bench`.
+    const stateInto = (request: StateRequest, done: Done): void => {
       const userHash = EventInput.checkUserHash("userHash", request.userHash)
       if (Either.isLeft(userHash)) return done(Exit.fail(userHash.left))
       run(resolveProject(directory, request.siteKey), (project) => {
@@ -366,7 +365,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     }
 
     const state = (request: StateRequest) =>
-      Effect.async<StateAnswer, StateError | StorageError>((resume) => stateCallback(request, resume))
+      Effect.async<StateAnswer, StateError | StorageError>((resume) => stateInto(request, resume))
 
     const memberStreak = (programId: string, userHash: string) =>
       Effect.gen(function*() {
@@ -390,7 +389,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
         }
       })
 
-    return StateQuery.of({ state, stateCallback, memberStreak })
+    return StateQuery.of({ state, memberStreak })
   })
 
 /** `StateQuery` with the default read batching. */

@@ -1,7 +1,7 @@
 /**
  * The reference server's lean node:http path for the hot public routes (`POST /v1/e`,
  * `/v1/server/e`, `/v1/webhook/:siteKey/e`, `GET /v1/state` and their CORS preflights). It skips
- * the platform's HTTP pipeline (see docs/decisions/0002) but calls the same `Doors` of
+ * the platform's HTTP pipeline (see docs/decisions/0002) but runs the same `Doors` effects of
  * `@streaks/http` as the HttpApi handlers, with the same schemas, limits and error bodies. Anything
  * else falls through to HttpApi. It is runtime machinery, installed by `Main` through
  * `Http.layerServer`'s `front`; the library serves the same routes through HttpApi alone.
@@ -168,8 +168,14 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     if (!res.headersSent) fail(res, 500, "INTERNAL")
   }
 
-  // The hot doors run on callbacks (`Doors.ingestCallback`, `Doors.stateCallback`); time for the
-  // body's `ts` check is the runtime's clock.
+  /** Runs a door's effect in a fiber of its own and writes its answer. */
+  const answer = (
+    rt: Runtime.Runtime<Services>,
+    res: ServerResponse,
+    door: Effect.Effect<Doors.Answer, never, Services>
+  ) => Runtime.runCallback(rt)(door, { onExit: respond(res) })
+
+  // Time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
   const schedule = options.schedule ?? ((front: () => void) => front())
   const ingest = (
@@ -187,17 +193,18 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
           action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
         } catch (e) {
           if (!nestedTooDeep(e)) throw e
-          return Runtime.runCallback(rt)(
+          return answer(
+            rt,
+            res,
             decodeAsHttpApi(EventInput.EventRecord, body.right).pipe(
               Effect.flatMap(EventInput.fromEventRecord),
               Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req))),
               Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
-            ),
-            { onExit: respond(res) }
+            )
           )
         }
         if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
-        Doors.ingestCallback(rt, door, action.right, factsOf(req), respond(res))
+        answer(rt, res, Doors.ingest(door, action.right, factsOf(req)))
       }))
 
   const webhook = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, siteKey: string) =>
@@ -211,12 +218,13 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         if (!nestedTooDeep(e)) throw e
         decoded = Effect.flatMap(decodeAsHttpApi(EventInput.WebhookEvent, body.right), EventInput.fromWebhookEvent)
       }
-      Runtime.runCallback(rt)(
+      answer(
+        rt,
+        res,
         decoded.pipe(
           Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"))),
           Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
-        ),
-        { onExit: respond(res) }
+        )
       )
     })
 
@@ -226,16 +234,18 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     const userHash = q.get("userHash")
     if (siteKey === null || userHash === null) return fail(res, 400, "INVALID_BODY")
     const facts = factsOf(req)
-    Doors.stateCallback(
+    answer(
       rt,
-      { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
-      {
-        origin: facts.origin,
-        serverToken: facts.serverToken,
-        identityToken: facts.identityToken ?? q.get("identity") ?? undefined,
-        ip: facts.ip
-      },
-      respond(res)
+      res,
+      Doors.state(
+        { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
+        {
+          origin: facts.origin,
+          serverToken: facts.serverToken,
+          identityToken: facts.identityToken ?? q.get("identity") ?? undefined,
+          ip: facts.ip
+        }
+      )
     )
   }
 

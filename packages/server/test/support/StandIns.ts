@@ -15,7 +15,6 @@ export const failingWith = (
       StateQuery.StateQuery,
       StateQuery.StateQuery.of({
         state: () => failure,
-        stateCallback: (_request, onExit) => onExit(failure),
         memberStreak: () => failure
       })
     ),
