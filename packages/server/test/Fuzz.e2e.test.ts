@@ -251,6 +251,16 @@ const bodies = (s: Seed) => {
     workspaceIds: fc.constantFrom([s.workspaceId], ["ws_unknown"]),
     test: fc.boolean()
   }
+  // Streak policies, valid and not: out-of-range values, rest days on a weekly cadence, initial over max.
+  const policy = () =>
+    shape({}, {
+      cadence: fc.constantFrom("daily", "weekly", "monthly", "hourly"),
+      target: fc.constantFrom(1, 2, 7, 28, 0, 29),
+      dayStartHour: fc.constantFrom(0, 4, 23, 24, -1),
+      restDays: fc.constantFrom([], [6, 7], [1, 2, 3, 4, 5, 6, 7], [0], [6, 6]),
+      freezes: fc.constantFrom({ initial: 1, max: 2 }, { initial: 3, max: 1 }, { max: 11 }, { earnEvery: 7 }),
+      atRiskHour: fc.constantFrom(0, 20, 24)
+    })
   const routes: Record<string, fc.Arbitrary<Record<string, unknown>>> = {
     "POST /v1/e": shape({ siteKey: g.siteKey, userHash: g.userHash, event: g.event }, {
       eventType: g.eventType,
@@ -287,8 +297,12 @@ const bodies = (s: Seed) => {
     }, { timezone: g.tz, browserCounting: fc.constantFrom("count", "display-only") }),
     "POST /admin/programs": shape(
       { projectId: g.projectId, name: g.name, eventKey: fc.constantFrom("lesson", "quiz") },
-      { milestones: fc.constantFrom([], [{ target: 2, msg: "Two" }], [{ target: 0, msg: "" }]) }
+      { milestones: fc.constantFrom([], [{ target: 2, msg: "Two" }], [{ target: 0, msg: "" }]), policy: policy() }
     ),
+    "PUT /admin/programs/{id}/policy": policy(),
+    "POST /v1/api/programs/{programId}/members/{userHash}/freezes": shape({
+      count: fc.constantFrom(1, 3, 10, 0, 11, 1.5, -1, "2")
+    }),
     "POST /admin/programs/{id}/status": shape({ status: fc.constantFrom("test", "live", "paused") }),
     "POST /admin/workspaces/{id}/api-keys": shape({ name: g.name }),
     "POST /admin/oauth-grants": shape({ workspaceIds: g.workspaceIds, appName: g.name }),
@@ -317,12 +331,15 @@ const bodies = (s: Seed) => {
         name: fc.constantFrom(
           "list_programs",
           "get_member_streak",
+          "explain_streak",
           "record_action",
           "list_at_risk",
           "get_usage",
           "nope"
         ),
         arguments: shape({ programId: g.programId, userHash: g.userHash }, {
+          from: fc.constantFrom("2026-01-01", "2026-02-30", "x"),
+          to: fc.constantFrom("2026-12-31", "2025-01-01"),
           ts: g.ts,
           idempotencyKey: g.idempotencyKey,
           test: g.test,
