@@ -12,6 +12,7 @@ import * as EventInput from "./EventInput.js"
 import * as Ids from "./Ids.js"
 import { memberZone, notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
+import { IngestStore } from "./IngestStore.js"
 import { DirectoryStore, MemberStore, StreakStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
 
@@ -39,11 +40,14 @@ export const maxGrant = 10
 /** Periods a ledger shows when no range is asked for. */
 export const defaultPeriods = 8
 
+/** Streaks recomputed per read of their days and write of their rows when a policy changes. */
+const RECOMPUTE_BATCH = 500
+
 export class StreakPolicies extends Context.Tag("@streaks/core/StreakPolicies")<StreakPolicies, {
   /**
    * Replaces a program's policy (validated: `InvalidBody` naming the field) and recomputes every
-   * streak of the program from its activity days, in one transaction; events that the new policy
-   * would have owed in the past are counted as sent.
+   * streak of the program from its activity days, in one transaction (the days of 500 streaks per
+   * read); events that the new policy would have owed in the past are counted as sent.
    */
   readonly setPolicy: (
     programId: string,
@@ -113,17 +117,25 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
       return { key, zone }
     })
 
-  /** A row recomputed under `policy` from its days, with everything due before `now` counted as sent. */
-  const recomputed = (row: StreakRow, policy: Policy.Policy, now: Date) =>
-    Effect.map(streaks.days(new StreakKey(keyFields(row))), (days) => {
-      const summary = Streak.fromDays(days, row.timezone, policy, row.grants ?? [])
-      const settled = Streak.settledAt(summary, row.timezone, now, policy)
-      // A broken already sent for this run stays sent (a recomputation never announces it twice).
-      const notified = row.brokenNotifiedAfter === summary.lastActiveDay
-        ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
-        : settled
-      return rowOf(row, summary, row.timezone, notified, now, policy)
-    })
+  // The days of many keys at once: the adapter's IngestStore answers them in one read where it
+  // has one (Postgres: one statement), else one read a key.
+  const history = Option.match(yield* Effect.serviceOption(IngestStore), {
+    onNone: () => (keys: ReadonlyArray<StreakKey>) => Effect.forEach(keys, (key) => streaks.days(key)),
+    onSome: (store) => store.history
+  })
+
+  /** Rows recomputed under `policy` from their days, with everything due before `now` counted as sent. */
+  const recomputed = (rows: ReadonlyArray<StreakRow>, policy: Policy.Policy, now: Date) =>
+    Effect.map(history(rows.map((row) => new StreakKey(keyFields(row)))), (days) =>
+      rows.map((row, i) => {
+        const summary = Streak.fromDays(days[i]!, row.timezone, policy, row.grants ?? [])
+        const settled = Streak.settledAt(summary, row.timezone, now, policy)
+        // A broken already sent for this run stays sent (a recomputation never announces it twice).
+        const notified = row.brokenNotifiedAfter === summary.lastActiveDay
+          ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
+          : settled
+        return rowOf(row, summary, row.timezone, notified, now, policy)
+      }))
 
   const setPolicy = (programId: string, input: unknown) =>
     Effect.gen(function*() {
@@ -141,8 +153,9 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
         const program = updated.value
         for (const ledger of ["live", "test"] as const satisfies ReadonlyArray<Ledger>) {
           const rows = yield* streaks.rowsOfProgram(program.id, ledger)
-          const next = yield* Effect.forEach(rows, (row) => recomputed(row, policy, now))
-          if (next.length > 0) yield* streaks.saveAll(next)
+          for (let i = 0; i < rows.length; i += RECOMPUTE_BATCH) {
+            yield* streaks.saveAll(yield* recomputed(rows.slice(i, i + RECOMPUTE_BATCH), policy, now))
+          }
         }
         return program
       }))

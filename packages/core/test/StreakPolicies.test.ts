@@ -6,9 +6,12 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Schema, TestClock } from "effect"
 import { DueChecks } from "../src/DueChecks.js"
-import { Milestone } from "../src/Domain.js"
+import * as Calendar from "../src/Calendar.js"
+import { Milestone, StreakKey } from "../src/Domain.js"
 import * as Ids from "../src/Ids.js"
+import type { UserHash } from "../src/Ids.js"
 import * as Policy from "../src/Policy.js"
+import { StreakStore } from "../src/Ports.js"
 import { StateQuery } from "../src/StateQuery.js"
 import { StreakPolicies } from "../src/StreakPolicies.js"
 import type { Tenant } from "../src/testing.js"
@@ -176,5 +179,33 @@ describe("streak policies through the services", () => {
       assert.deepStrictEqual(yield* sweep("2026-03-14T01:00:00Z"), none)
       assert.deepStrictEqual(yield* sweep("2026-03-16T00:00:00Z"), { ...none, broken: 1 })
       assert.deepStrictEqual((yield* drainOutbox).map((m) => m.body.type), ["streak.broken"])
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("a policy change recomputes every streak, past the batch of 500 streaks a read", () =>
+    Effect.gen(function*() {
+      const t = yield* liveTenant()
+      yield* TestClock.setTime(at("2026-03-05T12:00:00Z"))
+      const streaks = yield* StreakStore
+      const members = Array.from({ length: 1_201 }, (_, i) => `m${i}`)
+      for (const userHash of members) {
+        const key = new StreakKey({
+          projectId: t.project.id,
+          programId: t.program.id,
+          userHash: userHash as UserHash,
+          ledger: "live"
+        })
+        yield* streaks.lock(key, "UTC")
+        yield* streaks.addDays([{ key, day: Calendar.unsafeLocalDate("2026-03-02") }, {
+          key,
+          day: Calendar.unsafeLocalDate("2026-03-03")
+        }])
+      }
+      yield* (yield* StreakPolicies).setPolicy(t.program.id, { cadence: "weekly", target: 2 })
+      const rows = yield* streaks.rowsOfProgram(t.program.id, "live")
+      assert.strictEqual(rows.length, members.length)
+      assert.deepStrictEqual(
+        new Set(rows.map((r) => `${r.lastActiveDay} ${r.run} ${r.periodDays}`)),
+        new Set(["2026-03-03 1 2"])
+      )
     }).pipe(Effect.provide(layer)))
 })
