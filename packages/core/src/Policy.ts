@@ -12,6 +12,18 @@ export type Cadence = typeof Cadence.Type
 export const Mode = Schema.Literal("continuous", "weekly", "monthly")
 export type Mode = typeof Mode.Type
 
+/** The bounds a policy is checked against (what API documents show, kept in one place). */
+export const limits = {
+  /** Most active days a period may ask for, by cadence. */
+  target: { daily: 1, weekly: 7, monthly: 28 },
+  /** Most freezes a bank may hold (`freezes.max`, hence `freezes.initial`). */
+  freezes: 10,
+  /** Largest `freezes.earnEvery`. */
+  earnEvery: 1000,
+  /** Most rest days: one weekday at least must count. */
+  restDays: 6
+} as const
+
 const hour = (name: string) =>
   Schema.Int.pipe(
     Schema.between(0, 23, { message: () => `${name} must be an integer from 0 to 23` })
@@ -24,17 +36,15 @@ const count = (name: string, max: number) =>
 
 /** The freeze bank: `initial` freezes, one more each `earnEvery` kept periods (0: never), at most `max`. */
 export const Freezes = Schema.Struct({
-  initial: Schema.optionalWith(count("freezes.initial", 10), { default: () => 0, exact: true }),
-  max: Schema.optionalWith(count("freezes.max", 10), { default: () => 0, exact: true }),
-  earnEvery: Schema.optionalWith(count("freezes.earnEvery", 1000), { default: () => 0, exact: true })
+  initial: Schema.optionalWith(count("freezes.initial", limits.freezes), { default: () => 0, exact: true }),
+  max: Schema.optionalWith(count("freezes.max", limits.freezes), { default: () => 0, exact: true }),
+  earnEvery: Schema.optionalWith(count("freezes.earnEvery", limits.earnEvery), { default: () => 0, exact: true })
 })
 export type Freezes = typeof Freezes.Type
 
 const Weekday = Schema.Int.pipe(
   Schema.between(1, 7, { message: () => "restDays holds ISO weekdays: integers from 1 (Monday) to 7 (Sunday)" })
 )
-
-const targetLimit: Record<Cadence, number> = { daily: 1, weekly: 7, monthly: 28 }
 
 /** Rules that involve several fields; the first broken one is the message. */
 const consistent = (p: {
@@ -43,7 +53,7 @@ const consistent = (p: {
   readonly restDays: ReadonlyArray<number>
   readonly freezes: Freezes
 }): string | undefined => {
-  const limit = targetLimit[p.cadence]
+  const limit = limits.target[p.cadence]
   if (p.target < 1 || p.target > limit) {
     return p.cadence === "daily"
       ? "target must be 1 for a daily cadence"
@@ -52,7 +62,7 @@ const consistent = (p: {
   if (p.restDays.length > 0 && p.cadence !== "daily") return "restDays are for a daily cadence only"
   if (new Set(p.restDays).size !== p.restDays.length) return "restDays must not repeat a weekday"
   // Seven rest days would make a streak that can never be kept nor broken.
-  if (p.restDays.length > 6) return "restDays must leave at least one weekday that counts"
+  if (p.restDays.length > limits.restDays) return "restDays must leave at least one weekday that counts"
   if (p.freezes.initial > p.freezes.max) return "freezes.initial must not exceed freezes.max"
   return undefined
 }

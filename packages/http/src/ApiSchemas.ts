@@ -163,15 +163,16 @@ export const PolicyInput = Schema.Unknown.annotations({
       target: {
         type: "integer",
         minimum: 1,
-        maximum: 28,
+        maximum: Policy.limits.target.monthly,
         default: 1,
-        description: "Active days a period needs to be kept: 1 for daily, 1 to 7 for weekly, 1 to 28 for monthly."
+        description: `Active days a period needs to be kept: ${Policy.limits.target.daily} for daily, 1 to ` +
+          `${Policy.limits.target.weekly} for weekly, 1 to ${Policy.limits.target.monthly} for monthly.`
       },
       dayStartHour: hour("The local hour a member's day starts (4: an action at 02:30 counts for the day before)."),
       restDays: {
         type: "array",
         items: { type: "integer", minimum: 1, maximum: 7 },
-        maxItems: 6,
+        maxItems: Policy.limits.restDays,
         uniqueItems: true,
         default: [],
         description: "Daily cadence only: ISO weekdays (1 Monday to 7 Sunday) that never break a streak."
@@ -180,9 +181,12 @@ export const PolicyInput = Schema.Unknown.annotations({
         type: "object",
         description: "The freeze bank: a freeze carries a streak across a missed period.",
         properties: {
-          initial: upTo(10, "Freezes a member starts with (at most `max`)."),
-          max: upTo(10, "Most freezes a member can hold."),
-          earnEvery: upTo(1000, "One freeze earned each time the streak reaches a multiple of this (0: never).")
+          initial: upTo(Policy.limits.freezes, "Freezes a member starts with (at most `max`)."),
+          max: upTo(Policy.limits.freezes, "Most freezes a member can hold."),
+          earnEvery: upTo(
+            Policy.limits.earnEvery,
+            "One freeze earned each time the streak reaches a multiple of this (0: never)."
+          )
         },
         additionalProperties: false
       },
