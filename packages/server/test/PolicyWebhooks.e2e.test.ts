@@ -8,9 +8,7 @@ import { Calendar } from "@streaks/core"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer } from "effect"
-import { createServer, type IncomingMessage } from "node:http"
-import type { AddressInfo } from "node:net"
-import { Webhook } from "standardwebhooks"
+import { call, receiver } from "./support/Receivers.js"
 import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "e2e-admin"
@@ -21,63 +19,6 @@ const server = ReferenceServer.layer({
   STREAKS_ALLOW_INSECURE_WEBHOOK_URLS: "true",
   STREAKS_DB_POOL_SIZE: "10"
 }).pipe(Layer.provideMerge(PgTest.layer), Layer.provideMerge(Layer.setClock(Clock.make())))
-
-interface Delivery {
-  readonly type: string
-  readonly body: any
-}
-
-/** A receiver on 127.0.0.1 that verifies every delivery's signature; unverifiable ones are kept apart. */
-const receiver = (secret: () => string) =>
-  Effect.acquireRelease(
-    Effect.async<{ url: string; deliveries: Array<Delivery>; invalid: Array<string>; close: () => void }>((resume) => {
-      const deliveries: Array<Delivery> = []
-      const invalid: Array<string> = []
-      const http = createServer((req: IncomingMessage, res) => {
-        let raw = ""
-        req.on("data", (c) => (raw += c)).on("end", () => {
-          try {
-            const body = new Webhook(secret()).verify(raw, {
-              "webhook-id": String(req.headers["webhook-id"]),
-              "webhook-timestamp": String(req.headers["webhook-timestamp"]),
-              "webhook-signature": String(req.headers["webhook-signature"])
-            }) as any
-            deliveries.push({ type: body.type, body })
-            res.writeHead(200).end()
-          } catch (e) {
-            invalid.push(String(e))
-            res.writeHead(400).end()
-          }
-        })
-      })
-      http.listen(0, "127.0.0.1", () =>
-        resume(Effect.succeed({
-          url: `http://127.0.0.1:${(http.address() as AddressInfo).port}/hook`,
-          deliveries,
-          invalid,
-          close: () => {
-            http.closeAllConnections()
-            http.close()
-          }
-        })))
-    }),
-    (r) => Effect.sync(r.close)
-  )
-
-const call = (
-  base: string,
-  path: string,
-  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}
-) =>
-  Effect.promise(async () => {
-    const r = await fetch(`${base}${path}`, {
-      method: init.method ?? (init.body === undefined ? "GET" : "POST"),
-      headers: { "content-type": "application/json", ...init.headers },
-      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
-    })
-    const text = await r.text()
-    return { status: r.status, body: text === "" ? undefined : JSON.parse(text) }
-  })
 
 const admin = (base: string, path: string, body?: unknown) =>
   call(base, path, { method: "POST", headers: { "x-admin-token": ADMIN }, ...(body !== undefined ? { body } : {}) })
