@@ -88,20 +88,21 @@ await runtime.dispose()
 `
 
 /** Uses of the published types that must compile, and two misuses that must not. */
-const checkTs = `import { EventInput, Ids, Ingest, OutboundEvents, SecretBox, Services } from "@streaks/core"
+const checkTs = `import { EventInput, Ids, Ingest, OutboundEvents, SecretBox, Services, Storage } from "@streaks/core"
 import * as MemoryStorage from "@streaks/core/MemoryStorage"
-import type { Storage } from "@streaks/core/Ports"
+import type * as Ports from "@streaks/core/Ports"
 import { Api } from "@streaks/http"
 import { PgStorage } from "@streaks/storage-pg"
 import { Effect, Layer } from "effect"
 
-export const storage: Layer.Layer<Storage> = MemoryStorage.layer
+export const ports: Layer.Layer<Ports.Storage> = Layer.effectContext(MemoryStorage.make)
+export const storage: Layer.Layer<Storage.Complete> = Storage.layer(ports)
 export const services: Layer.Layer<Services.Services> = Services.layer.pipe(
   Layer.provide(OutboundEvents.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
   Layer.provide(storage)
 )
-export const onPostgres: Layer.Layer<Storage, unknown, unknown> = PgStorage.layer()
+export const onPostgres: Layer.Layer<Storage.Complete, unknown, unknown> = PgStorage.layer()
 export const api = Api.Api
 
 export const record = (siteKey: string, programId: string) =>

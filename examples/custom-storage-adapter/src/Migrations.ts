@@ -202,7 +202,7 @@ const initial: ReadonlyArray<string> = [
     started_at INTEGER NOT NULL,
     ended_at INTEGER
   )`,
-  // At most one running experiment per program: ExperimentStore.start relies on it.
+  // At most one running experiment per program: a uniqueness rule of Catalog.insert.
   `CREATE UNIQUE INDEX experiments_running ON experiments (program_id) WHERE ended_at IS NULL`
 ]
 

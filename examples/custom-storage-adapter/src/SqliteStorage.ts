@@ -9,37 +9,30 @@
  * `SKIP LOCKED`, at the price of one writer at a time (fine for an embedded or edge deployment,
  * not for a fleet of replicas: use `@streaks/storage-pg` there).
  */
-import * as SqlClient from "@effect/sql/SqlClient"
 import type { MigrationError } from "@effect/sql/Migrator"
+import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import {
   AchievementStore,
   ActionLog,
-  CredentialStore,
-  DirectoryStore,
-  ExperimentStore,
+  Catalog,
   IdempotencyStore,
   MemberStore,
   Outbox,
   type Storage,
   StreakStore,
-  SubscriptionStore,
   Transactor,
   UsageStore
 } from "@streaks/core/Ports"
+import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
 import type { ConfigError } from "effect/ConfigError"
-import { makeOutbox, makeSubscriptionStore } from "./internal/delivery.js"
-import { type Ctx, withTransaction } from "./internal/sqlite.js"
-import { makeAchievementStore, makeActionLog, makeIdempotencyStore, makeStreakStore } from "./internal/streaks.js"
-import {
-  makeCredentialStore,
-  makeDirectoryStore,
-  makeExperimentStore,
-  makeMemberStore,
-  makeUsageStore
-} from "./internal/tenancy.js"
+import { makeActionLog, makeIdempotencyStore, makeUsageStore } from "./internal/actions.js"
+import { makeCatalog } from "./internal/catalog.js"
+import { makeOutbox } from "./internal/delivery.js"
+import { withTransaction } from "./internal/sqlite.js"
+import { makeAchievementStore, makeMemberStore, makeStreakStore } from "./internal/streaks.js"
 import * as Migrations from "./Migrations.js"
 
 /**
@@ -52,25 +45,22 @@ export const makeTransactor = (sql: SqlClient.SqlClient): Transactor["Type"] => 
 })
 
 /** Every port over `sql`, whose database must already be migrated. */
-export const make = (sql: SqlClient.SqlClient): Context.Context<Storage> => {
-  const ctx: Ctx = { sql: sql.withoutTransforms() }
-  return Context.make(Transactor, makeTransactor(ctx.sql)).pipe(
-    Context.add(DirectoryStore, makeDirectoryStore(ctx)),
-    Context.add(MemberStore, makeMemberStore(ctx)),
-    Context.add(StreakStore, makeStreakStore(ctx)),
-    Context.add(AchievementStore, makeAchievementStore(ctx)),
-    Context.add(ActionLog, makeActionLog(ctx)),
-    Context.add(IdempotencyStore, makeIdempotencyStore(ctx)),
-    Context.add(SubscriptionStore, makeSubscriptionStore(ctx)),
-    Context.add(Outbox, makeOutbox(ctx)),
-    Context.add(CredentialStore, makeCredentialStore(ctx)),
-    Context.add(UsageStore, makeUsageStore(ctx)),
-    Context.add(ExperimentStore, makeExperimentStore(ctx))
+export const make = (client: SqlClient.SqlClient): Context.Context<Storage> => {
+  const sql = client.withoutTransforms()
+  return Context.make(Transactor, makeTransactor(sql)).pipe(
+    Context.add(Catalog, makeCatalog(sql)),
+    Context.add(MemberStore, makeMemberStore(sql)),
+    Context.add(StreakStore, makeStreakStore(sql)),
+    Context.add(AchievementStore, makeAchievementStore(sql)),
+    Context.add(ActionLog, makeActionLog(sql)),
+    Context.add(IdempotencyStore, makeIdempotencyStore(sql)),
+    Context.add(Outbox, makeOutbox(sql)),
+    Context.add(UsageStore, makeUsageStore(sql))
   )
 }
 
-/** Every port on the `SqlClient` in context (a SQLite one); migrates the database first. */
-export const layerFromClient: Layer.Layer<Storage, SqlError | MigrationError, SqlClient.SqlClient> = Layer
+/** The ports on the `SqlClient` in context (a SQLite one); migrates the database first. */
+export const portsFromClient: Layer.Layer<Storage, SqlError | MigrationError, SqlClient.SqlClient> = Layer
   .effectContext(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
@@ -81,11 +71,21 @@ export const layerFromClient: Layer.Layer<Storage, SqlError | MigrationError, Sq
     })
   )
 
+/**
+ * Every store core needs on the `SqlClient` in context: the ports, completed by core with what it
+ * builds on them (`Storage.layer`: the directory, subscription, credential and experiment stores
+ * on the `Catalog`, `IngestStore` and `StateStore` from the ports).
+ */
+export const layerFromClient: Layer.Layer<CoreStorage.Complete, SqlError | MigrationError, SqlClient.SqlClient> =
+  CoreStorage.layer(portsFromClient)
+
 export interface Config {
   /** Path of the database file (created if missing), or ":memory:". */
   readonly filename: string
 }
 
-/** Every port on the SQLite database in `filename`, migrated when the layer is built. */
-export const layer = (config: Config): Layer.Layer<Storage, SqlError | MigrationError | ConfigError> =>
+/** Every store core needs, on the SQLite database in `filename`, migrated when the layer is built. */
+export const layer = (
+  config: Config
+): Layer.Layer<CoreStorage.Complete, SqlError | MigrationError | ConfigError> =>
   layerFromClient.pipe(Layer.provide(SqliteClient.layer({ filename: config.filename })))

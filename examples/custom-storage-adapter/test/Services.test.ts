@@ -49,6 +49,9 @@ describe("core services on SQLite", () => {
           milestones: [{ target: 1, msg: "First day!" }]
         })
         yield* provisioning.setProgramStatus(program.id, "live")
+        // The layer brings the stores core builds on the Catalog, read back from SQLite.
+        const stored = yield* (yield* Ports.DirectoryStore).program(program.id)
+        assert.strictEqual(Option.getOrThrow(stored).status, "live")
         const action = yield* EventInput.decodeCountAction({ userHash: "member-42", tz: "Europe/Paris" })
         const answer = yield* ingest.record({
           project,
@@ -56,15 +59,17 @@ describe("core services on SQLite", () => {
           auth: { door: "api", programId: Ids.unsafe("ProgramId", program.id) }
         })
         assert.deepStrictEqual(answer.body, { counted: true })
-        const row = yield* (yield* Ports.StreakStore).get(
-          new Domain.StreakKey({
-            projectId: project.id,
-            programId: program.id,
-            userHash: "member-42" as Ids.UserHash,
-            ledger: "live"
-          })
-        )
-        assert.strictEqual(Option.getOrThrow(row).run, 1)
+        const rows = yield* (yield* Ports.StreakStore).rows({
+          keys: [
+            new Domain.StreakKey({
+              projectId: project.id,
+              programId: program.id,
+              userHash: "member-42" as Ids.UserHash,
+              ledger: "live"
+            })
+          ]
+        })
+        assert.deepStrictEqual(rows.map((row) => row.run), [1])
         return program.id
       }).pipe(Effect.provide(servicesOn(filename)))
 

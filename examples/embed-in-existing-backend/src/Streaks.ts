@@ -5,15 +5,26 @@
  *
  * Nothing here knows about HTTP: `app.ts` maps results and errors to responses.
  */
-import { EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
-import type { Storage } from "@streaks/core/Ports"
+import {
+  EventInput,
+  Ids,
+  Ingest,
+  OutboundEvents,
+  Provisioning,
+  SecretBox,
+  Services,
+  StateQuery,
+  Storage
+} from "@streaks/core"
+import type * as Ports from "@streaks/core/Ports"
 import { Effect, Layer, ManagedRuntime } from "effect"
 
 /** The runtime the routes use: every core service is available to programs run on it. */
 export type StreaksRuntime = ManagedRuntime.ManagedRuntime<Services.Services, unknown>
 
 /**
- * Every core service on `storage` (`layerMemory`, `PgStorage.layer()`, your own adapter).
+ * Every core service on `storage` (`layerMemory`, `PgStorage.layer()`, your own adapter's ports
+ * completed with `Storage.layer`).
  * `secretBox` seals the project's signing secret; the default key lives only as long as the
  * process, which is fine while nothing reads sealed secrets back (identity tokens of the widget
  * do): give a persistent key in production, e.g. `SecretBox.layer(Redacted.make(key))`.
@@ -21,7 +32,7 @@ export type StreaksRuntime = ManagedRuntime.ManagedRuntime<Services.Services, un
  * if you subscribe to them.
  */
 export const layer = <E>(
-  storage: Layer.Layer<Storage, E>,
+  storage: Layer.Layer<Complete, E>,
   secretBox: Layer.Layer<SecretBox.SecretBox> = SecretBox.layerEphemeral
 ): Layer.Layer<Services.Services, E> =>
   Services.layer.pipe(
@@ -32,7 +43,7 @@ export const layer = <E>(
 
 /** Builds the runtime; its resources (pool, embedded database) start on first use or `runtime.runtime()`. */
 export const makeRuntime = <E>(
-  storage: Layer.Layer<Storage, E>,
+  storage: Layer.Layer<Complete, E>,
   secretBox?: Layer.Layer<SecretBox.SecretBox>
 ): StreaksRuntime => ManagedRuntime.make(layer(storage, secretBox))
 

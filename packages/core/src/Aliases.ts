@@ -4,7 +4,7 @@
  */
 import { Context, Effect, Layer, Option } from "effect"
 import * as Credentials from "./Credentials.js"
-import { type Project, StreakKey } from "./Domain.js"
+import { Achievement, type Project, StreakKey, type StreakRow } from "./Domain.js"
 import { AliasConflict, type InvalidBody, InvalidAliasToken, type InvalidSiteKey, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import type { UserHash } from "./Ids.js"
@@ -15,6 +15,7 @@ import {
   AchievementStore,
   DirectoryStore,
   type ExperimentStore,
+  type Member,
   MemberStore,
   type Outbox,
   StreakStore,
@@ -83,17 +84,23 @@ const merge = (
     const project = Option.getOrUndefined(yield* directory.project(projectId))
     const now = yield* nowDate
     let enqueued = 0
-    for (const from of yield* streaks.keysOfMember(projectId, anonymousId)) {
-      // Locking the anonymous row first serialises the merge with actions still sent under its id.
-      const fromRow = yield* streaks.lock(from, zone)
+    for (const found of yield* streaks.rows({ projectId, userHash: anonymousId })) {
+      const from = new StreakKey({
+        projectId: found.projectId,
+        programId: found.programId,
+        userHash: found.userHash,
+        ledger: found.ledger
+      })
       const to = new StreakKey({ ...from, userHash: member })
-      const row = yield* streaks.lock(to, zone)
-      let added = false
-      for (const day of yield* streaks.days(from)) {
-        if (yield* streaks.addDay(to, day)) added = true
-      }
-      for (const a of yield* achievements.list(from)) yield* achievements.add(to, a.milestoneId, a.achievedAt)
-      yield* achievements.remove(from)
+      // Locking the anonymous row too serialises the merge with actions still sent under its id.
+      const [fromRow, row] = (yield* streaks.lock([{ key: from, timezone: zone }, { key: to, timezone: zone }])) as [
+        StreakRow,
+        StreakRow
+      ]
+      const days = yield* streaks.days(from)
+      const added = (yield* streaks.addDays(days.map((day) => ({ key: to, day })))).some(Boolean)
+      const [achieved] = yield* achievements.achieved([from])
+      yield* achievements.add(achieved!.map((a) => new Achievement({ ...a, userHash: member })))
       yield* streaks.remove(from)
 
       const program = Option.getOrUndefined(yield* directory.program(from.programId))
@@ -119,9 +126,11 @@ export const make: Effect.Effect<Aliases["Type"], never, Requirements> = Effect.
     Effect.gen(function*() {
       if (anonymousId === userHash) return "unchanged" as const
       const enqueued = yield* transactor.withTransaction(Effect.gen(function*() {
-        const anonymous = yield* members.lookup(project.id, anonymousId)
         // Linking to an id that is itself an alias links to the member behind it.
-        const target = yield* members.lookup(project.id, userHash)
+        const [anonymous, target] = (yield* members.lookup([
+          { projectId: project.id, userHash: anonymousId },
+          { projectId: project.id, userHash }
+        ])) as [Member, Member]
         if (target.userHash === anonymousId) {
           return yield* new AliasConflict({ message: "the member is already linked to this anonymous id" })
         }

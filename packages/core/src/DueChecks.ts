@@ -192,7 +192,7 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
         const claimed = yield* transactor.withTransaction(Effect.gen(function*() {
           const rows = yield* streaks.claimDue(now, batch)
           const next = yield* advanceAll(rows)
-          yield* streaks.saveAll(next)
+          yield* streaks.save(next)
           if (pending.length > 0) yield* outbox.enqueue(pending)
           return rows.length
         }))

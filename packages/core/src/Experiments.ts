@@ -100,7 +100,7 @@ export const make = Effect.gen(function*() {
       userHash: row.userHash,
       ledger: "live"
     })
-    return Effect.map(streaks.daysBetween(key, from, Calendar.localDate(until, row.timezone)), (days) => {
+    return Effect.map(streaks.days(key, { from, to: Calendar.localDate(until, row.timezone) }), (days) => {
       const first = days[0]
       const last = days[days.length - 1]
       if (first === undefined || last === undefined) return "none"
@@ -110,7 +110,7 @@ export const make = Effect.gen(function*() {
 
   const results = (experiment: Experiment, until: Date): Effect.Effect<ExperimentResult, StorageError> =>
     Effect.gen(function*() {
-      const rows = yield* streaks.rowsOfProgram(experiment.programId, "live")
+      const rows = yield* streaks.rows({ programId: experiment.programId, ledger: "live" })
       const outcomes = yield* Effect.forEach(
         rows,
         (row) =>

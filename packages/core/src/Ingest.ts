@@ -3,18 +3,18 @@
  * customer REST count-action): the checks of CONTRACT §2 in order, then a group commit that loads
  * what the group needs (`IngestStore.load`), plans it (`IngestPlan.plan`, pure) and commits it.
  */
-import { Cause, Clock, Context, Effect, Exit, Layer, Option, type Scope } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Layer, type Scope } from "effect"
 import type { Project } from "./Domain.js"
 import { IdempotencyKeyInProgress, type InvalidBody, type InvalidSiteKey, StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import type { Action } from "./EventInput.js"
 import * as Ids from "./Ids.js"
 import * as IngestPlan from "./IngestPlan.js"
-import { fromPorts, IngestStore, keyOf } from "./IngestStore.js"
+import { IngestStore, keyOf } from "./IngestStore.js"
 import * as GroupCommit from "./internal/groupCommit.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
 import { OutboxSignal } from "./OutboundEvents.js"
-import { DirectoryStore, type Storage, Transactor } from "./Ports.js"
+import { DirectoryStore, Transactor } from "./Ports.js"
 
 export type { AnswerBody } from "./IngestPlan.js"
 export { type Auth, browserAuth, originAllowed } from "./internal/ingestAuth.js"
@@ -61,11 +61,8 @@ export class Ingest extends Context.Tag("@streaks/core/Ingest")<Ingest, {
   readonly record: (input: RecordInput) => Effect.Effect<IngestAnswer, RecordError | StorageError>
 }>() {}
 
-/**
- * The services `Ingest.layer` needs: the record-level ports (an `IngestStore` in context is used
- * where the adapter provides one, else one is lifted from them with `IngestStore.fromPorts`).
- */
-export type Requirements = Storage | OutboxSignal
+/** The services `Ingest.layer` needs (`Storage.layer` provides the stores). */
+export type Requirements = IngestStore | DirectoryStore | Transactor | OutboxSignal
 
 /**
  * Concurrent actions share transactions (group commit): the actions that arrive while a group is
@@ -102,10 +99,7 @@ const inProgress = () =>
 
 export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], never, Requirements | Scope.Scope> =>
   Effect.gen(function*() {
-    const store = yield* Effect.flatMap(
-      Effect.serviceOption(IngestStore),
-      Option.match({ onSome: Effect.succeed, onNone: () => fromPorts })
-    )
+    const store = yield* IngestStore
     const directory = yield* DirectoryStore
     const transactor = yield* Transactor
     const signal = yield* OutboxSignal
@@ -153,6 +147,10 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
           }
           result = IngestPlan.plan(input)
         }
+        // A defect is a bug in planning one action: roll the group back (freeing every key it
+        // claimed, leaving no row it locked) so that each action is tried alone, and only that one fails.
+        const defect = result.answers.find((a) => a._tag === "Defect")
+        if (defect !== undefined) return yield* Effect.die(defect.defect)
         // Rare (a program's first real action): through the directory, so that a cache over it learns.
         for (const id of result.goLive) yield* directory.goLive(id)
         yield* store.commit(result.changes)
@@ -201,11 +199,8 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
                   return Effect.succeed({ body: answer.response.body as IngestPlan.AnswerBody, deprecation })
                 case "InProgress":
                   return Effect.fail(inProgress())
-                case "Defect":
-                  return Effect.zipRight(
-                    Effect.logError("a defect while planning an action (it alone fails)", Cause.die(answer.defect)),
-                    Effect.die(answer.defect)
-                  )
+                case "Defect": // never answered: a group with a defect rolls back (see `apply`)
+                  return Effect.die(answer.defect)
               }
             })
         )
@@ -215,7 +210,11 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
   })
 
 const logFailure = (cause: Cause.Cause<unknown>) =>
-  Cause.isInterruptedOnly(cause) ? Effect.void : Effect.logWarning("an ingest transaction failed", cause)
+  Cause.isInterruptedOnly(cause)
+    ? Effect.void
+    : Cause.isDie(cause)
+    ? Effect.logError("a defect while planning an action (it alone fails)", cause)
+    : Effect.logWarning("an ingest transaction failed", cause)
 
 /** `Ingest` with the default batching. */
 export const layer: Layer.Layer<Ingest, never, Requirements> = Layer.scoped(Ingest, make())

@@ -249,7 +249,6 @@ export const plan = (input: Input): Result => {
   const answers: Array<Answer> = []
   const steps: Array<Step> = []
   const answered: Array<KeyAnswer> = []
-  const released: Array<KeyRequest> = []
   const missing = new Map<string, StreakKey>()
   const unheard = new Set<ProgramId>()
   const live = new Set<ProgramId>()
@@ -285,8 +284,7 @@ export const plan = (input: Input): Result => {
         unheard.add(defect.program)
         return answers.push({ _tag: "Applied", body: {} })
       }
-      // Its key was claimed with the group: free it, so that a retry runs rather than waits.
-      if (key !== undefined) released.push({ projectId: w.project.id, key, now: w.now })
+      // Ingest rolls the group back and tries each action alone: the key claimed with it is freed.
       return answers.push({ _tag: "Defect", defect })
     }
     if (step.state !== undefined) states.set(keyOf(step.state.key), step.state)
@@ -317,8 +315,7 @@ export const plan = (input: Input): Result => {
       zones: [...zones].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, z]) => z),
       actions: steps.map((s) => s.record),
       outbox: steps.flatMap((s) => s.outbox),
-      answers: answered,
-      released
+      answers: answered
     }
   }
 }

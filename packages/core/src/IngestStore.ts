@@ -3,7 +3,7 @@
  * late action needs (`history`), and the planned changes written in the same transaction (`commit`).
  * A store that only has the record-level ports gets it from `fromPorts`.
  */
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer } from "effect"
 import type { LocalDate } from "./Calendar.js"
 import type {
   Achievement,
@@ -22,14 +22,13 @@ import type { MilestoneId, ProgramId, ProjectId, UserHash } from "./Ids.js"
 import {
   AchievementStore,
   ActionLog,
-  ExperimentStore,
+  Catalog,
   type IdempotencyClaim,
   IdempotencyStore,
   type Member,
   MemberStore,
   Outbox,
   StreakStore,
-  SubscriptionStore,
   UsageStore,
   type UsageEntry
 } from "./Ports.js"
@@ -140,8 +139,6 @@ export interface Changes {
   readonly actions: ReadonlyArray<ActionRecord>
   readonly outbox: ReadonlyArray<OutboxMessage>
   readonly answers: ReadonlyArray<KeyAnswer>
-  /** Keys claimed by `load` for actions that failed: freed, so that a retry runs. */
-  readonly released: ReadonlyArray<KeyRequest>
 }
 
 export const noChanges: Changes = {
@@ -152,8 +149,7 @@ export const noChanges: Changes = {
   zones: [],
   actions: [],
   outbox: [],
-  answers: [],
-  released: []
+  answers: []
 }
 
 export class IngestStore extends Context.Tag("@streaks/core/IngestStore")<IngestStore, {
@@ -197,22 +193,13 @@ export const keyOf = (k: Pick<StreakKey, "projectId" | "programId" | "userHash" 
 export const fromPorts: Effect.Effect<
   IngestStore["Type"],
   never,
-  | MemberStore
-  | StreakStore
-  | AchievementStore
-  | IdempotencyStore
-  | ExperimentStore
-  | SubscriptionStore
-  | ActionLog
-  | Outbox
-  | UsageStore
+  MemberStore | StreakStore | AchievementStore | IdempotencyStore | Catalog | ActionLog | Outbox | UsageStore
 > = Effect.gen(function*() {
   const members = yield* MemberStore
   const streaks = yield* StreakStore
   const achievements = yield* AchievementStore
   const idempotency = yield* IdempotencyStore
-  const experiments = yield* ExperimentStore
-  const subscriptions = yield* SubscriptionStore
+  const catalog = yield* Catalog
   const log = yield* ActionLog
   const outbox = yield* Outbox
   const usage = yield* UsageStore
@@ -220,7 +207,7 @@ export const fromPorts: Effect.Effect<
   const load = (request: LoadRequest): Io<Snapshot> =>
     Effect.gen(function*() {
       const claims = yield* Effect.forEach(request.keys, (k) => idempotency.claim(k.projectId, k.key, k.now))
-      const found = yield* members.lookupMany(
+      const found = yield* members.lookup(
         request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))
       )
       const asked = request.members.flatMap((m, i) =>
@@ -236,10 +223,10 @@ export const fromPorts: Effect.Effect<
           withAchieved: m.streak.withAchieved
         }]
       )
-      const rows = yield* streaks.lockMany(asked.map((a) => ({ key: a.key, timezone: a.timezone })))
+      const rows = yield* streaks.lock(asked.map((a) => ({ key: a.key, timezone: a.timezone })))
       const withAchieved = asked.filter((a) => a.withAchieved)
-      const achieved = yield* achievements.achievedMany(withAchieved.map((a) => a.key))
-      const achievedOf = new Map(withAchieved.map((a, n) => [a.i, achieved[n]!]))
+      const achieved = yield* achievements.achieved(withAchieved.map((a) => a.key))
+      const achievedOf = new Map(withAchieved.map((a, n) => [a.i, achieved[n]!.map((x) => x.milestoneId)]))
       const streakOf = new Map(
         asked.map((a, n) => [a.i, { key: a.key, row: rows[n]!, achieved: achievedOf.get(a.i) ?? [] }])
       )
@@ -248,22 +235,21 @@ export const fromPorts: Effect.Effect<
 
   const audience = (programs: ReadonlyArray<ProgramId>): Io<Audience> =>
     Effect.gen(function*() {
-      const running = yield* Effect.forEach(programs, (id) => experiments.running(id))
-      const listening = yield* Effect.forEach(programs, (id) => subscriptionsOf(id))
+      if (programs.length === 0) return { experiments: new Map(), subscriptions: new Map() }
+      const [running, listening] = yield* Effect.all([
+        catalog.find("experiment", { programId: programs, endedAt: null }),
+        catalog.find("subscription", { programId: programs })
+      ])
       return {
-        experiments: new Map(
-          programs.flatMap((id, n) => Option.toArray(Option.map(running[n]!, (e) => [id, e] as const)))
-        ),
-        subscriptions: new Map(programs.map((id, n) => [id, listening[n]!]))
+        experiments: new Map(running.map((e) => [e.programId, e])),
+        subscriptions: new Map(
+          programs.map((id) => [
+            id,
+            listening.filter((s) => s.programId === id && s.eventTypes.some((t) => eventTypes.includes(t)))
+          ])
+        )
       }
     })
-
-  // The record-level port answers per event type; a planner wants a program's subscriptions once.
-  const subscriptionsOf = (programId: ProgramId) =>
-    Effect.map(
-      Effect.all(eventTypes.map((type) => subscriptions.forEvent(programId, type))),
-      (found) => [...new Map(found.flat().map((s) => [s.id, s])).values()]
-    )
 
   const commit = (changes: Changes): Io<void> =>
     Effect.gen(function*() {
@@ -271,16 +257,16 @@ export const fromPorts: Effect.Effect<
         const added = yield* streaks.addDays(changes.days)
         if (!added.every(Boolean)) return yield* conflict("an active day")
       }
-      if (changes.rows.length > 0) yield* streaks.saveAll(changes.rows)
-      for (const a of changes.achievements) {
-        if (!(yield* achievements.add(a, a.milestoneId, a.achievedAt))) return yield* conflict("an achievement")
+      if (changes.rows.length > 0) yield* streaks.save(changes.rows)
+      if (changes.achievements.length > 0) {
+        const added = yield* achievements.add(changes.achievements)
+        if (!added.every(Boolean)) return yield* conflict("an achievement")
       }
-      if (changes.usage.length > 0) yield* usage.markActiveMany(changes.usage)
+      if (changes.usage.length > 0) yield* usage.markActive(changes.usage)
       for (const z of changes.zones) yield* members.setTimezone(z.projectId, z.userHash, z.timezone)
-      if (changes.actions.length > 0) yield* log.appendAll(changes.actions)
+      if (changes.actions.length > 0) yield* log.append(changes.actions)
       if (changes.outbox.length > 0) yield* outbox.enqueue(changes.outbox)
       for (const a of changes.answers) yield* idempotency.complete(a.projectId, a.key, a.response, a.now)
-      for (const k of changes.released) yield* idempotency.release(k.projectId, k.key)
     })
 
   return IngestStore.of({

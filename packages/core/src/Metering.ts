@@ -31,10 +31,10 @@ export const recordActive = (
   userHash: Ids.UserHash,
   at: Date
 ): Effect.Effect<void, StorageError, UsageStore> =>
-  Effect.flatMap(UsageStore, (usage) => {
-    const entry = activeEntry(workspaceId, projectId, userHash, at)
-    return usage.markActive(entry.workspaceId, entry.month, entry.member)
-  })
+  Effect.flatMap(
+    UsageStore,
+    (usage) => Effect.asVoid(usage.markActive([activeEntry(workspaceId, projectId, userHash, at)]))
+  )
 
 export interface Usage {
   /** "YYYY-MM" (UTC). */

@@ -54,31 +54,70 @@ export class Transactor extends Context.Tag("@streaks/core/Transactor")<Transact
   readonly withTransaction: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | StorageError, R>
 }>() {}
 
-/** Workspaces, projects and programs (with their milestones). */
-export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<DirectoryStore, {
-  readonly createWorkspace: (workspace: Workspace) => Io<void>
-  readonly workspace: (id: WorkspaceId) => Io<Option.Option<Workspace>>
-  /** MUST return None for an unknown id. */
-  readonly setPlan: (id: WorkspaceId, plan: Plan) => Io<Option.Option<Workspace>>
-  readonly createProject: (project: Project) => Io<void>
-  readonly project: (id: ProjectId) => Io<Option.Option<Project>>
-  readonly projectBySiteKey: (siteKey: SiteKey) => Io<Option.Option<Project>>
-  readonly projectsOfWorkspaces: (ids: ReadonlyArray<WorkspaceId>) => Io<ReadonlyArray<Project>>
-  /** MUST reject nothing itself; services ensure `eventKey` is unique within the project. */
-  readonly createProgram: (program: Program) => Io<void>
-  readonly program: (id: ProgramId) => Io<Option.Option<Program>>
-  /** The program of the project that counts exactly this event key (case-sensitive). */
-  readonly programByEventKey: (projectId: ProjectId, eventKey: string) => Io<Option.Option<Program>>
-  readonly programsOfProjects: (ids: ReadonlyArray<ProjectId>) => Io<ReadonlyArray<Program>>
-  readonly setProgramStatus: (id: ProgramId, status: ProgramStatus) => Io<Option.Option<Program>>
+/** The records of tenancy and configuration a `Catalog` keeps, by kind. */
+export interface CatalogRecords {
+  readonly workspace: Workspace
+  readonly project: Project
+  readonly program: Program
+  readonly subscription: Subscription
+  readonly apiKey: ApiKey
+  readonly grant: OAuthGrant
+  readonly experiment: Experiment
+}
+
+export type CatalogKind = keyof CatalogRecords
+
+/** The fields of each kind that a selection may name: a store keeps them where it can match them. */
+export interface CatalogFields {
+  readonly workspace: "id"
+  readonly project: "id" | "siteKey" | "workspaceId"
+  readonly program: "id" | "projectId" | "eventKey" | "status"
+  readonly subscription: "id" | "programId" | "workspaceId"
+  readonly apiKey: "id" | "tokenHash" | "revokedAt"
+  readonly grant: "id" | "tokenHash" | "revokedAt"
+  readonly experiment: "id" | "programId" | "endedAt"
+}
+
+/**
+ * Which records of a kind a call is about: every field named MUST match. A value matches itself, an
+ * array any of its values (an empty array nothing), `null` a field that is absent.
+ */
+export type Selection<K extends CatalogKind> = {
+  readonly [F in CatalogFields[K]]?:
+    | Exclude<CatalogRecords[K][F & keyof CatalogRecords[K]], undefined>
+    | ReadonlyArray<Exclude<CatalogRecords[K][F & keyof CatalogRecords[K]], undefined>>
+    | null
+}
+
+/** Fields to set on selected records (the id never changes). */
+export type CatalogChanges<K extends CatalogKind> = Partial<Omit<CatalogRecords[K], "id">>
+
+/**
+ * Workspaces, projects, programs, subscriptions, credentials and experiments: few, small records,
+ * read by equality on a handful of fields (`CatalogFields`). Core builds the directory,
+ * subscription, credential and experiment stores on these four calls (`Storage.layer`).
+ *
+ * Uniqueness rules `insert` MUST keep, also among concurrent callers: the `id` of every kind; a
+ * project's `siteKey`; one experiment without `endedAt` per `programId`.
+ */
+export class Catalog extends Context.Tag("@streaks/core/Catalog")<Catalog, {
+  /** Stores a new record exactly (every field round-trips); `false`, storing nothing, when it breaks a uniqueness rule. */
+  readonly insert: <K extends CatalogKind>(kind: K, record: CatalogRecords[K]) => Io<boolean>
+  /** The records of `kind` that match `where`, ordered by id. */
+  readonly find: <K extends CatalogKind>(kind: K, where: Selection<K>) => Io<ReadonlyArray<CatalogRecords[K]>>
   /**
-   * Moves a `test` program to `live`. MUST be atomic: of concurrent callers exactly one gets
-   * `true`; a program already live gives `false`.
+   * Sets `changes` on the records that match `where` and returns them as updated, ordered by id.
+   * MUST match and change each record in one atomic step: of concurrent updates whose `where`
+   * names a field the others change (`{ id, status: "test" }` → `{ status: "live" }`), exactly
+   * one changes the record.
    */
-  readonly goLive: (id: ProgramId) => Io<boolean>
-  readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
-  /** Sets the program's policy and its `mode` (CONTRACT §16); MUST return None for an unknown id. */
-  readonly setProgramPolicy: (id: ProgramId, policy: Policy, mode: StreakMode) => Io<Option.Option<Program>>
+  readonly update: <K extends CatalogKind>(
+    kind: K,
+    where: Selection<K>,
+    changes: CatalogChanges<K>
+  ) => Io<ReadonlyArray<CatalogRecords[K]>>
+  /** Deletes the records that match `where`; returns them, ordered by id. */
+  readonly remove: <K extends CatalogKind>(kind: K, where: Selection<K>) => Io<ReadonlyArray<CatalogRecords[K]>>
 }>() {}
 
 /** An id as an action names it. */
@@ -106,7 +145,7 @@ export interface StandingRef {
   readonly userHash: UserHash
 }
 
-/** What a member's widget shows, read at once: see `StreakStore.standingMany`. */
+/** What a member's widget shows, read at once: see `StateStore.standing`. */
 export interface Standing {
   readonly member: Member
   readonly row: Option.Option<StreakRow>
@@ -119,12 +158,11 @@ export interface Standing {
 /** Member facts per project: aliases (anonymous → member) and the member's time zone. */
 export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<MemberStore, {
   /**
-   * The canonical member behind `userHash` (itself unless it was linked as an anonymous id)
-   * and that member's stored zone, in one read.
+   * For each id, in input order (an id may repeat): the canonical member behind it (itself unless
+   * it was linked as an anonymous id) and that member's stored zone. One round trip where the
+   * store allows.
    */
-  readonly lookup: (projectId: ProjectId, userHash: UserHash) => Io<Member>
-  /** `lookup` of many ids at once (a batch of actions), answers in input order; one round trip where the store allows. */
-  readonly lookupMany: (ids: ReadonlyArray<MemberRef>) => Io<ReadonlyArray<Member>>
+  readonly lookup: (ids: ReadonlyArray<MemberRef>) => Io<ReadonlyArray<Member>>
   readonly setTimezone: (projectId: ProjectId, userHash: UserHash, timezone: string) => Io<void>
   /**
    * Links `anonymousId` to `userHash`. MUST be atomic: returns `"linked"` the first time,
@@ -139,54 +177,45 @@ export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<Member
   ) => Io<"linked" | "unchanged" | { readonly linkedTo: UserHash }>
 }>() {}
 
-/** Activity days and streak rows: the heart of the per-action path. */
+/** Which streak rows `StreakStore.rows` reads. */
+export type RowQuery =
+  /** The rows of these keys that exist. */
+  | { readonly keys: ReadonlyArray<StreakKey> }
+  /** Every row of a program on one ledger (reports, experiments, a policy change). */
+  | { readonly programId: ProgramId; readonly ledger: Ledger }
+  /** Every row of a member in a project: all programs, both ledgers (an alias merge). */
+  | { readonly projectId: ProjectId; readonly userHash: UserHash }
+
+/** Streak rows, their active days and their achievements: the heart of the per-action path. */
 export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<StreakStore, {
   /**
-   * The streak row of `key`, created empty (zone `timezone`) when missing. MUST lock the row for
-   * the rest of the surrounding transaction so concurrent actions of one member serialise.
+   * The streak row of each key, in input order (a key may repeat), created empty (zone
+   * `timezone`) when missing. Inside a transaction the rows MUST stay locked until it ends, so
+   * concurrent actions of one member serialise, and MUST be locked in one deterministic order, so
+   * that two transactions with overlapping keys cannot deadlock. One round trip where the store
+   * allows.
    */
-  readonly lock: (key: StreakKey, timezone: string) => Io<StreakRow>
-  /**
-   * `lock` of many keys at once (a batch of actions), rows in input order; a key may repeat.
-   * MUST take the locks in one deterministic order (so that two batches with overlapping keys
-   * cannot deadlock); one round trip where the store allows.
-   */
-  readonly lockMany: (
+  readonly lock: (
     keys: ReadonlyArray<{ readonly key: StreakKey; readonly timezone: string }>
   ) => Io<ReadonlyArray<StreakRow>>
-  readonly get: (key: StreakKey) => Io<Option.Option<StreakRow>>
-  /** Inserts or replaces the row (all fields, including `dueAt`). */
-  readonly save: (row: StreakRow) => Io<void>
-  /** `save` for many rows at once (a due-check batch); one round trip where the store allows. */
-  readonly saveAll: (rows: ReadonlyArray<StreakRow>) => Io<void>
-  /** Records an active day. MUST return `true` only for the first insert of (key, day). */
-  readonly addDay: (key: StreakKey, day: LocalDate) => Io<boolean>
+  /** Inserts or replaces each row (every field, including `dueAt`); one round trip where the store allows. */
+  readonly save: (rows: ReadonlyArray<StreakRow>) => Io<void>
   /**
-   * `addDay` of many (key, day) pairs at once, answers in input order. MUST answer `true` only for
-   * the first insert: a pair given twice is `true` at most at its first position.
+   * Records active days, answers in input order. MUST answer `true` only for the first insert of
+   * (key, day), also among concurrent callers: a pair given twice is `true` at most at its first
+   * position.
    */
   readonly addDays: (
     days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>
   ) => Io<ReadonlyArray<boolean>>
-  /** Every active day of the streak, ascending. */
-  readonly days: (key: StreakKey) => Io<ReadonlyArray<LocalDate>>
-  /** Active days in [from, to] inclusive, ascending. */
-  readonly daysBetween: (key: StreakKey, from: LocalDate, to: LocalDate) => Io<ReadonlyArray<LocalDate>>
-  /**
-   * The read of `GET /v1/state`, for many requests at once (the reads that arrive together share
-   * it), answers in input order; a ref may repeat. For each ref: the member behind `ref.userHash`
-   * (as `MemberStore.lookup`), and for that member's key in `ref.programId` on `ref.ledger` the row
-   * (if any), the active days in [from, to] and the achieved milestones. One consistent read, one
-   * round trip where the store allows.
-   */
-  readonly standingMany: (
-    refs: ReadonlyArray<StandingRef>,
-    from: LocalDate,
-    to: LocalDate
-  ) => Io<ReadonlyArray<Standing>>
-  /** Every streak key of a member in a project (all programs, both ledgers). */
-  readonly keysOfMember: (projectId: ProjectId, userHash: UserHash) => Io<ReadonlyArray<StreakKey>>
-  /** Removes the row and the days of `key` (used when an anonymous id is merged away). */
+  /** The active days of the key, ascending: all of them, or those in [from, to] (both inclusive). */
+  readonly days: (
+    key: StreakKey,
+    range?: { readonly from: LocalDate; readonly to: LocalDate }
+  ) => Io<ReadonlyArray<LocalDate>>
+  /** The rows a query names (see `RowQuery`), in no particular order. */
+  readonly rows: (query: RowQuery) => Io<ReadonlyArray<StreakRow>>
+  /** Removes the row of `key` with its days and achievements (an anonymous id merged away). */
   readonly remove: (key: StreakKey) => Io<void>
   /**
    * Rows whose `dueAt` ≤ `now`, oldest due first, at most `limit`. Inside a transaction the rows
@@ -195,20 +224,17 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
    * Cost MUST follow the number of due rows, not the table size.
    */
   readonly claimDue: (now: Date, limit: number) => Io<ReadonlyArray<StreakRow>>
-  /** Rows of a program on one ledger (reports and experiments). */
-  readonly rowsOfProgram: (programId: ProgramId, ledger: Ledger) => Io<ReadonlyArray<StreakRow>>
 }>() {}
 
+/** The milestones reached on each streak key. */
 export class AchievementStore extends Context.Tag("@streaks/core/AchievementStore")<AchievementStore, {
-  readonly list: (key: StreakKey) => Io<ReadonlyArray<Achievement>>
+  /** The achievements of each key, in input order (a key may repeat; an unknown key has none). One round trip where the store allows. */
+  readonly achieved: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<ReadonlyArray<Achievement>>>
   /**
-   * The ids of the milestones achieved on each key (a batch of actions), in input order; a key may
-   * repeat, an unknown key has none. One round trip where the store allows.
+   * Records achievements, answers in input order. MUST answer `true` only the first time (key,
+   * milestone) is recorded, also among concurrent callers.
    */
-  readonly achievedMany: (keys: ReadonlyArray<StreakKey>) => Io<ReadonlyArray<ReadonlyArray<MilestoneId>>>
-  /** MUST return `true` only the first time (key, milestone) is recorded. */
-  readonly add: (key: StreakKey, milestoneId: MilestoneId, at: Date) => Io<boolean>
-  readonly remove: (key: StreakKey) => Io<void>
+  readonly add: (achievements: ReadonlyArray<Achievement>) => Io<ReadonlyArray<boolean>>
 }>() {}
 
 export interface ActionQuery {
@@ -221,9 +247,8 @@ export interface ActionQuery {
 
 /** The append-only log of received actions, and the reads that reports need. */
 export class ActionLog extends Context.Tag("@streaks/core/ActionLog")<ActionLog, {
-  readonly append: (record: ActionRecord) => Io<void>
-  /** `append` of many records at once; one round trip where the store allows. */
-  readonly appendAll: (records: ReadonlyArray<ActionRecord>) => Io<void>
+  /** Stores the records (nothing reads one back by id); one round trip where the store allows. */
+  readonly append: (records: ReadonlyArray<ActionRecord>) => Io<void>
   /** Counts per local date and event type. */
   readonly countsByDay: (query: ActionQuery) => Io<
     ReadonlyArray<{
@@ -254,73 +279,138 @@ export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStor
   /**
    * Claims (project, key) at `now`. MUST be atomic across concurrent callers: exactly one gets
    * `Claimed`. A completed record younger than 24 h replays; an in-progress claim older than
-   * 30 s, or any record older than 24 h, is claimed afresh.
+   * 30 s, or any record older than 24 h, is claimed afresh. Made inside a transaction, the claim
+   * is part of it: a rollback frees the key.
    */
   readonly claim: (projectId: ProjectId, key: string, now: Date) => Io<IdempotencyClaim>
   readonly complete: (projectId: ProjectId, key: string, response: StoredResponse, now: Date) => Io<void>
-  /** Drops an in-progress claim whose work failed, so a retry can run. */
-  readonly release: (projectId: ProjectId, key: string) => Io<void>
   /** Deletes records older than 24 h at `now`; returns how many. */
   readonly purgeExpired: (now: Date) => Io<number>
 }>() {}
 
-export class SubscriptionStore extends Context.Tag("@streaks/core/SubscriptionStore")<SubscriptionStore, {
-  readonly create: (subscription: Subscription) => Io<void>
-  readonly get: (id: SubscriptionId) => Io<Option.Option<Subscription>>
-  /** MUST return the removed subscription, or None when it did not exist. */
-  readonly remove: (id: SubscriptionId) => Io<Option.Option<Subscription>>
-  /** Subscriptions of the program that listen to `type`. */
-  readonly forEvent: (programId: ProgramId, type: OutboundEventType) => Io<ReadonlyArray<Subscription>>
-  /** Removes every subscription created with the credential; returns them. */
-  readonly removeCreatedBy: (credential: CredentialRef) => Io<ReadonlyArray<Subscription>>
-}>() {}
+/** A message a dispatcher holds under a lease: the `nextAttemptAt` its claim (or last renewal) set. */
+export interface Held {
+  readonly id: MessageId
+  readonly leaseUntil: Date
+}
+
+/** What became of a held message. */
+export type Settlement =
+  /** Delivered at `at` after `attempts` attempts. */
+  | { readonly _tag: "Delivered"; readonly attempts: number; readonly at: Date }
+  /** Still pending, due again at `nextAttemptAt` (with `attempts` unchanged, a renewed lease). */
+  | { readonly _tag: "Pending"; readonly attempts: number; readonly nextAttemptAt: Date }
+  /** Failed for good: never claimed again. */
+  | { readonly _tag: "Failed"; readonly attempts: number }
+
+/** What `Outbox.claimDue` handed out, and when the next message falls due. */
+export interface Claimed {
+  readonly messages: ReadonlyArray<OutboxMessage>
+  /** The earliest `nextAttemptAt` of a pending message not in `messages`, so a dispatcher can sleep exactly until then. */
+  readonly nextDueAt: Option.Option<Date>
+}
 
 /** Outbound messages written with the state change that caused them (CONTRACT §8). */
 export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
+  /** Stores the messages (inside the caller's transaction); `payload` byte for byte. */
   readonly enqueue: (messages: ReadonlyArray<OutboxMessage>) => Io<void>
   /**
    * Pending messages with `nextAttemptAt` ≤ `now`, oldest first, at most `limit`. MUST never hand
    * a message to two concurrent callers: claimed messages get `nextAttemptAt = leaseUntil`, so a
    * worker that dies releases them when the lease runs out.
    */
-  readonly claimDue: (now: Date, limit: number, leaseUntil: Date) => Io<ReadonlyArray<OutboxMessage>>
-  readonly recordAttempt: (attempt: DeliveryAttempt) => Io<void>
-  readonly attempts: (messageId: MessageId) => Io<ReadonlyArray<DeliveryAttempt>>
+  readonly claimDue: (now: Date, limit: number, leaseUntil: Date) => Io<Claimed>
   /**
-   * The status updates of a held message: `held.leaseUntil` is the lease its holder got (the
-   * `nextAttemptAt` its claim returned, or the time of the holder's last `reschedule`). Each MUST
-   * change the message only while it is still `pending` with `nextAttemptAt` = `held.leaseUntil`,
-   * in one atomic step, and answer whether it did: a holder whose lease ran out, and which another
-   * claimer has since claimed, delivered or failed, changes nothing (`false`). Since a claim
-   * happens only after the lease ran out, a later claim always holds a later `leaseUntil`.
+   * Records `attempt` (when given: the send happened, whatever the answer) and settles the held
+   * message. MUST change the message only while it is still `pending` with `nextAttemptAt` =
+   * `held.leaseUntil`, in one atomic step, and answer whether it did: a holder whose lease ran
+   * out, and which another claimer has since claimed, delivered or failed, changes nothing
+   * (`false`). Since a claim happens only after the lease ran out, a later claim always holds a
+   * later `leaseUntil`.
    */
-  readonly markDelivered: (
-    held: { readonly id: MessageId; readonly leaseUntil: Date },
-    attempts: number,
-    at: Date
-  ) => Io<boolean>
-  /** Back to pending until `nextAttemptAt` (see `markDelivered`); with `attempts` unchanged, this renews a lease. */
-  readonly reschedule: (
-    held: { readonly id: MessageId; readonly leaseUntil: Date },
-    attempts: number,
-    nextAttemptAt: Date
-  ) => Io<boolean>
-  /** Failed for good (see `markDelivered`). */
-  readonly markFailed: (held: { readonly id: MessageId; readonly leaseUntil: Date }, attempts: number) => Io<boolean>
-  readonly get: (id: MessageId) => Io<Option.Option<OutboxMessage>>
-  /** Delivered messages of a program and type, newest first by creation. */
+  readonly settle: (held: Held, settlement: Settlement, attempt?: DeliveryAttempt) => Io<boolean>
+  /** Delivered messages of a program and type, newest first by creation, at most `limit`. */
   readonly recentDelivered: (
     programId: ProgramId,
     type: OutboundEventType,
     limit: number
   ) => Io<ReadonlyArray<OutboxMessage>>
-  /** The earliest `nextAttemptAt` of a pending message, to sleep exactly until then. */
-  readonly nextDueAt: Io<Option.Option<Date>>
   /** Deletes delivery attempts older than `before`; returns how many. */
   readonly purgeAttempts: (before: Date) => Io<number>
 }>() {}
 
-/** Customer REST credentials: only hashes are stored. */
+export interface UsageEntry {
+  readonly workspaceId: WorkspaceId
+  readonly month: string
+  readonly member: string
+}
+
+/** Active streakers per workspace and UTC month (CONTRACT §11). */
+export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageStore, {
+  /**
+   * Marks members active, answers in input order. MUST answer `true` only the first time a member
+   * is marked in (workspace, month), also among concurrent callers (a repeated entry is `true` at
+   * most at its first position), and insert in one deterministic order, so that concurrent
+   * batches cannot deadlock.
+   */
+  readonly markActive: (entries: ReadonlyArray<UsageEntry>) => Io<ReadonlyArray<boolean>>
+  readonly activeCount: (workspaceId: WorkspaceId, month: string) => Io<number>
+}>() {}
+
+/** Every port: what a storage adapter implements (`Storage.layer` builds the rest of `Stores` on it). */
+export type Storage =
+  | Transactor
+  | Catalog
+  | MemberStore
+  | StreakStore
+  | AchievementStore
+  | ActionLog
+  | IdempotencyStore
+  | Outbox
+  | UsageStore
+
+// Stores core builds on the `Catalog` (`Storage.layer`): services read and write tenancy through
+// them; an adapter does not implement them.
+
+/** Workspaces, projects and programs (with their milestones), on the `Catalog`. */
+export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<DirectoryStore, {
+  readonly createWorkspace: (workspace: Workspace) => Io<void>
+  readonly workspace: (id: WorkspaceId) => Io<Option.Option<Workspace>>
+  /** None for an unknown id. */
+  readonly setPlan: (id: WorkspaceId, plan: Plan) => Io<Option.Option<Workspace>>
+  readonly createProject: (project: Project) => Io<void>
+  readonly project: (id: ProjectId) => Io<Option.Option<Project>>
+  readonly projectBySiteKey: (siteKey: SiteKey) => Io<Option.Option<Project>>
+  readonly projectsOfWorkspaces: (ids: ReadonlyArray<WorkspaceId>) => Io<ReadonlyArray<Project>>
+  /** Rejects nothing itself; services keep `eventKey` unique within the project. */
+  readonly createProgram: (program: Program) => Io<void>
+  readonly program: (id: ProgramId) => Io<Option.Option<Program>>
+  /** The program of the project that counts exactly this event key (case-sensitive). */
+  readonly programByEventKey: (projectId: ProjectId, eventKey: string) => Io<Option.Option<Program>>
+  readonly programsOfProjects: (ids: ReadonlyArray<ProjectId>) => Io<ReadonlyArray<Program>>
+  readonly setProgramStatus: (id: ProgramId, status: ProgramStatus) => Io<Option.Option<Program>>
+  /** Moves a `test` program to `live`; of concurrent callers exactly one gets `true`. */
+  readonly goLive: (id: ProgramId) => Io<boolean>
+  readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
+  /** Sets the program's policy and its `mode` (CONTRACT §16); None for an unknown id. */
+  readonly setProgramPolicy: (id: ProgramId, policy: Policy, mode: StreakMode) => Io<Option.Option<Program>>
+}>() {}
+
+/** Webhook subscriptions, on the `Catalog`. */
+export class SubscriptionStore extends Context.Tag("@streaks/core/SubscriptionStore")<SubscriptionStore, {
+  readonly create: (subscription: Subscription) => Io<void>
+  readonly get: (id: SubscriptionId) => Io<Option.Option<Subscription>>
+  /** The removed subscription, or None when it did not exist. */
+  readonly remove: (id: SubscriptionId) => Io<Option.Option<Subscription>>
+  /** Subscriptions of the program that listen to `type`. */
+  readonly forEvent: (programId: ProgramId, type: OutboundEventType) => Io<ReadonlyArray<Subscription>>
+  /** Removes every subscription of the workspace created with the credential; returns them. */
+  readonly removeCreatedBy: (workspaceIds: ReadonlyArray<WorkspaceId>, credential: CredentialRef) => Io<
+    ReadonlyArray<Subscription>
+  >
+}>() {}
+
+/** Customer REST credentials (only hashes are stored), on the `Catalog`. */
 export class CredentialStore extends Context.Tag("@streaks/core/CredentialStore")<CredentialStore, {
   readonly createApiKey: (key: ApiKey) => Io<void>
   /** An unrevoked key with this token hash. */
@@ -332,44 +422,14 @@ export class CredentialStore extends Context.Tag("@streaks/core/CredentialStore"
   readonly revokeGrant: (id: OAuthGrant["id"], at: Date) => Io<Option.Option<OAuthGrant>>
 }>() {}
 
-export interface UsageEntry {
-  readonly workspaceId: WorkspaceId
-  readonly month: string
-  readonly member: string
-}
-
-/** Active streakers per workspace and UTC month (CONTRACT §11). */
-export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageStore, {
-  /** MUST return `true` only the first time `member` is marked in (workspace, month). */
-  readonly markActive: (workspaceId: WorkspaceId, month: string, member: string) => Io<boolean>
-  /**
-   * `markActive` of many entries at once, answers in input order (`true` at most at the first
-   * position of an entry given twice). MUST insert in one deterministic order, so that concurrent
-   * batches cannot deadlock.
-   */
-  readonly markActiveMany: (entries: ReadonlyArray<UsageEntry>) => Io<ReadonlyArray<boolean>>
-  readonly activeCount: (workspaceId: WorkspaceId, month: string) => Io<number>
-}>() {}
-
+/** Holdout experiments, on the `Catalog`. */
 export class ExperimentStore extends Context.Tag("@streaks/core/ExperimentStore")<ExperimentStore, {
-  /** MUST refuse (return false) when the program already has a running experiment. */
+  /** Refuses (false) when the program already has a running experiment. */
   readonly start: (experiment: Experiment) => Io<boolean>
   readonly running: (programId: ProgramId) => Io<Option.Option<Experiment>>
   /** Ends the running experiment of the program at `at`; None if none was running. */
   readonly end: (programId: ProgramId, at: Date) => Io<Option.Option<Experiment>>
 }>() {}
 
-/** Every port: what a storage adapter layer provides. */
-export type Storage =
-  | Transactor
-  | DirectoryStore
-  | MemberStore
-  | StreakStore
-  | AchievementStore
-  | ActionLog
-  | IdempotencyStore
-  | SubscriptionStore
-  | Outbox
-  | CredentialStore
-  | UsageStore
-  | ExperimentStore
+/** Every store services use: the ports and what `Storage.layer` builds on them. */
+export type Stores = Storage | DirectoryStore | SubscriptionStore | CredentialStore | ExperimentStore

@@ -379,7 +379,7 @@ export const make = Effect.gen(function*() {
           credentials.revokeApiKey(Ids.unsafe("ApiKeyId", id), yield* now),
           orNotFound("api key")
         )
-        yield* subscriptions.removeCreatedBy({ type: "api_key", id: key.id })
+        yield* subscriptions.removeCreatedBy([key.workspaceId], { type: "api_key", id: key.id })
       })),
 
     createOAuthGrant: (input) =>
@@ -392,7 +392,7 @@ export const make = Effect.gen(function*() {
       Schema.is(Ids.OAuthGrantId)(id)
         ? transactor.withTransaction(Effect.gen(function*() {
           const grant = yield* Effect.flatMap(credentials.revokeGrant(id, yield* now), orNotFound("oauth grant"))
-          yield* subscriptions.removeCreatedBy({ type: "oauth", id: grant.id })
+          yield* subscriptions.removeCreatedBy(grant.workspaceIds, { type: "oauth", id: grant.id })
         }))
         : Effect.fail(notFound("oauth grant")),
 

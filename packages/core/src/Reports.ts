@@ -263,7 +263,7 @@ export const make = Effect.gen(function*() {
       ledger: row.ledger
     })
     return Effect.map(
-      streaks.daysBetween(key, r.from as Calendar.LocalDate, r.to as Calendar.LocalDate),
+      streaks.days(key, { from: r.from as Calendar.LocalDate, to: r.to as Calendar.LocalDate }),
       (days) => days.length > 0
     )
   }
@@ -274,7 +274,7 @@ export const make = Effect.gen(function*() {
         const members = new Set<string>()
         const lengths = streakBuckets.map(() => 0)
         for (const program of programs) {
-          for (const row of yield* streaks.rowsOfProgram(program.id, "live")) {
+          for (const row of yield* streaks.rows({ programId: program.id, ledger: "live" })) {
             const member = `${row.projectId}:${row.userHash}`
             if (!members.has(member) && (yield* activeIn(row, r))) members.add(member)
             const policy = Policy.of(program)

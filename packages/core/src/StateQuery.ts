@@ -22,9 +22,10 @@ import type { UserHash } from "./Ids.js"
 import * as GroupCommit from "./internal/groupCommit.js"
 import { browserAuth, programOf, resolveProject } from "./internal/ingestAuth.js"
 import { memberZone, nowDate, summaryOf } from "./internal/streakProgress.js"
-import { DirectoryStore, type Standing, type StandingRef, StreakStore } from "./Ports.js"
+import { DirectoryStore, type Standing, type StandingRef } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 import * as Policy from "./Policy.js"
+import { StateStore } from "./StateStore.js"
 import * as Streak from "./Streak.js"
 
 export interface StateRequest {
@@ -114,10 +115,10 @@ export class StateQuery extends Context.Tag("@streaks/core/StateQuery")<StateQue
 
 const API_VERSION = "1" as const
 
-export type Requirements = DirectoryStore | StreakStore | SecretBox
+export type Requirements = DirectoryStore | StateStore | SecretBox
 
 /**
- * Reads that arrive together share one `StreakStore.standingMany` (as actions share a transaction
+ * Reads that arrive together share one `StateStore.standing` (as actions share a transaction
  * in `Ingest`): while a read is out, the next ones gather, so a busy widget costs one statement per
  * batch rather than one per request. A lone read waits for nothing. Reads do not join a
  * transaction their caller has open.
@@ -156,7 +157,7 @@ const latest = (reads: ReadonlyArray<Read>) => reads.reduce((d, r) => (r.to > d 
 export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"], never, Requirements | Scope.Scope> =>
   Effect.gen(function*() {
     const directory = yield* DirectoryStore
-    const streaks = yield* StreakStore
+    const store = yield* StateStore
     const box = yield* SecretBox
 
     // A batch reads the union of its reads' ranges (they differ only across midnight) and gives
@@ -164,7 +165,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     // down for all of them); a defect (a row that cannot be read, say) is retried one read at a
     // time, so that it fails only the read it belongs to.
     const readAll = (reads: ReadonlyArray<Read>): Effect.Effect<ReadonlyArray<Exit.Exit<Standing, StorageError>>> =>
-      streaks.standingMany(reads.map((r) => r.ref), earliest(reads), latest(reads)).pipe(
+      store.standing(reads.map((r) => r.ref), earliest(reads), latest(reads)).pipe(
         Effect.map((standings) =>
           standings.map((s, i) => {
             const { from, to } = reads[i]!

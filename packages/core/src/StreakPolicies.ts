@@ -67,7 +67,7 @@ export class StreakPolicies extends Context.Tag("@streaks/core/StreakPolicies")<
   ) => Effect.Effect<LedgerAnswer, InvalidBody | NotFound | StorageError>
 }>() {}
 
-export type Requirements = DirectoryStore | StreakStore | MemberStore | Transactor
+export type Requirements = DirectoryStore | StreakStore | MemberStore | IngestStore | Transactor
 
 const invalid = (message: string) => new InvalidBody({ message })
 
@@ -106,23 +106,19 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
   const memberOf = (program: Program, project: Project, userHash: string) =>
     Effect.gen(function*() {
       const hash = yield* EventInput.decodeUserHash("userHash", userHash)
-      const member = yield* members.lookup(project.id, hash)
-      const zone = memberZone(member.timezone, project)
+      const [member] = yield* members.lookup([{ projectId: project.id, userHash: hash }])
+      const zone = memberZone(member!.timezone, project)
       const key = new StreakKey({
         projectId: project.id,
         programId: program.id,
-        userHash: member.userHash,
+        userHash: member!.userHash,
         ledger: program.status
       })
       return { key, zone }
     })
 
-  // The days of many keys at once: the adapter's IngestStore answers them in one read where it
-  // has one (Postgres: one statement), else one read a key.
-  const history = Option.match(yield* Effect.serviceOption(IngestStore), {
-    onNone: () => (keys: ReadonlyArray<StreakKey>) => Effect.forEach(keys, (key) => streaks.days(key)),
-    onSome: (store) => store.history
-  })
+  // The days of many keys at once, as ingest reads a late action's (one statement on Postgres).
+  const history = (yield* IngestStore).history
 
   /** Rows recomputed under `policy` from their days, with everything due before `now` counted as sent. */
   const recomputed = (rows: ReadonlyArray<StreakRow>, policy: Policy.Policy, now: Date) =>
@@ -152,9 +148,9 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
         if (Option.isNone(updated)) return yield* new NotFound({ message: "program not found" })
         const program = updated.value
         for (const ledger of ["live", "test"] as const satisfies ReadonlyArray<Ledger>) {
-          const rows = yield* streaks.rowsOfProgram(program.id, ledger)
+          const rows = yield* streaks.rows({ programId: program.id, ledger })
           for (let i = 0; i < rows.length; i += RECOMPUTE_BATCH) {
-            yield* streaks.saveAll(yield* recomputed(rows.slice(i, i + RECOMPUTE_BATCH), policy, now))
+            yield* streaks.save(yield* recomputed(rows.slice(i, i + RECOMPUTE_BATCH), policy, now))
           }
         }
         return program
@@ -171,12 +167,12 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
         const { program, project } = yield* programAndProject(programId)
         const policy = Policy.of(program)
         const { key, zone } = yield* memberOf(program, project, userHash)
-        const row = yield* streaks.lock(key, zone)
+        const [row] = yield* streaks.lock([{ key, timezone: zone }])
         const day = Calendar.activityDay(now, zone, policy.dayStartHour)
-        const grants = withGrant(row.grants ?? [], day, count)
+        const grants = withGrant(row!.grants ?? [], day, count)
         // A grant is dated: replaying from the days puts it in its place among the periods.
         const summary = Streak.fromDays(yield* streaks.days(key), zone, policy, grants)
-        yield* streaks.save(rowOf(key, summary, zone, notifiedOf(row), now, policy))
+        yield* streaks.save([rowOf(key, summary, zone, notifiedOf(row!), now, policy)])
         return { freezes: Streak.evaluate(summary, now, zone, policy).freezes }
       }))
     })
@@ -194,7 +190,7 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
       const policy = Policy.of(program)
       const { key, zone } = yield* memberOf(program, project, userHash)
       const now = yield* nowDate
-      const row = Option.getOrUndefined(yield* streaks.get(key))
+      const [row] = yield* streaks.rows({ keys: [key] })
       const days = yield* streaks.days(key)
       const grants = row?.grants ?? []
       const summary = row === undefined ? Streak.emptyOf(policy) : summaryOf(row, policy)

@@ -1,18 +1,21 @@
 /**
  * `@streaks/core/testing`: the in-memory reference adapter, the storage conformance suite every
- * adapter runs, and the test-data builders other packages' tests reuse.
+ * adapter runs, the test-data builders other packages' tests reuse, and reads of one record to
+ * inspect what a test stored (the ports read in batches).
  */
 import * as MemoryStorage from "./MemoryStorage.js"
 
-/** Every storage port in memory; each build of the layer starts empty. */
+/** Every storage port in memory, completed with what core builds on them; each build of the layer starts empty. */
 export const layerMemory = MemoryStorage.layer
 
 export { storageConformance } from "./internal/conformance.js"
 export {
+  achievementsOf,
   at,
   day,
   epoch,
   freshId,
+  makeAchievement,
   makeAction,
   makeApiKey,
   makeAttempt,
@@ -27,7 +30,9 @@ export {
   makeSubscription,
   makeUserHash,
   makeWorkspace,
+  memberOf,
   randomHex,
+  rowOf,
   seedProgram,
   seedTenant,
   type Tenant,

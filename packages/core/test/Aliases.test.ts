@@ -65,7 +65,14 @@ describe("Aliases (CONTRACT §10)", () => {
       assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-05"), 1)
       yield* act(t, "member_2", 0)
       assert.strictEqual(yield* usage.activeCount(t.workspace.id, "2026-05"), 2)
-      assert.isFalse(yield* usage.markActive(t.workspace.id, "2026-05", `${t.project.id}:member_2`))
+      assert.deepStrictEqual(
+        yield* usage.markActive([{
+          workspaceId: t.workspace.id,
+          month: "2026-05",
+          member: `${t.project.id}:member_2`
+        }]),
+        [false]
+      )
     }).pipe(Effect.provide(layer)))
 
   it.effect("a milestone first reached by the merged days is achieved after the merge and fires for the member", () =>
@@ -100,8 +107,8 @@ describe("Aliases (CONTRACT §10)", () => {
         userHash: "member" as UserHash,
         ledger: "live"
       })
-      const achieved = yield* Effect.flatMap(AchievementStore, (s) => s.list(key))
-      assert.deepStrictEqual(achieved.map((a) => a.milestoneId), [t.program.milestones[0]!.id])
+      const [achieved] = yield* Effect.flatMap(AchievementStore, (s) => s.achieved([key]))
+      assert.deepStrictEqual(achieved!.map((a) => a.milestoneId), [t.program.milestones[0]!.id])
     }).pipe(Effect.provide(layer)))
 
   it.effect("after linking, actions sent with the anonymous id count for the member, and state shows the member's streak", () =>

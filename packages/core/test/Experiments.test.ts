@@ -28,11 +28,11 @@ const seed = (
       ledger: options?.ledger ?? "live"
     }
     const key = new StreakKey(ids)
-    yield* store.lock(key, zone)
+    yield* store.lock([{ key, timezone: zone }])
     const dates = days.map(Calendar.unsafeLocalDate)
-    for (const day of dates) yield* store.addDay(key, day)
+    yield* store.addDays(dates.map((day) => ({ key, day })))
     const summary = Streak.fromDays(dates, zone)
-    yield* store.save(
+    yield* store.save([
       new StreakRow({
         ...ids,
         ...(summary.lastActiveDay === undefined ? {} : { lastActiveDay: summary.lastActiveDay }),
@@ -41,7 +41,7 @@ const seed = (
         timezone: zone,
         updatedAt: new Date(0)
       })
-    )
+    ])
   })
 
 describe("isControl", () => {

@@ -179,8 +179,8 @@ describe("Ingest: a planning defect fails one action", () => {
         ["ok", "ok", "defect", "ok", "ok"]
       )
       for (const m of ["m1", "m2", "m3", "m4"]) assert.strictEqual((yield* rowOf(t, m, "live"))?.run, 1)
-      // Its row may have been locked (created empty), but it holds nothing of the action.
-      assert.strictEqual((yield* rowOf(t, "boom", "live"))?.run ?? 0, 0)
+      // Its group rolled back: not even the empty row its lock created is left.
+      assert.isUndefined(yield* rowOf(t, "boom", "live"))
       assert.deepStrictEqual(yield* daysOf(t, "boom", "live"), [])
     }).pipe(Effect.provide(layer)))
 })

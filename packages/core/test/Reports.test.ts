@@ -309,10 +309,7 @@ describe("Reports: plan pause (CONTRACT §11)", () => {
     Effect.flatMap(
       UsageStore,
       (usage) =>
-        Effect.forEach(Array.from({ length: n }, (_, i) => `prj_x:member_${i}`), (m) =>
-          usage.markActive(workspaceId, month, m), {
-          discard: true
-        })
+        usage.markActive(Array.from({ length: n }, (_, i) => ({ workspaceId, month, member: `prj_x:member_${i}` })))
     )
 
   it.effect("over the limit every report answers paused; actions keep counting; after an upgrade they all show", () =>

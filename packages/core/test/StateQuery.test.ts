@@ -6,7 +6,7 @@ import { defaultSettings, ProgramSettings } from "../src/Domain.js"
 import * as Ingest from "../src/Ingest.js"
 import * as StateQuery from "../src/StateQuery.js"
 import type { StateRequest } from "../src/StateQuery.js"
-import { StreakStore } from "../src/Ports.js"
+import { StateStore } from "../src/StateStore.js"
 import { makeMilestone, type Tenant } from "../src/testing.js"
 import {
   api,
@@ -54,49 +54,49 @@ const rewards = [
   makeMilestone({ target: 30, msg: "A month", rewardType: "coupon", rewardValue: "MONTH50" })
 ]
 
-/** The sizes of the `standingMany` calls; each call yields first, as a store's round trip would. */
+/** The sizes of the `StateStore.standing` calls; each call yields first, as a store's round trip would. */
 class StandingCalls extends Context.Tag("test/StandingCalls")<StandingCalls, Ref.Ref<ReadonlyArray<number>>>() {}
 
-/** The most `standingMany` calls out at once. */
+/** The most `StateStore.standing` calls out at once. */
 class StandingPeak extends Context.Tag("test/StandingPeak")<StandingPeak, Ref.Ref<number>>() {}
 
-const countedStreaks = Layer.effect(
-  StreakStore,
+const countedReads = Layer.effect(
+  StateStore,
   Effect.gen(function*() {
-    const real = yield* StreakStore
+    const real = yield* StateStore
     const calls = yield* StandingCalls
     const peak = yield* StandingPeak
     let out = 0
     return {
       ...real,
-      standingMany: (refs, from, to) =>
+      standing: (refs, from, to) =>
         Effect.zipRight(
           Effect.zipRight(Ref.update(calls, (c) => [...c, refs.length]), Ref.update(peak, (p) => Math.max(p, ++out))),
-          Effect.zipRight(Effect.yieldNow(), real.standingMany(refs, from, to))
+          Effect.zipRight(Effect.yieldNow(), real.standing(refs, from, to))
         ).pipe(Effect.ensuring(Effect.sync(() => out--)))
     }
   })
 )
 
 /** A store whose batch read dies when it holds the member "poison" (a row it cannot read). */
-const poisonedStreaks = Layer.effect(
-  StreakStore,
-  Effect.map(StreakStore, (real) => ({
+const poisonedReads = Layer.effect(
+  StateStore,
+  Effect.map(StateStore, (real) => ({
     ...real,
-    standingMany: (refs, from, to) =>
+    standing: (refs, from, to) =>
       Effect.zipRight(
         Effect.yieldNow(),
-        refs.some((r) => r.userHash === "poison") ? Effect.die("unreadable row") : real.standingMany(refs, from, to)
+        refs.some((r) => r.userHash === "poison") ? Effect.die("unreadable row") : real.standing(refs, from, to)
       )
   }))
 )
 const layerPoisonedReads = Layer.mergeAll(Ingest.layer, StateQuery.layer).pipe(
-  Layer.provideMerge(poisonedStreaks.pipe(Layer.provideMerge(base)))
+  Layer.provideMerge(poisonedReads.pipe(Layer.provideMerge(base)))
 )
 
 const countedWith = (reads: Layer.Layer<StateQuery.StateQuery, never, StateQuery.Requirements>) =>
   Layer.mergeAll(Ingest.layer, reads).pipe(
-    Layer.provideMerge(countedStreaks.pipe(Layer.provideMerge(base))),
+    Layer.provideMerge(countedReads.pipe(Layer.provideMerge(base))),
     Layer.provideMerge(Layer.effect(StandingCalls, Ref.make<ReadonlyArray<number>>([]))),
     Layer.provideMerge(Layer.effect(StandingPeak, Ref.make(0)))
   )

@@ -194,14 +194,14 @@ describe("streak policies through the services", () => {
           userHash: userHash as UserHash,
           ledger: "live"
         })
-        yield* streaks.lock(key, "UTC")
+        yield* streaks.lock([{ key, timezone: "UTC" }])
         yield* streaks.addDays([{ key, day: Calendar.unsafeLocalDate("2026-03-02") }, {
           key,
           day: Calendar.unsafeLocalDate("2026-03-03")
         }])
       }
       yield* (yield* StreakPolicies).setPolicy(t.program.id, { cadence: "weekly", target: 2 })
-      const rows = yield* streaks.rowsOfProgram(t.program.id, "live")
+      const rows = yield* streaks.rows({ programId: t.program.id, ledger: "live" })
       assert.strictEqual(rows.length, members.length)
       assert.deepStrictEqual(
         new Set(rows.map((r) => `${r.lastActiveDay} ${r.run} ${r.periodDays}`)),

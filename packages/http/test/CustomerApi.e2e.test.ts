@@ -223,11 +223,9 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
 
       // Over the starter limit: 498 more active streakers this month (marked in storage directly).
       const usage = yield* Ports.UsageStore
-      yield* Effect.forEach(
-        Array.from({ length: 498 }, (_, i) => `bulk-${i}`),
-        (m) => usage.markActive(Ids.unsafe("WorkspaceId", t.workspaceId), month, m),
-        { concurrency: 20, discard: true }
-      ).pipe(Effect.orDie)
+      const workspaceId = Ids.unsafe("WorkspaceId", t.workspaceId)
+      yield* usage.markActive(Array.from({ length: 498 }, (_, i) => ({ workspaceId, month, member: `bulk-${i}` })))
+        .pipe(Effect.orDie)
       yield* serverEvent(t, { userHash: "while-paused" })
       for (const report of ["overview", "events", "insights"]) {
         const paused = yield* api(t.apiKey, `/reports/${report}`)

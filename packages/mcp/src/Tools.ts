@@ -361,7 +361,7 @@ const listAtRisk = tool({
     Effect.gen(function*() {
       const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
       const policy = Policy.of(program)
-      const rows = yield* (yield* Ports.StreakStore).rowsOfProgram(program.id, "live")
+      const rows = yield* (yield* Ports.StreakStore).rows({ programId: program.id, ledger: "live" })
       const now = yield* Clock.currentTimeMillis
       // Each row is judged in its own zone, as the due checks that send `streak.at_risk` judge it.
       // `pending`: alive, the current period not kept, and not a rest day (nothing is owed on one).

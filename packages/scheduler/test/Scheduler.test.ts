@@ -26,9 +26,12 @@ const memberActed = (at: string, zone: string) =>
 const pendingTypes = Effect.gen(function*() {
   const outbox = yield* Ports.Outbox
   const now = new Date(yield* TestClock.currentTimeMillis)
-  const claimed = yield* outbox.claimDue(now, 100, new Date(now.getTime() + 1_000))
-  yield* Effect.forEach(claimed, (m) => outbox.markDelivered({ id: m.id, leaseUntil: m.nextAttemptAt }, 1, now))
-  return claimed.map((m) => m.type as Domain.OutboundEventType).sort()
+  const { messages } = yield* outbox.claimDue(now, 100, new Date(now.getTime() + 1_000))
+  yield* Effect.forEach(
+    messages,
+    (m) => outbox.settle({ id: m.id, leaseUntil: m.nextAttemptAt }, { _tag: "Delivered", attempts: 1, at: now })
+  )
+  return messages.map((m) => m.type as Domain.OutboundEventType).sort()
 })
 
 describe("Scheduler", () => {

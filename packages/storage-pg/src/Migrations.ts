@@ -297,7 +297,7 @@ ALTER TABLE ${p}streaks SET (fillfactor = 80);
 // from the achievements table costs a seek into its primary key, the largest index of the schema
 // and rarely in shared buffers; a copy on the streak row (which the action has just locked, so its
 // page is in memory) answers it for free. NULL means "not known": read the table. The adapter sets
-// the copy whenever it adds an achievement and clears it whenever it removes them
+// the copy whenever it adds an achievement; achievements are removed only with their row
 // (\`internal/Streaks.ts\`). Existing rows start at NULL, so the migration rewrites nothing;
 // operations.md shows a batched backfill.
 const achievedOnStreakRows = (p: string) => `
@@ -327,7 +327,7 @@ const byteOrderKeys = (p: string) => {
   ).join("\n")
 }
 
-// A member is counted once per month (`UsageStore.markActiveMany`), yet every live action asked
+// A member is counted once per month (`UsageStore.markActive`), yet every live action asked
 // again: a statement per batch whose ON CONFLICT seeks found the mark there in nearly every case
 // (in `pnpm bench`, leaving it out made ingest about 10 % faster). The streak row, which the
 // action has locked anyway, keeps the month its member was last marked in by an action on it, set

@@ -6,13 +6,14 @@
 import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { unsafeLocalDate } from "@streaks/core/Calendar"
-import { StreakKey } from "@streaks/core/Domain"
+import { Achievement, StreakKey } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import { AchievementStore, StreakStore, Transactor } from "@streaks/core/Ports"
+import { StateStore } from "@streaks/core/StateStore"
 import { Effect, Layer, Option } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
-import type { StreakExtras } from "../src/internal/Streaks.js"
+import type { AchievementExtras, StreakExtras } from "../src/internal/Streaks.js"
 
 const key = (userHash: string) =>
   new StreakKey({
@@ -46,51 +47,64 @@ const recordedBeforeTheCopy = (k: StreakKey, milestone: string) =>
 
 /** A streak row as the first action leaves it (its copy not known yet). */
 const rowFor = (k: StreakKey) =>
-  Effect.flatMap(Transactor, (tx) => tx.withTransaction(Effect.flatMap(StreakStore, (s) => s.lock(k, "UTC"))))
+  Effect.flatMap(
+    Transactor,
+    (tx) => tx.withTransaction(Effect.flatMap(StreakStore, (s) => s.lock([{ key: k, timezone: "UTC" }])))
+  )
+
+/** The achievement store with what ingest reads through it: the ids alone, the copy first. */
+const achievementStore = Effect.map(AchievementStore, (a) => a as AchievementStore["Type"] & AchievementExtras)
+
+/** Records `milestone` on `k` at `at`; whether it was new. */
+const add = (k: StreakKey, milestone: string) =>
+  Effect.flatMap(AchievementStore, (a) =>
+    Effect.map(
+      a.add([new Achievement({ ...k, milestoneId: m(milestone), achievedAt: at })]),
+      (added) => added[0]!
+    ))
 
 layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 seconds" })(
   "the achieved copy on streak rows",
   (it) => {
     it.effect("a new row's copy is not known, and its first achievement builds it from the table plus the new id", () =>
       Effect.gen(function*() {
-        const achievements = yield* AchievementStore
+        const achievements = yield* achievementStore
         const k = key("first")
         yield* rowFor(k)
         assert.strictEqual(yield* copyOf(k), null)
-        yield* recordedBeforeTheCopy(k, "mil_old")
-        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_old")]])
-        assert.isTrue(yield* achievements.add(k, m("mil_new"), at))
-        assert.deepStrictEqual(yield* copyOf(k), ["mil_new", "mil_old"])
-        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_new"), m("mil_old")]])
+        yield* recordedBeforeTheCopy(k, "ms_old")
+        assert.deepStrictEqual(yield* achievements.achievedIds([k]), [[m("ms_old")]])
+        assert.isTrue(yield* add(k, "ms_new"))
+        assert.deepStrictEqual(yield* copyOf(k), ["ms_new", "ms_old"])
+        assert.deepStrictEqual(yield* achievements.achievedIds([k]), [[m("ms_new"), m("ms_old")]])
         // Adding it again changes nothing, on the table or on the copy.
-        assert.isFalse(yield* achievements.add(k, m("mil_new"), at))
-        assert.deepStrictEqual(yield* copyOf(k), ["mil_new", "mil_old"])
+        assert.isFalse(yield* add(k, "ms_new"))
+        assert.deepStrictEqual(yield* copyOf(k), ["ms_new", "ms_old"])
       }))
 
     it.effect("a known copy is what answers: the achievements table is not read for that key", () =>
       Effect.gen(function*() {
-        const achievements = yield* AchievementStore
+        const achievements = yield* achievementStore
         const sql = yield* SqlClient.SqlClient
         const k = key("known")
         yield* rowFor(k)
-        yield* achievements.add(k, m("mil_a"), at)
+        yield* add(k, "ms_a")
         // Tell the two sources apart: a row in the table behind the copy's back is not seen...
-        yield* recordedBeforeTheCopy(k, "mil_behind")
-        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a")]])
+        yield* recordedBeforeTheCopy(k, "ms_behind")
+        assert.deepStrictEqual(yield* achievements.achievedIds([k]), [[m("ms_a")]])
         // ...until the copy is not known again.
         yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
-        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a"), m("mil_behind")]])
+        assert.deepStrictEqual(yield* achievements.achievedIds([k]), [[m("ms_a"), m("ms_behind")]])
       }))
 
-    it.effect("a row locked ahead with its achievements gets them as achievedMany does: the copy where known, else the table", () =>
+    it.effect("a row locked ahead with its achievements gets them as achievedIds does: the copy where known, else the table", () =>
       Effect.gen(function*() {
-        const achievements = yield* AchievementStore
         const streaks = (yield* StreakStore) as StreakStore["Type"] & StreakExtras
         const sql = yield* SqlClient.SqlClient
         const [k, none] = [key("ahead"), key("ahead-nobody")]
         yield* rowFor(k)
-        yield* achievements.add(k, m("mil_a"), at)
-        yield* recordedBeforeTheCopy(k, "mil_behind")
+        yield* add(k, "ms_a")
+        yield* recordedBeforeTheCopy(k, "ms_behind")
         const ahead = Effect.flatMap(Transactor, (tx) =>
           tx.withTransaction(Effect.map(
             streaks.lockExistingWithAchieved([{ key: k, withAchieved: true }, { key: none, withAchieved: true }, {
@@ -107,50 +121,79 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
                 })
               )
           )))
-        assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a"]], "no row", [k.userHash, "not asked"]])
+        assert.deepStrictEqual(yield* ahead, [[k.userHash, ["ms_a"]], "no row", [k.userHash, "not asked"]])
         yield* sql`UPDATE streaks_streaks SET achieved = NULL WHERE user_hash = ${k.userHash}`
-        assert.deepStrictEqual(yield* ahead, [[k.userHash, ["mil_a", "mil_behind"]], "no row", [
+        assert.deepStrictEqual(yield* ahead, [[k.userHash, ["ms_a", "ms_behind"]], "no row", [
           k.userHash,
           "not asked"
         ]])
       }))
 
-    it.effect("removing a key's achievements leaves its copy not known, and the next add starts it again", () =>
+    it.effect("a removed key takes its achievements with its row: a new row starts not known, and the next add starts it again", () =>
       Effect.gen(function*() {
-        const achievements = yield* AchievementStore
+        const achievements = yield* achievementStore
         const k = key("removed")
         yield* rowFor(k)
-        yield* achievements.add(k, m("mil_a"), at)
-        yield* achievements.remove(k)
+        yield* add(k, "ms_a")
+        yield* Effect.flatMap(StreakStore, (s) => s.remove(k))
+        assert.deepStrictEqual(yield* achievements.achievedIds([k]), [[]])
+        assert.deepStrictEqual(yield* achievements.achieved([k]), [[]])
+        yield* rowFor(k)
         assert.strictEqual(yield* copyOf(k), null)
-        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[]])
-        yield* achievements.add(k, m("mil_b"), at)
-        assert.deepStrictEqual(yield* copyOf(k), ["mil_b"])
-        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_b")]])
+        assert.isTrue(yield* add(k, "ms_a"))
+        assert.deepStrictEqual(yield* copyOf(k), ["ms_a"])
+        assert.deepStrictEqual(yield* achievements.achievedIds([k]), [[m("ms_a")]])
       }))
 
     it.effect("an achievement of a key without a row is answered from the table, and a later row starts not known", () =>
       Effect.gen(function*() {
-        const achievements = yield* AchievementStore
+        const achievements = yield* achievementStore
         const k = key("rowless")
-        assert.isTrue(yield* achievements.add(k, m("mil_a"), at))
-        assert.deepStrictEqual(yield* achievements.achievedMany([k]), [[m("mil_a")]])
+        assert.isTrue(yield* add(k, "ms_a"))
+        assert.deepStrictEqual(yield* achievements.achievedIds([k]), [[m("ms_a")]])
         yield* rowFor(k)
         assert.strictEqual(yield* copyOf(k), null)
-        assert.deepStrictEqual(yield* achievements.achievedMany([k, key("nobody")]), [[m("mil_a")], []])
+        assert.deepStrictEqual(yield* achievements.achievedIds([k, key("nobody")]), [[m("ms_a")], []])
+      }))
+
+    it.effect("a batch of achievements sets the copy of each key it adds to; a pair given twice is new once", () =>
+      Effect.gen(function*() {
+        const achievements = yield* achievementStore
+        const [a, b] = [key("batch-a"), key("batch-b")]
+        yield* rowFor(a)
+        yield* rowFor(b)
+        yield* recordedBeforeTheCopy(b, "ms_old")
+        const of = (k: StreakKey, milestone: string) =>
+          new Achievement({ ...k, milestoneId: m(milestone), achievedAt: at })
+        const added = yield* achievements.add([
+          of(a, "ms_1"),
+          of(b, "ms_1"),
+          of(a, "ms_2"),
+          of(a, "ms_1"),
+          of(b, "ms_old")
+        ])
+        assert.deepStrictEqual(added, [true, true, true, false, false])
+        assert.deepStrictEqual(yield* copyOf(a), ["ms_1", "ms_2"])
+        assert.deepStrictEqual(yield* copyOf(b), ["ms_1", "ms_old"])
+        // The port's read is the table's, each achievement with its instant, whatever the copy says.
+        const [ofA, ofB] = yield* achievements.achieved([a, b])
+        assert.deepStrictEqual(ofA!.map((x) => [x.milestoneId, x.achievedAt.toISOString()]), [
+          ["ms_1", at.toISOString()],
+          ["ms_2", at.toISOString()]
+        ])
+        assert.deepStrictEqual(ofB!.map((x) => x.milestoneId), [m("ms_1"), m("ms_old")])
       }))
 
     it.effect("the widget's read gives the copy's ids in the same order as the table's", () =>
       Effect.gen(function*() {
-        const achievements = yield* AchievementStore
-        const streaks = yield* StreakStore
+        const state = yield* StateStore
         const k = key("standing")
         yield* rowFor(k)
-        yield* achievements.add(k, m("mil_z"), at)
-        yield* achievements.add(k, m("mil_a"), at)
+        yield* add(k, "ms_z")
+        yield* add(k, "ms_a")
         const day = unsafeLocalDate("2026-11-25")
-        const [standing] = yield* streaks.standingMany([k], day, day)
-        assert.deepStrictEqual(standing?.achieved, [m("mil_a"), m("mil_z")])
+        const [standing] = yield* state.standing([k], day, day)
+        assert.deepStrictEqual(standing?.achieved, [m("ms_a"), m("ms_z")])
       }))
   }
 )

@@ -1,8 +1,8 @@
 /**
  * Replicas share due work without a leader: claimers on separate connection pools (as separate
  * processes would have) never take the same due streak row or the same due message, concurrent
- * actions of one member serialise on its streak row, and an idempotency key held by one replica's
- * transaction is in progress to the others at once.
+ * actions of one member serialise on its streak row, an idempotency key held by one replica's
+ * transaction is in progress to the others at once, and an id is taken once across projects.
  */
 import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
@@ -10,7 +10,8 @@ import { PgClient } from "@effect/sql-pg"
 import { type LocalDate, unsafeLocalDate } from "@streaks/core/Calendar"
 import { OutboxMessage, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { MessageId, ProgramId, ProjectId, SubscriptionId, UserHash } from "@streaks/core/Ids"
-import { IdempotencyStore, Outbox, type Storage, StreakStore, Transactor } from "@streaks/core/Ports"
+import { Catalog, IdempotencyStore, Outbox, type Storage, StreakStore, Transactor } from "@streaks/core/Ports"
+import { makeProgram, makeProject, makeWorkspace } from "@streaks/core/testing"
 import { Array as Arr, Context, Deferred, Effect, Fiber, Layer, Struct } from "effect"
 import * as Migrations from "../src/Migrations.js"
 import * as PgStorage from "../src/PgStorage.js"
@@ -45,7 +46,7 @@ const seedDueRows = (program: string, count: number) =>
     const streaks = yield* StreakStore
     const programId = program as ProgramId
     yield* Effect.forEach(Arr.range(1, count), (i) =>
-      streaks.save(
+      streaks.save([
         new StreakRow({
           projectId,
           programId,
@@ -58,7 +59,7 @@ const seedDueRows = (program: string, count: number) =>
           dueAt: new Date(now.getTime() - i * 60_000),
           updatedAt: now
         })
-      ), { concurrency: 8, discard: true })
+      ]), { concurrency: 8, discard: true })
     return programId
   })
 
@@ -133,9 +134,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
             while (true) {
               const batch = yield* tx.withTransaction(Effect.gen(function*() {
                 const rows = yield* streaks.claimDue(now, 7)
-                yield* Effect.forEach(rows, (r) => streaks.save(new StreakRow(Struct.omit(r, "dueAt"))), {
-                  discard: true
-                })
+                yield* streaks.save(rows.map((r) => new StreakRow(Struct.omit(r, "dueAt"))))
                 return rows
               }))
               if (batch.length === 0) return taken
@@ -162,7 +161,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
             const outbox = yield* Outbox
             const taken: Array<string> = []
             while (true) {
-              const batch = yield* outbox.claimDue(now, 9, lease)
+              const { messages: batch } = yield* outbox.claimDue(now, 9, lease)
               if (batch.length === 0) return taken
               for (const m of batch) assert.strictEqual(m.nextAttemptAt.getTime(), lease.getTime())
               taken.push(...batch.map((m) => m.id))
@@ -178,7 +177,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
         a,
         Effect.flatMap(Outbox, (o) => o.claimDue(lease, 1000, new Date(lease.getTime() + 60_000)))
       )
-      assert.strictEqual(again.filter((m) => m.id.startsWith("msg_drain_")).length, 150)
+      assert.strictEqual(again.messages.filter((m) => m.id.startsWith("msg_drain_")).length, 150)
     }))
 
   it.scoped("concurrent actions of one new member on two pools serialise on its streak row", () =>
@@ -199,9 +198,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
             const tx = yield* Transactor
             const streaks = yield* StreakStore
             yield* tx.withTransaction(Effect.gen(function*() {
-              const row = yield* streaks.lock(key, "UTC")
-              if (yield* streaks.addDay(key, day)) {
-                yield* streaks.save(new StreakRow({ ...row, run: row.run + 1, best: row.best + 1, updatedAt: now }))
+              const [row] = yield* streaks.lock([{ key, timezone: "UTC" }])
+              const [added] = yield* streaks.addDays([{ key, day }])
+              if (added) {
+                yield* streaks.save([
+                  new StreakRow({ ...row!, run: row!.run + 1, best: row!.best + 1, updatedAt: now })
+                ])
               }
             }))
           })
@@ -210,8 +212,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
         Arr.range(0, 29).map((i) => action(i % 2 === 0 ? a : b, days[i % 3]!)),
         { concurrency: "unbounded", discard: true }
       )
-      const row = yield* on(a, Effect.flatMap(StreakStore, (s) => s.get(key)))
-      assert.strictEqual(row._tag === "Some" ? row.value.run : -1, 3)
+      const rows = yield* on(a, Effect.flatMap(StreakStore, (s) => s.rows({ keys: [key] })))
+      assert.deepStrictEqual(rows.map((r) => r.run), [3])
       assert.deepStrictEqual(yield* on(a, Effect.flatMap(StreakStore, (s) => s.days(key))), days)
     }))
 
@@ -262,5 +264,37 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
         Effect.flatMap(IdempotencyStore, (keys) => keys.claim(claim.projectId, claim.key, now))
       )
       assert.deepStrictEqual(after, { _tag: "Completed", response })
+    }))
+
+  it.scoped("of concurrent inserts of one program id under two projects on two pools, in and out of transactions, exactly one is stored", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* replica, yield* replica]
+      const workspace = makeWorkspace()
+      const projects = [makeProject(workspace.id), makeProject(workspace.id)]
+      yield* on(
+        a,
+        Effect.flatMap(Catalog, (catalog) =>
+          Effect.forEach(
+            [catalog.insert("workspace", workspace), ...projects.map((p) => catalog.insert("project", p))],
+            (inserted) => Effect.map(inserted, (ok) => assert.isTrue(ok)),
+            { discard: true }
+          ))
+      )
+      // The programs' key is (project_id, id): only the adapter itself keeps the id unique.
+      const id = makeProgram(projects[0]!.id).id
+      const inserts = Arr.range(0, 19).map((i) =>
+        on(
+          i % 2 === 0 ? a : b,
+          Effect.gen(function*() {
+            const catalog = yield* Catalog
+            const insert = catalog.insert("program", makeProgram(projects[i % 4 < 2 ? 0 : 1]!.id, { id }))
+            return i % 3 === 0 ? yield* Effect.flatMap(Transactor, (tx) => tx.withTransaction(insert)) : yield* insert
+          })
+        )
+      )
+      const stored = yield* Effect.all(inserts, { concurrency: "unbounded" })
+      assert.strictEqual(stored.filter(Boolean).length, 1)
+      const found = yield* on(b, Effect.flatMap(Catalog, (catalog) => catalog.find("program", { id })))
+      assert.strictEqual(found.length, 1)
     }))
 })

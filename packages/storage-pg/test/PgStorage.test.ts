@@ -5,7 +5,7 @@
 import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { unsafeLocalDate } from "@streaks/core/Calendar"
-import { StreakKey, StreakRow, Workspace } from "@streaks/core/Domain"
+import { defaultSettings, Program, StreakKey, StreakRow, Workspace } from "@streaks/core/Domain"
 import type { ProgramId, ProjectId, UserHash, WorkspaceId } from "@streaks/core/Ids"
 import { DirectoryStore, IdempotencyStore, StreakStore, Transactor } from "@streaks/core/Ports"
 import { storageConformance } from "@streaks/core/testing"
@@ -36,22 +36,25 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
         // A session zone far from UTC: a driver-parsed `date` would shift by a day.
         const stored = yield* tx.withTransaction(Effect.gen(function*() {
           yield* sql`SET LOCAL TIME ZONE 'Pacific/Kiritimati'`
-          const row = yield* streaks.lock(k, "Pacific/Kiritimati")
-          for (const day of days) assert.isTrue(yield* streaks.addDay(k, day))
-          yield* streaks.save(
+          const [row] = yield* streaks.lock([{ key: k, timezone: "Pacific/Kiritimati" }])
+          assert.deepStrictEqual(yield* streaks.addDays(days.map((day) => ({ key: k, day }))), days.map(() => true))
+          yield* streaks.save([
             new StreakRow({
-              ...row,
+              ...row!,
               lastActiveDay: days[2]!,
               atRiskNotifiedFor: days[1]!,
               run: 1,
               best: 1,
               dueAt: new Date("2024-04-01T10:00:00.123Z")
             })
-          )
+          ])
           return yield* streaks.days(k)
         }))
         assert.deepStrictEqual(stored, days)
-        const row = Option.getOrThrow(yield* streaks.get(k))
+        assert.deepStrictEqual(yield* streaks.days(k, { from: days[1]!, to: days[2]! }), [days[1], days[2]])
+        const rows = yield* streaks.rows({ keys: [k] })
+        assert.strictEqual(rows.length, 1)
+        const row = rows[0]!
         assert.strictEqual(row.lastActiveDay, "2024-03-31")
         assert.strictEqual(row.atRiskNotifiedFor, "2024-02-29")
         assert.strictEqual(row.brokenNotifiedAfter, undefined)
@@ -61,16 +64,23 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
     it.effect("driver failures surface as StorageError naming the operation, never as SqlError", () =>
       Effect.gen(function*() {
         const directory = yield* DirectoryStore
-        const workspace = new Workspace({
-          id: "ws_dup" as WorkspaceId,
-          name: "W",
-          plan: "starter",
+        // A program of a project that does not exist: the foreign key refuses it.
+        const orphan = new Program({
+          id: "prg_orphan" as ProgramId,
+          projectId: "prj_missing" as ProjectId,
+          name: "Orphan",
+          eventKey: "lesson",
+          status: "test",
+          mode: "continuous",
+          webhookSecretHash: "hash",
+          milestones: [],
+          settings: defaultSettings,
           createdAt: new Date()
         })
-        yield* directory.createWorkspace(workspace)
-        const error = yield* Effect.flip(directory.createWorkspace(workspace))
+        const error = yield* Effect.flip(directory.createProgram(orphan))
         assert.strictEqual(error._tag, "StorageError")
-        assert.include(error.message, "DirectoryStore.createWorkspace")
+        assert.include(error.message, "Catalog.insert(program)")
+        assert.isTrue(Option.isNone(yield* directory.program(orphan.id)))
       }))
 
     it.effect("a failed unit of work leaves nothing behind; a nested one commits with the outer one", () =>
@@ -79,16 +89,16 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
         const tx = yield* Transactor
         const day = unsafeLocalDate("2024-05-01")
         const failed = yield* Effect.flip(tx.withTransaction(Effect.gen(function*() {
-          yield* streaks.lock(key("rollback"), "UTC")
-          yield* streaks.addDay(key("rollback"), day)
+          yield* streaks.lock([{ key: key("rollback"), timezone: "UTC" }])
+          yield* streaks.addDays([{ key: key("rollback"), day }])
           return yield* Effect.fail("boom" as const)
         })))
         assert.strictEqual(failed, "boom")
-        assert.isTrue(Option.isNone(yield* streaks.get(key("rollback"))))
+        assert.deepStrictEqual(yield* streaks.rows({ keys: [key("rollback")] }), [])
         assert.deepStrictEqual(yield* streaks.days(key("rollback")), [])
         yield* tx.withTransaction(Effect.gen(function*() {
-          yield* streaks.lock(key("nested"), "UTC")
-          yield* tx.withTransaction(streaks.addDay(key("nested"), day))
+          yield* streaks.lock([{ key: key("nested"), timezone: "UTC" }])
+          yield* tx.withTransaction(streaks.addDays([{ key: key("nested"), day }]))
         }))
         assert.deepStrictEqual(yield* streaks.days(key("nested")), [day])
       }))

@@ -11,12 +11,13 @@ import { unsafeLocalDate } from "@streaks/core/Calendar"
 import { StreakKey } from "@streaks/core/Domain"
 import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import { AchievementStore, IdempotencyStore, MemberStore, Outbox, StreakStore } from "@streaks/core/Ports"
+import { StateStore } from "@streaks/core/StateStore"
 import * as Migrations from "../src/Migrations.js"
 import * as PgConnection from "../src/PgConnection.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 import type { IdempotencyExtras } from "../src/internal/Actions.js"
-import type { StreakExtras } from "../src/internal/Streaks.js"
+import type { AchievementExtras, StreakExtras } from "../src/internal/Streaks.js"
 
 /**
  * Named statements of the connection running the current transaction whose text mentions `marker`,
@@ -151,7 +152,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       assert.strictEqual(scanned, 0, "no scan of the whole keys table")
     }))
 
-  it.effect("lookupMany seeks each member and alias, even on a plan made while both tables were empty", () =>
+  it.effect("lookup seeks each member and alias, even on a plan made while both tables were empty", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "memberplan_" })
@@ -164,7 +165,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       const scanned = yield* scansAfterGrowth(
         "memberplan_",
         ["members", "aliases"],
-        (round) => members.lookupMany(refs(round)),
+        (round) => members.lookup(refs(round)),
         Effect.zipRight(
           sql`INSERT INTO memberplan_members (project_id, user_hash, timezone)
             SELECT 'prj_plan', 'filler-' || g, 'UTC' FROM generate_series(1, 20000) g`,
@@ -175,13 +176,14 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       assert.strictEqual(scanned, 0, "no scan of the whole members or aliases table")
     }))
 
-  it.effect("the batch reads of streak rows (standingMany, the ingest store's locks ahead, achievedMany) seek each key, even on plans made while the tables were empty", () =>
+  it.effect("the batch reads of streak rows (the state read, rows by key, the ingest store's locks ahead, the achievements) seek each key, even on plans made while the tables were empty", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "rowplan_" })
       const storage = PgStorage.make(sql, "rowplan_")
       const streaks = Context.get(storage, StreakStore) as StreakStore["Type"] & StreakExtras
-      const achievements = Context.get(storage, AchievementStore)
+      const achievements = Context.get(storage, AchievementStore) as AchievementStore["Type"] & AchievementExtras
+      const state = Context.get(storage, StateStore)
       const keys = (round: number) =>
         Array.from(
           { length: 10 },
@@ -202,10 +204,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         ["streaks", "members", "aliases", "activity_days", "achievements"],
         (round) =>
           Effect.all([
-            streaks.standingMany(keys(round), from, to),
+            state.standing(keys(round), from, to),
+            streaks.rows({ keys: keys(round) }),
             streaks.lockExistingWithAchieved(keys(round).map((key) => ({ key, withAchieved: false }))),
             streaks.lockExistingWithAchieved(keys(round).map((key) => ({ key, withAchieved: true }))),
-            achievements.achievedMany(keys(round))
+            achievements.achievedIds(keys(round)),
+            achievements.achieved(keys(round))
           ]),
         Effect.all([
           filler(

@@ -7,6 +7,7 @@ import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { Ports } from "@streaks/core"
+import type { ProgramId } from "@streaks/core/Ids"
 import { Effect, Fiber, Layer, Redacted } from "effect"
 import pg from "pg"
 import * as Pools from "../src/internal/Pools.js"
@@ -54,7 +55,12 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the service's pool", (it) => {
       yield* lockHeld("streaks_outbox")
       const result = yield* servicePool(
         { statementTimeout: "500 millis" },
-        elapsed(Effect.flatMap(Ports.Outbox, (outbox) => outbox.nextDueAt))
+        elapsed(
+          Effect.flatMap(
+            Ports.Outbox,
+            (outbox) => outbox.recentDelivered("prg_blocked" as ProgramId, "milestone.achieved", 10)
+          )
+        )
       )
       assert.isTrue(result.exit._tag === "Failure")
       if (result.exit._tag === "Failure") {

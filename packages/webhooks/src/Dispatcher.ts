@@ -50,7 +50,7 @@ export interface Options {
 
 type Needs = Ports.Outbox | Ports.SubscriptionStore | SecretBox.SecretBox | HttpClient.HttpClient
 
-export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], never, Needs> =>
+const makePasses = (options: Options) =>
   Effect.gen(function*() {
     const outbox = yield* Ports.Outbox
     const subscriptions = yield* Ports.SubscriptionStore
@@ -81,14 +81,15 @@ export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], n
         const secret = Option.flatMapNullable(subscription, (s) => box.open(s.secretSealed))
         if (Option.isNone(subscription) || Option.isNone(secret)) {
           // Removed (410, DELETE, revoked credential) since the message was written: nobody to tell.
-          if (yield* outbox.markFailed(held, message.attempts)) tally.failed++
+          if (yield* outbox.settle(held, { _tag: "Failed", attempts: message.attempts })) tally.failed++
           return
         }
         const startedAt = yield* Clock.currentTimeMillis
         if (held.leaseUntil.getTime() - startedAt < needed) {
           // Earlier sends of this pass took long: renew before sending, or leave it to its new holder.
           const renewed = { id: message.id, leaseUntil: new Date(startedAt + leaseMillis) }
-          if (!(yield* outbox.reschedule(held, message.attempts, renewed.leaseUntil))) return yield* lost(message)
+          const renewal = { _tag: "Pending", attempts: message.attempts, nextAttemptAt: renewed.leaseUntil } as const
+          if (!(yield* outbox.settle(held, renewal))) return yield* lost(message)
           held = renewed
         }
         const now = new Date(startedAt)
@@ -101,51 +102,54 @@ export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], n
           ...(options.timeout !== undefined ? { timeout: options.timeout } : {})
         }).pipe(Effect.provide(context))
         tally.attempted++
-        yield* outbox.recordAttempt(
-          new Domain.DeliveryAttempt({
-            messageId: message.id,
-            attempt,
-            at: now,
-            latencyMs: sent.latencyMs,
-            ...(sent.status !== undefined ? { status: sent.status } : {}),
-            ...(sent.error !== undefined ? { error: sent.error } : {})
-          })
-        )
+        const record = new Domain.DeliveryAttempt({
+          messageId: message.id,
+          attempt,
+          at: now,
+          latencyMs: sent.latencyMs,
+          ...(sent.status !== undefined ? { status: sent.status } : {}),
+          ...(sent.error !== undefined ? { error: sent.error } : {})
+        })
+        const settled = (settlement: Ports.Settlement) => outbox.settle(held, settlement, record)
         if (sent.outcome === "delivered") {
-          if (yield* outbox.markDelivered(held, attempt, now)) tally.delivered++
+          if (yield* settled({ _tag: "Delivered", attempts: attempt, at: now })) tally.delivered++
           else yield* lost(message)
           return
         }
         if (sent.outcome === "gone") {
           yield* subscriptions.remove(subscription.value.id)
-          if (yield* outbox.markFailed(held, attempt)) tally.failed++
+          if (yield* settled({ _tag: "Failed", attempts: attempt })) tally.failed++
           else yield* lost(message)
           return
         }
         const delay = RetryPolicy.nextAttemptDelay(attempt, sent.retryAfter)
         if (Option.isNone(delay)) {
-          if (yield* outbox.markFailed(held, attempt)) tally.failed++
+          if (yield* settled({ _tag: "Failed", attempts: attempt })) tally.failed++
           else yield* lost(message)
           return
         }
         const next = new Date(now.getTime() + Duration.toMillis(delay.value))
-        if (yield* outbox.reschedule(held, attempt, next)) tally.retrying++
+        if (yield* settled({ _tag: "Pending", attempts: attempt, nextAttemptAt: next })) tally.retrying++
         else yield* lost(message)
       })
 
-    const runOnce = Effect.gen(function*() {
+    // A pass ends on an empty claim, which also tells when the next message falls due.
+    const pass = Effect.gen(function*() {
       const tally = { attempted: 0, delivered: 0, failed: 0, retrying: 0 }
       while (true) {
         const now = yield* Clock.currentTimeMillis
         const claimed = yield* outbox.claimDue(new Date(now), batchSize, new Date(now + leaseMillis))
-        if (claimed.length === 0) return tally as PassResult
-        yield* Effect.forEach(claimed, (m) => deliver(m, tally), { concurrency, discard: true })
+        if (claimed.messages.length === 0) return { result: tally as PassResult, nextDueAt: claimed.nextDueAt }
+        yield* Effect.forEach(claimed.messages, (m) => deliver(m, tally), { concurrency, discard: true })
       }
     })
 
-    return Dispatcher.of({ runOnce })
+    return { pass, runOnce: Effect.map(pass, ({ result }) => result) }
   })
 
+/** The dispatcher: delivers every message due now (see `Dispatcher`). */
+export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], never, Needs> =>
+  Effect.map(makePasses(options), ({ runOnce }) => Dispatcher.of({ runOnce }))
 /**
  * The dispatcher with its background loop and the `OutboxSignal` that wakes it. The loop runs a
  * pass when woken, else sleeps until the next retry is due, at most `pollInterval`. Failures are
@@ -153,26 +157,24 @@ export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], n
  */
 export const layer = (options: Options = {}): Layer.Layer<Dispatcher | OutboundEvents.OutboxSignal, never, Needs> =>
   Layer.scopedContext(Effect.gen(function*() {
-    const dispatcher = yield* make(options)
-    const outbox = yield* Ports.Outbox
+    const { pass, runOnce } = yield* makePasses(options)
     const wake = yield* Queue.sliding<void>(1)
     const poll = Duration.toMillis(options.pollInterval ?? Duration.seconds(5))
-    const untilNext = Effect.gen(function*() {
-      const next = yield* Effect.orElseSucceed(outbox.nextDueAt, () => Option.none<Date>())
+    yield* Effect.gen(function*() {
+      const next = yield* pass.pipe(
+        Effect.map(({ nextDueAt }) => nextDueAt),
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logError("webhook delivery pass failed", cause), Option.none<Date>())
+        )
+      )
       const now = yield* Clock.currentTimeMillis
-      return Option.match(next, {
+      const wait = Option.match(next, {
         onNone: () => poll,
         onSome: (at) => Math.min(poll, Math.max(0, at.getTime() - now))
       })
-    })
-    yield* Effect.gen(function*() {
-      yield* dispatcher.runOnce.pipe(
-        Effect.catchAllCause((cause) => Effect.logError("webhook delivery pass failed", cause))
-      )
-      const wait = yield* untilNext
       yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(wait)))
     }).pipe(Effect.forever, Effect.forkScoped)
-    return Context.make(Dispatcher, dispatcher).pipe(
+    return Context.make(Dispatcher, Dispatcher.of({ runOnce })).pipe(
       Context.add(OutboundEvents.OutboxSignal, { notify: Queue.offer(wake, undefined).pipe(Effect.asVoid) })
     )
   }))

@@ -1,21 +1,15 @@
 /**
  * Plumbing shared by every port: the exclusive unit each port call runs in, the mapping of driver
- * errors to core's `StorageError`, and the value conversions between domain types and SQLite.
+ * errors to core's `StorageError`, the first-insert-wins insert, and records as rows (the column
+ * of each field, and the conversions between domain values and SQLite).
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import type { Row } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import type { LocalDate } from "@streaks/core/Calendar"
 import { StorageError } from "@streaks/core/Errors"
 import { Effect } from "effect"
 
-export type Row = Record<string, unknown>
-
-/** What every port implementation closes over. */
-export interface Ctx {
-  readonly sql: SqlClient.SqlClient
-}
-
-const isSqlError = (u: unknown): u is SqlError => u instanceof SqlError
+export type { Row }
 
 const describe = (error: SqlError): string => {
   const cause = error.cause as { readonly message?: unknown; readonly code?: unknown } | undefined
@@ -24,7 +18,7 @@ const describe = (error: SqlError): string => {
 }
 
 /** A StorageError naming the port operation; the driver error stays as the cause for logs. */
-export const storageError = (op: string, error: SqlError): StorageError =>
+const storageError = (op: string, error: SqlError): StorageError =>
   new StorageError({ message: `${op}: ${describe(error)}`, cause: error })
 
 /**
@@ -35,10 +29,10 @@ export const withTransaction =
   (sql: SqlClient.SqlClient, op: string) =>
   <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, Exclude<E, SqlError> | StorageError, R> =>
     sql.withTransaction(self).pipe(
-      Effect.mapError((e) => (isSqlError(e) ? storageError(op, e) : (e as Exclude<E, SqlError>))),
-      Effect.catchAllDefect((
-        defect
-      ) => (isSqlError(defect) ? Effect.fail(storageError(op, defect)) : Effect.die(defect)))
+      Effect.mapError((e) => (e instanceof SqlError ? storageError(op, e) : (e as Exclude<E, SqlError>))),
+      Effect.catchAllDefect((defect) =>
+        defect instanceof SqlError ? Effect.fail(storageError(op, defect)) : Effect.die(defect)
+      )
     )
 
 /**
@@ -54,32 +48,67 @@ export const port =
   (sql: SqlClient.SqlClient, op: string) => <A>(self: Effect.Effect<A, SqlError>): Effect.Effect<A, StorageError> =>
     withTransaction(sql, op)(self)
 
-// --- Values -------------------------------------------------------------------------------------
-
-/** Instants are stored as INTEGER milliseconds. */
-export const ms = (d: Date): number => d.getTime()
-export const optMs = (d: Date | undefined): number | null => (d === undefined ? null : d.getTime())
-export const toDate = (v: unknown): Date => new Date(Number(v))
-export const toOptDate = (v: unknown): Date | undefined => (v === null || v === undefined ? undefined : toDate(v))
-
-/** better-sqlite3 binds no booleans: 0/1. */
-export const bool = (b: boolean): number => (b ? 1 : 0)
-
-export const toLocalDate = (v: unknown): LocalDate => String(v) as LocalDate
-export const toOptLocalDate = (v: unknown): LocalDate | undefined =>
-  v === null || v === undefined ? undefined : toLocalDate(v)
-
-export const toOptString = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v))
-
-/** `undefined` → NULL; better-sqlite3 refuses `undefined` as a parameter. */
-export const nullable = <A>(v: A | undefined): A | null => (v === undefined ? null : v)
-
 /**
- * `{ [key]: value }` when the column holds a value, `{}` for NULL: spread into a constructor
- * argument so an optional field is absent, as `exactOptionalPropertyTypes` wants.
+ * Inserts `row` into `table` unless it breaks a primary key or unique index, and answers whether it
+ * did: the first insert wins, also among concurrent callers, and a later one changes nothing.
  */
-export const opt = <K extends string, V>(key: K, value: V | null | undefined): { [P in K]?: V } =>
-  (value === null || value === undefined ? {} : { [key]: value }) as { [P in K]?: V }
+export const insertNew = (sql: SqlClient.SqlClient, table: string, row: Row): Effect.Effect<boolean, SqlError> =>
+  sql`INSERT INTO ${sql(table)} ${sql.insert(row)} ON CONFLICT DO NOTHING RETURNING 1 AS ok`.pipe(
+    Effect.map((rows) => rows.length > 0)
+  )
 
-/** Schema classes are built from trusted rows without re-validation. */
-export const trusted = true as const
+// --- Records as rows ---------------------------------------------------------------------------
+
+/** How one field of a record is stored: the column a selection names, and the conversions both ways. */
+export interface Column<A> {
+  readonly name: string
+  /** The columns the field sets (one, as a rule). */
+  readonly encode: (value: A) => Row
+  /** `undefined` for NULL: the field is absent. */
+  readonly decode: (row: Row) => A | undefined
+}
+
+/** A column holding one field: `encode` gives its stored value, `decode` reads it back (never called on NULL). */
+export const column = <A>(name: string, encode: (value: A) => unknown, decode: (stored: unknown) => A): Column<A> => ({
+  name,
+  encode: (value) => ({ [name]: encode(value) }),
+  decode: (row) => (row[name] === null || row[name] === undefined ? undefined : decode(row[name]))
+})
+
+/** TEXT: ids, names, and `LocalDate`s as `YYYY-MM-DD` (they sort as text, and no zone sneaks in). */
+export const text = <A extends string = string>(name: string) => column<A>(name, (v) => v, (v) => v as A)
+/** INTEGER counts, REAL measures. */
+export const number = (name: string) => column<number>(name, (v) => v, Number)
+/** Instants as INTEGER milliseconds: exact, and they sort. */
+export const instant = (name: string) => column<Date>(name, (d) => d.getTime(), (v) => new Date(Number(v)))
+/** better-sqlite3 binds no booleans: 0/1. */
+export const flag = (name: string) => column<boolean>(name, (b) => (b ? 1 : 0), (v) => v === 1)
+/** Lists and nested objects as JSON TEXT; `decode` rebuilds classes from the parsed value. */
+export const json = <A>(name: string, decode: (parsed: any) => A = (parsed) => parsed) =>
+  column<A>(name, (v) => JSON.stringify(v), (v) => decode(JSON.parse(String(v))))
+
+/** A record type as a row: its class, and the column of each field. */
+export interface Codec<A> {
+  readonly Class: new(fields: any, options: true) => A
+  readonly columns: { readonly [F in keyof A]-?: Column<Exclude<A[F], undefined>> }
+}
+
+/** The columns of the fields `record` holds; an absent field is left out, so it stays (or becomes) NULL. */
+export const encode = <A>(codec: Codec<A>, record: Partial<A>): Row =>
+  Object.assign(
+    {},
+    ...Object.entries(codec.columns as Record<string, Column<unknown>>).map(([field, column]) => {
+      const value = (record as Record<string, unknown>)[field]
+      return value === undefined ? {} : column.encode(value)
+    })
+  )
+
+/** The record a row holds, without re-validation (it was valid when stored); a NULL column is an absent field. */
+export const decode = <A>(codec: Codec<A>) => (row: Row): A => {
+  const fields: Record<string, unknown> = {}
+  for (const [field, column] of Object.entries(codec.columns as Record<string, Column<unknown>>)) {
+    const value = column.decode(row)
+    if (value !== undefined) fields[field] = value
+  }
+  return new codec.Class(fields, true)
+}

@@ -4,10 +4,11 @@
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option } from "effect"
-import * as IngestStore from "../IngestStore.js"
+import { IngestStore } from "../IngestStore.js"
 import {
   AchievementStore,
   ActionLog,
+  Catalog,
   DirectoryStore,
   ExperimentStore,
   IdempotencyStore,
@@ -19,32 +20,47 @@ import {
   Transactor,
   UsageStore
 } from "../Ports.js"
+import { StateStore } from "../StateStore.js"
+import * as StorageLayer from "../Storage.js"
 import { batchSuite } from "./conformanceBatches.js"
 import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./conformanceDelivery.js"
 import {
+  achievementsOf,
   day,
   epoch,
+  makeAchievement,
   makeAction,
   makeExperiment,
   makeKey,
   makeMessage,
   makeProgram,
+  makeRow,
   makeSubscription,
   makeUserHash,
+  memberOf,
   randomHex,
+  rowOf,
   seedTenant
 } from "./conformanceFixtures.js"
-import { Boom, type It } from "./conformanceKit.js"
 import { ingestSuite } from "./conformanceIngest.js"
+import { Boom, type It, type Origin, Origins } from "./conformanceKit.js"
 import { standingSuite } from "./conformanceStanding.js"
 import { achievementSuite, streakSuite, transactorSuite } from "./conformanceStreaks.js"
-import { credentialSuite, directorySuite, experimentSuite, memberSuite, usageSuite } from "./conformanceTenancy.js"
+import {
+  catalogSuite,
+  credentialSuite,
+  directorySuite,
+  experimentSuite,
+  memberSuite,
+  usageSuite
+} from "./conformanceTenancy.js"
 
 const rollbackSuite = (it: It) =>
   describe("Transactor rollback", () => {
-    it.effect("a failing unit of work leaves no row, day, achievement, action, usage mark, outbox message or other write behind", () =>
+    it.effect("a failing unit of work leaves no row, day, achievement, action, usage mark, outbox message, catalog change or other write behind", () =>
       Effect.gen(function*() {
         const tx = yield* Transactor
+        const catalog = yield* Catalog
         const directory = yield* DirectoryStore
         const members = yield* MemberStore
         const streaks = yield* StreakStore
@@ -62,18 +78,28 @@ const rollbackSuite = (it: It) =>
         const idemKey = `idem-${randomHex(8)}`
         const action = makeAction(program, { userHash: key.userHash })
         const subscription = makeSubscription(tenant)
+        const kept = makeSubscription(tenant)
         const message = makeMessage(subscription, { nextAttemptAt: new Date("2100-01-01T00:00:00.000Z") })
         const newProgram = makeProgram(project.id, { eventKey: `rolled_back_${randomHex(4)}` })
+        // Written before the unit of work: its removal inside it must be undone too.
+        const removed = makeKey(program)
+        yield* subscriptions.create(kept)
+        yield* streaks.save([makeRow(removed, { run: 2, best: 2, lastActiveDay: day("2024-03-02") })])
+        yield* streaks.addDays([{ key: removed, day: day("2024-03-02") }])
+        yield* achievements.add([makeAchievement(removed, program.milestones[0]!.id)])
         const error = yield* Effect.flip(tx.withTransaction(Effect.gen(function*() {
           yield* idempotency.claim(project.id, idemKey, epoch)
           yield* members.setTimezone(project.id, key.userHash, "Europe/Paris")
           yield* members.link(project.id, anon, key.userHash)
-          yield* streaks.lock(key, "Europe/Paris")
-          yield* streaks.addDay(key, day("2024-03-01"))
-          yield* achievements.add(key, program.milestones[0]!.id, epoch)
-          yield* log.append(action)
-          yield* usage.markActive(workspace.id, "2024-03", key.userHash)
+          yield* streaks.lock([{ key, timezone: "Europe/Paris" }])
+          yield* streaks.addDays([{ key, day: day("2024-03-01") }])
+          yield* streaks.save([makeRow(key, { run: 1, best: 1, lastActiveDay: day("2024-03-01") })])
+          yield* streaks.remove(removed)
+          yield* achievements.add([makeAchievement(key, program.milestones[0]!.id)])
+          yield* log.append([action])
+          yield* usage.markActive([{ workspaceId: workspace.id, month: "2024-03", member: key.userHash }])
           yield* subscriptions.create(subscription)
+          yield* catalog.remove("subscription", { id: kept.id })
           yield* outbox.enqueue([message])
           yield* experiments.start(makeExperiment(program))
           yield* directory.createProgram(newProgram)
@@ -81,10 +107,13 @@ const rollbackSuite = (it: It) =>
           return yield* new Boom()
         })))
         assert.strictEqual(error._tag, "Boom")
-        assert.isTrue(Option.isNone(yield* streaks.get(key)))
+        assert.isTrue(Option.isNone(yield* rowOf(key)))
         assert.deepStrictEqual(yield* streaks.days(key), [])
-        assert.deepStrictEqual(yield* streaks.keysOfMember(project.id, key.userHash), [])
-        assert.deepStrictEqual(yield* achievements.list(key), [])
+        assert.deepStrictEqual(yield* streaks.rows({ projectId: project.id, userHash: key.userHash }), [])
+        assert.deepStrictEqual(yield* achievementsOf(key), [])
+        assert.strictEqual(Option.getOrThrow(yield* rowOf(removed)).run, 2)
+        assert.deepStrictEqual(yield* streaks.days(removed), [day("2024-03-02")])
+        assert.strictEqual((yield* achievementsOf(removed)).length, 1)
         assert.deepStrictEqual(
           yield* log.countsByDay({
             programIds: [program.id],
@@ -96,45 +125,75 @@ const rollbackSuite = (it: It) =>
         )
         assert.strictEqual(yield* usage.activeCount(workspace.id, "2024-03"), 0)
         assert.isTrue(Option.isNone(yield* subscriptions.get(subscription.id)))
-        assert.isTrue(Option.isNone(yield* outbox.get(message.id)))
+        assert.isTrue(Option.isSome(yield* subscriptions.get(kept.id)))
+        // Settling needs the message pending under the lease it was stored with: none was stored.
+        assert.isFalse(
+          yield* outbox.settle({ id: message.id, leaseUntil: message.nextAttemptAt }, { _tag: "Failed", attempts: 0 })
+        )
         assert.isTrue(Option.isNone(yield* experiments.running(program.id)))
         assert.isTrue(Option.isNone(yield* directory.program(newProgram.id)))
         assert.strictEqual(Option.getOrThrow(yield* directory.program(program.id)).status, "test")
-        const member = yield* members.lookup(project.id, anon)
-        assert.strictEqual(member.userHash, anon)
-        assert.isTrue(Option.isNone((yield* members.lookup(project.id, key.userHash)).timezone))
+        assert.strictEqual((yield* memberOf(project.id, anon)).userHash, anon)
+        assert.isTrue(Option.isNone((yield* memberOf(project.id, key.userHash)).timezone))
         assert.deepStrictEqual(yield* idempotency.claim(project.id, idemKey, epoch), { _tag: "Claimed" })
+      }))
+
+    it.effect("an idempotency key claimed in a unit of work that fails is free again; one claimed in a committed unit is not", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const idempotency = yield* IdempotencyStore
+        const { project } = yield* seedTenant()
+        const [dropped, kept] = [`idem-${randomHex(8)}`, `idem-${randomHex(8)}`]
+        const error = yield* Effect.flip(tx.withTransaction(
+          Effect.zipRight(idempotency.claim(project.id, dropped, epoch), new Boom())
+        ))
+        assert.strictEqual(error._tag, "Boom")
+        assert.deepStrictEqual(yield* idempotency.claim(project.id, dropped, epoch), { _tag: "Claimed" })
+        assert.deepStrictEqual(yield* tx.withTransaction(idempotency.claim(project.id, kept, epoch)), {
+          _tag: "Claimed"
+        })
+        assert.deepStrictEqual(yield* idempotency.claim(project.id, kept, epoch), { _tag: "InProgress" })
       }))
   })
 
-/** The adapter's own `IngestStore` where its layer provides one, else `IngestStore.fromPorts`. */
-const withIngestStore = (
-  storage: Layer.Layer<Storage, unknown>
-): Layer.Layer<Storage | IngestStore.IngestStore, unknown> =>
-  Layer.flatMap(
-    storage,
-    (context) =>
-      Option.isSome(
-          Context.getOption(context as Context.Context<Storage | IngestStore.IngestStore>, IngestStore.IngestStore)
-        )
-        ? Layer.succeedContext(context as Context.Context<Storage | IngestStore.IngestStore>)
-        : Layer.provideMerge(IngestStore.layerFromPorts, Layer.succeedContext(context))
-  )
+/**
+ * The adapter's layer completed by `Storage.layer`, with the origin of its `IngestStore` and
+ * `StateStore`: one the adapter provides is its own, one `Storage.layer` lifted from its ports
+ * (now, or when the adapter's layer was completed already) is not.
+ */
+const completed = <E>(storage: Layer.Layer<Storage, E>): Layer.Layer<StorageLayer.Complete | Origins, E> =>
+  Layer.flatMap(storage, (context) => {
+    const originOf = <I, S extends object>(tag: Context.Tag<I, S>): Origin =>
+      Option.match(Context.getOption(context as Context.Context<unknown>, tag), {
+        onNone: () => "lifted",
+        onSome: (store) => (StorageLayer.isLifted(store) ? "lifted" : "own")
+      })
+    return Layer.merge(
+      StorageLayer.layer(Layer.succeedContext(context)),
+      Layer.succeed(Origins, { ingest: originOf(IngestStore), state: originOf(StateStore) })
+    )
+  })
 
 /**
- * Registers the conformance suite of a storage adapter under `name`.
+ * Registers the conformance suite of a storage adapter under `name`. `storage` provides the
+ * adapter's ports, and may provide more (its own `IngestStore` or `StateStore`, or everything
+ * `Storage.layer` adds); the suite completes it with `Storage.layer`, so the stores core builds on
+ * the ports are checked on the adapter's ports too. The suites of `IngestStore` and
+ * `StateStore.standing` are registered once per origin ("the adapter's own", "lifted from its
+ * ports"): the one that does not apply reports its tests skipped.
  *
  * The layer is built once for the whole suite (as a shared database would be) and runs on the live
  * clock: every test passes its instants explicitly and never sleeps. Tests are independent: each
  * one creates its own tenants with fresh random ids, so no test sees another's data, even on a
  * database that keeps data between runs. The few global operations (claiming due work, purges,
- * `nextDueAt`) work at instants far in the past, drain whatever they find there, assert only about
- * their own rows, and retire those rows when they finish.
+ * the next due instant of the outbox) work at instants far in the past, drain whatever they find
+ * there, assert only about their own rows, and retire those rows when they finish.
  */
-export const storageConformance = (name: string, storage: Layer.Layer<Storage, unknown>): void =>
-  layer(withIngestStore(storage), { excludeTestServices: true, timeout: Duration.minutes(2) })(name, (it) => {
+export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage, E>): void =>
+  layer(completed(storage), { excludeTestServices: true, timeout: Duration.minutes(2) })(name, (it) => {
     transactorSuite(it)
     rollbackSuite(it)
+    catalogSuite(it)
     directorySuite(it)
     memberSuite(it)
     streakSuite(it)

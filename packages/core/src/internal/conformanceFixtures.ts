@@ -1,11 +1,13 @@
 /**
  * Test-data builders: valid entities with fresh random ids, so tests that share one database never
- * see each other's data. Each builder takes overrides for the fields a test cares about.
+ * see each other's data. Each builder takes overrides for the fields a test cares about. Also the
+ * reads of one record that tests inspect with (the ports read in batches).
  */
-import { Effect } from "effect"
+import { Array as Arr, Effect, type Option } from "effect"
 import { randomBytes } from "node:crypto"
 import * as Calendar from "../Calendar.js"
 import {
+  Achievement,
   ActionRecord,
   ApiKey,
   defaultSettings,
@@ -24,7 +26,7 @@ import {
 } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
 import * as Ids from "../Ids.js"
-import { DirectoryStore } from "../Ports.js"
+import { AchievementStore, DirectoryStore, type Member, MemberStore, StreakStore } from "../Ports.js"
 
 type Fields<C extends abstract new(...args: any) => any> = ConstructorParameters<C>[0]
 type Overrides<C extends abstract new(...args: any) => any> = Partial<Fields<C>>
@@ -118,6 +120,21 @@ export const makeRow = (key: StreakKey, overrides: Overrides<typeof StreakRow> =
     timezone: "UTC",
     updatedAt: epoch,
     ...overrides
+  })
+
+/** `key` reaching `milestoneId` at `epoch` unless given. */
+export const makeAchievement = (
+  key: StreakKey,
+  milestoneId: Ids.MilestoneId,
+  achievedAt: Date = epoch
+): Achievement =>
+  new Achievement({
+    projectId: key.projectId,
+    programId: key.programId,
+    userHash: key.userHash,
+    ledger: key.ledger,
+    milestoneId,
+    achievedAt
   })
 
 /** The same row with nothing due (exactOptionalPropertyTypes forbids `dueAt: undefined`). */
@@ -254,3 +271,20 @@ export const seedProgram = (
     yield* (yield* DirectoryStore).createProgram(program)
     return program
   })
+
+/** The stored row of `key`, if any (`StreakStore.rows` of that key alone). */
+export const rowOf = (key: StreakKey): Effect.Effect<Option.Option<StreakRow>, StorageError, StreakStore> =>
+  Effect.flatMap(StreakStore, (streaks) => Effect.map(streaks.rows({ keys: [key] }), Arr.head))
+
+/** The achievements of `key` (`AchievementStore.achieved` of that key alone). */
+export const achievementsOf = (
+  key: StreakKey
+): Effect.Effect<ReadonlyArray<Achievement>, StorageError, AchievementStore> =>
+  Effect.flatMap(AchievementStore, (achievements) => Effect.map(achievements.achieved([key]), (found) => found[0]!))
+
+/** The member behind an id of a project, with the member's zone (`MemberStore.lookup` of that id alone). */
+export const memberOf = (
+  projectId: Ids.ProjectId,
+  userHash: Ids.UserHash
+): Effect.Effect<Member, StorageError, MemberStore> =>
+  Effect.flatMap(MemberStore, (members) => Effect.map(members.lookup([{ projectId, userHash }]), (found) => found[0]!))

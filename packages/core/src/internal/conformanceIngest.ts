@@ -1,10 +1,11 @@
 /**
- * Conformance of `IngestStore`, whether an adapter implements it or gets it from `fromPorts`: what
- * `load` reads and locks, claims held until the transaction ends, and what `commit` writes.
+ * Conformance of `IngestStore`, whether the adapter provides its own or gets it lifted from its
+ * ports (`IngestStore.fromPorts`): what `load` reads and locks, claims held until the transaction
+ * ends (a rolled-back claim is free again), and what `commit` writes.
  */
-import { assert, describe } from "@effect/vitest"
+import { assert } from "@effect/vitest"
 import { Effect, Exit, Option } from "effect"
-import { Achievement, StreakKey, StreakRow } from "../Domain.js"
+import { StreakKey, StreakRow } from "../Domain.js"
 import type { ProjectId, UserHash } from "../Ids.js"
 import { IngestStore, type LoadRequest, noChanges } from "../IngestStore.js"
 import {
@@ -19,18 +20,22 @@ import {
   UsageStore
 } from "../Ports.js"
 import {
+  achievementsOf,
   at,
   day,
   epoch,
+  makeAchievement,
   makeAction,
   makeExperiment,
   makeMilestone,
   makeSubscription,
   makeUserHash,
+  memberOf,
   randomHex,
+  rowOf,
   seedTenant
 } from "./conformanceFixtures.js"
-import { Boom, concurrently, type It, plain, SECOND } from "./conformanceKit.js"
+import { Boom, concurrently, type It, perOrigin, plain, SECOND } from "./conformanceKit.js"
 
 const response = { status: 202, body: { ok: true, counted: true } }
 
@@ -38,7 +43,7 @@ const keyRequests = (projectId: ProjectId, keys: ReadonlyArray<string>) =>
   [...keys].sort().map((key) => ({ projectId, key, now: epoch }))
 
 export const ingestSuite = (it: It) =>
-  describe("IngestStore", () => {
+  perOrigin(it, "ingest", "IngestStore", (it) => {
     it.effect("load resolves aliases and locks each asked key's row, created empty in its zone when missing, with achievements where asked", () =>
       Effect.gen(function*() {
         const store = yield* IngestStore
@@ -49,7 +54,7 @@ export const ingestSuite = (it: It) =>
         yield* members.link(project.id, anonymous, member)
         yield* members.setTimezone(project.id, member, "Asia/Tokyo")
         const key = new StreakKey({ projectId: project.id, programId: program.id, userHash: member, ledger: "live" })
-        yield* (yield* StreakStore).save(
+        yield* (yield* StreakStore).save([
           new StreakRow({
             ...key,
             lastActiveDay: day("2024-02-29"),
@@ -58,8 +63,8 @@ export const ingestSuite = (it: It) =>
             timezone: "Asia/Tokyo",
             updatedAt: epoch
           })
-        )
-        yield* (yield* AchievementStore).add(key, milestone.id, epoch)
+        ])
+        yield* (yield* AchievementStore).add([makeAchievement(key, milestone.id)])
         const streak = (userHash: UserHash, withAchieved: boolean) => ({
           projectId: project.id,
           userHash,
@@ -89,7 +94,7 @@ export const ingestSuite = (it: It) =>
         assert.isUndefined(plainMember!.streak)
         assert.strictEqual(direct!.streak!.row.best, 5)
         assert.isTrue(
-          Option.isNone(yield* (yield* StreakStore).get(new StreakKey({ ...key, userHash: anonymous }))),
+          Option.isNone(yield* rowOf(new StreakKey({ ...key, userHash: anonymous }))),
           "no row for the alias itself"
         )
       }))
@@ -132,7 +137,7 @@ export const ingestSuite = (it: It) =>
             yield* store.commit({ ...noChanges, rows })
           })))
         for (const userHash of users) {
-          const row = yield* (yield* StreakStore).get(
+          const row = yield* rowOf(
             new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
           )
           assert.strictEqual(Option.getOrThrow(row).run, 20)
@@ -212,23 +217,22 @@ export const ingestSuite = (it: It) =>
         })
         const action = makeAction(program, { userHash })
         const usage = { workspaceId: workspace.id, month: "2024-03", member: `${project.id}:${userHash}` }
+        const achievement = makeAchievement(key, milestone.id)
         yield* tx.withTransaction(store.commit({
           ...noChanges,
           days: [{ key, day: day("2024-03-02") }, { key, day: day("2024-03-01") }],
           rows: [row],
-          achievements: [new Achievement({ ...key, milestoneId: milestone.id, achievedAt: epoch })],
+          achievements: [achievement],
           usage: [usage],
           zones: [{ projectId: project.id, userHash, timezone: "Europe/Paris" }],
           actions: [action]
         }))
         assert.deepStrictEqual(yield* store.history([key]), [[day("2024-03-01"), day("2024-03-02")]])
-        assert.deepStrictEqual(plain(Option.getOrThrow(yield* (yield* StreakStore).get(key))), plain(row))
-        assert.deepStrictEqual((yield* (yield* AchievementStore).achievedMany([key]))[0], [milestone.id])
-        assert.deepStrictEqual(yield* (yield* UsageStore).markActiveMany([usage]), [false], "already marked")
-        assert.deepStrictEqual(
-          Option.getOrUndefined((yield* (yield* MemberStore).lookup(project.id, userHash)).timezone),
-          "Europe/Paris"
-        )
+        assert.deepStrictEqual(yield* store.history([]), [])
+        assert.deepStrictEqual(plain(Option.getOrThrow(yield* rowOf(key))), plain(row))
+        assert.deepStrictEqual((yield* achievementsOf(key)).map(plain), [plain(achievement)])
+        assert.deepStrictEqual(yield* (yield* UsageStore).markActive([usage]), [false], "already marked")
+        assert.deepStrictEqual(Option.getOrUndefined((yield* memberOf(project.id, userHash)).timezone), "Europe/Paris")
         const counts = yield* (yield* ActionLog).countsByDay({
           programIds: [program.id],
           from: at(epoch, -SECOND),
@@ -242,7 +246,6 @@ export const ingestSuite = (it: It) =>
       Effect.gen(function*() {
         const store = yield* IngestStore
         const tx = yield* Transactor
-        const streaks = yield* StreakStore
         const { program, project } = yield* seedTenant()
         const userHash = makeUserHash()
         const key = new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
@@ -259,7 +262,7 @@ export const ingestSuite = (it: It) =>
           updatedAt: epoch
         })
         yield* tx.withTransaction(store.commit({ ...noChanges, days: [{ key, day: day("2024-03-06") }], rows: [row] }))
-        assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(row))
+        assert.deepStrictEqual(plain(Option.getOrThrow(yield* rowOf(key))), plain(row))
         const request: LoadRequest = {
           members: [{
             projectId: project.id,
@@ -280,7 +283,7 @@ export const ingestSuite = (it: It) =>
         })
         yield* tx.withTransaction(store.commit({ ...noChanges, days: [{ key, day: day("2024-03-07") }], rows: [bare] }))
         // None of the earlier values stays; absent `periodDays` and `grants` may read as their defaults.
-        const stored = Option.getOrThrow(yield* streaks.get(key))
+        const stored = Option.getOrThrow(yield* rowOf(key))
         assert.include([undefined, 1], stored.periodDays)
         assert.isUndefined(stored.freezes)
         assert.deepStrictEqual(stored.grants ?? [], [])
@@ -299,7 +302,7 @@ export const ingestSuite = (it: It) =>
           userHash: makeUserHash(),
           ledger: "live"
         })
-        yield* (yield* StreakStore).addDay(key, day("2024-03-01"))
+        yield* (yield* StreakStore).addDays([{ key, day: day("2024-03-01") }])
         const row = new StreakRow({
           ...key,
           lastActiveDay: day("2024-03-02"),
@@ -315,6 +318,30 @@ export const ingestSuite = (it: It) =>
         })))
         assert.isTrue(Exit.isFailure(exit))
         assert.deepStrictEqual(yield* store.history([key]), [[day("2024-03-01")]])
-        assert.isTrue(Option.isNone(yield* (yield* StreakStore).get(key)))
+        assert.isTrue(Option.isNone(yield* rowOf(key)))
+      }))
+
+    it.effect("commit of an achievement already recorded fails, and its transaction leaves nothing behind", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const tx = yield* Transactor
+        const { program, project } = yield* seedTenant()
+        const [m1, m2] = program.milestones
+        const key = new StreakKey({
+          projectId: project.id,
+          programId: program.id,
+          userHash: makeUserHash(),
+          ledger: "live"
+        })
+        const first = makeAchievement(key, m1!.id)
+        yield* (yield* AchievementStore).add([first])
+        const exit = yield* Effect.exit(tx.withTransaction(store.commit({
+          ...noChanges,
+          days: [{ key, day: day("2024-03-07") }],
+          achievements: [makeAchievement(key, m2!.id), makeAchievement(key, m1!.id, at(epoch, SECOND))]
+        })))
+        assert.isTrue(Exit.isFailure(exit))
+        assert.deepStrictEqual((yield* achievementsOf(key)).map(plain), [plain(first)])
+        assert.deepStrictEqual(yield* store.history([key]), [[]])
       }))
   })

@@ -1,17 +1,66 @@
 /**
- * Helpers shared by the storage conformance suites: the `it` they register tests on, concurrency,
- * comparisons that ignore how an adapter represents absent fields, and draining due work.
+ * Helpers shared by the storage conformance suites: the `it` they register tests on, which
+ * `IngestStore` and `StateStore` a suite runs, concurrency, comparisons that ignore how an adapter
+ * represents absent fields, and draining due work.
  */
-import type { Vitest } from "@effect/vitest"
-import { Data, Effect } from "effect"
+import { describe, type Vitest } from "@effect/vitest"
+import { Context, Data, Effect } from "effect"
+import type { TestContext } from "vitest"
 import type { OutboxMessage, StreakRow } from "../Domain.js"
 import type { StorageError } from "../Errors.js"
-import type { IngestStore } from "../IngestStore.js"
 import { Outbox, type Storage, StreakStore, Transactor } from "../Ports.js"
+import type { Complete } from "../Storage.js"
 import { withoutDue } from "./conformanceFixtures.js"
 
-/** The `it` of a conformance suite: tests run against the adapter's layer on the live clock. */
-export type It = Vitest.MethodsNonLive<Storage | IngestStore, true>
+/** Where an `IngestStore` or `StateStore` comes from: the adapter's own, or lifted from its ports by `Storage.layer`. */
+export type Origin = "own" | "lifted"
+
+/** Which `IngestStore` and `StateStore` the suite runs against. */
+export class Origins extends Context.Tag("@streaks/core/testing/Origins")<Origins, {
+  readonly ingest: Origin
+  readonly state: Origin
+}>() {}
+
+/**
+ * The `it` of a conformance suite: tests run on the live clock against the adapter's layer,
+ * completed by `Storage.layer`.
+ */
+export type It = Vitest.MethodsNonLive<Complete | Origins, true>
+
+/** The `it` of a suite that runs on one origin of a store: only `effect`. */
+export interface OriginIt {
+  readonly effect: <A, E>(
+    name: string,
+    self: (ctx: TestContext) => Effect.Effect<A, E, Complete | Origins>
+  ) => void
+}
+
+const originNames: Record<Origin, string> = { own: "the adapter's own", lifted: "lifted from its ports" }
+const storeNames: Record<keyof Origins["Type"], string> = { ingest: "IngestStore", state: "StateStore" }
+
+/**
+ * Registers `suite` twice, as "<title>, the adapter's own" and "<title>, lifted from its ports":
+ * the block that does not match the store the adapter has reports its tests skipped, so a run
+ * says which implementation passed and never counts one the adapter lacks as passed.
+ */
+export const perOrigin = (
+  it: It,
+  store: keyof Origins["Type"],
+  title: string,
+  suite: (it: OriginIt) => void
+): void => {
+  for (const origin of ["own", "lifted"] as const) {
+    describe(`${title}, ${originNames[origin]}`, () =>
+      suite({
+        effect: (name, self) =>
+          it.effect(name, (ctx) =>
+            Effect.flatMap(Origins, (origins) =>
+              origins[store] === origin
+                ? Effect.asVoid(self(ctx))
+                : Effect.sync(() => ctx.skip(`the adapter's ${storeNames[store]} is ${originNames[origins[store]]}`))))
+      }))
+  }
+}
 
 /** The error a test's unit of work fails with on purpose. */
 export class Boom extends Data.TaggedError("Boom")<{}> {}
@@ -56,11 +105,7 @@ export const drainStreaks = (now: Date, limit = 10) =>
     return yield* loop<StreakRow>(tx.withTransaction(
       Effect.tap(
         streaks.claimDue(now, limit),
-        (rows) =>
-          Effect.zipRight(
-            Effect.yieldNow(),
-            Effect.forEach(rows, (row) => streaks.save(withoutDue(row)), { discard: true })
-          )
+        (rows) => Effect.zipRight(Effect.yieldNow(), streaks.save(rows.map(withoutDue)))
       )
     ))
   })
@@ -77,7 +122,7 @@ export const drainOutbox = (
   Effect.gen(function*() {
     const tx = yield* Transactor
     const outbox = yield* Outbox
-    const claim = outbox.claimDue(now, options.limit ?? 10, leaseUntil)
+    const claim = Effect.map(outbox.claimDue(now, options.limit ?? 10, leaseUntil), (claimed) => claimed.messages)
     return yield* loop<OutboxMessage>(options.transaction === true ? tx.withTransaction(claim) : claim)
   })
 
@@ -94,7 +139,7 @@ export const ancient = {
   outboxStale: new Date("2000-04-15T00:00:00.000Z"),
   outboxClaimers: new Date("2000-05-01T00:00:00.000Z"),
   purge: new Date("2001-01-01T00:00:00.000Z"),
-  /** `nextDueAt` is global: this test's messages must be the earliest pending ones anywhere. */
+  /** A claim's `nextDueAt` is global: this test's messages must be the earliest pending ones anywhere. */
   nextDue: new Date("1970-01-01T00:00:01.000Z")
 } as const
 

@@ -1,12 +1,25 @@
 /**
  * Conformance of the per-action ports: transactions (commit, rollback, nesting), streak rows and
- * activity days (locking, first-insert-wins, due claims) and achievements.
+ * activity days (locking, first-insert-wins, the row queries, due claims) and achievements.
  */
 import { assert, describe } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option } from "effect"
-import { StreakRow } from "../Domain.js"
+import { type StreakKey, StreakRow } from "../Domain.js"
 import { AchievementStore, StreakStore, Transactor } from "../Ports.js"
-import { at, day, epoch, makeKey, makeRow, seedProgram, seedTenant, withoutDue } from "./conformanceFixtures.js"
+import { StateStore } from "../StateStore.js"
+import {
+  achievementsOf,
+  at,
+  day,
+  epoch,
+  makeAchievement,
+  makeKey,
+  makeRow,
+  rowOf,
+  seedProgram,
+  seedTenant,
+  withoutDue
+} from "./conformanceFixtures.js"
 import {
   ancient,
   Boom,
@@ -42,6 +55,20 @@ const comparable = (row: StreakRow): Record<string, unknown> => {
   }
 }
 
+/** A key's name in comparisons of row sets (the row queries answer in no particular order). */
+const keyName = (k: Pick<StreakKey, "programId" | "userHash" | "ledger">) => `${k.programId}/${k.userHash}/${k.ledger}`
+
+/** Rows as a set: sorted by key, absent fields dropped. */
+const rowSet = (rows: ReadonlyArray<StreakRow>) => sortBy(rows, keyName).map(plain)
+
+/** Locks one key in a zone (`StreakStore.lock` of that key alone) and answers its row. */
+const lockOne = (key: StreakKey, timezone: string) =>
+  Effect.flatMap(StreakStore, (streaks) => Effect.map(streaks.lock([{ key, timezone }]), (rows) => rows[0]!))
+
+/** Adds one active day (`StreakStore.addDays` of that day alone) and answers whether it was new. */
+const addDay = (key: StreakKey, date: string) =>
+  Effect.flatMap(StreakStore, (streaks) => Effect.map(streaks.addDays([{ key, day: day(date) }]), (added) => added[0]!))
+
 export const transactorSuite = (it: It) =>
   describe("Transactor", () => {
     it.effect("commits every write of a successful unit of work together", () =>
@@ -52,18 +79,18 @@ export const transactorSuite = (it: It) =>
         const { program } = yield* seedTenant()
         const key = makeKey(program)
         const value = yield* tx.withTransaction(Effect.gen(function*() {
-          const row = yield* streaks.lock(key, "UTC")
-          yield* streaks.addDay(key, day("2024-03-01"))
-          yield* streaks.save(new StreakRow({ ...row, lastActiveDay: day("2024-03-01"), run: 1, best: 1 }))
-          yield* achievements.add(key, program.milestones[0]!.id, epoch)
+          const [row] = yield* streaks.lock([{ key, timezone: "UTC" }])
+          yield* streaks.addDays([{ key, day: day("2024-03-01") }])
+          yield* streaks.save([new StreakRow({ ...row!, lastActiveDay: day("2024-03-01"), run: 1, best: 1 })])
+          yield* achievements.add([makeAchievement(key, program.milestones[0]!.id)])
           return "done"
         }))
         assert.strictEqual(value, "done")
-        const row = yield* streaks.get(key)
+        const row = yield* rowOf(key)
         assert.isTrue(Option.isSome(row))
         assert.strictEqual(Option.getOrThrow(row).run, 1)
         assert.deepStrictEqual(yield* streaks.days(key), [day("2024-03-01")])
-        assert.strictEqual((yield* achievements.list(key)).length, 1)
+        assert.strictEqual((yield* achievementsOf(key)).length, 1)
       }))
 
     it.effect("calls issued side by side inside a unit of work join it: they commit, or roll back, with it", () =>
@@ -74,26 +101,27 @@ export const transactorSuite = (it: It) =>
         const { program } = yield* seedTenant()
         const [kept, undone] = [makeKey(program), makeKey(program)]
         // Ingest issues independent statements of a batch this way (forked fibers), in order.
-        const sideBySide = (key: typeof kept) =>
+        const sideBySide = (key: StreakKey) =>
           Effect.zipRight(
-            streaks.lock(key, "UTC"),
+            streaks.lock([{ key, timezone: "UTC" }]),
             Effect.all([
               streaks.addDays([{ key, day: day("2024-03-01") }, { key, day: day("2024-03-02") }]),
-              achievements.add(key, program.milestones[0]!.id, epoch),
-              streaks.saveAll([makeRow(key, { run: 2, best: 2, lastActiveDay: day("2024-03-02") })])
+              achievements.add([makeAchievement(key, program.milestones[0]!.id)]),
+              streaks.save([makeRow(key, { run: 2, best: 2, lastActiveDay: day("2024-03-02") })])
             ], { concurrency: "unbounded" })
           )
-        const [added] = yield* tx.withTransaction(sideBySide(kept))
+        const [added, achieved] = yield* tx.withTransaction(sideBySide(kept))
         assert.deepStrictEqual(added, [true, true])
-        assert.strictEqual(Option.getOrThrow(yield* streaks.get(kept)).run, 2)
+        assert.deepStrictEqual(achieved, [true])
+        assert.strictEqual(Option.getOrThrow(yield* rowOf(kept)).run, 2)
         assert.deepStrictEqual(yield* streaks.days(kept), [day("2024-03-01"), day("2024-03-02")])
-        assert.strictEqual((yield* achievements.list(kept)).length, 1)
+        assert.strictEqual((yield* achievementsOf(kept)).length, 1)
 
         const exit = yield* Effect.exit(tx.withTransaction(Effect.zipRight(sideBySide(undone), new Boom())))
         assert.isTrue(exit._tag === "Failure")
-        assert.isTrue(Option.isNone(yield* streaks.get(undone)))
+        assert.isTrue(Option.isNone(yield* rowOf(undone)))
         assert.deepStrictEqual(yield* streaks.days(undone), [])
-        assert.deepStrictEqual(yield* achievements.list(undone), [])
+        assert.deepStrictEqual(yield* achievementsOf(undone), [])
       }))
 
     it.effect("a unit of work that dies changes nothing", () =>
@@ -103,12 +131,12 @@ export const transactorSuite = (it: It) =>
         const { program } = yield* seedTenant()
         const key = makeKey(program)
         const exit = yield* Effect.exit(tx.withTransaction(Effect.gen(function*() {
-          yield* streaks.lock(key, "UTC")
-          yield* streaks.addDay(key, day("2024-03-01"))
+          yield* streaks.lock([{ key, timezone: "UTC" }])
+          yield* streaks.addDays([{ key, day: day("2024-03-01") }])
           return yield* Effect.dieMessage("defect inside the unit of work")
         })))
         assert.isTrue(exit._tag === "Failure")
-        assert.isTrue(Option.isNone(yield* streaks.get(key)))
+        assert.isTrue(Option.isNone(yield* rowOf(key)))
         assert.deepStrictEqual(yield* streaks.days(key), [])
       }))
 
@@ -120,14 +148,14 @@ export const transactorSuite = (it: It) =>
         const key = makeKey(program)
         const written = yield* Deferred.make<void>()
         const fiber = yield* Effect.fork(tx.withTransaction(Effect.gen(function*() {
-          yield* streaks.lock(key, "UTC")
-          yield* streaks.addDay(key, day("2024-03-01"))
+          yield* streaks.lock([{ key, timezone: "UTC" }])
+          yield* streaks.addDays([{ key, day: day("2024-03-01") }])
           yield* Deferred.succeed(written, undefined)
           return yield* Effect.never
         })))
         yield* Deferred.await(written)
         yield* Fiber.interrupt(fiber)
-        assert.isTrue(Option.isNone(yield* streaks.get(key)))
+        assert.isTrue(Option.isNone(yield* rowOf(key)))
         assert.deepStrictEqual(yield* streaks.days(key), [])
       }))
 
@@ -138,19 +166,19 @@ export const transactorSuite = (it: It) =>
         const { program } = yield* seedTenant()
         const key = makeKey(program)
         const error = yield* Effect.flip(tx.withTransaction(Effect.gen(function*() {
-          yield* streaks.lock(key, "UTC")
+          yield* streaks.lock([{ key, timezone: "UTC" }])
           // Joining (not a second transaction) is what lets the inner unit see and re-lock the row.
           const seen = yield* tx.withTransaction(Effect.gen(function*() {
-            yield* streaks.lock(key, "UTC")
-            yield* streaks.addDay(key, day("2024-03-01"))
-            return yield* streaks.get(key)
+            yield* streaks.lock([{ key, timezone: "UTC" }])
+            yield* streaks.addDays([{ key, day: day("2024-03-01") }])
+            return yield* rowOf(key)
           }))
           assert.isTrue(Option.isSome(seen))
-          yield* streaks.addDay(key, day("2024-03-02"))
+          yield* streaks.addDays([{ key, day: day("2024-03-02") }])
           return yield* new Boom()
         })))
         assert.strictEqual(error._tag, "Boom")
-        assert.isTrue(Option.isNone(yield* streaks.get(key)))
+        assert.isTrue(Option.isNone(yield* rowOf(key)))
         assert.deepStrictEqual(yield* streaks.days(key), [])
       }))
 
@@ -161,11 +189,10 @@ export const transactorSuite = (it: It) =>
         const { program } = yield* seedTenant()
         const key = makeKey(program)
         yield* tx.withTransaction(Effect.gen(function*() {
-          yield* streaks.addDay(key, day("2024-03-01"))
-          yield* tx.withTransaction(Effect.zipRight(streaks.addDay(key, day("2024-03-02")), new Boom())).pipe(
-            Effect.catchTag("Boom", () => Effect.void)
-          )
-          yield* streaks.addDay(key, day("2024-03-03"))
+          yield* streaks.addDays([{ key, day: day("2024-03-01") }])
+          yield* tx.withTransaction(Effect.zipRight(streaks.addDays([{ key, day: day("2024-03-02") }]), new Boom()))
+            .pipe(Effect.catchTag("Boom", () => Effect.void))
+          yield* streaks.addDays([{ key, day: day("2024-03-03") }])
         }))
         assert.deepStrictEqual(yield* streaks.days(key), [day("2024-03-01"), day("2024-03-03")])
       }))
@@ -179,7 +206,7 @@ export const streakSuite = (it: It) =>
         const streaks = yield* StreakStore
         const { program } = yield* seedTenant()
         const key = makeKey(program, { ledger: "test" })
-        const created = yield* tx.withTransaction(streaks.lock(key, "Europe/Paris"))
+        const created = yield* tx.withTransaction(lockOne(key, "Europe/Paris"))
         const { updatedAt: _created, ...createdFields } = plain(created)
         assert.deepStrictEqual(createdFields, {
           projectId: key.projectId,
@@ -190,13 +217,40 @@ export const streakSuite = (it: It) =>
           best: 0,
           timezone: "Europe/Paris"
         })
-        const stored = yield* streaks.get(key)
+        const stored = yield* rowOf(key)
         assert.isTrue(Option.isSome(stored))
         assert.strictEqual(Option.getOrThrow(stored).timezone, "Europe/Paris")
         const saved = makeRow(key, { lastActiveDay: day("2024-03-01"), run: 4, best: 9, timezone: "Europe/Paris" })
-        yield* streaks.save(saved)
-        const again = yield* tx.withTransaction(streaks.lock(key, "Asia/Tokyo"))
+        yield* streaks.save([saved])
+        const again = yield* tx.withTransaction(lockOne(key, "Asia/Tokyo"))
         assert.deepStrictEqual(plain(again), plain(saved))
+      }))
+
+    it.effect("lock creates missing rows in their zones, returns stored ones, in input order, a repeated key twice", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const [a, b, c] = [makeKey(program), makeKey(program), makeKey(program, { ledger: "test" })]
+        yield* streaks.save([new StreakRow({ ...(yield* lockOne(b, "UTC")), run: 4, best: 9 })])
+        const rows = yield* tx.withTransaction(streaks.lock([
+          { key: c, timezone: "Europe/Paris" },
+          { key: b, timezone: "Asia/Tokyo" },
+          { key: a, timezone: "America/New_York" },
+          { key: c, timezone: "Europe/Paris" }
+        ]))
+        assert.deepStrictEqual(rows.map((r) => [r.userHash, r.ledger, r.timezone, r.run, r.best]), [
+          [c.userHash, "test", "Europe/Paris", 0, 0],
+          [b.userHash, "live", "UTC", 4, 9],
+          [a.userHash, "live", "America/New_York", 0, 0],
+          [c.userHash, "test", "Europe/Paris", 0, 0]
+        ])
+        // The created rows are stored, once each.
+        assert.deepStrictEqual(
+          (yield* streaks.rows({ keys: [a, c] })).map((r) => [r.userHash, r.timezone]).sort(),
+          [[a.userHash, "America/New_York"], [c.userHash, "Europe/Paris"]].sort()
+        )
+        assert.deepStrictEqual(yield* streaks.lock([]), [])
       }))
 
     it.effect("save inserts or replaces every field, and a row saved without dueAt has none", () =>
@@ -204,7 +258,7 @@ export const streakSuite = (it: It) =>
         const streaks = yield* StreakStore
         const { program } = yield* seedTenant()
         const key = makeKey(program)
-        assert.isTrue(Option.isNone(yield* streaks.get(key)))
+        assert.isTrue(Option.isNone(yield* rowOf(key)))
         const full = makeRow(key, {
           lastActiveDay: day("2024-03-10"),
           run: 5,
@@ -216,24 +270,24 @@ export const streakSuite = (it: It) =>
           dueAt: new Date("2100-01-01T05:00:00.000Z"),
           updatedAt: new Date("2024-03-10T12:34:56.789Z")
         })
-        yield* streaks.save(full)
-        assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(full))
+        yield* streaks.save([full])
+        assert.deepStrictEqual(plain(Option.getOrThrow(yield* rowOf(key))), plain(full))
         const bare = makeRow(key, {
           run: 1,
           best: 12,
           lastActiveDay: day("2024-03-12"),
           updatedAt: new Date("2024-03-12T00:00:00.000Z")
         })
-        yield* streaks.save(bare)
-        assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(bare))
+        yield* streaks.save([bare])
+        assert.deepStrictEqual(plain(Option.getOrThrow(yield* rowOf(key))), plain(bare))
       }))
 
-    it.effect("saveAll inserts new rows and replaces existing ones, every field, in one call", () =>
+    it.effect("save inserts new rows and replaces existing ones, every field, in one call", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const { program } = yield* seedTenant()
         const existing = makeKey(program)
-        yield* streaks.save(makeRow(existing, { run: 1, best: 1, lastActiveDay: day("2024-03-01") }))
+        yield* streaks.save([makeRow(existing, { run: 1, best: 1, lastActiveDay: day("2024-03-01") })])
         const rows = [
           makeRow(existing, {
             lastActiveDay: day("2024-03-10"),
@@ -248,11 +302,11 @@ export const streakSuite = (it: It) =>
           makeRow(makeKey(program), { run: 2, best: 3, lastActiveDay: day("2024-03-09") }),
           makeRow(makeKey(program), { run: 0, best: 0 })
         ]
-        yield* streaks.saveAll(rows)
-        yield* streaks.saveAll([])
+        yield* streaks.save(rows)
+        yield* streaks.save([])
         for (const row of rows) {
           const key = makeKey(program, { userHash: row.userHash })
-          assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(key))), plain(row))
+          assert.deepStrictEqual(plain(Option.getOrThrow(yield* rowOf(key))), plain(row))
         }
       }))
 
@@ -261,6 +315,7 @@ export const streakSuite = (it: It) =>
       return Effect.gen(function*() {
         const tx = yield* Transactor
         const streaks = yield* StreakStore
+        const state = yield* StateStore
         const { program } = yield* seedTenant()
         const [withFields, without] = [makeKey(program), makeKey(program)]
         const full = makeRow(withFields, {
@@ -286,17 +341,31 @@ export const streakSuite = (it: It) =>
           sortBy(found.filter((r) => rows.some((m) => m.userHash === r.userHash)), (r) => r.userHash).map(comparable)
         const expected = sortBy(rows, (r) => r.userHash).map(comparable)
         yield* Effect.gen(function*() {
-          yield* streaks.save(full)
-          yield* streaks.save(bare)
-          assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(withFields))), plain(full))
-          assert.deepStrictEqual(comparable(Option.getOrThrow(yield* streaks.get(without))), comparable(bare))
-          assert.deepStrictEqual(plain(yield* tx.withTransaction(streaks.lock(withFields, "UTC"))), plain(full))
+          yield* streaks.save([full])
+          yield* streaks.save([bare])
+          assert.deepStrictEqual(plain(Option.getOrThrow(yield* rowOf(withFields))), plain(full))
+          assert.deepStrictEqual(comparable(Option.getOrThrow(yield* rowOf(without))), comparable(bare))
+          assert.deepStrictEqual(plain(yield* tx.withTransaction(lockOne(withFields, "UTC"))), plain(full))
           const locked = yield* tx.withTransaction(
-            streaks.lockMany([{ key: without, timezone: "UTC" }, { key: withFields, timezone: "UTC" }])
+            streaks.lock([{ key: without, timezone: "UTC" }, { key: withFields, timezone: "UTC" }])
           )
           assert.deepStrictEqual(locked.map(comparable), [comparable(bare), comparable(full)])
-          assert.deepStrictEqual(own(yield* streaks.rowsOfProgram(program.id, "live")), expected)
-          const standing = yield* streaks.standingMany([withFields, without], day("2024-03-01"), day("2024-03-07"))
+          assert.deepStrictEqual(own(yield* streaks.rows({ keys: [without, withFields] })), expected)
+          assert.deepStrictEqual(own(yield* streaks.rows({ programId: program.id, ledger: "live" })), expected)
+          assert.deepStrictEqual(
+            own(yield* streaks.rows({ projectId: program.projectId, userHash: withFields.userHash })),
+            [comparable(full)]
+          )
+          const standing = yield* state.standing(
+            [withFields, without].map((k) => ({
+              projectId: k.projectId,
+              programId: k.programId,
+              ledger: k.ledger,
+              userHash: k.userHash
+            })),
+            day("2024-03-01"),
+            day("2024-03-07")
+          )
           assert.deepStrictEqual(standing.map((s) => comparable(Option.getOrThrow(s.row))), [
             comparable(full),
             comparable(bare)
@@ -319,16 +388,14 @@ export const streakSuite = (it: It) =>
               frozenNotifiedThrough: day("2024-03-03")
             })
           ]
-          yield* streaks.saveAll(swapped)
-          assert.deepStrictEqual(comparable(Option.getOrThrow(yield* streaks.get(withFields))), comparable(swapped[0]!))
-          assert.deepStrictEqual(plain(Option.getOrThrow(yield* streaks.get(without))), plain(swapped[1]!))
-        }).pipe(Effect.ensuring(
-          Effect.forEach(rows, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)
-        ))
+          yield* streaks.save(swapped)
+          assert.deepStrictEqual(comparable(Option.getOrThrow(yield* rowOf(withFields))), comparable(swapped[0]!))
+          assert.deepStrictEqual(plain(Option.getOrThrow(yield* rowOf(without))), plain(swapped[1]!))
+        }).pipe(Effect.ensuring(streaks.save(rows.map(withoutDue)).pipe(Effect.ignore)))
       })
     })
 
-    it.effect("addDay is true only for the first insert of (key, day), and days are kept per key", () =>
+    it.effect("addDays is true only for the first insert of (key, day), and days are kept per key", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const tenant = yield* seedTenant()
@@ -336,27 +403,61 @@ export const streakSuite = (it: It) =>
         const live = makeKey(tenant.program)
         const test = makeKey(tenant.program, { userHash: live.userHash, ledger: "test" })
         const elsewhere = makeKey(other, { userHash: live.userHash })
-        assert.isTrue(yield* streaks.addDay(live, day("2024-03-01")))
-        assert.isFalse(yield* streaks.addDay(live, day("2024-03-01")))
-        assert.isTrue(yield* streaks.addDay(live, day("2024-03-02")))
-        assert.isTrue(yield* streaks.addDay(test, day("2024-03-01")))
-        assert.isTrue(yield* streaks.addDay(elsewhere, day("2024-03-01")))
+        assert.isTrue(yield* addDay(live, "2024-03-01"))
+        assert.isFalse(yield* addDay(live, "2024-03-01"))
+        assert.isTrue(yield* addDay(live, "2024-03-02"))
+        assert.isTrue(yield* addDay(test, "2024-03-01"))
+        assert.isTrue(yield* addDay(elsewhere, "2024-03-01"))
         assert.deepStrictEqual(yield* streaks.days(live), [day("2024-03-01"), day("2024-03-02")])
         assert.deepStrictEqual(yield* streaks.days(test), [day("2024-03-01")])
         assert.deepStrictEqual(yield* streaks.days(elsewhere), [day("2024-03-01")])
       }))
 
-    it.effect("of 50 concurrent addDay calls for one day without lock exactly one is true", () =>
+    it.effect("addDays answers in input order: a stored day and a repeat within the call are false", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const [a, b] = [makeKey(program), makeKey(program)]
+        yield* addDay(a, "2024-03-01")
+        const added = yield* streaks.addDays([
+          { key: a, day: day("2024-03-01") },
+          { key: a, day: day("2024-03-02") },
+          { key: b, day: day("2024-03-01") },
+          { key: a, day: day("2024-03-02") }
+        ])
+        assert.deepStrictEqual(added, [false, true, true, false])
+        assert.deepStrictEqual(yield* streaks.days(a), [day("2024-03-01"), day("2024-03-02")])
+        assert.deepStrictEqual(yield* streaks.days(b), [day("2024-03-01")])
+        assert.deepStrictEqual(yield* streaks.addDays([]), [])
+      }))
+
+    it.effect("of 50 concurrent addDays calls for one day without lock exactly one is true", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const { program } = yield* seedTenant()
         const key = makeKey(program)
-        const results = yield* concurrently(50, () => streaks.addDay(key, day("2024-03-01")))
+        const results = yield* concurrently(50, () => addDay(key, "2024-03-01"))
         assert.strictEqual(countTrue(results), 1)
         assert.deepStrictEqual(yield* streaks.days(key), [day("2024-03-01")])
       }))
 
-    it.effect("50 concurrent transactions of lock, addDay and save for one member and day count the day once", () =>
+    it.effect("of 20 concurrent addDays batches of the same days each day is true exactly once", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const [a, b] = [makeKey(program), makeKey(program)]
+        const days = [
+          { key: a, day: day("2024-03-01") },
+          { key: b, day: day("2024-03-01") },
+          { key: a, day: day("2024-03-02") }
+        ]
+        const results = yield* concurrently(20, () => streaks.addDays(days))
+        for (let d = 0; d < days.length; d++) assert.strictEqual(countTrue(results.map((r) => r[d]!)), 1)
+        assert.deepStrictEqual(yield* streaks.days(a), [day("2024-03-01"), day("2024-03-02")])
+        assert.deepStrictEqual(yield* streaks.days(b), [day("2024-03-01")])
+      }))
+
+    it.effect("50 concurrent transactions of lock, addDays and save for one member and day count the day once", () =>
       Effect.gen(function*() {
         const tx = yield* Transactor
         const streaks = yield* StreakStore
@@ -365,18 +466,18 @@ export const streakSuite = (it: It) =>
         const today = day("2024-03-01")
         const results = yield* concurrently(50, () =>
           tx.withTransaction(Effect.gen(function*() {
-            const row = yield* streaks.lock(key, "UTC")
+            const row = yield* lockOne(key, "UTC")
             // Let other fibers run between the read and the write, as a network round trip would.
             yield* Effect.yieldNow()
-            const added = yield* streaks.addDay(key, today)
+            const [added] = yield* streaks.addDays([{ key, day: today }])
             if (added) {
               const run = row.run + 1
-              yield* streaks.save(new StreakRow({ ...row, lastActiveDay: today, run, best: Math.max(run, row.best) }))
+              yield* streaks.save([new StreakRow({ ...row, lastActiveDay: today, run, best: Math.max(run, row.best) })])
             }
-            return added
+            return added!
           })))
         assert.strictEqual(countTrue(results), 1)
-        const row = Option.getOrThrow(yield* streaks.get(key))
+        const row = Option.getOrThrow(yield* rowOf(key))
         assert.strictEqual(row.run, 1)
         assert.strictEqual(row.best, 1)
         assert.deepStrictEqual(yield* streaks.days(key), [today])
@@ -390,38 +491,84 @@ export const streakSuite = (it: It) =>
         const key = makeKey(program)
         yield* concurrently(50, () =>
           tx.withTransaction(Effect.gen(function*() {
-            const row = yield* streaks.lock(key, "UTC")
+            const row = yield* lockOne(key, "UTC")
             yield* Effect.yieldNow()
-            yield* streaks.save(new StreakRow({ ...row, run: row.run + 1 }))
+            yield* streaks.save([new StreakRow({ ...row, run: row.run + 1 })])
           })))
-        assert.strictEqual(Option.getOrThrow(yield* streaks.get(key)).run, 50)
+        assert.strictEqual(Option.getOrThrow(yield* rowOf(key)).run, 50)
       }))
 
-    it.effect("days are ascending and daysBetween is inclusive at both ends", () =>
+    it.effect("lock locks in one order: 20 concurrent transactions locking the same keys in different orders each add 1 to every row", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const keys = [makeKey(program), makeKey(program), makeKey(program)]
+        yield* concurrently(20, (i) =>
+          tx.withTransaction(Effect.gen(function*() {
+            // Each caller names the keys in its own order: the store must still not deadlock.
+            const order = i % 2 === 0 ? keys : [...keys].reverse()
+            const rows = yield* streaks.lock(order.map((key) => ({ key, timezone: "UTC" })))
+            yield* Effect.yieldNow()
+            yield* streaks.save(rows.map((row) => new StreakRow({ ...row, run: row.run + 1 })))
+          })))
+        for (const key of keys) assert.strictEqual(Option.getOrThrow(yield* rowOf(key)).run, 20)
+      }))
+
+    it.effect("days are ascending, all of them or those in a range inclusive at both ends", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const { program } = yield* seedTenant()
         const key = makeKey(program)
-        for (const d of ["2024-03-05", "2024-03-01", "2024-03-10", "2024-02-28", "2024-03-03", "2023-12-31"]) {
-          yield* streaks.addDay(key, day(d))
-        }
+        yield* streaks.addDays(
+          ["2024-03-05", "2024-03-01", "2024-03-10", "2024-02-28", "2024-03-03", "2023-12-31"].map((d) => ({
+            key,
+            day: day(d)
+          }))
+        )
         assert.deepStrictEqual(
           yield* streaks.days(key),
           ["2023-12-31", "2024-02-28", "2024-03-01", "2024-03-03", "2024-03-05", "2024-03-10"].map(day)
         )
         assert.deepStrictEqual(
-          yield* streaks.daysBetween(key, day("2024-03-01"), day("2024-03-05")),
+          yield* streaks.days(key, { from: day("2024-03-01"), to: day("2024-03-05") }),
           ["2024-03-01", "2024-03-03", "2024-03-05"].map(day)
         )
         assert.deepStrictEqual(
-          yield* streaks.daysBetween(key, day("2023-12-01"), day("2024-02-29")),
+          yield* streaks.days(key, { from: day("2023-12-01"), to: day("2024-02-29") }),
           ["2023-12-31", "2024-02-28"].map(day)
         )
-        assert.deepStrictEqual(yield* streaks.daysBetween(key, day("2024-03-02"), day("2024-03-02")), [])
+        assert.deepStrictEqual(yield* streaks.days(key, { from: day("2024-03-02"), to: day("2024-03-02") }), [])
         assert.deepStrictEqual(yield* streaks.days(makeKey(program)), [])
+        assert.deepStrictEqual(
+          yield* streaks.days(makeKey(program), { from: day("2024-01-01"), to: day("2024-12-31") }),
+          []
+        )
       }))
 
-    it.effect("keysOfMember lists every program and ledger of the member in the project, and nothing else", () =>
+    it.effect("rows of keys answers the stored rows of those keys, every field, and nothing for keys without one", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const [a, b, missing] = [makeKey(program), makeKey(program), makeKey(program)]
+        const otherLedger = makeKey(program, { userHash: a.userHash, ledger: "test" })
+        const stored = [
+          makeRow(a, { run: 2, best: 3, lastActiveDay: day("2024-03-02"), timezone: "Asia/Tokyo" }),
+          makeRow(b, { run: 1, best: 1, lastActiveDay: day("2024-03-01"), atRiskNotifiedFor: day("2024-03-02") }),
+          makeRow(otherLedger, { run: 7, best: 7 })
+        ]
+        yield* streaks.save(stored)
+        assert.deepStrictEqual(rowSet(yield* streaks.rows({ keys: [missing, b, a] })), rowSet(stored.slice(0, 2)))
+        assert.deepStrictEqual(rowSet(yield* streaks.rows({ keys: [otherLedger] })), rowSet([stored[2]!]))
+        assert.deepStrictEqual(yield* streaks.rows({ keys: [missing] }), [])
+        assert.deepStrictEqual(yield* streaks.rows({ keys: [] }), [])
+        // A repeated key names the same row.
+        const repeated = yield* streaks.rows({ keys: [a, a] })
+        assert.isAtLeast(repeated.length, 1)
+        assert.isTrue(repeated.every((r) => keyName(r) === keyName(a)))
+      }))
+
+    it.effect("rows of a member lists every program and ledger of the member in the project, and nothing else", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const tenant = yield* seedTenant()
@@ -430,61 +577,76 @@ export const streakSuite = (it: It) =>
         const mine = makeKey(tenant.program)
         const userHash = mine.userHash
         const expected = [
-          mine,
-          makeKey(tenant.program, { userHash, ledger: "test" }),
-          makeKey(other, { userHash })
+          makeRow(mine, { run: 3, best: 4 }),
+          makeRow(makeKey(tenant.program, { userHash, ledger: "test" })),
+          makeRow(makeKey(other, { userHash }), { timezone: "Europe/Paris" })
         ]
-        for (const key of expected) yield* streaks.save(makeRow(key))
-        yield* streaks.save(makeRow(makeKey(tenant.program)))
-        yield* streaks.save(makeRow(makeKey(elsewhere.program, { userHash })))
-        const id = (k: { programId: string; ledger: string }) => `${k.programId}/${k.ledger}`
+        yield* streaks.save(expected)
+        yield* streaks.save([makeRow(makeKey(tenant.program)), makeRow(makeKey(elsewhere.program, { userHash }))])
         assert.deepStrictEqual(
-          sortBy(yield* streaks.keysOfMember(tenant.project.id, userHash), id).map(plain),
-          sortBy(expected, id).map(plain)
+          rowSet(yield* streaks.rows({ projectId: tenant.project.id, userHash })),
+          rowSet(expected)
         )
-        assert.deepStrictEqual(yield* streaks.keysOfMember(tenant.project.id, makeKey(tenant.program).userHash), [])
+        assert.deepStrictEqual(
+          yield* streaks.rows({ projectId: tenant.project.id, userHash: makeKey(tenant.program).userHash }),
+          []
+        )
       }))
 
-    it.effect("remove deletes the row and the days of that key only", () =>
-      Effect.gen(function*() {
-        const streaks = yield* StreakStore
-        const { program } = yield* seedTenant()
-        const live = makeKey(program)
-        const test = makeKey(program, { userHash: live.userHash, ledger: "test" })
-        for (const key of [live, test]) {
-          yield* streaks.save(makeRow(key, { run: 1, best: 1, lastActiveDay: day("2024-03-01") }))
-          yield* streaks.addDay(key, day("2024-03-01"))
-        }
-        yield* streaks.remove(live)
-        assert.isTrue(Option.isNone(yield* streaks.get(live)))
-        assert.deepStrictEqual(yield* streaks.days(live), [])
-        assert.isTrue(Option.isSome(yield* streaks.get(test)))
-        assert.deepStrictEqual(yield* streaks.days(test), [day("2024-03-01")])
-        // Once removed, the day is new again.
-        assert.isTrue(yield* streaks.addDay(live, day("2024-03-01")))
-      }))
-
-    it.effect("rowsOfProgram returns the rows of one program on one ledger", () =>
+    it.effect("rows of a program answers the rows of that program on one ledger", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const tenant = yield* seedTenant()
         const other = yield* seedProgram(tenant)
         const a = makeKey(tenant.program)
         const b = makeKey(tenant.program)
-        for (
-          const key of [
-            a,
-            b,
-            makeKey(tenant.program, { userHash: a.userHash, ledger: "test" }),
-            makeKey(other, { userHash: a.userHash })
-          ]
-        ) {
-          yield* streaks.save(makeRow(key))
+        const [live, test] = [[makeRow(a), makeRow(b, { run: 2, best: 2 })], [
+          makeRow(makeKey(tenant.program, { userHash: a.userHash, ledger: "test" }))
+        ]]
+        yield* streaks.save([...live, ...test, makeRow(makeKey(other, { userHash: a.userHash }))])
+        assert.deepStrictEqual(
+          rowSet(yield* streaks.rows({ programId: tenant.program.id, ledger: "live" })),
+          rowSet(live)
+        )
+        assert.deepStrictEqual(
+          rowSet(yield* streaks.rows({ programId: tenant.program.id, ledger: "test" })),
+          rowSet(test)
+        )
+        assert.deepStrictEqual(yield* streaks.rows({ programId: (yield* seedProgram(tenant)).id, ledger: "live" }), [])
+      }))
+
+    it.effect("remove deletes the row, the days and the achievements of that key only", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const achievements = yield* AchievementStore
+        const tenant = yield* seedTenant()
+        const other = yield* seedProgram(tenant)
+        const milestone = tenant.program.milestones[0]!.id
+        const live = makeKey(tenant.program)
+        const test = makeKey(tenant.program, { userHash: live.userHash, ledger: "test" })
+        const elsewhere = makeKey(other, { userHash: live.userHash })
+        const keys = [live, test, elsewhere]
+        yield* streaks.save(keys.map((key) => makeRow(key, { run: 1, best: 1, lastActiveDay: day("2024-03-01") })))
+        yield* streaks.addDays(keys.map((key) => ({ key, day: day("2024-03-01") })))
+        yield* achievements.add([
+          makeAchievement(live, milestone),
+          makeAchievement(test, milestone),
+          makeAchievement(elsewhere, other.milestones[0]!.id)
+        ])
+        yield* streaks.remove(live)
+        assert.isTrue(Option.isNone(yield* rowOf(live)))
+        assert.deepStrictEqual(yield* streaks.days(live), [])
+        assert.deepStrictEqual(yield* achievementsOf(live), [])
+        for (const key of [test, elsewhere]) {
+          assert.isTrue(Option.isSome(yield* rowOf(key)))
+          assert.deepStrictEqual(yield* streaks.days(key), [day("2024-03-01")])
+          assert.strictEqual((yield* achievementsOf(key)).length, 1)
         }
-        const rows = yield* streaks.rowsOfProgram(tenant.program.id, "live")
-        assert.deepStrictEqual(rows.map((r) => r.userHash).sort(), [a.userHash, b.userHash].sort())
-        assert.isTrue(rows.every((r) => r.programId === tenant.program.id && r.ledger === "live"))
-        assert.strictEqual((yield* streaks.rowsOfProgram(tenant.program.id, "test")).length, 1)
+        // Once removed, the day and the milestone are new again.
+        assert.isTrue(yield* addDay(live, "2024-03-01"))
+        assert.deepStrictEqual(yield* achievements.add([makeAchievement(live, milestone)]), [true])
+        // Removing a key that has nothing is no error.
+        yield* streaks.remove(makeKey(tenant.program))
       }))
 
     it.effect("claimDue returns only rows due at now, oldest first, at most limit", () => {
@@ -497,9 +659,7 @@ export const streakSuite = (it: It) =>
         const later = makeRow(makeKey(program), { dueAt: at(base, 20 * MINUTE) })
         const never = makeRow(makeKey(program))
         const mine = [...due, later, never]
-        yield* Effect.forEach([due[3]!, later, due[0]!, never, due[4]!, due[1]!, due[2]!], streaks.save, {
-          discard: true
-        })
+        yield* streaks.save([due[3]!, later, due[0]!, never, due[4]!, due[1]!, due[2]!])
         const now = at(base, 10 * MINUTE)
         yield* Effect.gen(function*() {
           const claimed = yield* tx.withTransaction(streaks.claimDue(now, 3))
@@ -514,9 +674,7 @@ export const streakSuite = (it: It) =>
           const allOwn = all.map((r) => r.userHash).filter((u) => mine.some((m) => m.userHash === u))
           assert.deepStrictEqual(allOwn, due.map((r) => r.userHash))
           assert.deepStrictEqual(yield* tx.withTransaction(streaks.claimDue(now, 0)), [])
-        }).pipe(Effect.ensuring(
-          Effect.forEach(mine, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)
-        ))
+        }).pipe(Effect.ensuring(streaks.save(mine.map(withoutDue)).pipe(Effect.ignore)))
       })
     })
 
@@ -526,7 +684,7 @@ export const streakSuite = (it: It) =>
         const streaks = yield* StreakStore
         const { program } = yield* seedTenant()
         const mine = Array.from({ length: 25 }, (_, i) => makeRow(makeKey(program), { dueAt: at(base, i * SECOND) }))
-        yield* Effect.forEach(mine, streaks.save, { discard: true })
+        yield* streaks.save(mine)
         yield* Effect.gen(function*() {
           const [first, second] = yield* Effect.all([drainStreaks(at(base, MINUTE)), drainStreaks(at(base, MINUTE))], {
             concurrency: "unbounded"
@@ -535,17 +693,15 @@ export const streakSuite = (it: It) =>
           assert.strictEqual(new Set(claimed).size, claimed.length, "a row was handed to both claimers")
           const users = new Set([...first, ...second].map((r) => r.userHash))
           assert.isTrue(mine.every((r) => users.has(r.userHash)), "every due row is claimed")
-          for (const row of mine) assert.isUndefined(Option.getOrThrow(yield* streaks.get(row)).dueAt)
-        }).pipe(Effect.ensuring(
-          Effect.forEach(mine, (row) => streaks.save(withoutDue(row)), { discard: true }).pipe(Effect.ignore)
-        ))
+          for (const row of mine) assert.isUndefined(Option.getOrThrow(yield* rowOf(row)).dueAt)
+        }).pipe(Effect.ensuring(streaks.save(mine.map(withoutDue)).pipe(Effect.ignore)))
       })
     })
   })
 
 export const achievementSuite = (it: It) =>
   describe("AchievementStore", () => {
-    it.effect("add is true only the first time per (key, milestone); list returns them; remove clears that key only", () =>
+    it.effect("add is true only the first time per (key, milestone), in input order; achieved keeps the first instant", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const achievements = yield* AchievementStore
@@ -553,24 +709,30 @@ export const achievementSuite = (it: It) =>
         const [m1, m2] = program.milestones
         const live = makeKey(program)
         const test = makeKey(program, { userHash: live.userHash, ledger: "test" })
-        for (const key of [live, test]) yield* streaks.save(makeRow(key))
+        yield* streaks.save([makeRow(live), makeRow(test)])
         const first = new Date("2024-03-03T10:00:00.000Z")
-        assert.isTrue(yield* achievements.add(live, m1!.id, first))
-        assert.isFalse(yield* achievements.add(live, m1!.id, new Date("2024-03-04T10:00:00.000Z")))
-        assert.isTrue(yield* achievements.add(live, m2!.id, new Date("2024-03-07T10:00:00.000Z")))
-        assert.isTrue(yield* achievements.add(test, m1!.id, first))
-        const listed = sortBy(yield* achievements.list(live), (a) => a.achievedAt.toISOString())
+        const later = new Date("2024-03-04T10:00:00.000Z")
+        const week = new Date("2024-03-07T10:00:00.000Z")
+        assert.deepStrictEqual(yield* achievements.add([makeAchievement(live, m1!.id, first)]), [true])
+        assert.deepStrictEqual(
+          yield* achievements.add([
+            makeAchievement(live, m1!.id, later),
+            makeAchievement(live, m2!.id, week),
+            makeAchievement(test, m1!.id, first),
+            makeAchievement(live, m2!.id, later)
+          ]),
+          [false, true, true, false]
+        )
+        assert.deepStrictEqual(yield* achievements.add([]), [])
+        const listed = sortBy(yield* achievementsOf(live), (a) => a.achievedAt.toISOString())
         assert.deepStrictEqual(listed.map(plain), [
-          { ...plain(live), milestoneId: m1!.id, achievedAt: first },
-          { ...plain(live), milestoneId: m2!.id, achievedAt: new Date("2024-03-07T10:00:00.000Z") }
+          plain(makeAchievement(live, m1!.id, first)),
+          plain(makeAchievement(live, m2!.id, week))
         ])
-        yield* achievements.remove(live)
-        assert.deepStrictEqual(yield* achievements.list(live), [])
-        assert.strictEqual((yield* achievements.list(test)).length, 1)
-        assert.deepStrictEqual(yield* achievements.list(makeKey(program)), [])
+        assert.deepStrictEqual((yield* achievementsOf(test)).map(plain), [plain(makeAchievement(test, m1!.id, first))])
       }))
 
-    it.effect("achievedMany answers each key's milestone ids in input order (repeats, unknown keys, other ledgers)", () =>
+    it.effect("achieved answers each key's achievements in input order (repeats, unknown keys, other ledgers)", () =>
       Effect.gen(function*() {
         const achievements = yield* AchievementStore
         const { program } = yield* seedTenant()
@@ -579,18 +741,22 @@ export const achievementSuite = (it: It) =>
         const one = makeKey(program)
         const testLedger = makeKey(program, { userHash: both.userHash, ledger: "test" })
         const none = makeKey(program)
-        yield* achievements.add(both, m2!.id, epoch)
-        yield* achievements.add(both, m1!.id, epoch)
-        yield* achievements.add(one, m1!.id, epoch)
-        const answered = yield* achievements.achievedMany([none, both, testLedger, one, both])
-        assert.deepStrictEqual(answered.map((ids) => [...ids].sort()), [
+        const reached = {
+          bothFirst: makeAchievement(both, m2!.id, new Date("2024-03-07T08:00:00.000Z")),
+          bothSecond: makeAchievement(both, m1!.id, new Date("2024-03-03T08:00:00.000Z")),
+          one: makeAchievement(one, m1!.id, new Date("2024-03-05T23:59:59.999Z"))
+        }
+        yield* achievements.add([reached.bothFirst, reached.bothSecond, reached.one])
+        const answered = yield* achievements.achieved([none, both, testLedger, one, both])
+        const bothSet = sortBy([reached.bothFirst, reached.bothSecond], (a) => a.milestoneId).map(plain)
+        assert.deepStrictEqual(answered.map((found) => sortBy(found, (a) => a.milestoneId).map(plain)), [
           [],
-          [m1!.id, m2!.id].sort(),
+          bothSet,
           [],
-          [m1!.id],
-          [m1!.id, m2!.id].sort()
+          [plain(reached.one)],
+          bothSet
         ])
-        assert.deepStrictEqual(yield* achievements.achievedMany([]), [])
+        assert.deepStrictEqual(yield* achievements.achieved([]), [])
       }))
 
     it.effect("of 50 concurrent adds of one milestone exactly one is true", () =>
@@ -599,9 +765,28 @@ export const achievementSuite = (it: It) =>
         const achievements = yield* AchievementStore
         const { program } = yield* seedTenant()
         const key = makeKey(program)
-        yield* streaks.save(makeRow(key))
-        const results = yield* concurrently(50, () => achievements.add(key, program.milestones[0]!.id, epoch))
+        yield* streaks.save([makeRow(key)])
+        const results = yield* concurrently(
+          50,
+          () => Effect.map(achievements.add([makeAchievement(key, program.milestones[0]!.id, epoch)]), (r) => r[0]!)
+        )
         assert.strictEqual(countTrue(results), 1)
-        assert.strictEqual((yield* achievements.list(key)).length, 1)
+        assert.strictEqual((yield* achievementsOf(key)).length, 1)
+      }))
+
+    it.effect("of 20 concurrent add batches of the same achievements each is true exactly once", () =>
+      Effect.gen(function*() {
+        const achievements = yield* AchievementStore
+        const { program } = yield* seedTenant()
+        const [a, b] = [makeKey(program), makeKey(program)]
+        const batch = [
+          makeAchievement(a, program.milestones[0]!.id),
+          makeAchievement(b, program.milestones[0]!.id),
+          makeAchievement(a, program.milestones[1]!.id)
+        ]
+        const results = yield* concurrently(20, () => achievements.add(batch))
+        for (let n = 0; n < batch.length; n++) assert.strictEqual(countTrue(results.map((r) => r[n]!)), 1)
+        assert.strictEqual((yield* achievementsOf(a)).length, 2)
+        assert.strictEqual((yield* achievementsOf(b)).length, 1)
       }))
   })

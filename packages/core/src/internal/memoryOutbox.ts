@@ -1,59 +1,48 @@
 /**
- * In-memory ports of outbound delivery: webhook subscriptions and the outbox with its delivery
- * attempts. Every method is one atomic `run` over the shared state.
+ * The in-memory outbox: messages with their leases and delivery attempts. Every method is one
+ * atomic `run` over the shared state.
  */
 import { Option } from "effect"
 import type { Context } from "effect"
-import { OutboxMessage } from "../Domain.js"
-import type { MessageId } from "../Ids.js"
-import type { Outbox, SubscriptionStore } from "../Ports.js"
+import { type DeliveryAttempt, OutboxMessage } from "../Domain.js"
+import type { Held, Outbox, Settlement } from "../Ports.js"
 import type { MemoryState, Runner } from "./memoryState.js"
-
-export const makeSubscriptions = (s: MemoryState, { run }: Runner): Context.Tag.Service<SubscriptionStore> => {
-  const j = s.journal
-  return {
-    create: (subscription) => run(() => j.set(s.subscriptions, subscription.id, subscription)),
-    get: (id) => run(() => Option.fromNullable(s.subscriptions.get(id))),
-    remove: (id) =>
-      run(() => {
-        const subscription = s.subscriptions.get(id)
-        if (subscription === undefined) return Option.none()
-        j.delete(s.subscriptions, id)
-        return Option.some(subscription)
-      }),
-    forEvent: (programId, type) =>
-      run(() =>
-        [...s.subscriptions.values()].filter((sub) => sub.programId === programId && sub.eventTypes.includes(type))
-      ),
-    removeCreatedBy: (credential) =>
-      run(() => {
-        const removed = [...s.subscriptions.values()].filter((sub) =>
-          sub.createdBy.type === credential.type && sub.createdBy.id === credential.id
-        )
-        for (const sub of removed) j.delete(s.subscriptions, sub.id)
-        return removed
-      })
-  }
-}
 
 const byDueThenAge = (a: OutboxMessage, b: OutboxMessage): number =>
   a.nextAttemptAt.getTime() - b.nextAttemptAt.getTime() ||
   a.createdAt.getTime() - b.createdAt.getTime() ||
   (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
 
+/** The fields a settlement sets on the message. */
+const settled = (message: OutboxMessage, settlement: Settlement): OutboxMessage => {
+  switch (settlement._tag) {
+    case "Delivered":
+      return new OutboxMessage({
+        ...message,
+        status: "delivered",
+        attempts: settlement.attempts,
+        deliveredAt: settlement.at
+      })
+    case "Pending":
+      return new OutboxMessage({
+        ...message,
+        status: "pending",
+        attempts: settlement.attempts,
+        nextAttemptAt: settlement.nextAttemptAt
+      })
+    case "Failed":
+      return new OutboxMessage({ ...message, status: "failed", attempts: settlement.attempts })
+  }
+}
+
 export const makeOutbox = (s: MemoryState, { run }: Runner): Context.Tag.Service<Outbox> => {
   const j = s.journal
+  const record = (attempt: DeliveryAttempt) =>
+    j.set(s.attempts, attempt.messageId, [...(s.attempts.get(attempt.messageId) ?? []), attempt])
   // Only the holder of the current lease may change a claimed message.
-  const update = (held: { readonly id: MessageId; readonly leaseUntil: Date }, patch: Partial<OutboxMessage>) =>
-    run(() => {
-      const message = s.messages.get(held.id)
-      if (
-        message === undefined || message.status !== "pending" ||
-        message.nextAttemptAt.getTime() !== held.leaseUntil.getTime()
-      ) return false
-      j.set(s.messages, held.id, new OutboxMessage({ ...message, ...patch }))
-      return true
-    })
+  const holds = (message: OutboxMessage | undefined, held: Held): message is OutboxMessage =>
+    message !== undefined && message.status === "pending" &&
+    message.nextAttemptAt.getTime() === held.leaseUntil.getTime()
   return {
     enqueue: (messages) =>
       run(() => {
@@ -61,29 +50,36 @@ export const makeOutbox = (s: MemoryState, { run }: Runner): Context.Tag.Service
       }),
     claimDue: (now, limit, leaseUntil) =>
       run(() => {
-        if (limit <= 0) return []
         const t = now.getTime()
         const due: Array<OutboxMessage> = []
         for (const message of s.messages.values()) {
           if (message.status === "pending" && message.nextAttemptAt.getTime() <= t) due.push(message)
         }
         // The lease is the claim: until `leaseUntil` no other claimer sees these messages.
-        return due.sort(byDueThenAge).slice(0, limit).map((message) => {
+        const messages = due.sort(byDueThenAge).slice(0, Math.max(0, limit)).map((message) => {
           const leased = new OutboxMessage({ ...message, nextAttemptAt: leaseUntil })
           j.set(s.messages, message.id, leased)
           return leased
         })
+        const claimed = new Set(messages.map((m) => m.id))
+        let nextDueAt: Date | undefined = undefined
+        for (const message of s.messages.values()) {
+          if (
+            message.status === "pending" && !claimed.has(message.id) &&
+            (nextDueAt === undefined || message.nextAttemptAt < nextDueAt)
+          ) nextDueAt = message.nextAttemptAt
+        }
+        return { messages, nextDueAt: Option.fromNullable(nextDueAt) }
       }),
-    recordAttempt: (attempt) =>
-      run(() => j.set(s.attempts, attempt.messageId, [...(s.attempts.get(attempt.messageId) ?? []), attempt])),
-    attempts: (messageId) =>
-      run(() =>
-        [...(s.attempts.get(messageId) ?? [])].sort((a, b) => a.attempt - b.attempt || a.at.getTime() - b.at.getTime())
-      ),
-    markDelivered: (held, attempts, at) => update(held, { status: "delivered", attempts, deliveredAt: at }),
-    reschedule: (held, attempts, nextAttemptAt) => update(held, { status: "pending", attempts, nextAttemptAt }),
-    markFailed: (held, attempts) => update(held, { status: "failed", attempts }),
-    get: (id) => run(() => Option.fromNullable(s.messages.get(id))),
+    settle: (held, settlement, attempt) =>
+      run(() => {
+        // The send happened whatever became of the lease, so its attempt is kept either way.
+        if (attempt !== undefined) record(attempt)
+        const message = s.messages.get(held.id)
+        if (!holds(message, held)) return false
+        j.set(s.messages, held.id, settled(message, settlement))
+        return true
+      }),
     recentDelivered: (programId, type, limit) =>
       run(() =>
         [...s.messages.values()]
@@ -91,15 +87,6 @@ export const makeOutbox = (s: MemoryState, { run }: Runner): Context.Tag.Service
           .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
           .slice(0, Math.max(0, limit))
       ),
-    nextDueAt: run(() => {
-      let earliest: Date | undefined = undefined
-      for (const message of s.messages.values()) {
-        if (message.status === "pending" && (earliest === undefined || message.nextAttemptAt < earliest)) {
-          earliest = message.nextAttemptAt
-        }
-      }
-      return Option.fromNullable(earliest)
-    }),
     purgeAttempts: (before) =>
       run(() => {
         const t = before.getTime()

@@ -4,32 +4,9 @@
  */
 import { Effect, Exit, FiberRef } from "effect"
 import type { LocalDate } from "../Calendar.js"
-import type {
-  Achievement,
-  ActionRecord,
-  ApiKey,
-  DeliveryAttempt,
-  Experiment,
-  OAuthGrant,
-  OutboxMessage,
-  Program,
-  Project,
-  StoredResponse,
-  StreakRow,
-  Subscription,
-  Workspace
-} from "../Domain.js"
-import type {
-  ApiKeyId,
-  ExperimentId,
-  MessageId,
-  MilestoneId,
-  ProgramId,
-  ProjectId,
-  SubscriptionId,
-  UserHash,
-  WorkspaceId
-} from "../Ids.js"
+import type { Achievement, ActionRecord, DeliveryAttempt, OutboxMessage, StoredResponse, StreakRow } from "../Domain.js"
+import type { MessageId, MilestoneId, UserHash } from "../Ids.js"
+import type { CatalogKind, CatalogRecords } from "../Ports.js"
 
 /**
  * Records the inverse of every write made while a transaction is open. Entities are never
@@ -96,12 +73,13 @@ export interface IdempotencyRecord {
   readonly response: StoredResponse | undefined
 }
 
+/** The records of the catalog: one map per kind, by id. */
+export type CatalogMaps = { readonly [K in CatalogKind]: Map<string, CatalogRecords[K]> }
+
 /** Everything the adapter stores; composite keys are JSON arrays (see `keyOf`, `pair`). */
 export interface MemoryState {
   readonly journal: Journal
-  readonly workspaces: Map<WorkspaceId, Workspace>
-  readonly projects: Map<ProjectId, Project>
-  readonly programs: Map<ProgramId, Program>
+  readonly catalog: CatalogMaps
   /** (projectId, anonymousId) → member. */
   readonly aliases: Map<string, UserHash>
   /** (projectId, userHash) → IANA zone. */
@@ -112,21 +90,23 @@ export interface MemoryState {
   readonly actions: Array<ActionRecord>
   /** (projectId, idempotencyKey) → record. */
   readonly idempotency: Map<string, IdempotencyRecord>
-  readonly subscriptions: Map<SubscriptionId, Subscription>
   readonly messages: Map<MessageId, OutboxMessage>
   readonly attempts: Map<MessageId, ReadonlyArray<DeliveryAttempt>>
-  readonly apiKeys: Map<ApiKeyId, ApiKey>
-  readonly grants: Map<OAuthGrant["id"], OAuthGrant>
   /** (workspaceId, month) → members. */
   readonly usage: Map<string, Set<string>>
-  readonly experiments: Map<ExperimentId, Experiment>
 }
 
 export const makeState = (): MemoryState => ({
   journal: new Journal(),
-  workspaces: new Map(),
-  projects: new Map(),
-  programs: new Map(),
+  catalog: {
+    workspace: new Map(),
+    project: new Map(),
+    program: new Map(),
+    subscription: new Map(),
+    apiKey: new Map(),
+    grant: new Map(),
+    experiment: new Map()
+  },
   aliases: new Map(),
   timezones: new Map(),
   streaks: new Map(),
@@ -134,13 +114,9 @@ export const makeState = (): MemoryState => ({
   achievements: new Map(),
   actions: [],
   idempotency: new Map(),
-  subscriptions: new Map(),
   messages: new Map(),
   attempts: new Map(),
-  apiKeys: new Map(),
-  grants: new Map(),
-  usage: new Map(),
-  experiments: new Map()
+  usage: new Map()
 })
 
 /** A composite map key; JSON keeps parts apart whatever characters they contain. */

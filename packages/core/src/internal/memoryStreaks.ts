@@ -2,17 +2,18 @@
  * In-memory ports of the per-action path: streak rows and activity days, achievements, the
  * action log and idempotency keys. Every method is one atomic `run` over the shared state.
  */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect } from "effect"
 import type { Context } from "effect"
 import type { LocalDate } from "../Calendar.js"
-import { Achievement, type ActionRecord, StreakKey, StreakRow, type StoredResponse } from "../Domain.js"
-import type { ProgramId, ProjectId, UserHash } from "../Ids.js"
+import type { Achievement, ActionRecord, StoredResponse, StreakKey } from "../Domain.js"
+import { StreakRow } from "../Domain.js"
 import type {
+  AchievementStore,
   ActionLog,
   ActionQuery,
-  AchievementStore,
   IdempotencyClaim,
   IdempotencyStore,
+  RowQuery,
   StreakStore
 } from "../Ports.js"
 import { keyOf, type MemoryState, pair, type Runner } from "./memoryState.js"
@@ -22,7 +23,6 @@ const CLAIM_MS = 30 * 1000
 
 export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Service<StreakStore> => {
   const j = s.journal
-  const sortedDays = (k: string): Array<LocalDate> => [...(s.days.get(k) ?? [])].sort()
   // The single lock of this adapter already serialises the transaction; creating the row here
   // makes `lock` behave like Postgres' insert-if-missing + SELECT … FOR UPDATE.
   const lock = (key: StreakKey, timezone: string, now: number): StreakRow => {
@@ -51,55 +51,38 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     }
     return j.add(days, day)
   }
-  const saveRows = (rows: ReadonlyArray<StreakRow>) => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))
-  const addDayEach = (days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>) =>
-    days.map((d) => addDay(d.key, d.day))
+  const rows = (query: RowQuery): Array<StreakRow> => {
+    if ("keys" in query) {
+      const found = new Map<string, StreakRow>()
+      for (const key of query.keys) {
+        const k = keyOf(key)
+        const row = s.streaks.get(k)
+        if (row !== undefined) found.set(k, row)
+      }
+      return [...found.values()]
+    }
+    if ("programId" in query) {
+      return [...s.streaks.values()].filter((r) => r.programId === query.programId && r.ledger === query.ledger)
+    }
+    return [...s.streaks.values()].filter((r) => r.projectId === query.projectId && r.userHash === query.userHash)
+  }
   return {
-    lock: (key, timezone) => Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => lock(key, timezone, now))),
-    lockMany: (keys) =>
+    lock: (keys) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => run(() => keys.map((k) => lock(k.key, k.timezone, now)))),
-    get: (key) => run(() => Option.fromNullable(s.streaks.get(keyOf(key)))),
-    save: (row) => run(() => j.set(s.streaks, keyOf(row), row)),
-    saveAll: (rows) => run(() => saveRows(rows)),
-    addDay: (key, day) => run(() => addDay(key, day)),
-    addDays: (days) => run(() => addDayEach(days)),
-    days: (key) => run(() => sortedDays(keyOf(key))),
-    daysBetween: (key, from, to) => run(() => sortedDays(keyOf(key)).filter((d) => d >= from && d <= to)),
-    standingMany: (refs, from, to) =>
-      run(() =>
-        refs.map((ref) => {
-          const userHash = s.aliases.get(pair(ref.projectId, ref.userHash)) ?? ref.userHash
-          const k = keyOf({ ...ref, userHash })
-          return {
-            member: { userHash, timezone: Option.fromNullable(s.timezones.get(pair(ref.projectId, userHash))) },
-            row: Option.fromNullable(s.streaks.get(k)),
-            days: sortedDays(k).filter((d) => d >= from && d <= to),
-            achieved: [...(s.achievements.get(k)?.keys() ?? [])]
-          }
-        })
-      ),
-    keysOfMember: (projectId, userHash) =>
+    save: (rows) => run(() => rows.forEach((row) => j.set(s.streaks, keyOf(row), row))),
+    addDays: (days) => run(() => days.map((d) => addDay(d.key, d.day))),
+    days: (key, range) =>
       run(() => {
-        // Rows and days both name keys: a key with days but no row (addDay without lock) still counts.
-        const found = new Map<string, StreakKey>()
-        for (const row of s.streaks.values()) {
-          if (row.projectId === projectId && row.userHash === userHash) {
-            found.set(keyOf(row), toKey(row))
-          }
-        }
-        for (const k of s.days.keys()) {
-          const [p, programId, u, ledger] = JSON.parse(k) as [ProjectId, ProgramId, UserHash, "live" | "test"]
-          if (p === projectId && u === userHash && !found.has(k)) {
-            found.set(k, new StreakKey({ projectId: p, programId, userHash: u, ledger }))
-          }
-        }
-        return [...found.values()]
+        const days = [...(s.days.get(keyOf(key)) ?? [])].sort()
+        return range === undefined ? days : days.filter((d) => d >= range.from && d <= range.to)
       }),
+    rows: (query) => run(() => rows(query)),
     remove: (key) =>
       run(() => {
         const k = keyOf(key)
         j.delete(s.streaks, k)
         j.delete(s.days, k)
+        j.delete(s.achievements, k)
       }),
     claimDue: (now, limit) =>
       run(() => {
@@ -114,46 +97,28 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
         return due
           .sort((a, b) => a.dueAt!.getTime() - b.dueAt!.getTime() || compare(keyOf(a), keyOf(b)))
           .slice(0, limit)
-      }),
-    rowsOfProgram: (programId, ledger) =>
-      run(() => [...s.streaks.values()].filter((r) => r.programId === programId && r.ledger === ledger))
+      })
   }
 }
-
-const toKey = (row: StreakRow): StreakKey =>
-  new StreakKey({ projectId: row.projectId, programId: row.programId, userHash: row.userHash, ledger: row.ledger })
 
 const compare = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0)
 
 export const makeAchievements = (s: MemoryState, { run }: Runner): Context.Tag.Service<AchievementStore> => {
   const j = s.journal
+  const add = (achievement: Achievement): boolean => {
+    const k = keyOf(achievement)
+    let byMilestone = s.achievements.get(k)
+    if (byMilestone === undefined) {
+      byMilestone = new Map()
+      j.set(s.achievements, k, byMilestone)
+    }
+    if (byMilestone.has(achievement.milestoneId)) return false
+    j.set(byMilestone, achievement.milestoneId, achievement)
+    return true
+  }
   return {
-    list: (key) => run(() => [...(s.achievements.get(keyOf(key))?.values() ?? [])]),
-    achievedMany: (keys) => run(() => keys.map((key) => [...(s.achievements.get(keyOf(key))?.keys() ?? [])])),
-    add: (key, milestoneId, at) =>
-      run(() => {
-        const k = keyOf(key)
-        let byMilestone = s.achievements.get(k)
-        if (byMilestone === undefined) {
-          byMilestone = new Map()
-          j.set(s.achievements, k, byMilestone)
-        }
-        if (byMilestone.has(milestoneId)) return false
-        j.set(
-          byMilestone,
-          milestoneId,
-          new Achievement({
-            projectId: key.projectId,
-            programId: key.programId,
-            userHash: key.userHash,
-            ledger: key.ledger,
-            milestoneId,
-            achievedAt: at
-          })
-        )
-        return true
-      }),
-    remove: (key) => run(() => void j.delete(s.achievements, keyOf(key)))
+    achieved: (keys) => run(() => keys.map((key) => [...(s.achievements.get(keyOf(key))?.values() ?? [])])),
+    add: (achievements) => run(() => achievements.map(add))
   }
 }
 
@@ -169,8 +134,7 @@ export const makeActionLog = (s: MemoryState, { run }: Runner): Context.Tag.Serv
     })
   }
   return {
-    append: (record) => run(() => j.push(s.actions, record)),
-    appendAll: (records) => run(() => records.forEach((record) => j.push(s.actions, record))),
+    append: (records) => run(() => records.forEach((record) => j.push(s.actions, record))),
     countsByDay: (query) =>
       run(() => {
         const groups = new Map<
@@ -229,11 +193,6 @@ export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Se
   return {
     claim: (projectId, key, now) => run(() => claim(projectId, key, now)),
     complete: (projectId, key, response, now) => run(() => complete(projectId, key, response, now)),
-    release: (projectId, key) =>
-      run(() => {
-        const k = pair(projectId, key)
-        if (s.idempotency.get(k)?.response === undefined) j.delete(s.idempotency, k)
-      }),
     purgeExpired: (now) =>
       run(() => {
         const t = now.getTime()

@@ -4,7 +4,15 @@
  */
 import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
-import { type Milestone, type Program, type Project, type StreakKey, StreakRow, unsafeMake } from "../Domain.js"
+import {
+  Achievement,
+  type Milestone,
+  type Program,
+  type Project,
+  type StreakKey,
+  StreakRow,
+  unsafeMake
+} from "../Domain.js"
 import type { StorageError } from "../Errors.js"
 import * as OutboundEvents from "../OutboundEvents.js"
 import { AchievementStore, type ExperimentStore, type Outbox, StreakStore, type SubscriptionStore } from "../Ports.js"
@@ -111,7 +119,8 @@ export const reach = (
     // Most actions reach no target at all: then the achievements need not be read.
     if (!reachesTarget(input.program, state)) return { state, enqueued: 0 }
     const achievements = yield* AchievementStore
-    const achieved = new Set<string>((yield* achievements.list(input.key)).map((a) => a.milestoneId))
+    const [list] = yield* achievements.achieved([input.key])
+    const achieved = new Set<string>(list!.map((a) => a.milestoneId))
     const crossed = Streak.newlyCrossed(input.program.milestones, state.current, achieved)
     return { state, enqueued: crossed.length === 0 ? 0 : yield* recordCrossed(input, state, crossed) }
   })
@@ -131,9 +140,9 @@ export const recordCrossed = (
   Effect.flatMap(AchievementStore, (achievements) => {
     const { key, now, program } = input
     const eventsOf = crossed.map(OutboundEvents.milestoneEvents)
-    const added = Effect.all(crossed.map((milestone) => achievements.add(key, milestone.id, now)), {
-      concurrency: "unbounded"
-    })
+    const added = achievements.add(
+      crossed.map((milestone) => new Achievement({ ...key, milestoneId: milestone.id, achievedAt: now }))
+    )
     return Effect.map(
       OutboundEvents.emitWhere(
         {
@@ -161,4 +170,4 @@ export const settle = (
   Settled,
   StorageError,
   StreakStore | AchievementStore | SubscriptionStore | Outbox | ExperimentStore
-> => Effect.tap(reach(input), () => Effect.flatMap(StreakStore, (streaks) => streaks.save(progressRow(input))))
+> => Effect.tap(reach(input), () => Effect.flatMap(StreakStore, (streaks) => streaks.save([progressRow(input)])))

@@ -3,7 +3,7 @@
  * credentials, and one helper per door that goes through the same decode + resolve + record steps
  * as the HTTP layer. Provide `layer` per test: every build starts empty.
  */
-import { Context, Effect, Layer, Option, Ref } from "effect"
+import { Context, Effect, Layer, Ref } from "effect"
 import * as Aliases from "../../src/Aliases.js"
 import * as Credentials from "../../src/Credentials.js"
 import { StreakKey, type Ledger, type Program } from "../../src/Domain.js"
@@ -14,6 +14,7 @@ import type { UserHash } from "../../src/Ids.js"
 import * as Ingest from "../../src/Ingest.js"
 import * as OutboundEvents from "../../src/OutboundEvents.js"
 import { StorageError } from "../../src/Errors.js"
+import type * as Ports from "../../src/Ports.js"
 import {
   ActionLog,
   ExperimentStore,
@@ -26,7 +27,9 @@ import {
 import * as SecretBox from "../../src/SecretBox.js"
 import * as StateQuery from "../../src/StateQuery.js"
 import * as StreakPolicies from "../../src/StreakPolicies.js"
-import { layerMemory, makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
+import * as MemoryStorage from "../../src/MemoryStorage.js"
+import * as Storage from "../../src/Storage.js"
+import { makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
 
 export const SERVER_TOKEN = "sst_server_token_for_tests"
 export const WEBHOOK_SECRET = "whi_webhook_secret_for_tests"
@@ -41,23 +44,31 @@ const signal = Layer.effect(
   Effect.map(Nudges, (ref) => ({ notify: Ref.update(ref, (n) => n + 1) }))
 )
 
-/** The in-memory store, an ephemeral secret box and a counted outbox signal: what the services need. */
-export const base = Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, signal).pipe(
+/** The in-memory ports, before the stores core builds on them: overrides go here, so those stores see them. */
+const memoryPorts = Layer.effectContext(MemoryStorage.make)
+
+/** What the services need besides the stores: an ephemeral secret box and a counted outbox signal. */
+const runtime = Layer.mergeAll(SecretBox.layerEphemeral, signal).pipe(
   Layer.provideMerge(Layer.effect(Nudges, Ref.make(0)))
 )
+
+/** The stores on `ports` (in memory, some of them changed), with the secret box and signal. */
+const baseOn = <R>(ports: Layer.Layer<Ports.Storage, never, R>) => Layer.merge(Storage.layer(ports), runtime)
+
+/** The in-memory store, an ephemeral secret box and a counted outbox signal: what the services need. */
+export const base = baseOn(memoryPorts)
 
 const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer, StreakPolicies.layer)
 
 export const layer = services.pipe(Layer.provideMerge(base))
 
-/**
- * The services over an idempotency store changed by `f`: say, without its optional methods, as a
- * third-party adapter may be, or with one that fails.
- */
+/** The in-memory ports with the idempotency store changed by `f` (one that fails, say). */
+const portsWithKeys = (f: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
+  Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, f)).pipe(Layer.provideMerge(memoryPorts))
+
+/** The services over an idempotency store changed by `f`. */
 export const layerWithKeys = (f: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
-  services.pipe(
-    Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, f)).pipe(Layer.provideMerge(base)))
-  )
+  services.pipe(Layer.provideMerge(baseOn(portsWithKeys(f))))
 
 /** A Transactor whose first unit of work fails with a StorageError (a crash mid-action), then works. */
 const flakyTransactor = Layer.effect(
@@ -78,10 +89,7 @@ const flakyTransactor = Layer.effect(
 
 /** `layer`, but the first transaction fails; the idempotency store changed by `f`. */
 export const layerFirstTransactionFailsWithKeys = (f: (store: IdempotencyStore["Type"]) => IdempotencyStore["Type"]) =>
-  services.pipe(Layer.provideMerge(flakyTransactor.pipe(
-    Layer.provideMerge(Layer.effect(IdempotencyStore, Effect.map(IdempotencyStore, f))),
-    Layer.provideMerge(base)
-  )))
+  services.pipe(Layer.provideMerge(baseOn(flakyTransactor.pipe(Layer.provideMerge(portsWithKeys(f))))))
 
 /** `layer`, but the first transaction fails. */
 export const layerFirstTransactionFails = layerFirstTransactionFailsWithKeys((store) => store)
@@ -94,10 +102,10 @@ const poisonedLog = Layer.effect(
   ActionLog,
   Effect.map(ActionLog, (log) => ({
     ...log,
-    appendAll: (records) =>
+    append: (records) =>
       records.some((r) => r.userHash === POISON)
         ? Effect.fail(new StorageError({ message: "injected failure" }))
-        : log.appendAll(records)
+        : log.append(records)
   }))
 )
 
@@ -112,7 +120,7 @@ const countedTransactor = Layer.effect(
 
 /** `layer`, but writes of actions of `POISON` fail, and `Transactions` counts transactions. */
 export const layerPoisoned = services.pipe(
-  Layer.provideMerge(Layer.mergeAll(poisonedLog, countedTransactor).pipe(Layer.provideMerge(base))),
+  Layer.provideMerge(baseOn(Layer.mergeAll(poisonedLog, countedTransactor).pipe(Layer.provideMerge(memoryPorts)))),
   Layer.provideMerge(Layer.effect(Transactions, Ref.make(0)))
 )
 
@@ -194,8 +202,12 @@ export const api = (t: Tenant, body: Record<string, unknown>, program: Program =
 export const rowOf = (t: Tenant, userHash: string, ledger: Ledger, program: Program = t.program) =>
   Effect.map(
     Effect.flatMap(StreakStore, (s) =>
-      s.get(new StreakKey({ projectId: t.project.id, programId: program.id, userHash: userHash as UserHash, ledger }))),
-    Option.getOrUndefined
+      s.rows({
+        keys: [
+          new StreakKey({ projectId: t.project.id, programId: program.id, userHash: userHash as UserHash, ledger })
+        ]
+      })),
+    (rows) => rows[0]
   )
 
 /** The member's active days, as plain strings. */
@@ -222,7 +234,7 @@ export const drainOutbox = Effect.gen(function*() {
   const outbox = yield* Outbox
   const far = new Date(8_000_000_000_000)
   // Leased past `far`, so a later drain sees only messages enqueued since.
-  const messages = yield* outbox.claimDue(far, 10_000, new Date(far.getTime() + 1))
+  const { messages } = yield* outbox.claimDue(far, 10_000, new Date(far.getTime() + 1))
   return messages.map((m) => ({ message: m, body: JSON.parse(m.payload) as Record<string, any> }))
 })
 

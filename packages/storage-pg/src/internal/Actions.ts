@@ -18,7 +18,7 @@ export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
     sql`program_id = ANY(${[...q.programIds]}::text[]) AND ledger = ${q.ledger} AND ts >= ${q.from} AND ts < ${q.to}`
 
   // A batch of actions is one insert: each column travels as an array.
-  const appendAll = (records: ReadonlyArray<ActionRecord>) => {
+  const append = (records: ReadonlyArray<ActionRecord>) => {
     const col = <A>(f: (a: ActionRecord) => A) => records.map(f)
     return Effect.as(
       hot(sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
@@ -47,9 +47,7 @@ export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
   }
 
   return {
-    append: (record) => appendAll([record]).pipe(io("ActionLog.append")),
-
-    appendAll: (records) => records.length === 0 ? Effect.void : appendAll(records).pipe(io("ActionLog.appendAll")),
+    append: (records) => records.length === 0 ? Effect.void : append(records).pipe(io("ActionLog.append")),
 
     countsByDay: (q) =>
       q.programIds.length === 0 ?
@@ -235,10 +233,6 @@ export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyS
                 response_body = excluded.response_body`)
         .pipe(Effect.asVoid, io("IdempotencyStore.completeMany"))
     },
-
-    release: (projectId, key) =>
-      sql`DELETE FROM ${t.idempotency_keys} WHERE project_id = ${projectId} AND key = ${key} AND state = 'in_progress'`
-        .pipe(Effect.asVoid, io("IdempotencyStore.release")),
 
     purgeExpired: (now) =>
       sql`WITH gone AS (

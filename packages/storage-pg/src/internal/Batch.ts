@@ -1,6 +1,6 @@
 /**
- * Helpers of the multi-row statements that apply a batch of actions (`lockMany`, `addDays`,
- * `markActiveMany`): matching result rows back to the inputs they answer.
+ * Helpers of the multi-row statements that apply a batch of actions (`lock`, `addDays`,
+ * `markActive`): matching result rows back to the inputs they answer.
  */
 
 /** A key of the four streak-key columns, for matching result rows to inputs. */

@@ -1,20 +1,18 @@
 /**
- * Outbound side on Postgres: webhook subscriptions, the transactional outbox (claimed with
- * SKIP LOCKED under a lease), delivery attempts, and Proof experiments.
+ * Outbound side on Postgres: the transactional outbox (claimed with SKIP LOCKED under a lease) and
+ * its delivery attempts, and the rows of subscriptions and experiments as records (read and
+ * written by the `Catalog`, `Catalog.ts`).
  */
-import { DeliveryAttempt, Experiment, OutboxMessage, Subscription } from "@streaks/core/Domain"
-import type { CredentialRef, MessageStatus, OutboundEventType } from "@streaks/core/Domain"
+import { Experiment, OutboxMessage, Subscription } from "@streaks/core/Domain"
+import type { CredentialRef, DeliveryAttempt, MessageStatus, OutboundEventType } from "@streaks/core/Domain"
 import type { ExperimentId, MessageId, ProgramId, ProjectId, SubscriptionId, WorkspaceId } from "@streaks/core/Ids"
-import type { ExperimentStore, Outbox, SubscriptionStore } from "@streaks/core/Ports"
+import type { Held, Outbox, Settlement } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
 import { type Ctx, io, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
 
 type Row = Record<string, unknown>
 
-const firstOf = <A>(decode: (row: Row) => A) => (rows: ReadonlyArray<Row>): Option.Option<A> =>
-  rows.length > 0 ? Option.some(decode(rows[0]!)) : Option.none()
-
-const decodeSubscription = (r: Row): Subscription =>
+export const decodeSubscription = (r: Row): Subscription =>
   new Subscription({
     id: r.id as SubscriptionId,
     workspaceId: r.workspace_id as WorkspaceId,
@@ -42,17 +40,7 @@ const decodeMessage = (r: Row): OutboxMessage =>
     ...opt("deliveredAt", toOptionalDate(r.delivered_at))
   }, trusted)
 
-const decodeAttempt = (r: Row): DeliveryAttempt =>
-  new DeliveryAttempt({
-    messageId: r.message_id as MessageId,
-    attempt: r.attempt as number,
-    at: toDate(r.at),
-    ...opt("status", r.status as number | null),
-    latencyMs: Number(r.latency_ms),
-    ...opt("error", r.error as string | null)
-  }, trusted)
-
-const decodeExperiment = (r: Row): Experiment =>
+export const decodeExperiment = (r: Row): Experiment =>
   new Experiment({
     id: r.id as ExperimentId,
     projectId: r.project_id as ProjectId,
@@ -61,41 +49,6 @@ const decodeExperiment = (r: Row): Experiment =>
     startedAt: toDate(r.started_at),
     ...opt("endedAt", toOptionalDate(r.ended_at))
   }, trusted)
-
-export const makeSubscriptionStore = ({ hot, sql, t }: Ctx): SubscriptionStore["Type"] => ({
-  create: (s) =>
-    sql`INSERT INTO ${t.subscriptions} (project_id, id, workspace_id, program_id, url, event_types, secret_sealed,
-          created_by_type, created_by_id, created_at)
-        VALUES (${s.projectId}, ${s.id}, ${s.workspaceId}, ${s.programId}, ${s.url}, ${[...s.eventTypes]}::text[],
-          ${s.secretSealed}, ${s.createdBy.type}, ${s.createdBy.id}, ${s.createdAt})`
-      .pipe(Effect.asVoid, io("SubscriptionStore.create")),
-
-  get: (id) =>
-    sql`SELECT * FROM ${t.subscriptions} WHERE id = ${id}`
-      .pipe(Effect.map(firstOf(decodeSubscription)), io("SubscriptionStore.get")),
-
-  remove: (id) =>
-    sql`DELETE FROM ${t.subscriptions} WHERE id = ${id} RETURNING *`
-      .pipe(Effect.map(firstOf(decodeSubscription)), io("SubscriptionStore.remove")),
-
-  // On ingest's path (a milestone crossed), as are `running`, `enqueue` and the achievement's add.
-  forEvent: (programId, type) =>
-    hot(sql`SELECT * FROM ${t.subscriptions} WHERE program_id = ${programId} AND ${type} = ANY(event_types)
-        ORDER BY created_at, id`)
-      .pipe(Effect.map((rows) => rows.map(decodeSubscription)), io("SubscriptionStore.forEvent")),
-
-  removeCreatedBy: (credential) =>
-    sql`DELETE FROM ${t.subscriptions} WHERE created_by_type = ${credential.type} AND created_by_id = ${credential.id}
-        RETURNING *`
-      .pipe(
-        Effect.map((rows) =>
-          rows.map(decodeSubscription).sort((a, b) =>
-            a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)
-          )
-        ),
-        io("SubscriptionStore.removeCreatedBy")
-      )
-})
 
 export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
   enqueue: (messages) =>
@@ -113,63 +66,68 @@ export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
 
   // The inner SELECT walks the partial index of pending messages in due order and skips rows
   // another claimer holds; the UPDATE moves the claimed ones to the lease, so a worker that dies
-  // gives them back when the lease runs out. RETURNING has no order, hence the sort on `due`.
+  // gives them back when the lease runs out. The next due instant is read in the same statement,
+  // from its snapshot (before the UPDATE), leaving out the claimed messages: one row always comes
+  // back, carrying it, with the claimed message's columns on each (NULL when none was claimed).
+  // RETURNING has no order, hence the sort on `due`.
   claimDue: (now, limit, leaseUntil) =>
-    limit <= 0 ?
-      Effect.succeed([]) :
-      sql`WITH due AS (
+    sql`WITH due AS (
           SELECT project_id, id, next_attempt_at AS due FROM ${t.outbox}
           WHERE status = 'pending' AND next_attempt_at <= ${now}
           ORDER BY next_attempt_at, created_at, id
-          LIMIT ${limit}
+          LIMIT ${Math.max(0, limit)}
           FOR UPDATE SKIP LOCKED
+        ), claimed AS (
+          UPDATE ${t.outbox} o SET next_attempt_at = ${leaseUntil}
+          FROM due WHERE o.project_id = due.project_id AND o.id = due.id
+          RETURNING o.*, due.due
         )
-        UPDATE ${t.outbox} o SET next_attempt_at = ${leaseUntil}
-        FROM due WHERE o.project_id = due.project_id AND o.id = due.id
-        RETURNING o.*, due.due`
-        .pipe(
-          Effect.map((rows) =>
-            [...rows]
-              .sort((a, b) =>
-                toDate(a.due).getTime() - toDate(b.due).getTime() ||
-                toDate(a.created_at).getTime() - toDate(b.created_at).getTime() ||
-                (String(a.id) < String(b.id) ? -1 : 1)
-              )
-              .map(decodeMessage)
-          ),
-          io("Outbox.claimDue")
-        ),
+        SELECT c.*, next.at AS next_due
+        FROM (SELECT (
+          SELECT p.next_attempt_at FROM ${t.outbox} p
+          WHERE p.status = 'pending'
+            AND NOT EXISTS (SELECT 1 FROM due WHERE due.project_id = p.project_id AND due.id = p.id)
+          ORDER BY p.next_attempt_at LIMIT 1
+        ) AS at) next
+        LEFT JOIN claimed c ON true`
+      .pipe(
+        Effect.map((rows) => ({
+          messages: rows
+            .filter((r) => r.id !== null)
+            .sort((a, b) =>
+              toDate(a.due).getTime() - toDate(b.due).getTime() ||
+              toDate(a.created_at).getTime() - toDate(b.created_at).getTime() ||
+              (String(a.id) < String(b.id) ? -1 : 1)
+            )
+            .map(decodeMessage),
+          nextDueAt: Option.fromNullable(toOptionalDate(rows[0]?.next_due))
+        })),
+        io("Outbox.claimDue")
+      ),
 
-  recordAttempt: (a) =>
-    sql`INSERT INTO ${t.delivery_attempts} (message_id, attempt, at, status, latency_ms, error)
-        VALUES (${a.messageId}, ${a.attempt}, ${a.at}, ${a.status ?? null}, ${a.latencyMs}, ${a.error ?? null})
-        ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, status = excluded.status,
-          latency_ms = excluded.latency_ms, error = excluded.error`
-      .pipe(Effect.asVoid, io("Outbox.recordAttempt")),
-
-  attempts: (messageId) =>
-    sql`SELECT * FROM ${t.delivery_attempts} WHERE message_id = ${messageId} ORDER BY attempt`
-      .pipe(Effect.map((rows) => rows.map(decodeAttempt)), io("Outbox.attempts")),
-
-  // Status updates apply only for the holder of the current lease (Ports: Outbox.markDelivered):
-  // a dispatcher whose lease ran out finds the row moved on and changes nothing.
-  markDelivered: (held, attempts, at) =>
-    sql`UPDATE ${t.outbox} SET status = 'delivered', attempts = ${attempts}, delivered_at = ${at}
-        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1 AS ok`
-      .pipe(Effect.map((rows) => rows.length > 0), io("Outbox.markDelivered")),
-
-  reschedule: (held, attempts, nextAttemptAt) =>
-    sql`UPDATE ${t.outbox} SET attempts = ${attempts}, next_attempt_at = ${nextAttemptAt}
-        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1 AS ok`
-      .pipe(Effect.map((rows) => rows.length > 0), io("Outbox.reschedule")),
-
-  markFailed: (held, attempts) =>
-    sql`UPDATE ${t.outbox} SET status = 'failed', attempts = ${attempts}
-        WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1 AS ok`
-      .pipe(Effect.map((rows) => rows.length > 0), io("Outbox.markFailed")),
-
-  get: (id) =>
-    sql`SELECT * FROM ${t.outbox} WHERE id = ${id}`.pipe(Effect.map(firstOf(decodeMessage)), io("Outbox.get")),
+  // One statement: the attempt (a send happened, whatever the settle finds) and the status update,
+  // which applies only for the holder of the current lease (Ports: Outbox.settle): a dispatcher
+  // whose lease ran out finds the row moved on and changes nothing.
+  settle: (held: Held, settlement: Settlement, attempt?: DeliveryAttempt) => {
+    const recorded = attempt === undefined ? sql.literal("") : sql`recorded AS (
+          INSERT INTO ${t.delivery_attempts} (message_id, attempt, at, status, latency_ms, error)
+          VALUES (${attempt.messageId}, ${attempt.attempt}, ${attempt.at}, ${attempt.status ?? null},
+            ${attempt.latencyMs}, ${attempt.error ?? null})
+          ON CONFLICT (message_id, attempt) DO UPDATE SET at = excluded.at, status = excluded.status,
+            latency_ms = excluded.latency_ms, error = excluded.error
+        ),`
+    const changes = settlement._tag === "Delivered"
+      ? sql`status = 'delivered', attempts = ${settlement.attempts}, delivered_at = ${settlement.at}`
+      : settlement._tag === "Pending"
+      ? sql`attempts = ${settlement.attempts}, next_attempt_at = ${settlement.nextAttemptAt}`
+      : sql`status = 'failed', attempts = ${settlement.attempts}`
+    return sql`WITH ${recorded} settled AS (
+          UPDATE ${t.outbox} SET ${changes}
+          WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1
+        )
+        SELECT count(*)::int AS n FROM settled`
+      .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0), io("Outbox.settle"))
+  },
 
   recentDelivered: (programId, type, limit) =>
     limit <= 0 ?
@@ -178,29 +136,8 @@ export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
         ORDER BY created_at DESC, id DESC LIMIT ${limit}`
         .pipe(Effect.map((rows) => rows.map(decodeMessage)), io("Outbox.recentDelivered")),
 
-  nextDueAt: sql`SELECT min(next_attempt_at) AS at FROM ${t.outbox} WHERE status = 'pending'`
-    .pipe(Effect.map((rows) => Option.fromNullable(toOptionalDate(rows[0]?.at))), io("Outbox.nextDueAt")),
-
   purgeAttempts: (before) =>
     sql`WITH gone AS (DELETE FROM ${t.delivery_attempts} WHERE at < ${before} RETURNING 1)
         SELECT count(*)::int AS n FROM gone`
       .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("Outbox.purgeAttempts"))
-})
-
-export const makeExperimentStore = ({ hot, sql, t }: Ctx): ExperimentStore["Type"] => ({
-  // The partial unique index (program_id) WHERE ended_at IS NULL refuses a second running one,
-  // atomically: a concurrent starter waits for the first and then conflicts.
-  start: (e) =>
-    sql`INSERT INTO ${t.experiments} (project_id, id, program_id, holdout_percent, started_at, ended_at)
-        VALUES (${e.projectId}, ${e.id}, ${e.programId}, ${e.holdoutPercent}, ${e.startedAt}, ${e.endedAt ?? null})
-        ON CONFLICT DO NOTHING RETURNING 1 AS ok`
-      .pipe(Effect.map((rows) => rows.length > 0), io("ExperimentStore.start")),
-
-  running: (programId) =>
-    hot(sql`SELECT * FROM ${t.experiments} WHERE program_id = ${programId} AND ended_at IS NULL`)
-      .pipe(Effect.map(firstOf(decodeExperiment)), io("ExperimentStore.running")),
-
-  end: (programId, at) =>
-    sql`UPDATE ${t.experiments} SET ended_at = ${at} WHERE program_id = ${programId} AND ended_at IS NULL RETURNING *`
-      .pipe(Effect.map(firstOf(decodeExperiment)), io("ExperimentStore.end"))
 })

@@ -1,7 +1,7 @@
 /**
- * Tenancy and identity ports on Postgres: workspaces, projects and programs (DirectoryStore),
- * member zones and aliases (MemberStore), customer credentials (CredentialStore) and monthly
- * active streakers (UsageStore).
+ * Tenancy and identity on Postgres: the rows of workspaces, projects, programs and credentials as
+ * records (read and written by the `Catalog`, `Catalog.ts`), member zones and aliases
+ * (MemberStore) and monthly active streakers (UsageStore).
  */
 import { ApiKey, Milestone, OAuthGrant, Program, ProgramSettings, Project, Workspace } from "@streaks/core/Domain"
 import type { BrowserCounting, Plan, ProgramStatus, StreakMode } from "@streaks/core/Domain"
@@ -15,25 +15,14 @@ import type {
   UserHash,
   WorkspaceId
 } from "@streaks/core/Ids"
-import type {
-  CredentialStore,
-  DirectoryStore,
-  MemberRef,
-  MemberStore,
-  MemberZone,
-  UsageEntry,
-  UsageStore
-} from "@streaks/core/Ports"
+import type { MemberRef, MemberStore, MemberZone, UsageEntry, UsageStore } from "@streaks/core/Ports"
 import type { StorageError } from "@streaks/core/Errors"
 import * as Policy from "@streaks/core/Policy"
-import { Array as Arr, Effect, Option, Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { firstOccurrences } from "./Batch.js"
 import { type Ctx, io, jsonParam, lastPerKey, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
 
 type Row = Record<string, unknown>
-
-const first = <A>(rows: ReadonlyArray<Row>, decode: (row: Row) => A): Option.Option<A> =>
-  Option.map(Arr.head(rows), decode)
 
 export const decodeWorkspace = (r: Row): Workspace =>
   new Workspace({
@@ -99,7 +88,7 @@ export const decodeProgram = (r: Row): Program => {
   }, trusted)
 }
 
-const decodeApiKey = (r: Row): ApiKey =>
+export const decodeApiKey = (r: Row): ApiKey =>
   new ApiKey({
     id: r.id as ApiKeyId,
     workspaceId: r.workspace_id as WorkspaceId,
@@ -109,7 +98,7 @@ const decodeApiKey = (r: Row): ApiKey =>
     ...opt("revokedAt", toOptionalDate(r.revoked_at))
   }, trusted)
 
-const decodeGrant = (r: Row): OAuthGrant =>
+export const decodeGrant = (r: Row): OAuthGrant =>
   new OAuthGrant({
     id: r.id as OAuthGrantId,
     workspaceIds: r.workspace_ids as ReadonlyArray<WorkspaceId>,
@@ -119,8 +108,9 @@ const decodeGrant = (r: Row): OAuthGrant =>
     ...opt("revokedAt", toOptionalDate(r.revoked_at))
   }, trusted)
 
-const milestonesJson = (program: Program): string | null =>
-  jsonParam(program.milestones.map((m) => ({
+/** A program's milestones as stored (`milestones` jsonb): `rewardValue` only where the milestone has one. */
+export const milestonesJson = (milestones: Program["milestones"]): string | null =>
+  jsonParam(milestones.map((m) => ({
     id: m.id,
     target: m.target,
     msg: m.msg,
@@ -129,91 +119,15 @@ const milestonesJson = (program: Program): string | null =>
   })))
 
 /** NULL for a program without a policy (it counts with the default one). */
-const policyJson = (policy: Policy.Policy | undefined): string | null =>
+export const policyJson = (policy: Policy.Policy | undefined): string | null =>
   policy === undefined ? null : jsonParam(Policy.toJson(policy))
 
-const settingsJson = (program: Program): string | null =>
+export const settingsJson = (settings: ProgramSettings): string | null =>
   jsonParam({
-    theme: { name: program.settings.theme.name },
-    position: program.settings.position,
-    mainMessage: program.settings.mainMessage
+    theme: { name: settings.theme.name },
+    position: settings.position,
+    mainMessage: settings.mainMessage
   })
-
-export const makeDirectoryStore = ({ sql, t }: Ctx): DirectoryStore["Type"] => ({
-  createWorkspace: (w) =>
-    sql`INSERT INTO ${t.workspaces} (id, name, plan, created_at) VALUES (${w.id}, ${w.name}, ${w.plan}, ${w.createdAt})`
-      .pipe(Effect.asVoid, io("DirectoryStore.createWorkspace")),
-
-  workspace: (id) =>
-    sql`SELECT * FROM ${t.workspaces} WHERE id = ${id}`
-      .pipe(Effect.map((rows) => first(rows, decodeWorkspace)), io("DirectoryStore.workspace")),
-
-  setPlan: (id, plan) =>
-    sql`UPDATE ${t.workspaces} SET plan = ${plan} WHERE id = ${id} RETURNING *`
-      .pipe(Effect.map((rows) => first(rows, decodeWorkspace)), io("DirectoryStore.setPlan")),
-
-  createProject: (p) =>
-    sql`INSERT INTO ${t.projects} (id, workspace_id, site_key, name, allowed_origins, timezone, browser_counting,
-          legacy_no_origin_ingest, server_token_hash, signing_secret_sealed, created_at)
-        VALUES (${p.id}, ${p.workspaceId}, ${p.siteKey}, ${p.name}, ${[...p.allowedOrigins]}::text[], ${p.timezone},
-          ${p.browserCounting}, ${p.legacyNoOriginIngest}, ${p.serverTokenHash}, ${p.signingSecretSealed}, ${p.createdAt})`
-      .pipe(Effect.asVoid, io("DirectoryStore.createProject")),
-
-  project: (id) =>
-    sql`SELECT * FROM ${t.projects} WHERE id = ${id}`
-      .pipe(Effect.map((rows) => first(rows, decodeProject)), io("DirectoryStore.project")),
-
-  projectBySiteKey: (siteKey) =>
-    sql`SELECT * FROM ${t.projects} WHERE site_key = ${siteKey}`
-      .pipe(Effect.map((rows) => first(rows, decodeProject)), io("DirectoryStore.projectBySiteKey")),
-
-  projectsOfWorkspaces: (ids) =>
-    ids.length === 0 ?
-      Effect.succeed([]) :
-      sql`SELECT * FROM ${t.projects} WHERE workspace_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
-        .pipe(Effect.map((rows) => rows.map(decodeProject)), io("DirectoryStore.projectsOfWorkspaces")),
-
-  createProgram: (p) =>
-    sql`INSERT INTO ${t.programs} (project_id, id, name, event_key, status, mode, webhook_secret_hash, milestones,
-          settings, policy, created_at)
-        VALUES (${p.projectId}, ${p.id}, ${p.name}, ${p.eventKey}, ${p.status}, ${p.mode}, ${p.webhookSecretHash},
-          ${milestonesJson(p)}::jsonb, ${settingsJson(p)}::jsonb, ${policyJson(p.policy)}::jsonb, ${p.createdAt})`
-      .pipe(Effect.asVoid, io("DirectoryStore.createProgram")),
-
-  program: (id) =>
-    sql`SELECT * FROM ${t.programs} WHERE id = ${id}`
-      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.program")),
-
-  // Several programs with one key cannot arise through the services; if they did, the oldest wins.
-  programByEventKey: (projectId, eventKey) =>
-    sql`SELECT * FROM ${t.programs} WHERE project_id = ${projectId} AND event_key = ${eventKey}
-        ORDER BY created_at, id LIMIT 1`
-      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.programByEventKey")),
-
-  programsOfProjects: (ids) =>
-    ids.length === 0 ?
-      Effect.succeed([]) :
-      sql`SELECT * FROM ${t.programs} WHERE project_id = ANY(${[...ids]}::text[]) ORDER BY created_at, id`
-        .pipe(Effect.map((rows) => rows.map(decodeProgram)), io("DirectoryStore.programsOfProjects")),
-
-  setProgramStatus: (id, status) =>
-    sql`UPDATE ${t.programs} SET status = ${status} WHERE id = ${id} RETURNING *`
-      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setProgramStatus")),
-
-  // One conditional UPDATE: the row lock makes concurrent callers queue, and each re-checks
-  // `status = 'test'` on the committed row, so exactly one of them sees a returned row.
-  goLive: (id) =>
-    sql`UPDATE ${t.programs} SET status = 'live' WHERE id = ${id} AND status = 'test' RETURNING id`
-      .pipe(Effect.map((rows) => rows.length > 0), io("DirectoryStore.goLive")),
-
-  setWebhookSecretHash: (id, hash) =>
-    sql`UPDATE ${t.programs} SET webhook_secret_hash = ${hash} WHERE id = ${id} RETURNING *`
-      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setWebhookSecretHash")),
-
-  setProgramPolicy: (id, policy, mode) =>
-    sql`UPDATE ${t.programs} SET policy = ${policyJson(policy)}::jsonb, mode = ${mode} WHERE id = ${id} RETURNING *`
-      .pipe(Effect.map((rows) => first(rows, decodeProgram)), io("DirectoryStore.setProgramPolicy"))
-})
 
 /** What the Postgres ingest store uses beyond the port: many members' zones in one statement. */
 export interface MemberExtras {
@@ -225,7 +139,7 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & Mem
   // each a primary-key seek (LATERAL with LIMIT, which the planner cannot turn into a join): joins
   // let a plan made while the tables were small scan both of them at every call, for the life of
   // the connection (generic plans, `PgConnection`).
-  const lookupMany = (inputs: ReadonlyArray<MemberRef>) =>
+  const lookup = (inputs: ReadonlyArray<MemberRef>) =>
     Effect.map(
       hot(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
             FROM unnest(${inputs.map((i) => i.projectId)}::text[], ${inputs.map((i) => i.userHash)}::text[],
@@ -246,10 +160,7 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & Mem
       }
     )
   return {
-    lookup: (projectId, userHash) =>
-      Effect.map(lookupMany([{ projectId, userHash }]), (found) => found[0]!).pipe(io("MemberStore.lookup")),
-
-    lookupMany: (ids) => ids.length === 0 ? Effect.succeed([]) : lookupMany(ids).pipe(io("MemberStore.lookupMany")),
+    lookup: (ids) => ids.length === 0 ? Effect.succeed([]) : lookup(ids).pipe(io("MemberStore.lookup")),
 
     setTimezone: (projectId, userHash, timezone) =>
       hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
@@ -289,38 +200,9 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & Mem
   }
 }
 
-export const makeCredentialStore = ({ sql, t }: Ctx): CredentialStore["Type"] => ({
-  createApiKey: (k) =>
-    sql`INSERT INTO ${t.api_keys} (id, workspace_id, name, token_hash, created_at, revoked_at)
-        VALUES (${k.id}, ${k.workspaceId}, ${k.name}, ${k.tokenHash}, ${k.createdAt}, ${k.revokedAt ?? null})`
-      .pipe(Effect.asVoid, io("CredentialStore.createApiKey")),
-
-  apiKeyByHash: (tokenHash) =>
-    sql`SELECT * FROM ${t.api_keys} WHERE token_hash = ${tokenHash} AND revoked_at IS NULL LIMIT 1`
-      .pipe(Effect.map((rows) => first(rows, decodeApiKey)), io("CredentialStore.apiKeyByHash")),
-
-  revokeApiKey: (id, at) =>
-    sql`UPDATE ${t.api_keys} SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING *`
-      .pipe(Effect.map((rows) => first(rows, decodeApiKey)), io("CredentialStore.revokeApiKey")),
-
-  createGrant: (g) =>
-    sql`INSERT INTO ${t.oauth_grants} (id, workspace_ids, app_name, token_hash, created_at, revoked_at)
-        VALUES (${g.id}, ${[...g.workspaceIds]}::text[], ${g.appName}, ${g.tokenHash}, ${g.createdAt},
-          ${g.revokedAt ?? null})`
-      .pipe(Effect.asVoid, io("CredentialStore.createGrant")),
-
-  grantByHash: (tokenHash) =>
-    sql`SELECT * FROM ${t.oauth_grants} WHERE token_hash = ${tokenHash} AND revoked_at IS NULL LIMIT 1`
-      .pipe(Effect.map((rows) => first(rows, decodeGrant)), io("CredentialStore.grantByHash")),
-
-  revokeGrant: (id, at) =>
-    sql`UPDATE ${t.oauth_grants} SET revoked_at = ${at} WHERE id = ${id} AND revoked_at IS NULL RETURNING *`
-      .pipe(Effect.map((rows) => first(rows, decodeGrant)), io("CredentialStore.revokeGrant"))
-})
-
 export const makeUsageStore = ({ hot, sql, t }: Ctx): UsageStore["Type"] => {
   // One statement for a batch, inserting in one order so that concurrent batches cannot deadlock.
-  const markActiveMany = (inputs: ReadonlyArray<UsageEntry>) => {
+  const markActive = (inputs: ReadonlyArray<UsageEntry>) => {
     const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
       `${i.workspaceId}\u0000${i.month}\u0000${i.member}`
     const sorted = inputs
@@ -346,13 +228,8 @@ export const makeUsageStore = ({ hot, sql, t }: Ctx): UsageStore["Type"] => {
     )
   }
   return {
-    markActive: (workspaceId, month, member) =>
-      Effect.map(markActiveMany([{ workspaceId, month, member }]), (marked) => marked[0]!).pipe(
-        io("UsageStore.markActive")
-      ),
-
-    markActiveMany: (entries) =>
-      entries.length === 0 ? Effect.succeed([]) : markActiveMany(entries).pipe(io("UsageStore.markActiveMany")),
+    markActive: (entries) =>
+      entries.length === 0 ? Effect.succeed([]) : markActive(entries).pipe(io("UsageStore.markActive")),
 
     activeCount: (workspaceId, month) =>
       sql`SELECT count(*)::int AS n FROM ${t.usage} WHERE workspace_id = ${workspaceId} AND month = ${month}`

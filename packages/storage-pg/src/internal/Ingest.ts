@@ -5,8 +5,8 @@
 import type { LocalDate } from "@streaks/core/Calendar"
 import { StreakKey as StreakKeyClass, type StreakKey, unsafeMake } from "@streaks/core/Domain"
 import { StorageError } from "@streaks/core/Errors"
-import type { MilestoneId } from "@streaks/core/Ids"
 import {
+  type Audience,
   eventTypes,
   goesAhead,
   type IngestStore,
@@ -17,28 +17,26 @@ import {
 import type {
   AchievementStore,
   ActionLog,
-  ExperimentStore,
+  Catalog,
   IdempotencyStore,
   MemberStore,
   Outbox,
   StreakStore,
-  SubscriptionStore,
   UsageStore
 } from "@streaks/core/Ports"
 import { Effect, FiberRef, Option } from "effect"
 import type { IdempotencyExtras } from "./Actions.js"
 import { keyOf } from "./Batch.js"
 import type { MemberExtras } from "./Directory.js"
-import type { StreakExtras } from "./Streaks.js"
+import type { AchievementExtras, StreakExtras } from "./Streaks.js"
 import { together } from "./together.js"
 
 export interface Stores {
+  readonly catalog: Catalog["Type"]
   readonly members: MemberStore["Type"] & MemberExtras
   readonly streaks: StreakStore["Type"] & StreakExtras
-  readonly achievements: AchievementStore["Type"]
+  readonly achievements: AchievementStore["Type"] & AchievementExtras
   readonly idempotency: IdempotencyStore["Type"] & IdempotencyExtras
-  readonly experiments: ExperimentStore["Type"]
-  readonly subscriptions: SubscriptionStore["Type"]
   readonly log: ActionLog["Type"]
   readonly outbox: Outbox["Type"]
   readonly usage: UsageStore["Type"]
@@ -59,26 +57,25 @@ const conflict = (what: string) =>
   })
 
 export const make = (stores: Stores): IngestStore["Type"] => {
-  const { achievements, experiments, idempotency, members, streaks, subscriptions } = stores
+  const { achievements, catalog, idempotency, members, streaks } = stores
 
+  // The programs' running experiments and their subscriptions, two statements in one round trip.
   const audience: IngestStore["Type"]["audience"] = (programs) =>
-    Effect.map(
-      together(programs.map((id) =>
+    programs.length === 0 ?
+      Effect.succeed<Audience>({ experiments: new Map(), subscriptions: new Map() }) :
+      Effect.map(
         together([
-          experiments.running(id),
-          together(eventTypes.map((type) => subscriptions.forEvent(id, type)))
-        ])
-      )),
-      (read) => ({
-        experiments: new Map(
-          programs.flatMap((id, n) => Option.toArray(Option.map(read[n]![0], (e) => [id, e] as const)))
-        ),
-        subscriptions: new Map(programs.map((id, n) => {
-          const [, listening] = read[n]!
-          return [id, [...new Map(listening.flat().map((s) => [s.id, s])).values()]] as const
-        }))
-      })
-    )
+          catalog.find("experiment", { programId: programs, endedAt: null }),
+          catalog.find("subscription", { programId: programs })
+        ]),
+        ([running, listening]): Audience => ({
+          experiments: new Map(running.map((e) => [e.programId, e])),
+          subscriptions: new Map(programs.map((id) => [
+            id,
+            listening.filter((s) => s.programId === id && s.eventTypes.some((type) => eventTypes.includes(type)))
+          ]))
+        })
+      )
 
   const load = (request: LoadRequest): Effect.Effect<Snapshot, StorageError> =>
     Effect.gen(function*() {
@@ -95,7 +92,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         })
       }
       const [found, ahead, claims] = yield* together([
-        members.lookupMany(request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))),
+        members.lookup(request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))),
         asked.length === 0
           ? none
           : streaks.lockExistingWithAchieved(
@@ -134,13 +131,13 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         const [rows, achieved] = yield* together([
           toLock.length === 0
             ? none
-            : streaks.lockMany(toLock.map(({ i, key }) => ({ key, timezone: request.members[i]!.streak!.timezone }))),
-          askAfter.length === 0 ? none : achievements.achievedMany(askAfter.map((a) => a.key))
+            : streaks.lock(toLock.map(({ i, key }) => ({ key, timezone: request.members[i]!.streak!.timezone }))),
+          askAfter.length === 0 ? none : achievements.achievedIds(askAfter.map((a) => a.key))
         ])
         toLock.forEach(({ i, key }, n) => locked.set(i, { key, row: rows[n]!, achieved: [] }))
         askAfter.forEach(({ i }, n) => {
           const l = locked.get(i)!
-          locked.set(i, { ...l, achieved: achieved[n]! as ReadonlyArray<MilestoneId> })
+          locked.set(i, { ...l, achieved: achieved[n]! })
         })
       }
       yield* FiberRef.set(metered, months)
@@ -170,16 +167,12 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days, months), allNew("an active day")),
         changes.achievements.length === 0
           ? Effect.void
-          : Effect.flatMap(
-            together(changes.achievements.map((a) => achievements.add(a, a.milestoneId, a.achievedAt))),
-            allNew("an achievement")
-          ),
-        usage.length === 0 ? Effect.void : stores.usage.markActiveMany(usage),
+          : Effect.flatMap(achievements.add(changes.achievements), allNew("an achievement")),
+        usage.length === 0 ? Effect.void : stores.usage.markActive(usage),
         changes.zones.length === 0 ? Effect.void : members.setTimezones(changes.zones),
-        changes.actions.length === 0 ? Effect.void : stores.log.appendAll(changes.actions),
+        changes.actions.length === 0 ? Effect.void : stores.log.append(changes.actions),
         changes.outbox.length === 0 ? Effect.void : stores.outbox.enqueue(changes.outbox),
-        changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers),
-        ...changes.released.map((k) => idempotency.release(k.projectId, k.key))
+        changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers)
       ]))
     })
 

@@ -1,17 +1,20 @@
 /**
  * The per-action path on Postgres: streak rows (locked FOR UPDATE while an action is counted),
- * activity days, achievements, and the scheduler's claim of due rows with SKIP LOCKED.
+ * activity days, achievements, the scheduler's claim of due rows with SKIP LOCKED, and the
+ * widgets' read of all of them at once (`StateStore`).
  */
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import { Achievement, StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
+import { Achievement, type StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
 import type { FreezeGrant, Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { StorageError } from "@streaks/core/Errors"
 import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
+import type { StateStore } from "@streaks/core/StateStore"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./Batch.js"
+import { together } from "./together.js"
 import {
   type Ctx,
   io,
@@ -66,24 +69,6 @@ export const decodeStreakRow = (r: Row): StreakRow =>
 /** A row's granted freezes as JSON text for a `jsonb[]` element; NULL when it has none recorded. */
 const grantsJson = (row: StreakRow): string | null =>
   row.grants === undefined ? null : JSON.stringify(row.grants.map((g) => ({ day: g.day, count: g.count })))
-
-const decodeKey = (r: Row): StreakKey =>
-  unsafeMake(StreakKey, {
-    projectId: r.project_id as ProjectId,
-    programId: r.program_id as ProgramId,
-    userHash: r.user_hash as UserHash,
-    ledger: r.ledger as Ledger
-  })
-
-const decodeAchievement = (r: Row): Achievement =>
-  new Achievement({
-    projectId: r.project_id as ProjectId,
-    programId: r.program_id as ProgramId,
-    userHash: r.user_hash as UserHash,
-    ledger: r.ledger as Ledger,
-    milestoneId: r.milestone_id as MilestoneId,
-    achievedAt: toDate(r.achieved_at)
-  }, trusted)
 
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
@@ -177,7 +162,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
       FOR UPDATE
     ) s`
   const lockEach = lockEachOf(cols)
-  // With the achievements of the keys that ask for them (`k.with_achieved`), as `achievedMany`
+  // With the achievements of the keys that ask for them (`k.with_achieved`), as `achievedIds`
   // reads them: the copy of the locked version, so it includes what the lock's last holder
   // committed (an achievement added sets the copy); the table only where the copy is NULL.
   const lockEachAchieved = lockEachOf(sql`${cols},
@@ -206,7 +191,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
         )
         SELECT * FROM ins UNION ALL SELECT * FROM locked`
 
-  const lockMany = (inputs: ReadonlyArray<LockInput>) =>
+  const lock = (inputs: ReadonlyArray<LockInput>) =>
     Effect.gen(function*() {
       const now = new Date(yield* Clock.currentTimeMillis)
       const found = new Map<string, StreakRow>()
@@ -303,30 +288,62 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
       daysAdded(days)
     )
 
-  return {
-    lock: (key, timezone) => Effect.map(lockMany([{ key, timezone }]), (rows) => rows[0]!).pipe(io("StreakStore.lock")),
+  type RowsQuery = Parameters<StreakStore["Type"]["rows"]>[0]
 
-    lockMany: (keys) => keys.length === 0 ? Effect.succeed([]) : lockMany(keys).pipe(io("StreakStore.lockMany")),
+  // Each key once, a primary-key seek each (LATERAL: see `lockEachOf`), without a lock.
+  const rowsOfKeys = (keys: ReadonlyArray<StreakKey>) => {
+    const distinct = [...new Map(keys.map((k) => [keyOf(k), k])).values()]
+    return hot(
+      sql`SELECT s.* FROM unnest(${keyArraysOf(sql, distinct)}) AS k (project_id, program_id, user_hash, ledger)
+      CROSS JOIN LATERAL (
+        SELECT ${cols} FROM ${t.streaks} r
+        WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash
+          AND r.ledger = k.ledger
+        LIMIT 1
+      ) s`
+    )
+  }
+
+  // A range of the primary key (project, program): the table has no index by program (migration
+  // 0002), and the project comes from the program's row.
+  const rowsOfProgram = (programId: ProgramId, ledger: Ledger) =>
+    sql`SELECT ${cols} FROM ${t.streaks}
+        WHERE project_id IN (SELECT project_id FROM ${t.programs} WHERE id = ${programId})
+          AND program_id = ${programId} AND ledger = ${ledger}
+        ORDER BY user_hash`
+
+  // A probe per program of the project and ledger, each a primary-key seek (LIMIT 1 keeps the
+  // planner from turning it into a scan), so that an alias merge costs the same in a small
+  // project and in a huge one. The streaks table has no index by member (migration 0002):
+  // programs are never deleted, so every row is found.
+  const rowsOfMember = (projectId: ProjectId, userHash: UserHash) =>
+    sql`SELECT s.* FROM ${t.programs} p
+          CROSS JOIN (VALUES ('live'), ('test')) AS l (ledger)
+          CROSS JOIN LATERAL (
+            SELECT ${cols} FROM ${t.streaks} r
+            WHERE r.project_id = p.project_id AND r.program_id = p.id AND r.user_hash = ${userHash}
+              AND r.ledger = l.ledger
+            LIMIT 1
+          ) s
+        WHERE p.project_id = ${projectId}`
+
+  const rows = (query: RowsQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    if ("keys" in query) return query.keys.length === 0 ? Effect.succeed([]) : rowsOfKeys(query.keys)
+    return "programId" in query
+      ? rowsOfProgram(query.programId, query.ledger)
+      : rowsOfMember(query.projectId, query.userHash)
+  }
+
+  return {
+    lock: (keys) => keys.length === 0 ? Effect.succeed([]) : lock(keys).pipe(io("StreakStore.lock")),
 
     lockExistingWithAchieved: (keys: ReadonlyArray<LockAhead>) =>
       keys.length === 0
         ? Effect.succeed([])
         : lockExistingWithAchieved(keys).pipe(io("StreakStore.lockExistingWithAchieved")),
 
-    get: (key) =>
-      sql`SELECT ${cols} FROM ${t.streaks} WHERE ${whereKey(key)}`
-        .pipe(
-          Effect.map((rows) => rows.length > 0 ? Option.some(decodeStreakRow(rows[0]!)) : Option.none()),
-          io("StreakStore.get")
-        ),
-
-    save: (row) => hot(saveRows([row])).pipe(Effect.asVoid, io("StreakStore.save")),
-
-    // The due sweep's write: one statement for a whole batch.
-    saveAll: (rows) =>
-      rows.length === 0 ? Effect.void : hot(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.saveAll")),
-
-    addDay: (key, day) => Effect.map(addDays([{ key, day }]), (added) => added[0]!).pipe(io("StreakStore.addDay")),
+    // The due sweep's write and a policy change's: one statement for a whole batch.
+    save: (rows) => rows.length === 0 ? Effect.void : hot(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.save")),
 
     addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
 
@@ -345,21 +362,151 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
       )
     },
 
-    days: (key) =>
-      sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
+    days: (key, range) =>
+      (range === undefined
+        ? sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
+        : sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days}
+            WHERE ${whereKey(key)} AND day BETWEEN ${range.from}::date AND ${range.to}::date ORDER BY day`)
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.days")),
 
-    daysBetween: (key, from, to) =>
-      sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days}
-          WHERE ${whereKey(key)} AND day BETWEEN ${from}::date AND ${to}::date ORDER BY day`
-        .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.daysBetween")),
+    rows: (query) => rows(query).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
 
-    // The widgets' reads of a batch in one statement: per ref the alias, then the member's zone,
-    // row, days in range and achievements, each a primary-key seek (a subquery, or LATERAL with
-    // LIMIT 1, which the planner cannot pull up into a join: a join planned while the tables were
-    // small, as generic plans are once per connection, scanned them whole at every call); the
-    // achievements from the row's copy where it is known (see `achievedMany`).
-    standingMany: (refs, from, to) =>
+    // The row goes with its days and achievements, and so does the copy of its achieved ids.
+    remove: (key) =>
+      sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}),
+            a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)})
+          DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`
+        .pipe(Effect.asVoid, io("StreakStore.remove")),
+
+    // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
+    // so a sweep reads only due rows; SKIP LOCKED hands each row to one claimer.
+    claimDue: (now, limit) =>
+      limit <= 0 ?
+        Effect.succeed([]) :
+        // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
+        // column (no index, a sort of every due row) over the table's.
+        sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
+          ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+          .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue"))
+  }
+}
+
+/** What the Postgres ingest store uses beyond the port: the achieved milestone ids alone, the row's copy first. */
+export interface AchievementExtras {
+  readonly achievedIds: (keys: ReadonlyArray<StreakKey>) => Effect.Effect<
+    ReadonlyArray<ReadonlyArray<MilestoneId>>,
+    StorageError
+  >
+}
+
+export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Type"] & AchievementExtras => {
+  const whereKey = (k: StreakKey) =>
+    sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
+
+  // The streak row's copy gains the new id in the same statement. Where the copy is not known
+  // yet it is built from the table as this statement sees it (without the new row) plus the new
+  // id, so from a member's first achievement on the copy is known. A concurrent add to the same
+  // row waits for this one's row lock and then re-applies its SET to the updated copy. One
+  // statement per achievement, each a primary-key seek whatever plan it was prepared with.
+  const addOne = (a: Achievement) =>
+    hot(sql`WITH added AS (
+          INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+          VALUES (${a.projectId}, ${a.programId}, ${a.userHash}, ${a.ledger}, ${a.milestoneId}, ${a.achievedAt})
+          ON CONFLICT DO NOTHING RETURNING milestone_id
+        ), copied AS (
+          UPDATE ${t.streaks} s SET achieved = ${
+      achievedIds({ sql, t }, "s.achieved", whereKey(a))
+    } || added.milestone_id
+          FROM added WHERE ${whereKey(a)}
+        )
+        SELECT 1 AS ok FROM added`).pipe(Effect.map((rows) => rows.length > 0), io("AchievementStore.add"))
+
+  return {
+    // Per key a range of the achievements' primary key, oldest first: LATERAL with OFFSET 0, which
+    // the planner cannot pull up into a join (a join planned while the table was small scanned it
+    // whole at every call, for the life of the connection).
+    achieved: (keys) =>
+      keys.length === 0 ?
+        Effect.succeed([]) :
+        hot(sql`SELECT k.n, a.milestone_id, a.achieved_at
+          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
+          CROSS JOIN LATERAL (
+            SELECT milestone_id, achieved_at FROM ${t.achievements} a
+            WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
+              AND a.ledger = k.ledger
+            OFFSET 0
+          ) a
+          ORDER BY k.n, a.achieved_at, a.milestone_id`).pipe(
+          Effect.map((rows) => {
+            const achieved = keys.map((): Array<Achievement> => [])
+            for (const r of rows) {
+              const key = keys[Number(r.n) - 1]!
+              achieved[Number(r.n) - 1]!.push(
+                new Achievement({
+                  projectId: key.projectId,
+                  programId: key.programId,
+                  userHash: key.userHash,
+                  ledger: key.ledger,
+                  milestoneId: r.milestone_id as MilestoneId,
+                  achievedAt: toDate(r.achieved_at)
+                }, trusted)
+              )
+            }
+            return achieved
+          }),
+          io("AchievementStore.achieved")
+        ),
+
+    // Per key the copy on its streak row (migration 0003), a primary-key seek into the page the
+    // action has just locked (LATERAL with LIMIT 1: see `standing`); only where the copy is not
+    // known (NULL: no row yet, or a row from before the migration) is the achievements table read,
+    // one primary-key range seek per key (LATERAL, whatever the planner believes of the table).
+    achievedIds: (keys) =>
+      keys.length === 0 ?
+        Effect.succeed([]) :
+        hot(sql`SELECT k.n, m.milestone_id
+          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
+          LEFT JOIN LATERAL (
+            SELECT achieved FROM ${t.streaks} s
+            WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
+              AND s.ledger = k.ledger LIMIT 1
+          ) s ON true
+          CROSS JOIN LATERAL unnest(${achievedIds({ sql, t }, "s.achieved", achievementsOfK(sql, "k.user_hash"))})
+            AS m (milestone_id)
+          ORDER BY k.n, m.milestone_id`).pipe(
+          Effect.map((rows) => {
+            const achieved = keys.map((): Array<MilestoneId> => [])
+            for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
+            return achieved
+          }),
+          io("AchievementStore.achievedIds")
+        ),
+
+    // Sent together (one round trip on a pipelining connection), in input order; a pair given
+    // twice is sent once, and answers `false` at its later positions.
+    add: (achievements) => {
+      const name = (a: Achievement) => `${keyOf(a)}\u0000${a.milestoneId}`
+      const seen = new Set<string>()
+      const firsts = achievements.filter((a) => !seen.has(name(a)) && seen.add(name(a)) !== undefined)
+      return Effect.map(together(firsts.map(addOne)), (added) => {
+        const inserted = new Set(firsts.filter((_, i) => added[i]).map(name))
+        return firstOccurrences(achievements, name, inserted)
+      })
+    }
+  }
+}
+
+/**
+ * `StateStore` on Postgres: the widgets' reads of a batch in one statement, per ref the alias, then
+ * the member's zone, row, days in range and achievements, each a primary-key seek (a subquery, or
+ * LATERAL with LIMIT 1, which the planner cannot pull up into a join: a join planned while the
+ * tables were small, as generic plans are once per connection, scanned them whole at every call);
+ * the achievements from the row's copy where it is known (see `achievedIds`).
+ */
+export const makeStateStore = ({ hot, sql, t }: Ctx): StateStore["Type"] => {
+  const cols = sql.literal(streakColumns)
+  return {
+    standing: (refs, from, to) =>
       refs.length === 0 ?
         Effect.succeed([]) :
         hot(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
@@ -393,114 +540,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
               achieved: r.achieved as Array<MilestoneId>
             }))
           ),
-          io("StreakStore.standingMany")
-        ),
-
-    // Keys come from the member's rows, and also from activity days without a row (as the
-    // reference adapter does). Both are probed per program of the project and ledger, each probe a
-    // primary-key seek (LIMIT 1 keeps the planner from turning it into a scan of the project's
-    // days), so a merge costs the same in a small project and in a huge one. The streaks table has
-    // no index by member (migration 0002): programs are never deleted, so every row is found.
-    keysOfMember: (projectId, userHash) =>
-      sql`SELECT p.project_id, p.id AS program_id, ${userHash}::text AS user_hash, l.ledger
-            FROM ${t.programs} p
-            CROSS JOIN (VALUES ('live'), ('test')) AS l (ledger)
-            CROSS JOIN LATERAL (
-              SELECT 1 FROM ${t.streaks} s
-              WHERE s.project_id = p.project_id AND s.program_id = p.id AND s.user_hash = ${userHash}
-                AND s.ledger = l.ledger
-              UNION ALL
-              SELECT 1 FROM ${t.activity_days} d
-              WHERE d.project_id = p.project_id AND d.program_id = p.id AND d.user_hash = ${userHash}
-                AND d.ledger = l.ledger
-              LIMIT 1
-            ) AS found
-            WHERE p.project_id = ${projectId}
-          ORDER BY program_id, ledger`
-        .pipe(Effect.map((rows) => rows.map(decodeKey)), io("StreakStore.keysOfMember")),
-
-    remove: (key) =>
-      sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)})
-          DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`
-        .pipe(Effect.asVoid, io("StreakStore.remove")),
-
-    // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
-    // so a sweep reads only due rows; SKIP LOCKED hands each row to one claimer.
-    claimDue: (now, limit) =>
-      limit <= 0 ?
-        Effect.succeed([]) :
-        // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
-        // column (no index, a sort of every due row) over the table's.
-        sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
-          ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
-          .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue")),
-
-    // A range of the primary key (project, program): the table has no index by program (migration
-    // 0002), and the project comes from the program's row.
-    rowsOfProgram: (programId, ledger) =>
-      sql`SELECT ${cols} FROM ${t.streaks}
-          WHERE project_id IN (SELECT project_id FROM ${t.programs} WHERE id = ${programId})
-            AND program_id = ${programId} AND ledger = ${ledger}
-          ORDER BY user_hash`
-        .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rowsOfProgram"))
-  }
-}
-
-export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Type"] => {
-  const whereKey = (k: StreakKey) =>
-    sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
-  return {
-    list: (key) =>
-      sql`SELECT * FROM ${t.achievements} WHERE ${whereKey(key)} ORDER BY achieved_at, milestone_id`
-        .pipe(Effect.map((rows) => rows.map(decodeAchievement)), io("AchievementStore.list")),
-
-    // Per key the copy on its streak row (migration 0003), a primary-key seek into the page the
-    // action has just locked (LATERAL with LIMIT 1: see `standingMany`); only where the copy is not
-    // known (NULL: no row yet, or a row from before the migration) is the achievements table read,
-    // one primary-key range seek per key (LATERAL, whatever the planner believes of the table).
-    achievedMany: (keys) =>
-      keys.length === 0 ?
-        Effect.succeed([]) :
-        hot(sql`SELECT k.n, m.milestone_id
-          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
-          LEFT JOIN LATERAL (
-            SELECT achieved FROM ${t.streaks} s
-            WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
-              AND s.ledger = k.ledger LIMIT 1
-          ) s ON true
-          CROSS JOIN LATERAL unnest(${achievedIds({ sql, t }, "s.achieved", achievementsOfK(sql, "k.user_hash"))})
-            AS m (milestone_id)
-          ORDER BY k.n, m.milestone_id`).pipe(
-          Effect.map((rows) => {
-            const achieved = keys.map((): Array<MilestoneId> => [])
-            for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
-            return achieved
-          }),
-          io("AchievementStore.achievedMany")
-        ),
-
-    // The streak row's copy gains the new id in the same statement. Where the copy is not known
-    // yet it is built from the table as this statement sees it (without the new row) plus the new
-    // id, so from a member's first achievement on the copy is known. A concurrent add to the same
-    // row waits for this one's row lock and then re-applies its SET to the updated copy.
-    add: (key, milestoneId, at) =>
-      hot(sql`WITH added AS (
-            INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
-            VALUES (${key.projectId}, ${key.programId}, ${key.userHash}, ${key.ledger}, ${milestoneId}, ${at})
-            ON CONFLICT DO NOTHING RETURNING milestone_id
-          ), copied AS (
-            UPDATE ${t.streaks} s SET achieved = ${
-        achievedIds({ sql, t }, "s.achieved", whereKey(key))
-      } || added.milestone_id
-            FROM added WHERE ${whereKey(key)}
-          )
-          SELECT 1 AS ok FROM added`)
-        .pipe(Effect.map((rows) => rows.length > 0), io("AchievementStore.add")),
-
-    // The copy becomes unknown rather than empty: "not known" is never wrong.
-    remove: (key) =>
-      sql`WITH removed AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)})
-          UPDATE ${t.streaks} SET achieved = NULL WHERE ${whereKey(key)} AND achieved IS NOT NULL`
-        .pipe(Effect.asVoid, io("AchievementStore.remove"))
+          io("StateStore.standing")
+        )
   }
 }

@@ -1,0 +1,98 @@
+/**
+ * The directory, subscription, credential and experiment stores services use, built on the four
+ * calls of the `Catalog` port.
+ */
+import type { Option } from "effect"
+import { Array as Arr, Effect } from "effect"
+import type { CredentialRef } from "../Domain.js"
+import { StorageError } from "../Errors.js"
+import {
+  type Catalog,
+  type CatalogKind,
+  type CatalogRecords,
+  CredentialStore,
+  DirectoryStore,
+  ExperimentStore,
+  SubscriptionStore
+} from "../Ports.js"
+
+type CatalogApi = Catalog["Type"]
+
+const first = <A, E>(self: Effect.Effect<ReadonlyArray<A>, E>): Effect.Effect<Option.Option<A>, E> =>
+  Effect.map(self, Arr.head)
+
+const inserted = (catalog: CatalogApi) => <K extends CatalogKind>(kind: K, record: CatalogRecords[K]) =>
+  Effect.flatMap(
+    catalog.insert(kind, record),
+    (stored) =>
+      stored ? Effect.void : Effect.fail(
+        new StorageError({ message: `Catalog.insert: a ${kind} with this id (or another unique field) exists` })
+      )
+  )
+
+export const directory = (catalog: CatalogApi): DirectoryStore["Type"] => {
+  const insert = inserted(catalog)
+  return DirectoryStore.of({
+    createWorkspace: (workspace) => insert("workspace", workspace),
+    workspace: (id) => first(catalog.find("workspace", { id })),
+    setPlan: (id, plan) => first(catalog.update("workspace", { id }, { plan })),
+    createProject: (project) => insert("project", project),
+    project: (id) => first(catalog.find("project", { id })),
+    projectBySiteKey: (siteKey) => first(catalog.find("project", { siteKey })),
+    projectsOfWorkspaces: (ids) =>
+      ids.length === 0 ? Effect.succeed([]) : catalog.find("project", { workspaceId: ids }),
+    createProgram: (program) => insert("program", program),
+    program: (id) => first(catalog.find("program", { id })),
+    programByEventKey: (projectId, eventKey) => first(catalog.find("program", { projectId, eventKey })),
+    programsOfProjects: (ids) => ids.length === 0 ? Effect.succeed([]) : catalog.find("program", { projectId: ids }),
+    setProgramStatus: (id, status) => first(catalog.update("program", { id }, { status })),
+    goLive: (id) =>
+      Effect.map(
+        catalog.update("program", { id, status: "test" }, { status: "live" }),
+        (changed) => changed.length > 0
+      ),
+    setWebhookSecretHash: (id, webhookSecretHash) => first(catalog.update("program", { id }, { webhookSecretHash })),
+    setProgramPolicy: (id, policy, mode) => first(catalog.update("program", { id }, { policy, mode }))
+  })
+}
+
+const sameCredential = (a: CredentialRef, b: CredentialRef) => a.type === b.type && a.id === b.id
+
+export const subscriptions = (catalog: CatalogApi): SubscriptionStore["Type"] =>
+  SubscriptionStore.of({
+    create: (subscription) => inserted(catalog)("subscription", subscription),
+    get: (id) => first(catalog.find("subscription", { id })),
+    remove: (id) => first(catalog.remove("subscription", { id })),
+    forEvent: (programId, type) =>
+      Effect.map(catalog.find("subscription", { programId }), (found) =>
+        found.filter((s) => s.eventTypes.includes(type))),
+    removeCreatedBy: (workspaceIds, credential) =>
+      workspaceIds.length === 0 ? Effect.succeed([]) : Effect.flatMap(
+        catalog.find("subscription", { workspaceId: workspaceIds }),
+        (found) => {
+          const ids = found.filter((s) =>
+            sameCredential(s.createdBy, credential)
+          ).map((s) => s.id)
+          return ids.length === 0 ? Effect.succeed([]) : catalog.remove("subscription", { id: ids })
+        }
+      )
+  })
+
+export const credentials = (catalog: CatalogApi): CredentialStore["Type"] => {
+  const insert = inserted(catalog)
+  return CredentialStore.of({
+    createApiKey: (key) => insert("apiKey", key),
+    apiKeyByHash: (tokenHash) => first(catalog.find("apiKey", { tokenHash, revokedAt: null })),
+    revokeApiKey: (id, at) => first(catalog.update("apiKey", { id, revokedAt: null }, { revokedAt: at })),
+    createGrant: (grant) => insert("grant", grant),
+    grantByHash: (tokenHash) => first(catalog.find("grant", { tokenHash, revokedAt: null })),
+    revokeGrant: (id, at) => first(catalog.update("grant", { id, revokedAt: null }, { revokedAt: at }))
+  })
+}
+
+export const experiments = (catalog: CatalogApi): ExperimentStore["Type"] =>
+  ExperimentStore.of({
+    start: (experiment) => catalog.insert("experiment", experiment),
+    running: (programId) => first(catalog.find("experiment", { programId, endedAt: null })),
+    end: (programId, at) => first(catalog.update("experiment", { programId, endedAt: null }, { endedAt: at }))
+  })
