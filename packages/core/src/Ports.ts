@@ -3,29 +3,29 @@
  * required methods. Each method's MUST rules are part of the contract and are checked by
  * `storageConformance` (see `@streaks/core/testing`); every failure is a typed `StorageError`.
  */
-import type { Effect, Option } from "effect"
+import type { Effect, Option, Schema } from "effect"
 import { Context } from "effect"
 import type { LocalDate } from "./Calendar.js"
-import type {
-  Achievement,
-  ActionRecord,
+import {
+  type Achievement,
+  type ActionRecord,
   ApiKey,
-  CredentialRef,
-  DeliveryAttempt,
-  EventType,
+  type CredentialRef,
+  type DeliveryAttempt,
+  type EventType,
   Experiment,
-  Ledger,
+  type Ledger,
   OAuthGrant,
-  OutboundEventType,
-  OutboxMessage,
-  Plan,
+  type OutboundEventType,
+  type OutboxMessage,
+  type Plan,
   Program,
-  ProgramStatus,
+  type ProgramStatus,
   Project,
-  StoredResponse,
-  StreakMode,
-  StreakKey,
-  StreakRow,
+  type StoredResponse,
+  type StreakMode,
+  type StreakKey,
+  type StreakRow,
   Subscription,
   Workspace
 } from "./Domain.js"
@@ -66,6 +66,21 @@ export interface CatalogRecords {
 }
 
 export type CatalogKind = keyof CatalogRecords
+
+/** The schema class of each kind's records: a store that keeps them as documents decodes with it. */
+export const catalogSchemas: {
+  readonly [K in CatalogKind]:
+    & Schema.Schema<CatalogRecords[K], any>
+    & (new(fields: CatalogRecords[K]) => CatalogRecords[K])
+} = {
+  workspace: Workspace,
+  project: Project,
+  program: Program,
+  subscription: Subscription,
+  apiKey: ApiKey,
+  grant: OAuthGrant,
+  experiment: Experiment
+}
 
 /** The fields of each kind that a selection may name: a store keeps them where it can match them. */
 export interface CatalogFields {

@@ -5,21 +5,13 @@
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
-import {
-  ApiKey,
-  Experiment,
-  OAuthGrant,
-  Program,
-  ProgramSettings,
-  Project,
-  Subscription,
-  Workspace
-} from "../Domain.js"
+import { ApiKey, Program, ProgramSettings } from "../Domain.js"
 import * as Policy from "../Policy.js"
 import {
   Catalog,
   type CatalogKind,
   type CatalogRecords,
+  catalogSchemas,
   CredentialStore,
   DirectoryStore,
   ExperimentStore,
@@ -60,15 +52,7 @@ const countingOf = (program: Program) => ({
 const encoded = <K extends CatalogKind>(kind: K, record: CatalogRecords[K]): unknown =>
   withoutUndefined(Schema.encodeSync(schemas[kind])(record))
 
-const schemas: { readonly [K in CatalogKind]: Schema.Schema<CatalogRecords[K], any> } = {
-  workspace: Workspace,
-  project: Project,
-  program: Program,
-  subscription: Subscription,
-  apiKey: ApiKey,
-  grant: OAuthGrant,
-  experiment: Experiment
-}
+const schemas = catalogSchemas
 
 const withoutUndefined = (value: unknown): unknown =>
   Array.isArray(value)

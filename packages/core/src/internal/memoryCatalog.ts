@@ -3,21 +3,8 @@
  * equality on their fields. Every call is one atomic `run` over the shared state.
  */
 import type { Context } from "effect"
-import { ApiKey, Experiment, OAuthGrant, Program, Project, Subscription, Workspace } from "../Domain.js"
-import type { Catalog, CatalogKind, CatalogRecords } from "../Ports.js"
+import { type Catalog, type CatalogKind, type CatalogRecords, catalogSchemas } from "../Ports.js"
 import type { MemoryState, Runner } from "./memoryState.js"
-
-// The class of each kind: an update replaces the record with a new one (entities are never
-// mutated in place, which keeps the journal's undo exact).
-const classes: { readonly [K in CatalogKind]: new(fields: CatalogRecords[K]) => CatalogRecords[K] } = {
-  workspace: Workspace,
-  project: Project,
-  program: Program,
-  subscription: Subscription,
-  apiKey: ApiKey,
-  grant: OAuthGrant,
-  experiment: Experiment
-}
 
 // What a record holds that no other record of its kind may hold besides the id: a project's
 // siteKey, a running experiment's program.
@@ -87,7 +74,8 @@ export const makeCatalog = (s: MemoryState, { run }: Runner): Context.Tag.Servic
     update: (kind, where, changes) =>
       run(() =>
         select(kind, where).map((record) => {
-          const next = new classes[kind]({ ...record, ...changes, id: record.id })
+          // A new record, never one changed in place: that keeps the journal's undo exact.
+          const next = new catalogSchemas[kind]({ ...record, ...changes, id: record.id })
           j.set(s.catalog[kind], record.id, next)
           return next
         })
