@@ -5,18 +5,8 @@
  *
  * Nothing here knows about HTTP: `app.ts` maps results and errors to responses.
  */
-import {
-  EventInput,
-  Ids,
-  Ingest,
-  OutboundEvents,
-  Provisioning,
-  SecretBox,
-  Services,
-  StateQuery,
-  Storage
-} from "@streaks/core"
-import type * as Ports from "@streaks/core/Ports"
+import { EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import type { Complete } from "@streaks/core/Storage"
 import { Effect, Layer, ManagedRuntime } from "effect"
 
 /** The runtime the routes use: every core service is available to programs run on it. */

@@ -10,7 +10,7 @@ const CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 const DIGITS = Array.from(CROCKFORD, (c) => c.charCodeAt(0))
 
 // Every action makes an id: its characters are written as bytes into one reused buffer and read
-// as a string at once (appended one by one, they cost about 1 KB of short-lived strings per id).
+// as a string at once (appended one by one, each id would leave a trail of short-lived strings).
 const chars = Buffer.alloc(64)
 
 /** Base32 of up to 40 bytes. */

@@ -29,9 +29,9 @@ export type FastPath = (req: IncomingMessage, res: ServerResponse) => boolean
  * `Connection: close`. Node's own aborts (which pass an error, or come after the body ended) keep
  * their behaviour. Armed with the request's response when the request has a body.
  *
- * Why a subclass rather than a closure set on each request: with the closure, each young-generation
- * collection promoted about 0.6 MB of requests into the old generation under load, which then
- * grew until a full collection (the mechanism was not pinned down).
+ * Why a subclass rather than a closure set on each request: with the closure, young-generation
+ * collections promoted requests into the old generation under load, which then grew until a full
+ * collection (the mechanism was not pinned down; docs/performance.md).
  */
 export class GuardedRequest extends IncomingMessage {
   response: ServerResponse | undefined = undefined
@@ -57,7 +57,7 @@ export class TrackedResponse<Request extends IncomingMessage = IncomingMessage> 
  * The responses in flight, each in a slot that is emptied when it settles. Not a `Set`: V8 keeps
  * a long-lived `Set`'s replaced tables, with the entries they held, until the next full
  * collection, so a `Set` that every request passed through kept whole requests alive into the
- * old generation (each scavenge promoted about 0.5 MB of them on reads; docs/performance.md).
+ * old generation (docs/performance.md).
  * An emptied slot holds nothing.
  */
 class InFlight {

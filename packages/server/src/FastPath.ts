@@ -134,7 +134,7 @@ export interface Options {
   /**
    * How an action's front (decode, auth, joining its group) is run once its body is read (default:
    * at once). A server runtime may queue it behind the answers it hands back (the reference
-   * server's event-loop slices, `Turns.shared`).
+   * server's event-loop slices, `EventLoopQueue.shared`).
    */
   readonly schedule?: ((front: () => void) => void) | undefined
 }

@@ -1,32 +1,28 @@
 /**
  * V8 settings the `streaks` command applies to its own process at start (`bin.ts`), each unless
  * node was started with a setting of its own for it. An embedder's process keeps V8's defaults.
+ * Why each, with the measurements behind it: docs/operations.md ("Memory") and
+ * [decisions/0009](../../../docs/decisions/0009-server-process.md).
  *
  * - Allocation-site pretenuring off. Once most objects of an allocation site survive a scavenge,
  *   V8 allocates that site's objects straight in the old generation, and each of them then keeps
  *   the young objects it points to alive until a full collection. Effect's fibers that wait on a
- *   callback (every batch and statement waits on Postgres) trip that: the server promoted about
- *   0.9 MB per scavenge, where the bare `node:http` + `pg` baseline promotes nothing; with it off,
- *   0.2 MB, and the peak RSS under load fell by 30–60 MB.
+ *   callback (every batch and statement waits on Postgres) trip that, so the server promoted young
+ *   objects by the scavenge where the bare `node:http` + `pg` baseline promotes none.
  * - The heap of `--max-semi-space-size=8 --heap-growing-percent=50`, which keeps the peak under
- *   ingest below 150 MB and, once pretenuring was off, cost ingest nothing the benchmark could
- *   see: the old generation's limit grows by half of what a full collection leaves instead of
- *   V8's factor, and the young generation stops growing at two 8 MB semi-spaces instead of 16.
- *   Node takes the semi-space's maximum only on its command line, so growth is stopped at run
- *   time instead: V8 reads its growth factor whenever the young generation would grow. It grows
- *   by doubling, so it may grow only while twice its size fits under the cap: after V8 has shrunk
- *   it in an idle moment it can come back at a size that does not double onto the cap (3, 5, 10
- *   MB), and a doubling from there would pass it (20 MB was seen under the benchmark, with more
- *   server CPU per action than at 10: docs/performance.md). Node reports a collection a turn or
- *   two later, so two growths in quick succession can still pass the cap once
- *   (docs/operations.md, Memory). For that reason growth waits for the first report, and the
- *   command applies these settings before its other modules load (`internal/applyHeapTuning.ts`).
+ *   ingest within the memory budget: the old generation's limit grows by half of what a full
+ *   collection leaves instead of V8's factor, and the young generation stops growing at two 8 MB
+ *   semi-spaces instead of 16. Node takes the semi-space's maximum only on its command line, so
+ *   growth is stopped at run time instead: V8 reads its growth factor whenever the young
+ *   generation would grow. It grows by doubling, so it may grow only while twice its size fits
+ *   under the cap: after V8 has shrunk it in an idle moment it can come back at a size that does
+ *   not double onto the cap, and a doubling from there would pass it. Node reports a collection a
+ *   turn or two later, so two growths in quick succession can still pass the cap once. For that
+ *   reason growth waits for the first report, and the command applies these settings before its
+ *   other modules load (`internal/applyHeapTuning.ts`).
  * - On one or two cores, scavenges on the main thread alone (`--no-parallel-scavenge`). V8 splits
  *   each scavenge among helper threads, which on a machine this small wait for a core that the
- *   server, Postgres or its clients already hold: about 2 % more ingest under the benchmark (ahead
- *   in six rounds of seven, one even), reads and peak RSS unchanged. More cores keep V8's default.
- *
- * Figures in docs/performance.md.
+ *   server, Postgres or its clients already hold. More cores keep V8's default.
  */
 import { availableParallelism } from "node:os"
 import { PerformanceObserver } from "node:perf_hooks"
@@ -49,8 +45,8 @@ export const unset = (execArgv: ReadonlyArray<string>, name: string): boolean =>
  *
  * Growth is held from the call until node's first report of a collection. Loading the command's
  * modules is one synchronous run of allocation in which no report can arrive: left at V8's factor,
- * it grew the young generation past the cap to V8's 32 MB in some starts, where it stayed under
- * load, with about 16 MB more RSS for the process's life (docs/performance.md).
+ * it grew the young generation past the cap to V8's maximum in some starts, where it stayed under
+ * load for the process's life (docs/operations.md, "Memory").
  */
 const capYoungGeneration = (): void => {
   let growing = false

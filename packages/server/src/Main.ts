@@ -15,7 +15,7 @@ import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import * as FastPath from "./FastPath.js"
 import * as SecretKey from "./SecretKey.js"
-import * as Turns from "./Turns.js"
+import * as EventLoopQueue from "./EventLoopQueue.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
 /** The SQL client: `DATABASE_URL`, else the embedded cluster kept under `dataDir/pg`. */
@@ -45,14 +45,14 @@ export const layerCore = (config: ServerConfig) => {
   const base = Layer.mergeAll(storage, secretBox)
   // A committed ingest batch's callers resume after the next batch's first statement is on the
   // wire, a few per turn of the event loop, ahead of the action fronts that the fast path queues on
-  // the same `Turns.shared`: so Postgres works while the responses are written, the next batch's
+  // the same `EventLoopQueue.shared`: so Postgres works while the responses are written, the next batch's
   // replies are taken between them, and no answer waits behind requests that can wait a turn
   // (docs/performance.md; for state reads a deferral cost throughput). A second transaction opens
   // beside the one in flight once 24 actions wait, about a batch under load: it uses the CPU that
   // one transaction at a time leaves idle, and batches stay as large (`BatchOptions`). State reads
   // do the same with their read batches (`ReadOptions`).
   const twoBeside = { workers: 2, minBatchBeside: 24 }
-  return Services.layerWith({ ingest: { ...twoBeside, handOff: Turns.shared.ahead }, state: twoBeside }).pipe(
+  return Services.layerWith({ ingest: { ...twoBeside, handOff: EventLoopQueue.shared.ahead }, state: twoBeside }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     // Subscription hosts are resolved when created: a name into a private network is refused.
@@ -91,7 +91,7 @@ export const layer = (config: ServerConfig) => {
   const http = Http.layerServer(
     { port: config.port, host: config.host },
     Layer.mergeAll(mcpRoutes, widgetRoutes),
-    (api) => FastPath.front(api, { schedule: Turns.shared })
+    (api) => FastPath.front(api, { schedule: EventLoopQueue.shared })
   ).pipe(
     Layer.provide(layerJobs),
     Layer.provide(RateLimit.layer({

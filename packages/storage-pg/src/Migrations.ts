@@ -306,9 +306,9 @@ ALTER TABLE ${p}streaks ADD COLUMN IF NOT EXISTS achieved text[];
 
 // Every action seeks the keys of these tables several times (the lock, its ON CONFLICT arbiters,
 // the day, the usage mark), comparing ids that are opaque: members' hashes, random ids, ledgers.
-// Under the database's default collation each comparison goes through the locale: with an ICU
-// English collation a seek of the streaks key measured 47-66 % dearer than bytewise, under
-// C.UTF-8 17-53 %. COLLATE "C" compares bytes. Ordering by these columns becomes byte order,
+// Under the database's default collation each comparison goes through the locale, a seek of the
+// streaks key measurably dearer than bytewise (docs/adapters.md, "Compare ids as bytes").
+// COLLATE "C" compares bytes. Ordering by these columns becomes byte order,
 // whatever the database's locale, which agrees with the memory adapter's string comparison for
 // ids without characters from U+E000 up. Changing a key column's collation rebuilds the indexes
 // that use it (docs/operations.md, "Production Postgres").
@@ -329,7 +329,7 @@ const byteOrderKeys = (p: string) => {
 
 // A member is counted once per month (`UsageStore.markActive`), yet every live action asked
 // again: a statement per batch whose ON CONFLICT seeks found the mark there in nearly every case
-// (in `pnpm bench`, leaving it out made ingest about 10 % faster). The streak row, which the
+// ([decisions/0006](../../../docs/decisions/0006-streak-row-carries-hot-reads.md)). The streak row, which the
 // action has locked anyway, keeps the month its member was last marked in by an action on it, set
 // in the same transaction as the mark; ingest skips the mark when it is the action's month. NULL
 // means "not known": mark. Existing rows start at NULL, so the migration rewrites nothing.

@@ -33,7 +33,7 @@ import { makeOutbox } from "./internal/Delivery.js"
 import { makeMemberStore, makeUsageStore } from "./internal/Directory.js"
 import * as PgIngest from "./internal/Ingest.js"
 import * as Pools from "./internal/Pools.js"
-import { type Ctx, makeHot, makeTables } from "./internal/Sql.js"
+import { type Ctx, makeQuery, makeTables } from "./internal/Sql.js"
 import { makeAchievementStore, makeStateStore, makeStreakStore } from "./internal/Streaks.js"
 import * as Transactions from "./internal/Transactions.js"
 
@@ -55,7 +55,7 @@ export const make = (
   // (camelCase results, say) must not rewrite them.
   const raw = sql.withoutTransforms()
   const pool = Pools.poolOf(sql)
-  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), prefix, hot: makeHot(pool) }
+  const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), prefix, query: makeQuery(pool) }
   const stores = {
     catalog: makeCatalog(ctx),
     members: makeMemberStore(ctx),

@@ -2,11 +2,10 @@
  * Entry of the production bundle, `dist/bin.mjs` (`scripts/bundle.ts`): runs the server bundled in
  * `dist/server.cjs`, compiled from the V8 code cache that the build wrote beside it.
  *
- * Why a cache: compiling the 2.8 MB bundle from source fills a 20 MB parser zone that glibc keeps
- * in the process's heap once it is freed, for the process's whole life (docs/performance.md). From
- * the cache, V8 skips that parse. A cache that this node rejects (another node version, or V8 flags
- * on its command line) or a missing one costs that parse, which then leaves about 17 MB of C heap
- * (22 MB with the module bundle of before).
+ * Why a cache: compiling the bundle from source fills a parser zone that glibc keeps in the
+ * process's heap once it is freed, for the process's whole life (docs/performance.md). From the
+ * cache, V8 skips that parse. A cache that this node rejects (another node version, or V8 flags on
+ * its command line) or a missing one costs that parse and the C heap it leaves.
  */
 import { readFileSync } from "node:fs"
 import { createRequire } from "node:module"
@@ -15,8 +14,8 @@ import { Script } from "node:vm"
 import * as CodeCache from "./codeCache.js"
 
 const file = fileURLToPath(new URL("server.cjs", import.meta.url))
-// The hash below reads these bytes: hashing the string instead made a 2.8 MB UTF-8 copy at start,
-// and each of the four servers measured that way then peaked 20–40 MB higher under load
+// The hash below reads these bytes: hashing the string instead made a UTF-8 copy of the whole
+// bundle at start, and the servers measured that way then peaked higher under load
 // (docs/performance.md).
 const bytes = readFileSync(file)
 const source = bytes.toString("utf8")

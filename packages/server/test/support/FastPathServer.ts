@@ -1,6 +1,6 @@
 /**
  * The HTTP surface as the reference server serves it, for end-to-end tests of the fast path:
- * `Http.layerServer` with `FastPath.front` in front (scheduled on `Turns.shared`, as `Main` installs
+ * `Http.layerServer` with `FastPath.front` in front (scheduled on `EventLoopQueue.shared`, as `Main` installs
  * it), on a fresh Postgres database. A request that carries the `PLAIN` header skips the fast path
  * and goes to the HttpApi handlers alone, so a test can put the two answers side by side.
  */
@@ -10,7 +10,7 @@ import { PgStorage } from "@streaks/storage-pg"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import * as FastPath from "../../src/FastPath.js"
-import * as Turns from "../../src/Turns.js"
+import * as EventLoopQueue from "../../src/EventLoopQueue.js"
 
 export const ADMIN_TOKEN = "fast-path-admin-token"
 
@@ -34,7 +34,7 @@ export const layer = (options: { readonly tracing?: boolean } = {}) =>
     Layer.empty,
     (api) =>
       Effect.map(
-        FastPath.front(api, { tracing: options.tracing, schedule: Turns.shared }),
+        FastPath.front(api, { tracing: options.tracing, schedule: EventLoopQueue.shared }),
         (fast): typeof api => (req, res) => req.headers[PLAIN] === undefined ? fast(req, res) : api(req, res)
       )
   ).pipe(

@@ -13,7 +13,7 @@ import { type Ctx, io, jsonParam, lastPerKey, toLocalDate, toOptionalString } fr
 const recordLifetime = "24 hours"
 const claimLifetime = "30 seconds"
 
-export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
+export const makeActionLog = ({ query, sql, t }: Ctx): ActionLog["Type"] => {
   const where = (q: ActionQuery) =>
     sql`program_id = ANY(${[...q.programIds]}::text[]) AND ledger = ${q.ledger} AND ts >= ${q.from} AND ts < ${q.to}`
 
@@ -21,7 +21,7 @@ export const makeActionLog = ({ hot, sql, t }: Ctx): ActionLog["Type"] => {
   const append = (records: ReadonlyArray<ActionRecord>) => {
     const col = <A>(f: (a: ActionRecord) => A) => records.map(f)
     return Effect.as(
-      hot(sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
+      query(sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
             received_at, local_date, timezone, counted, source, external_service, integration_id, session_id,
             idempotency_key, extra)
           SELECT project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
@@ -114,7 +114,7 @@ export interface KeyCompletion extends KeyClaim {
   readonly response: StoredResponse
 }
 
-export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyStore["Type"] & IdempotencyExtras => {
+export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): IdempotencyStore["Type"] & IdempotencyExtras => {
   // Every claim first takes the key's advisory lock, without waiting (`pg_try_advisory_xact_lock`,
   // in a lock space of this schema's own), and touches the key's row only if it got it. So a key
   // claimed inside a transaction that is still running (`claimWithin`: its row not yet committed)
@@ -135,7 +135,7 @@ export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyS
   // table was small scan all of it for every claim, for the life of the connection (generic
   // plans, `PgConnection`).
   const claimStatement = (claims: ReadonlyArray<KeyClaim>) =>
-    hot(sql`WITH input AS (
+    query(sql`WITH input AS (
           SELECT * FROM unnest(${claims.map((c) => c.projectId)}::text[], ${claims.map((c) => c.key)}::text[],
             ${claims.map((c) => c.now.toISOString())}::timestamptz[]) WITH ORDINALITY AS i (project_id, key, at, n)
         ), gate AS (
@@ -207,7 +207,7 @@ export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyS
       claims.length === 0 ? Effect.succeed([]) : claimAll(claims).pipe(io("IdempotencyStore.claimWithin")),
 
     complete: (projectId, key, response, now) =>
-      hot(sql`UPDATE ${t.idempotency_keys}
+      query(sql`UPDATE ${t.idempotency_keys}
           SET state = 'completed', completed_at = ${now}, response_status = ${response.status},
               response_body = ${jsonParam(response.body)}::json
           WHERE project_id = ${projectId} AND key = ${key}`)
@@ -222,7 +222,7 @@ export const makeIdempotencyStore = ({ hot, prefix, sql, t }: Ctx): IdempotencyS
     completeMany: (completions: ReadonlyArray<KeyCompletion>) => {
       if (completions.length === 0) return Effect.void
       const last = lastPerKey(completions, (c) => `${c.projectId}\u0000${c.key}`)
-      return hot(sql`INSERT INTO ${t.idempotency_keys} AS k
+      return query(sql`INSERT INTO ${t.idempotency_keys} AS k
             (project_id, key, state, created_at, claimed_at, completed_at, response_status, response_body)
           SELECT project_id, key, 'completed', at, at, at, status, body::json
           FROM unnest(${last.map((c) => c.projectId)}::text[], ${last.map((c) => c.key)}::text[],

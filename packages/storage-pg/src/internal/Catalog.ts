@@ -162,7 +162,7 @@ const kinds: { readonly [K in CatalogKind]: Kind<CatalogRecords[K]> } = {
 const valuesOf = (field: Field, value: unknown): ReadonlyArray<unknown> =>
   value === undefined ? field.columns.map(() => null) : field.encode(value)
 
-export const makeCatalog = ({ hot, prefix, sql, t }: Ctx): Catalog["Type"] => {
+export const makeCatalog = ({ query, prefix, sql, t }: Ctx): Catalog["Type"] => {
   const cast = (value: unknown, type: string) => sql`${value}::${sql.literal(type)}`
 
   /** The columns of `fields` set to their values in `record` (absent fields: NULL). */
@@ -193,9 +193,9 @@ export const makeCatalog = ({ hot, prefix, sql, t }: Ctx): Catalog["Type"] => {
   // follows sees a committed one (its own snapshot, taken after the lock). In a transaction of its
   // own unless the caller has one; inserts are rare (provisioning).
   const insertNew = (kind: Kind<unknown>, record: Record<string, unknown>, statement: Statement<Row>) => {
-    const insert = Effect.map(hot(statement), (rows) => rows.length > 0)
+    const insert = Effect.map(query(statement), (rows) => rows.length > 0)
     if (!kind.idInProject) return insert
-    const lock = hot(sql`SELECT pg_advisory_xact_lock(hashtext(${`${prefix}${kind.table}`}), hashtext(${record.id}))`)
+    const lock = query(sql`SELECT pg_advisory_xact_lock(hashtext(${`${prefix}${kind.table}`}), hashtext(${record.id}))`)
     const locked = Effect.zipRight(lock, insert)
     return Effect.flatMap(
       Effect.serviceOption(SqlClient.TransactionConnection),
@@ -225,7 +225,7 @@ export const makeCatalog = ({ hot, prefix, sql, t }: Ctx): Catalog["Type"] => {
   // the database's collation.
   const find = (kind: Kind<unknown>, selection: object) =>
     Effect.map(
-      hot(sql`SELECT * FROM ${t[kind.table]} WHERE ${where(kind, selection)} ORDER BY id COLLATE "C"`),
+      query(sql`SELECT * FROM ${t[kind.table]} WHERE ${where(kind, selection)} ORDER BY id COLLATE "C"`),
       (rows) => rows.map(kind.decode)
     )
 
@@ -241,7 +241,7 @@ export const makeCatalog = ({ hot, prefix, sql, t }: Ctx): Catalog["Type"] => {
     })
     if (set.length === 0) return find(kind, selection)
     return Effect.map(
-      hot(sql`WITH changed AS (
+      query(sql`WITH changed AS (
           UPDATE ${t[kind.table]} SET ${sql.csv(set)} WHERE ${where(kind, selection)} RETURNING *
         )
         SELECT * FROM changed ORDER BY id COLLATE "C"`),
@@ -251,7 +251,7 @@ export const makeCatalog = ({ hot, prefix, sql, t }: Ctx): Catalog["Type"] => {
 
   const remove = (kind: Kind<unknown>, selection: object) =>
     Effect.map(
-      hot(sql`WITH removed AS (DELETE FROM ${t[kind.table]} WHERE ${where(kind, selection)} RETURNING *)
+      query(sql`WITH removed AS (DELETE FROM ${t[kind.table]} WHERE ${where(kind, selection)} RETURNING *)
         SELECT * FROM removed ORDER BY id COLLATE "C"`),
       (rows) => rows.map(kind.decode)
     )

@@ -82,8 +82,8 @@ const lean: Query = LeanClient.prototype.query as Query
   const params = ArrayLiteral.params(values as ReadonlyArray<unknown>)
   if (typeof callback !== "function") return query.call(this, { name, text: config, values: params })
   // With a callback (how statements run), a `Query` built from the text and named afterwards: a
-  // config object is copied property by property, descriptors and all, on every call (1 % of the
-  // server's CPU under ingest); a `Query` is taken as it is.
+  // config object is copied property by property, descriptors and all, on every call (a cost the
+  // profile of ingest shows); a `Query` is taken as it is.
   const named = new pg.Query(config as string, params as Array<unknown>, callback as never)
   ;(named as unknown as { name: string }).name = name
   return query.call(this, named)

@@ -50,11 +50,11 @@ export const decodeExperiment = (r: Row): Experiment =>
     ...opt("endedAt", toOptionalDate(r.ended_at))
   }, trusted)
 
-export const makeOutbox = ({ hot, sql, t }: Ctx): Outbox["Type"] => ({
+export const makeOutbox = ({ query, sql, t }: Ctx): Outbox["Type"] => ({
   enqueue: (messages) =>
     messages.length === 0 ?
       Effect.void :
-      hot(sql`INSERT INTO ${t.outbox} (project_id, id, subscription_id, program_id, type, payload, status, attempts,
+      query(sql`INSERT INTO ${t.outbox} (project_id, id, subscription_id, program_id, type, payload, status, attempts,
           next_attempt_at, created_at, delivered_at)
         SELECT * FROM unnest(${messages.map((m) => m.projectId)}::text[], ${messages.map((m) => m.id)}::text[],
           ${messages.map((m) => m.subscriptionId)}::text[], ${messages.map((m) => m.programId)}::text[],

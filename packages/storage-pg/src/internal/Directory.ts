@@ -134,14 +134,14 @@ export interface MemberExtras {
   readonly setTimezones: (zones: ReadonlyArray<MemberZone>) => Effect.Effect<void, StorageError>
 }
 
-export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & MemberExtras => {
+export const makeMemberStore = ({ query, sql, t }: Ctx): MemberStore["Type"] & MemberExtras => {
   // One round trip for a batch: resolve each id's alias (if any), then the canonical member's zone,
   // each a primary-key seek (LATERAL with LIMIT, which the planner cannot turn into a join): joins
   // let a plan made while the tables were small scan both of them at every call, for the life of
   // the connection (generic plans, `PgConnection`).
   const lookup = (inputs: ReadonlyArray<MemberRef>) =>
     Effect.map(
-      hot(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
+      query(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
             FROM unnest(${inputs.map((i) => i.projectId)}::text[], ${inputs.map((i) => i.userHash)}::text[],
               ${inputs.map((_, n) => n)}::int[]) AS i (project_id, user_hash, n)
             LEFT JOIN LATERAL (SELECT user_hash FROM ${t.aliases}
@@ -163,15 +163,17 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & Mem
     lookup: (ids) => ids.length === 0 ? Effect.succeed([]) : lookup(ids).pipe(io("MemberStore.lookup")),
 
     setTimezone: (projectId, userHash, timezone) =>
-      hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
-        ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`)
+      query(
+        sql`INSERT INTO ${t.members} (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
+        ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
+      )
         .pipe(Effect.asVoid, io("MemberStore.setTimezone")),
 
     // One statement; a member given twice keeps the last zone (an upsert may not touch a row twice).
     setTimezones: (zones: ReadonlyArray<MemberZone>) => {
       if (zones.length === 0) return Effect.void
       const last = lastPerKey(zones, (z) => `${z.projectId}\u0000${z.userHash}`)
-      return hot(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone)
+      return query(sql`INSERT INTO ${t.members} (project_id, user_hash, timezone)
         SELECT * FROM unnest(${last.map((z) => z.projectId)}::text[], ${last.map((z) => z.userHash)}::text[],
           ${last.map((z) => z.timezone)}::text[])
         ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`)
@@ -200,7 +202,7 @@ export const makeMemberStore = ({ hot, sql, t }: Ctx): MemberStore["Type"] & Mem
   }
 }
 
-export const makeUsageStore = ({ hot, sql, t }: Ctx): UsageStore["Type"] => {
+export const makeUsageStore = ({ query, sql, t }: Ctx): UsageStore["Type"] => {
   // One statement for a batch, inserting in one order so that concurrent batches cannot deadlock.
   const markActive = (inputs: ReadonlyArray<UsageEntry>) => {
     const keyOf = (i: { readonly workspaceId: string; readonly month: string; readonly member: string }) =>
@@ -209,7 +211,7 @@ export const makeUsageStore = ({ hot, sql, t }: Ctx): UsageStore["Type"] => {
       .map((i) => ({ workspaceId: i.workspaceId, month: i.month, member: i.member, key: keyOf(i) }))
       .sort((a, b) => a.key < b.key ? -1 : a.key > b.key ? 1 : 0)
     return Effect.map(
-      hot(sql`INSERT INTO ${t.usage} (workspace_id, month, member)
+      query(sql`INSERT INTO ${t.usage} (workspace_id, month, member)
             SELECT * FROM unnest(${sorted.map((i) => i.workspaceId)}::text[], ${sorted.map((i) => i.month)}::text[],
               ${sorted.map((i) => i.member)}::text[])
             ON CONFLICT DO NOTHING RETURNING workspace_id, month, member`),

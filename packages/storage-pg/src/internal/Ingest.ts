@@ -1,6 +1,6 @@
 /**
  * `IngestStore` on Postgres: a group's reads in one round trip where the members acted before, its
- * writes in another, each statement pipelined on the transaction's connection (`together`).
+ * writes in another, each statement pipelined on the transaction's connection (`pipelined`).
  */
 import type { LocalDate } from "@streaks/core/Calendar"
 import { StreakKey as StreakKeyClass, type StreakKey, unsafeMake } from "@streaks/core/Domain"
@@ -29,7 +29,7 @@ import type { IdempotencyExtras } from "./Actions.js"
 import { keyOf } from "./Batch.js"
 import type { MemberExtras } from "./Directory.js"
 import type { AchievementExtras, StreakExtras } from "./Streaks.js"
-import { together } from "./together.js"
+import { pipelined } from "./Pipeline.js"
 
 export interface Stores {
   readonly catalog: Catalog["Type"]
@@ -64,7 +64,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
     programs.length === 0 ?
       Effect.succeed<Audience>({ experiments: new Map(), subscriptions: new Map() }) :
       Effect.map(
-        together([
+        pipelined([
           catalog.find("experiment", { programId: programs, endedAt: null }),
           catalog.find("subscription", { programId: programs })
         ]),
@@ -91,7 +91,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           ledger: m.streak!.ledger
         })
       }
-      const [found, ahead, claims] = yield* together([
+      const [found, ahead, claims] = yield* pipelined([
         members.lookup(request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))),
         asked.length === 0
           ? none
@@ -128,7 +128,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
       // First actions of a key, and aliases: locked (created where missing) in a second round trip.
       const askAfter = [...toAsk, ...toLock.filter(({ i }) => request.members[i]!.streak!.withAchieved)]
       if (toLock.length + askAfter.length > 0) {
-        const [rows, achieved] = yield* together([
+        const [rows, achieved] = yield* pipelined([
           toLock.length === 0
             ? none
             : streaks.lock(toLock.map(({ i, key }) => ({ key, timezone: request.members[i]!.streak!.timezone }))),
@@ -161,7 +161,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         if (known !== undefined) spared.add(`${member} ${known}`)
       }
       const usage = changes.usage.filter((u) => !spared.has(`${u.member} ${u.month}`))
-      return Effect.asVoid(together([
+      return Effect.asVoid(pipelined([
         changes.rows.length + changes.days.length === 0
           ? Effect.void
           : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days, months), allNew("an active day")),
@@ -180,7 +180,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
     load,
     audience,
     history: (keys: ReadonlyArray<StreakKey>) =>
-      together(keys.map((k) => streaks.days(k))) as Effect.Effect<
+      pipelined(keys.map((k) => streaks.days(k))) as Effect.Effect<
         ReadonlyArray<ReadonlyArray<LocalDate>>,
         StorageError
       >,

@@ -1,6 +1,6 @@
 /**
  * Which node-postgres pool stands behind a `PgClient` made by `PgConnection`, so the adapter's
- * per-request statements can run on it directly (see `Sql.makeHot`). A client made elsewhere has
+ * per-request statements can run on it directly (see `Sql.makeQuery`). A client made elsewhere has
  * none, and its statements run through `@effect/sql` as usual.
  */
 import type pg from "pg"

@@ -52,13 +52,13 @@ export interface Ctx {
   readonly t: Tables
   /** The tables' prefix: names what is the schema's own beyond its tables (advisory lock spaces). */
   readonly prefix: string
-  /** Runs a per-request statement the lean way (see `makeHot`). */
-  readonly hot: Hot
+  /** Runs a per-request statement the lean way (see `makeQuery`). */
+  readonly query: Query
 }
 
 type Row = Record<string, unknown>
 
-export type Hot = (statement: Statement.Statement<Row>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
+export type Query = (statement: Statement.Statement<Row>) => Effect.Effect<ReadonlyArray<Row>, SqlError>
 
 /**
  * Runs a statement on the transaction's connection inside `withTransaction`, else straight on the
@@ -67,7 +67,7 @@ export type Hot = (statement: Statement.Statement<Row>) => Effect.Effect<Readonl
  * about as much as node-postgres itself (docs/decisions/0005-batch-statements-on-postgres.md).
  * Rows and failures are the same; a client made elsewhere runs the statement as usual.
  */
-export const makeHot = (pool: pg.Pool | undefined): Hot => (statement) =>
+export const makeQuery = (pool: pg.Pool | undefined): Query => (statement) =>
   Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (tx) => {
     if (Option.isSome(tx)) {
       const [text, params] = statement.compile()

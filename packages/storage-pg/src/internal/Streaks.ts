@@ -14,7 +14,7 @@ import type { StateStore } from "@streaks/core/StateStore"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./Batch.js"
-import { together } from "./together.js"
+import { pipelined } from "./Pipeline.js"
 import {
   type Ctx,
   io,
@@ -147,7 +147,7 @@ export interface LockedRow {
   readonly meteredMonth: string | undefined
 }
 
-export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & StreakExtras => {
+export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & StreakExtras => {
   const cols = sql.literal(streakColumns)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
@@ -197,7 +197,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
       const found = new Map<string, StreakRow>()
       let missing = inLockOrder(inputs, (i) => i.key)
       for (let attempt = 1; attempt <= lockAttempts && missing.length > 0; attempt++) {
-        for (const [k, row] of rowsByKey(yield* hot(lockOnce(missing, now)))) found.set(k, row)
+        for (const [k, row] of rowsByKey(yield* query(lockOnce(missing, now)))) found.set(k, row)
         missing = missing.filter((i) => !found.has(keyOf(i.key)))
       }
       if (missing.length > 0) return yield* new SqlError({ message: "a row vanished repeatedly while being created" })
@@ -211,7 +211,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
     keys.forEach(({ withAchieved }, n) => asked.set(names[n]!, withAchieved || asked.get(names[n]!) === true))
     const sorted = inLockOrder(keys.map((k) => k.key), (k) => k)
     return Effect.map(
-      hot(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}, ${sorted.map((k) => asked.get(keyOf(k))!)}::bool[])
+      query(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}, ${sorted.map((k) => asked.get(keyOf(k))!)}::bool[])
         AS k (project_id, program_id, user_hash, ledger, with_achieved) ${lockEachAchieved}`),
       (rows) => {
         const found = new Map(rows.map((r) => {
@@ -276,7 +276,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
         rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`)
       )
     )
-  const addDays = (inputs: ReadonlyArray<DayInput>) => Effect.map(hot(insertDays(inputs)), daysAdded(inputs))
+  const addDays = (inputs: ReadonlyArray<DayInput>) => Effect.map(query(insertDays(inputs)), daysAdded(inputs))
   // Both writes in one statement; they touch different tables, so neither needs to see the other.
   const saveAllWithDays = (
     rows: ReadonlyArray<StreakRow>,
@@ -284,7 +284,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
     months?: ReadonlyMap<string, string>
   ) =>
     Effect.map(
-      hot(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows, months)}) SELECT * FROM added`),
+      query(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows, months)}) SELECT * FROM added`),
       daysAdded(days)
     )
 
@@ -293,7 +293,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
   // Each key once, a primary-key seek each (LATERAL: see `lockEachOf`), without a lock.
   const rowsOfKeys = (keys: ReadonlyArray<StreakKey>) => {
     const distinct = [...new Map(keys.map((k) => [keyOf(k), k])).values()]
-    return hot(
+    return query(
       sql`SELECT s.* FROM unnest(${keyArraysOf(sql, distinct)}) AS k (project_id, program_id, user_hash, ledger)
       CROSS JOIN LATERAL (
         SELECT ${cols} FROM ${t.streaks} r
@@ -343,7 +343,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
         : lockExistingWithAchieved(keys).pipe(io("StreakStore.lockExistingWithAchieved")),
 
     // The due sweep's write and a policy change's: one statement for a whole batch.
-    save: (rows) => rows.length === 0 ? Effect.void : hot(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.save")),
+    save: (rows) => rows.length === 0 ? Effect.void : query(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.save")),
 
     addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
 
@@ -355,7 +355,7 @@ export const makeStreakStore = ({ hot, sql, t }: Ctx): StreakStore["Type"] & Str
       if (days.length === 0) {
         return rows.length === 0
           ? Effect.succeed([])
-          : Effect.as(hot(saveRows(rows, months)), []).pipe(io("StreakStore.saveAllWithDays"))
+          : Effect.as(query(saveRows(rows, months)), []).pipe(io("StreakStore.saveAllWithDays"))
       }
       return (rows.length === 0 ? addDays(days) : saveAllWithDays(rows, days, months)).pipe(
         io("StreakStore.saveAllWithDays")
@@ -399,7 +399,7 @@ export interface AchievementExtras {
   >
 }
 
-export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Type"] & AchievementExtras => {
+export const makeAchievementStore = ({ query, sql, t }: Ctx): AchievementStore["Type"] & AchievementExtras => {
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
 
@@ -409,7 +409,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
   // row waits for this one's row lock and then re-applies its SET to the updated copy. One
   // statement per achievement, each a primary-key seek whatever plan it was prepared with.
   const addOne = (a: Achievement) =>
-    hot(sql`WITH added AS (
+    query(sql`WITH added AS (
           INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
           VALUES (${a.projectId}, ${a.programId}, ${a.userHash}, ${a.ledger}, ${a.milestoneId}, ${a.achievedAt})
           ON CONFLICT DO NOTHING RETURNING milestone_id
@@ -428,7 +428,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
     achieved: (keys) =>
       keys.length === 0 ?
         Effect.succeed([]) :
-        hot(sql`SELECT k.n, a.milestone_id, a.achieved_at
+        query(sql`SELECT k.n, a.milestone_id, a.achieved_at
           FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           CROSS JOIN LATERAL (
             SELECT milestone_id, achieved_at FROM ${t.achievements} a
@@ -464,7 +464,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
     achievedIds: (keys) =>
       keys.length === 0 ?
         Effect.succeed([]) :
-        hot(sql`SELECT k.n, m.milestone_id
+        query(sql`SELECT k.n, m.milestone_id
           FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
           LEFT JOIN LATERAL (
             SELECT achieved FROM ${t.streaks} s
@@ -488,7 +488,7 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
       const name = (a: Achievement) => `${keyOf(a)}\u0000${a.milestoneId}`
       const seen = new Set<string>()
       const firsts = achievements.filter((a) => !seen.has(name(a)) && seen.add(name(a)) !== undefined)
-      return Effect.map(together(firsts.map(addOne)), (added) => {
+      return Effect.map(pipelined(firsts.map(addOne)), (added) => {
         const inserted = new Set(firsts.filter((_, i) => added[i]).map(name))
         return firstOccurrences(achievements, name, inserted)
       })
@@ -503,13 +503,13 @@ export const makeAchievementStore = ({ hot, sql, t }: Ctx): AchievementStore["Ty
  * tables were small, as generic plans are once per connection, scanned them whole at every call);
  * the achievements from the row's copy where it is known (see `achievedIds`).
  */
-export const makeStateStore = ({ hot, sql, t }: Ctx): StateStore["Type"] => {
+export const makeStateStore = ({ query, sql, t }: Ctx): StateStore["Type"] => {
   const cols = sql.literal(streakColumns)
   return {
     standing: (refs, from, to) =>
       refs.length === 0 ?
         Effect.succeed([]) :
-        hot(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
+        query(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
             (SELECT string_agg(to_char(day, 'YYYY-MM-DD'), ',' ORDER BY day) FROM ${t.activity_days} d
               WHERE d.project_id = k.project_id AND d.program_id = k.program_id AND d.user_hash = m.member_hash
                 AND d.ledger = k.ledger AND d.day BETWEEN ${from}::date AND ${to}::date) AS days,

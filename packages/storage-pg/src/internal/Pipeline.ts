@@ -1,5 +1,5 @@
 /**
- * `together`: the statements of one transaction that need no answer from each other, issued at
+ * `pipelined`: the statements of one transaction that need no answer from each other, issued at
  * once (a store that pipelines sends them in one round trip).
  */
 import { Effect, Exit, Runtime } from "effect"
@@ -16,7 +16,7 @@ import type { StorageError } from "@streaks/core/Errors"
 type Statements = ReadonlyArray<Effect.Effect<unknown, StorageError, any>>
 type Successes<T extends Statements> = { -readonly [K in keyof T]: Effect.Effect.Success<T[K]> }
 
-export const together = <const T extends Statements>(
+export const pipelined = <const T extends Statements>(
   effects: T
 ): Effect.Effect<Successes<T>, StorageError, Effect.Effect.Context<T[number]>> =>
   // A fiber per statement on the caller's runtime (its transaction and services), joined through

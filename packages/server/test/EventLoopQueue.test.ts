@@ -1,10 +1,10 @@
 /**
- * `Turns`: queued work runs in order, a few jobs per turn of the event loop, so that callbacks that
+ * `EventLoopQueue`: queued work runs in order, a few jobs per turn of the event loop, so that callbacks that
  * become ready meanwhile (a database's reply) run between slices instead of after the whole queue;
  * jobs queued `ahead` (answers) run before the queue's own (action fronts).
  */
 import { describe, expect, it } from "vitest"
-import * as Turns from "../src/Turns.js"
+import * as EventLoopQueue from "../src/EventLoopQueue.js"
 
 /** Resolves after `n` turns of the event loop. */
 const turns = (n: number) =>
@@ -13,9 +13,9 @@ const turns = (n: number) =>
     next(n)
   })
 
-describe("Turns", () => {
+describe("EventLoopQueue", () => {
   it("runs queued jobs in order, at most the slice per turn, with what else is ready in between", async () => {
-    const later = Turns.make(4)
+    const later = EventLoopQueue.make(4)
     const ran: Array<string> = []
     for (let i = 0; i < 10; i++) later(() => ran.push(`job ${i}`))
     // Queued after the first slice was due: it runs between the first and the second slice.
@@ -38,7 +38,7 @@ describe("Turns", () => {
   })
 
   it("a job queued by a job runs after the jobs queued before it, and the queue starts again once drained", async () => {
-    const later = Turns.make(2)
+    const later = EventLoopQueue.make(2)
     const ran: Array<string> = []
     later(() => {
       ran.push("a")
@@ -53,7 +53,7 @@ describe("Turns", () => {
   })
 
   it("jobs queued ahead run before the queue's own, in one slice with them", async () => {
-    const later = Turns.make(4)
+    const later = EventLoopQueue.make(4)
     const ran: Array<string> = []
     for (let i = 0; i < 3; i++) later(() => ran.push(`front ${i}`))
     for (let i = 0; i < 6; i++) later.ahead(() => ran.push(`answer ${i}`))
@@ -74,7 +74,7 @@ describe("Turns", () => {
   })
 
   it("a job that throws leaves both lanes working", async () => {
-    const later = Turns.make(2)
+    const later = EventLoopQueue.make(2)
     const ran: Array<string> = []
     const thrown: Array<unknown> = []
     const onError = (e: unknown) => thrown.push(e)

@@ -1,23 +1,23 @@
 /**
  * Work that can wait for the database's answers, run a few jobs per turn of the event loop: the
  * front of each action (decode, auth, joining its batch) and the hand-back of its answer. Node
- * runs every callback that is ready in one turn, so without this a burst of 25 requests or 25
- * responses (about 2 ms) ran ahead of the reply a batch waited for, and the batch stalled with
- * Postgres idle. In slices, the reply is taken within one slice (docs/performance.md).
+ * runs every callback that is ready in one turn, so a burst of requests or responses would run
+ * ahead of the reply a batch waits for, and the batch would stall with Postgres idle; in slices,
+ * the reply is taken within one slice ([decisions/0009](../../../docs/decisions/0009-server-process.md)).
  */
 
 /** Queues a job: it runs after the callbacks ready now, in order with the other jobs of its lane. */
-export type Turns = (job: () => void) => void
+export type Enqueue = (job: () => void) => void
 
 /** A queue whose own jobs wait behind those queued `ahead`; both lanes share each turn's slice. */
-export interface Queue extends Turns {
+export interface Queue extends Enqueue {
   /**
    * Queues a job ahead of the queue's own jobs, in order with the other jobs queued ahead: for the
    * answers that callers wait on. An action's front that waits a turn longer still joins the
    * batch after the one in flight, which it could not join anyway; an answer that waits adds its
    * wait to its caller's latency (docs/performance.md).
    */
-  readonly ahead: Turns
+  readonly ahead: Enqueue
 }
 
 /** Jobs in a plain array read from `head` and emptied when drained: no allocation per job but its slot. */
