@@ -40,7 +40,7 @@ export const parseTimestamp = (s: string): Date | undefined => {
   return Number.isFinite(instant) ? new Date(instant) : undefined
 }
 
-// Length limits, shared by the schemas and the hand check of the usual body (`usualRecord`).
+// Length limits of the schemas' fields.
 const EVENT_KEY_MAX = 128
 const IDEMPOTENCY_KEY_MAX = 255
 const LABEL_MAX = 256
@@ -319,57 +319,15 @@ const decoder = <A, I>(schema: Schema.Schema<A, I>) => {
 
 const decodeRecordEither = Schema.decodeUnknownEither(EventRecord, eitherOptions)
 
-const eventTypes: ReadonlySet<unknown> = new Set(EventType.literals)
-const sources: ReadonlySet<unknown> = new Set(Source.literals)
-const isText = (u: unknown, min: number, max: number): boolean =>
-  u === undefined || (typeof u === "string" && u.length >= min && u.length <= max)
-
-/**
- * The action of a body in the usual shape, checked by hand: the Schema parser costs an action
- * about a tenth of what the server allocates for it. Undefined for anything else (a wrong field,
- * or analytics parts, which the Schema copies), which `EventRecord` then decides and words. It
- * accepts only what `EventRecord` accepts, with the same action (EventInput.test.ts holds the two
- * side by side).
- *
- * @internal
- */
-export const usualRecord = (u: unknown): Action | undefined => {
-  // A plain object, as JSON.parse makes: nothing inherited to read where the Schema reads own keys.
-  if (typeof u !== "object" || u === null || Object.getPrototypeOf(u) !== Object.prototype) return undefined
-  const r = u as { readonly [K in keyof EventRecord]?: unknown }
-  if (typeof r.siteKey !== "string" || r.siteKey.length === 0 || !Ids.isUserHash(r.userHash)) return undefined
-  if (!isText(r.event, 1, EVENT_KEY_MAX) || !isText(r.kind, 1, EVENT_KEY_MAX)) return undefined
-  if (!isText(r.idempotencyKey, 1, IDEMPOTENCY_KEY_MAX)) return undefined
-  if (
-    !isText(r.sessionId, 0, LABEL_MAX) || !isText(r.externalService, 0, LABEL_MAX) ||
-    !isText(r.integrationId, 0, LABEL_MAX)
-  ) {
-    return undefined
-  }
-  if (r.event === undefined ? r.kind === undefined : r.kind !== undefined && r.kind !== r.event) return undefined
-  if (r.eventType !== undefined && !eventTypes.has(r.eventType)) return undefined
-  if (r.source !== undefined && !sources.has(r.source)) return undefined
-  if (r.test !== undefined && typeof r.test !== "boolean") return undefined
-  if (r.tz !== undefined && (typeof r.tz !== "string" || !Calendar.isValidZone(r.tz))) return undefined
-  const ts = typeof r.ts === "string" ? acceptedTs(r.ts) : undefined
-  if (r.ts !== undefined && ts === undefined) return undefined
-  const parts = r.meta !== undefined || r.details !== undefined || r.performance !== undefined
-  if (parts || r.error !== undefined || r.consent !== undefined) return undefined
-  return actionOfRecord(r as EventRecord, ts)
-}
-
 /**
  * `decodeEventRecord` with `now` given, as a value: for a caller that is not a fiber (the
  * server's fast path), which reads the clock itself.
  */
 export const checkEventRecord = (u: unknown, now: Date): Either.Either<Action, InvalidBody> => {
   if (!isCleanText(u)) return Either.left(uncleanText())
-  let action = usualRecord(u)
-  if (action === undefined) {
-    const decoded = decodeRecordEither(u)
-    if (Either.isLeft(decoded)) return Either.left(invalidBody(decoded.left))
-    action = actionOfRecord(decoded.right)
-  }
+  const decoded = decodeRecordEither(u)
+  if (Either.isLeft(decoded)) return Either.left(invalidBody(decoded.left))
+  const action = actionOfRecord(decoded.right)
   return isInFuture(action, now) ? Either.left(tooFarAhead()) : Either.right(action)
 }
 
