@@ -1,7 +1,7 @@
 /**
  * The storage ports: everything the services need from a database, as `Context.Tag`s with
  * required methods. Each method's MUST rules are part of the contract and are checked by
- * `storageConformance` (see `@streaks/core/testing`); every failure is a typed `StorageError`.
+ * `storageConformance` (see `@streaks/storage-conformance`); every failure is a typed `StorageError`.
  */
 import type { Effect, Option, Schema } from "effect"
 import { Context } from "effect"
