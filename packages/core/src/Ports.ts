@@ -31,6 +31,7 @@ import {
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { Policy } from "./Policy.js"
+import type { UsageEntry } from "./Usage.js"
 import type {
   ApiKeyId,
   MessageId,
@@ -354,11 +355,8 @@ export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
   readonly purgeAttempts: (before: Date) => Io<number>
 }>() {}
 
-export interface UsageEntry {
-  readonly workspaceId: WorkspaceId
-  readonly month: string
-  readonly member: string
-}
+/** One member active in one UTC month of a workspace (defined with the rules that make it, in `Usage`). */
+export type { UsageEntry } from "./Usage.js"
 
 /** Active streakers per workspace and UTC month (CONTRACT §11). */
 export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageStore, {
