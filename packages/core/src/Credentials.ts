@@ -1,8 +1,9 @@
 /**
  * Credentials, the service: the customer REST credentials (`svc_api_…`, `svc_oat_…`) with the
- * programs they can reach (`docs/api.md#customer-rest-api-v1api`), and the operator-issued MCP
- * tokens (`svc_mcp_…`) that the MCP worker accepts beside them (`docs/mcp.md`). The token rules it
- * checks them with (formats, hashes, signed tokens) are the pure `Tokens` module, re-exported here.
+ * programs they can reach (docs/api.md#customer-rest-api-v1api), and the operator-issued MCP
+ * tokens (`svc_mcp_…`) that the MCP worker accepts beside them (docs/mcp.md#tokens). The token
+ * rules it checks them with (formats, hashes, signed tokens) are the pure `Tokens` module,
+ * re-exported here.
  */
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import type { CredentialRef, Program, Project, Workspace } from "./Domain.js"
@@ -27,7 +28,7 @@ export {
 
 // --- Customer REST credentials ----------------------------------------------------------------------
 
-/** Who is calling the customer REST API, and which workspaces it reaches (CONTRACT §5, §9). */
+/** Who is calling the customer REST API, and which workspaces it reaches (docs/api.md#customer-rest-api-v1api). */
 export interface Principal {
   /** The credential itself: subscriptions it creates are removed when it is revoked. */
   readonly credential: CredentialRef
@@ -36,7 +37,7 @@ export interface Principal {
 }
 
 /**
- * Who is calling the MCP worker (CONTRACT §17): a customer credential of `Principal`, or an
+ * Who is calling the MCP worker (docs/mcp.md): a customer credential of `Principal`, or an
  * operator-issued MCP token (`mcp_token`, id `mcp_…`). It reaches programs as a `Principal` does.
  */
 export interface McpPrincipal {

@@ -1,8 +1,8 @@
 /**
- * Metering of active streakers, the service: records the members a counted live action makes
- * active and judges a workspace's month against its current plan. The rules themselves (what
- * counts, what is over the plan) are the pure `Usage` module. Going over the plan's limit refuses
- * nothing; it only pauses reports until the plan is raised (or the month ends).
+ * Metering of active streakers (docs/api.md#get-usage), the service: records the members a counted
+ * live action makes active and judges a workspace's month against its current plan. The rules
+ * themselves (what counts, what is over the plan) are the pure `Usage` module. Going over the
+ * plan's limit refuses nothing; it only pauses reports until the plan is raised (or the month ends).
  */
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import * as Calendar from "./Calendar.js"

@@ -1,8 +1,7 @@
 /**
- * Tokens, as pure rules: the format of each kind of secret, how a token is hashed and compared,
- * and the HS256 identity and alias tokens signed with a project's `ass_…` secret
- * (`docs/api.md#conventions`, `#read-a-members-state-get-v1state`,
- * `#link-an-anonymous-visitor-from-the-browser-post-v1alias`). Time comes from `Clock`.
+ * Tokens, as pure rules (docs/api.md#secrets, #reward-values-and-identity-tokens, #aliases): the
+ * format of each kind of secret, how a token is hashed and compared, and the HS256 identity and
+ * alias tokens signed with a project's `ass_…` secret. Time comes from `Clock`.
  *
  * Only hashes of compared tokens are ever stored; a token is looked up by its hash, so the
  * plaintext never reaches storage and a lookup reveals nothing about near misses.
@@ -16,7 +15,7 @@ import { secretPart } from "./Ids.js"
 
 export type TokenKind = "server" | "webhook" | "apiKey" | "oauth" | "mcp" | "subscription" | "signing"
 
-/** The prefix of each kind of secret (`docs/api.md#conventions`). */
+/** The prefix of each kind of secret (docs/api.md#secrets). */
 export const prefixes: Record<TokenKind, string> = {
   server: "sst_",
   webhook: "whi_",
@@ -45,7 +44,7 @@ const sha256 = (token: string): Buffer =>
     ? oneShot("sha256", token, "buffer")
     : crypto.createHash("sha256").update(token, "utf8").digest()
 
-/** SHA-256 hex of a token: enough for high-entropy secrets of 32 random bytes, and what storage keeps. */
+/** SHA-256 hex of a token: enough for high-entropy secrets (docs/api.md#secrets), and what storage keeps. */
 export const hashToken = (token: string): string => sha256(token).toString("hex")
 
 /**
@@ -63,7 +62,7 @@ export const matches = (token: string | undefined, hash: string): boolean => {
 
 // --- Identity and alias tokens (HS256) ------------------------------------------------------------
 
-/** Alias tokens are short-lived: at most ten minutes from issue to expiry. */
+/** Alias tokens are short-lived (docs/api.md#aliases): at most ten minutes from issue to expiry. */
 export const maxAliasTokenSeconds = 600
 /**
  * Tolerated lead of a customer's clock over ours when an alias token has no `iat` and its `exp`
@@ -74,7 +73,7 @@ export const aliasClockSkewSeconds = 30
 /** Tokens longer than this are refused before any cryptography (a JWT of these claims is ~300 bytes). */
 const maxTokenLength = 4096
 
-/** The HS256 key: the UTF-8 bytes of the whole `ass_…` string. */
+/** The HS256 key: the UTF-8 bytes of the whole `ass_…` string (docs/api.md#reward-values-and-identity-tokens). */
 const keyOf = (signingSecret: string): Uint8Array => new TextEncoder().encode(signingSecret)
 
 const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
@@ -108,9 +107,10 @@ const stringClaim = (payload: JWTPayload, name: string): string | undefined => {
 }
 
 /**
- * Whether `token` is a valid signed identity token for this member of this project:
- * HS256 with the project's signing secret, `sub` = userHash, `site` = siteKey, `exp` in the future.
- * Anything invalid is simply `false`: an invalid identity is treated as absent.
+ * Whether `token` is a valid signed identity token (docs/api.md#reward-values-and-identity-tokens)
+ * for this member of this project: HS256 with the project's signing secret, `sub` = userHash,
+ * `site` = siteKey, `exp` in the future. Anything invalid is simply `false`: an invalid identity is
+ * treated as absent.
  */
 export const verifyIdentityToken = (
   token: string,
@@ -126,7 +126,7 @@ export const verifyIdentityToken = (
   )
 
 /**
- * The member and anonymous id of a valid alias token for this project, or None.
+ * The member and anonymous id of a valid alias token (docs/api.md#aliases) for this project, or None.
  * Besides signature, `site` and `exp`, the token must be short-lived: `exp − iat` at most 600 s
  * when it has an `iat`, and in every case `exp` at most 600 s (+ {@link aliasClockSkewSeconds})
  * ahead of now, so a token without `iat` cannot outlive the limit either.

@@ -1,7 +1,7 @@
 /**
  * What a workspace uses, as pure rules: a member with at least one counted live action in a UTC
  * calendar month is one active streaker of that month, per workspace, and a month is over the plan
- * when it has more active streakers than the plan includes (`docs/api.md#get-usage`).
+ * when it has more active streakers than the plan includes (docs/api.md#get-usage).
  */
 import * as Calendar from "./Calendar.js"
 import { type Plan, planLimit } from "./Domain.js"
