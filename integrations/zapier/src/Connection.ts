@@ -5,14 +5,15 @@
 import type { Bundle, ZObject } from "zapier-platform-core"
 import * as Server from "./Server.js"
 
-interface Workspace {
+// Type aliases, not interfaces: Zapier's bundle fields want index-signature objects.
+type Workspace = {
   readonly id: string
   readonly name: string
   readonly plan: string
 }
 
 /** The answer of `GET /v1/api/me`: an API key reaches one workspace, an OAuth token one or more. */
-export interface Me {
+export type Me = {
   readonly workspace?: Workspace
   readonly workspaces?: ReadonlyArray<Workspace>
   readonly credential: { readonly type: "api_key" | "oauth"; readonly id: string }

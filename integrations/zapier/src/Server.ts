@@ -26,6 +26,8 @@ const credential = (bundle: Bundle): string | undefined => bundle.authData?.acce
 /**
  * `beforeRequest`: `Authorization: Bearer …` on calls to the customer REST API of this
  * connection's server only, so the credential never goes to another host or to the token endpoint.
+ * Those calls also leave their 429 to `surfaceErrors` (`throwForThrottlingEarly: false`), whose
+ * `ThrottledError` names the server's error code beside the `Retry-After` delay.
  */
 export const addCredential = (request: HttpRequestOptions, _z: ZObject, bundle: Bundle): HttpRequestOptions => {
   const token = credential(bundle)
@@ -37,7 +39,11 @@ export const addCredential = (request: HttpRequestOptions, _z: ZObject, bundle: 
     return request
   }
   if (!request.url.startsWith(api)) return request
-  return { ...request, headers: { ...request.headers, authorization: `Bearer ${token}` } }
+  return {
+    ...request,
+    headers: { ...request.headers, authorization: `Bearer ${token}` },
+    throwForThrottlingEarly: false
+  } as HttpRequestOptions
 }
 
 /** The `{"error": CODE, "message"?}` body of an error answer, when it has one. */
@@ -46,7 +52,11 @@ export const errorBody = (response: Pick<HttpResponse, "content">): { code: stri
     const body = JSON.parse(response.content) as unknown
     if (typeof body === "object" && body !== null && typeof (body as any).error === "string") {
       const { error, message, error_description } = body as Record<string, unknown>
-      const text = typeof message === "string" ? message : typeof error_description === "string" ? error_description : undefined
+      const text = typeof message === "string"
+        ? message
+        : typeof error_description === "string"
+        ? error_description
+        : undefined
       return text === undefined ? { code: error as string } : { code: error as string, message: text }
     }
   } catch {

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import zapier from "zapier-platform-core"
 import App from "../src/index.js"
-import * as Triggers from "../src/Triggers.js"
+import type * as Triggers from "../src/Triggers.js"
 import * as HookReceiver from "./support/HookReceiver.js"
 import * as ReferenceServer from "./support/ReferenceServer.js"
 

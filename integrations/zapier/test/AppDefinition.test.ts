@@ -10,11 +10,13 @@ import * as App from "../src/App.js"
 import ApiKeyApp from "../src/index.js"
 import OAuthApp from "../src/indexOAuth.js"
 
+// The handler factory `zapier validate` runs; the package's types leave it out.
+const { createAppHandler } = zapier as unknown as {
+  createAppHandler: (app: object) => (event: object) => Promise<{ results: unknown }>
+}
+
 const command = (app: object, name: "validate" | "definition") =>
-  (zapier.createAppHandler(app) as unknown as (event: object) => Promise<{ results: unknown }>)({
-    command: name,
-    bundle: {}
-  }).then((r) => r.results)
+  createAppHandler(app)({ command: name, bundle: {} }).then((r) => r.results)
 
 describe("app definition", () => {
   for (const [name, app] of [["API key", ApiKeyApp], ["OAuth 2", OAuthApp]] as const) {
@@ -24,6 +26,15 @@ describe("app definition", () => {
       expect(schema.validateAppDefinition(definition as any).errors).toEqual([])
     })
   }
+
+  it("the validator is live: a trigger without its noun, or with a bad key, is refused", async () => {
+    const { noun: _noun, ...nounless } = App.withApiKey.triggers.milestoneAchieved
+    const broken = { ...App.withApiKey, triggers: { ...App.withApiKey.triggers, milestoneAchieved: nounless } }
+    expect(JSON.stringify(await command(broken, "validate"))).toContain("noun")
+    const badKey = { ...App.withApiKey.triggers.streakBroken, key: "streak.broken" }
+    const renamed = { ...App.withApiKey, triggers: { ...App.withApiKey.triggers, streakBroken: badKey } }
+    expect(await command(renamed, "validate")).not.toEqual([])
+  })
 
   it("the entries export the two authentications, with PKCE and auto refresh on the OAuth one", async () => {
     expect(ApiKeyApp).toBe(App.withApiKey)
