@@ -111,7 +111,8 @@ export const samples: Record<EventType, ReturnType<typeof record>> = {
 }
 
 const common = [
-  { key: "id", label: "Message ID" },
+  // The primary key Zapier deduplicates records on: the message id, the same on every retry.
+  { key: "id", label: "Message ID", primary: true },
   { key: "type", label: "Event Type" },
   { key: "timestamp", label: "Fired At", type: "datetime" as const },
   { key: "programId", label: "Program ID" },
@@ -129,7 +130,14 @@ const milestoneFields = [
   { key: "milestone__rewardType", label: "Reward Type" }
 ]
 
-const outputFields: Record<EventType, ReadonlyArray<{ key: string; label: string; type?: "integer" | "datetime" }>> = {
+interface OutputField {
+  readonly key: string
+  readonly label: string
+  readonly type?: "integer" | "datetime"
+  readonly primary?: boolean
+}
+
+const outputFields: Record<EventType, ReadonlyArray<OutputField>> = {
   "milestone.achieved": [...common, ...milestoneFields],
   "reward.unlocked": [
     ...common,
