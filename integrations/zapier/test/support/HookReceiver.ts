@@ -62,7 +62,7 @@ export const start = async (): Promise<HookReceiver> => {
     targetUrl: (name) => `${base}/hooks/catch/${name}`,
     secrets,
     caught,
-    next: async (targetUrl, count = 1, ms = 5_000) => {
+    next: async (targetUrl, count = 1, ms = 15_000) => {
       const end = Date.now() + ms
       while (of(targetUrl).length < count) {
         if (Date.now() > end) {
