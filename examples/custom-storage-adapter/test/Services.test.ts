@@ -4,18 +4,7 @@
  * database file and find the streak still there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import {
-  Domain,
-  EventInput,
-  Ids,
-  Ingest,
-  OutboundEvents,
-  Ports,
-  Provisioning,
-  SecretBox,
-  Services,
-  StateQuery
-} from "@streaks/core"
+import { Domain, EventInput, Ids, Ingest, OutboxSignal, Ports, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { SqliteStorage } from "../src/index.js"
 import * as TempFile from "./support/TempFile.js"
@@ -23,7 +12,7 @@ import * as TempFile from "./support/TempFile.js"
 // A fixed key: the second opening of the file must read what the first one sealed.
 const servicesOn = (filename: string) =>
   Services.layer.pipe(
-    Layer.provide(OutboundEvents.layerNoop),
+    Layer.provide(OutboxSignal.layerNoop),
     Layer.provide(SecretBox.layer(Redacted.make("example-only-secret-key"))),
     Layer.provideMerge(SqliteStorage.layer({ filename }))
   )

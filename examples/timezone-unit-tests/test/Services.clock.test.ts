@@ -5,23 +5,13 @@
  * here waits and nothing depends on when the test runs.
  */
 import { assert, describe, it } from "@effect/vitest"
-import {
-  DueChecks,
-  EventInput,
-  Ids,
-  Ingest,
-  OutboundEvents,
-  Provisioning,
-  SecretBox,
-  Services,
-  StateQuery
-} from "@streaks/core"
+import { DueChecks, EventInput, Ids, Ingest, OutboxSignal, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
 import { layerMemory } from "@streaks/core/testing"
 import { Effect, Layer, TestClock } from "effect"
 
 /** Every core service on a fresh in-memory store (provided per test: each test starts empty). */
 const StreaksTest = Services.layer.pipe(
-  Layer.provide(OutboundEvents.layerNoop),
+  Layer.provide(OutboxSignal.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
   Layer.provide(layerMemory)
 )

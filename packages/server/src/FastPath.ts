@@ -131,12 +131,6 @@ export interface Options {
    * runtime's tracer, and none are made where that runtime has tracing disabled.
    */
   readonly tracing?: boolean | undefined
-  /**
-   * How an action's front (decode, auth, joining its group) is run once its body is read (default:
-   * at once). A server runtime may queue it behind the answers it hands back (the reference
-   * server's event-loop slices, `EventLoopQueue.shared`).
-   */
-  readonly schedule?: ((front: () => void) => void) | undefined
 }
 
 type Door = "browser" | "server" | "webhook" | "state" | "preflight"
@@ -177,15 +171,13 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
 
   // Time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
-  const schedule = options.schedule ?? ((front: () => void) => front())
   const ingest = (
     rt: Runtime.Runtime<Services>,
     req: IncomingMessage,
     res: ServerResponse,
     door: "browser" | "server"
   ) =>
-    readBody(req, res, (text) =>
-      schedule(() => {
+    readBody(req, res, (text) => {
         const body = parse(text)
         if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
         let action: Either.Either<EventInput.Action, Errors.InvalidBody>
@@ -205,7 +197,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         }
         if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
         answer(rt, res, Doors.ingest(door, action.right, factsOf(req)))
-      }))
+      })
 
   const webhook = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, siteKey: string) =>
     readBody(req, res, (text) => {

@@ -4,18 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
-import {
-  Credentials,
-  type Domain,
-  EventInput,
-  Ingest,
-  OutboundEvents,
-  Provisioning,
-  SecretBox,
-  Services,
-  StateQuery,
-  Subscriptions
-} from "@streaks/core"
+import { Credentials, type Domain, EventInput, Ingest, OutboxSignal, Provisioning, SecretBox, Services, StateQuery, Subscriptions } from "@streaks/core"
 import { Clock, Effect, Fiber, Layer, Redacted } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
@@ -23,7 +12,7 @@ import * as PgTest from "../src/PgTest.js"
 const servicesWith = (options: Services.Options) =>
   Services.layerWith(options).pipe(
     Layer.provideMerge(
-      Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboundEvents.layerNoop)
+      Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboxSignal.layerNoop)
     ),
     Layer.provideMerge(PgTest.layer),
     Layer.provideMerge(Layer.setClock(Clock.make()))
