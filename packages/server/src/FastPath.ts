@@ -135,6 +135,42 @@ export interface Options {
 
 type Door = "browser" | "server" | "webhook" | "state" | "preflight"
 
+/**
+ * Runs jobs a few per turn of the event loop (`setImmediate`), in order: the ingest doors' fronts
+ * (decode, auth, joining a group), so that a burst of requests read in one turn does not run ahead
+ * of the database reply a group waits for (docs/decisions/0014-planners-and-an-effect-native-hot-path.md).
+ * A job that throws leaves the rest to later turns.
+ */
+const inSlices = (perTurn: number) => {
+  const jobs: Array<(() => void) | undefined> = []
+  let head = 0
+  let scheduled = false
+  const drain = (): void => {
+    const end = Math.min(jobs.length, head + perTurn)
+    try {
+      while (head < end) {
+        const job = jobs[head]!
+        jobs[head++] = undefined
+        job()
+      }
+    } finally {
+      if (head >= jobs.length) {
+        jobs.length = 0
+        head = 0
+        scheduled = false
+      } else {
+        setImmediate(drain)
+      }
+    }
+  }
+  return (job: () => void): void => {
+    jobs.push(job)
+    if (scheduled) return
+    scheduled = true
+    setImmediate(drain)
+  }
+}
+
 const WEBHOOK = /^\/v1\/webhook\/([^/?]+)\/e$/
 
 /** Which hot door a request is for, if any. */
@@ -171,13 +207,15 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
 
   // Time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
+  const schedule = inSlices(16)
   const ingest = (
     rt: Runtime.Runtime<Services>,
     req: IncomingMessage,
     res: ServerResponse,
     door: "browser" | "server"
   ) =>
-    readBody(req, res, (text) => {
+    readBody(req, res, (text) =>
+      schedule(() => {
         const body = parse(text)
         if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
         let action: Either.Either<EventInput.Action, Errors.InvalidBody>
@@ -197,7 +235,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         }
         if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
         answer(rt, res, Doors.ingest(door, action.right, factsOf(req)))
-      })
+      }))
 
   const webhook = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, siteKey: string) =>
     readBody(req, res, (text) => {
