@@ -4,7 +4,18 @@
  * database file and find the streak still there.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Domain, EventInput, Ids, Ingest, OutboxSignal, Ports, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import {
+  Domain,
+  EventInput,
+  Ids,
+  Ingest,
+  OutboxSignal,
+  Ports,
+  Provisioning,
+  SecretBox,
+  Services,
+  StateQuery
+} from "@streaks/core"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { SqliteStorage } from "../src/index.js"
 import * as TempFile from "./support/TempFile.js"

@@ -5,7 +5,17 @@
  * here waits and nothing depends on when the test runs.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { DueChecks, EventInput, Ids, Ingest, OutboxSignal, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import {
+  DueChecks,
+  EventInput,
+  Ids,
+  Ingest,
+  OutboxSignal,
+  Provisioning,
+  SecretBox,
+  Services,
+  StateQuery
+} from "@streaks/core"
 import { layerMemory } from "@streaks/core/testing"
 import { Effect, Layer, TestClock } from "effect"
 

@@ -13,7 +13,8 @@ import * as Audience from "./internal/audience.js"
 import { nowDate } from "./internal/streakProgress.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import { OutboxSignal } from "./OutboxSignal.js"
-import { DirectoryStore, ExperimentStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "./Ports.js"
+import type { ExperimentStore, SubscriptionStore } from "./Ports.js"
+import { DirectoryStore, Outbox, StreakStore, Transactor } from "./Ports.js"
 
 export interface RunOptions {
   /** Rows claimed per transaction (default 500). */
@@ -79,10 +80,14 @@ export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effec
 
       const readNeeds = (needs: Extract<DuePlan.Result, { _tag: "Needs" }>) =>
         Effect.all([
-          Effect.forEach(needs.programs, (id) =>
-            Effect.map(directory.program(id), (found) => programs.set(id, Option.getOrUndefined(found)))),
-          Effect.forEach(needs.projects, (id) =>
-            Effect.map(directory.project(id), (found) => projects.set(id, Option.getOrUndefined(found)))),
+          Effect.forEach(
+            needs.programs,
+            (id) => Effect.map(directory.program(id), (found) => programs.set(id, Option.getOrUndefined(found)))
+          ),
+          Effect.forEach(
+            needs.projects,
+            (id) => Effect.map(directory.project(id), (found) => projects.set(id, Option.getOrUndefined(found)))
+          ),
           needs.audience.length === 0 ? Effect.void : Effect.map(
             Audience.read(needs.audience, DuePlan.eventTypes),
             (read) => {

@@ -20,15 +20,7 @@ import {
 } from "./Domain.js"
 import type { Action } from "./EventInput.js"
 import type { EventId, MessageId, ProgramId, UserHash } from "./Ids.js"
-import type {
-  Changes,
-  KeyAnswer,
-  KeyRequest,
-  LoadRequest,
-  MemberRequest,
-  Snapshot,
-  ZoneChange
-} from "./IngestStore.js"
+import type { Changes, KeyAnswer, KeyRequest, LoadRequest, MemberRequest, Snapshot, ZoneChange } from "./IngestStore.js"
 import { keyOf } from "./IngestStore.js"
 import * as Metering from "./Metering.js"
 import * as OutboundEvents from "./OutboundEvents.js"

@@ -4,7 +4,14 @@
  * the outbox messages of the milestones the merged streaks reach.
  */
 import type * as Calendar from "./Calendar.js"
-import { Achievement, type OutboxMessage, type Program, type Project, type StreakKey, type StreakRow } from "./Domain.js"
+import {
+  Achievement,
+  type OutboxMessage,
+  type Program,
+  type Project,
+  type StreakKey,
+  type StreakRow
+} from "./Domain.js"
 import type { MessageId, ProgramId, UserHash } from "./Ids.js"
 import type { NewDay } from "./IngestStore.js"
 import { notifiedOf, rowOf } from "./internal/streakProgress.js"

@@ -198,7 +198,9 @@ export const deliveries = (
   const messages: Array<OutboxMessage> = []
   for (const event of events) {
     for (const subscription of subscriptions) {
-      if (subscription.eventTypes.includes(event.type)) messages.push(message(nextId(), subscription, now, subject, event))
+      if (subscription.eventTypes.includes(event.type)) {
+        messages.push(message(nextId(), subscription, now, subject, event))
+      }
     }
   }
   return messages

@@ -3,7 +3,8 @@
  * `Needs` when something was not read, and the one hearing rule (`OutboundEvents.hearing`).
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Program, StreakKey } from "../src/Domain.js"
+import type { Program } from "../src/Domain.js"
+import { StreakKey } from "../src/Domain.js"
 import * as DuePlan from "../src/DuePlan.js"
 import * as Experiments from "../src/Experiments.js"
 import * as Ids from "../src/Ids.js"

@@ -168,21 +168,24 @@ export const state = (query: StateQueryParams, facts: StateFacts): Effect.Effect
   const origin = facts.origin
   // The project is resolved once: for the CORS headers and for the read. An unknown siteKey is
   // answered after the body's checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY).
-  return Effect.flatMap(StateQuery.StateQuery, (service) =>
-    Effect.matchCauseEffect(service.resolveProject(query.siteKey), {
-      onSuccess: (project) => {
-        const cors = origin === undefined ? {} : Cors.actualHeaders(origin, project.allowedOrigins)
-        return settle(
-          service.stateOf(project, request),
-          (answer) => ({ status: 200, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
-          () => cors
-        )
-      },
-      onFailure: (cause) => {
-        const userHash = EventInput.checkUserHash("userHash", query.userHash)
-        return Either.isLeft(userHash) ? Effect.succeed(errorAnswer(userHash.left)) : failed(cause, {})
-      }
-    }))
+  return Effect.flatMap(
+    StateQuery.StateQuery,
+    (service) =>
+      Effect.matchCauseEffect(service.resolveProject(query.siteKey), {
+        onSuccess: (project) => {
+          const cors = origin === undefined ? {} : Cors.actualHeaders(origin, project.allowedOrigins)
+          return settle(
+            service.stateOf(project, request),
+            (answer) => ({ status: 200, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
+            () => cors
+          )
+        },
+        onFailure: (cause) => {
+          const userHash = EventInput.checkUserHash("userHash", query.userHash)
+          return Either.isLeft(userHash) ? Effect.succeed(errorAnswer(userHash.left)) : failed(cause, {})
+        }
+      })
+  )
 }
 
 /** `POST /v1/alias`: a short-lived alias token links an anonymous visitor (CONTRACT §10). */

@@ -4,7 +4,18 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
-import { Credentials, type Domain, EventInput, Ingest, OutboxSignal, Provisioning, SecretBox, Services, StateQuery, Subscriptions } from "@streaks/core"
+import {
+  Credentials,
+  type Domain,
+  EventInput,
+  Ingest,
+  OutboxSignal,
+  Provisioning,
+  SecretBox,
+  Services,
+  StateQuery,
+  Subscriptions
+} from "@streaks/core"
 import { Clock, Effect, Fiber, Layer, Redacted } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"

@@ -2,7 +2,19 @@
  * Work that many fibers submit at once, run in batches: what arrives while a batch is busy shares
  * the next one (group commit). Callers wait on a `Deferred`; batches run in fibers of their own.
  */
-import { Chunk, Context, Deferred, Duration, Effect, Exit, FiberId, FiberSet, MutableQueue, Runtime, type Scope } from "effect"
+import {
+  Chunk,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  FiberId,
+  FiberSet,
+  MutableQueue,
+  Runtime,
+  type Scope
+} from "effect"
 
 export interface Options<E = never> {
   /** Batches run at the same time. */
@@ -79,15 +91,21 @@ export const make = <I, A, E>(
     const drive = (jobs: ReadonlyArray<Job<I, A, E>>): Effect.Effect<void> =>
       Effect.flatMap(
         // A defect fails the calls of its batch, never the front.
-        Effect.catchAllCause(run(jobs.map((j) => j.input)), (cause) => Effect.succeed(jobs.map(() => Exit.failCause(cause)))),
+        Effect.catchAllCause(
+          run(jobs.map((j) => j.input)),
+          (cause) => Effect.succeed(jobs.map(() => Exit.failCause(cause)))
+        ),
         (exits) => {
           busy--
           const next = take()
-          for (let i = 0; i < jobs.length; i++) Deferred.unsafeDone(jobs[i]!.answer, exits[i]!)
-          startBeside()
-          if (next !== undefined) return drive(next)
-          if (busy === 0 && idle !== undefined) Deferred.unsafeDone(idle, Exit.void)
-          return Effect.void
+          return Effect.zipRight(
+            Effect.forEach(jobs, (job, i) => Deferred.done(job.answer, exits[i]!), { discard: true }),
+            Effect.suspend(() => {
+              startBeside()
+              if (next !== undefined) return drive(next)
+              return busy === 0 && idle !== undefined ? Deferred.succeed(idle, undefined) : Effect.void
+            })
+          )
         }
       )
 
@@ -105,7 +123,7 @@ export const make = <I, A, E>(
         idle = done
         // A real timer, not `Clock`: shutdown must end under a TestClock too.
         const timer = setTimeout(
-          () => Deferred.unsafeDone(done, Exit.void),
+          () => Deferred.unsafeDone(done, Effect.void),
           Duration.toMillis(options.closeDeadline ?? Duration.seconds(10))
         )
         startBeside()

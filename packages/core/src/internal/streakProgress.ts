@@ -5,7 +5,7 @@
 import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
 import { type Project, type StreakKey, StreakRow, unsafeMake } from "../Domain.js"
-import * as Policy from "../Policy.js"
+import type * as Policy from "../Policy.js"
 import * as Streak from "../Streak.js"
 
 /** The current instant from `Clock`, as a Date (tests drive it with `TestClock`). */
