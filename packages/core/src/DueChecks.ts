@@ -1,7 +1,7 @@
 /**
- * The hourly due checks (docs/streak-semantics.md): claims the streak rows whose due instant has
- * passed, plans them with `DuePlan` (pure: what fires, who hears it, each row's next due instant)
- * and writes the plan in the batch's transaction.
+ * The hourly due checks (docs/streak-semantics.md#at-risk-and-broken, #streak-policies): claims the
+ * streak rows whose due instant has passed, plans them with `DuePlan` (pure: what fires, who hears
+ * it, each row's next due instant) and writes the plan in the batch's transaction.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import type { Program, Project } from "./Domain.js"

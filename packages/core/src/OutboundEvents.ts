@@ -26,7 +26,10 @@ export type Event =
     readonly type: "streak.at_risk"
     readonly localDate: LocalDate
     readonly timezone: string
-    /** Programs with a policy: freezes available, and the period's last activity day. */
+    /**
+     * Programs with a policy (docs/streak-semantics.md#streak-policies): freezes available, and the
+     * period's last activity day.
+     */
     readonly policy?: { readonly freezesAvailable: number; readonly periodEnd: LocalDate }
   }
   | {
@@ -65,7 +68,7 @@ const extra = (event: Event): Record<string, unknown> => {
     case "milestone.achieved":
       return { milestone: milestoneView(event.milestone) }
     case "reward.unlocked":
-      // The value goes out in full: the receiver is the customer's own server (docs/webhooks.md).
+      // The value goes out in full: the receiver is the customer's own server (docs/api.md#reward-hiding).
       return {
         milestone: milestoneView(event.milestone),
         reward: { type: event.milestone.rewardType, value: event.milestone.rewardValue ?? null }
@@ -92,7 +95,7 @@ const extra = (event: Event): Record<string, unknown> => {
   }
 }
 
-/** The delivery body (docs/webhooks.md), as an object (`JSON.stringify` it for the wire). */
+/** The delivery body (docs/webhooks.md#the-delivery), as an object (`JSON.stringify` it for the wire). */
 export const body = (id: MessageId, timestamp: Date, subject: Subject, event: Event) => ({
   id,
   type: event.type as OutboundEventType,

@@ -8,6 +8,7 @@ import { StreakKey } from "../src/Domain.js"
 import * as DuePlan from "../src/DuePlan.js"
 import * as Experiments from "../src/Experiments.js"
 import * as Ids from "../src/Ids.js"
+import type { UserHash } from "../src/Ids.js"
 import * as MergePlan from "../src/MergePlan.js"
 import * as OutboundEvents from "../src/OutboundEvents.js"
 import {
@@ -33,7 +34,7 @@ const keyOf = (program: Program, userHash: string, ledger: "live" | "test" = "li
   new StreakKey({
     projectId: project.id,
     programId: program.id,
-    userHash: Ids.unsafe("UserHash", userHash),
+    userHash: userHash as UserHash,
     ledger
   })
 
@@ -106,7 +107,7 @@ describe("DuePlan", () => {
     if (result._tag !== "Planned") return
     assert.deepStrictEqual(result.fired, { atRisk: 0, broken: 0, freezesUsed: 0 })
     assert.deepStrictEqual(result.outbox, [])
-    assert.deepStrictEqual(result.rows.map((r) => r.atRiskNotifiedFor), ["2026-05-10", "2026-05-10", "2026-05-10"])
+    assert.deepStrictEqual(result.rows.map((r) => String(r.atRiskNotifiedFor)), ["2026-05-10", "2026-05-10", "2026-05-10"])
   })
 })
 
@@ -124,7 +125,7 @@ describe("MergePlan", () => {
   }
   const input = (pairs: MergePlan.Input["pairs"], audience = OutboundEvents.noAudience): MergePlan.Input => ({
     project,
-    member: Ids.unsafe("UserHash", "member"),
+    member: "member" as UserHash,
     zone: "UTC",
     now: at("2026-05-10T12:00:00Z"),
     pairs,
@@ -146,7 +147,7 @@ describe("MergePlan", () => {
     if (result._tag !== "Planned") return
     const { changes } = result
     assert.deepStrictEqual(changes.days.map((d) => d.day), ["2026-05-08", "2026-05-09"])
-    assert.deepStrictEqual(changes.rows.map((r) => [r.userHash, r.run, r.lastActiveDay]), [["member", 3, "2026-05-10"]])
+    assert.deepStrictEqual(changes.rows.map((r) => [String(r.userHash), r.run, String(r.lastActiveDay)]), [["member", 3, "2026-05-10"]])
     assert.deepStrictEqual(changes.achievements.map((a) => [a.userHash, a.milestoneId]), [["member", three!.id]])
     assert.deepStrictEqual(changes.outbox.map((m) => m.type), ["milestone.achieved"])
     assert.deepStrictEqual(changes.removed, [pair.from.key])
