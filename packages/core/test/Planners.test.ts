@@ -107,7 +107,11 @@ describe("DuePlan", () => {
     if (result._tag !== "Planned") return
     assert.deepStrictEqual(result.fired, { atRisk: 0, broken: 0, freezesUsed: 0 })
     assert.deepStrictEqual(result.outbox, [])
-    assert.deepStrictEqual(result.rows.map((r) => String(r.atRiskNotifiedFor)), ["2026-05-10", "2026-05-10", "2026-05-10"])
+    assert.deepStrictEqual(result.rows.map((r) => String(r.atRiskNotifiedFor)), [
+      "2026-05-10",
+      "2026-05-10",
+      "2026-05-10"
+    ])
   })
 })
 
@@ -147,7 +151,11 @@ describe("MergePlan", () => {
     if (result._tag !== "Planned") return
     const { changes } = result
     assert.deepStrictEqual(changes.days.map((d) => d.day), ["2026-05-08", "2026-05-09"])
-    assert.deepStrictEqual(changes.rows.map((r) => [String(r.userHash), r.run, String(r.lastActiveDay)]), [["member", 3, "2026-05-10"]])
+    assert.deepStrictEqual(changes.rows.map((r) => [String(r.userHash), r.run, String(r.lastActiveDay)]), [[
+      "member",
+      3,
+      "2026-05-10"
+    ]])
     assert.deepStrictEqual(changes.achievements.map((a) => [a.userHash, a.milestoneId]), [["member", three!.id]])
     assert.deepStrictEqual(changes.outbox.map((m) => m.type), ["milestone.achieved"])
     assert.deepStrictEqual(changes.removed, [pair.from.key])
