@@ -3,7 +3,7 @@
  * `DueChecks.run()` over them, then one sweep with nothing due (its cost must not follow the table).
  */
 import { SqlClient } from "@effect/sql"
-import { DueChecks, OutboundEvents, Provisioning, SecretBox, Services } from "@streaks/core"
+import { DueChecks, OutboxSignal, Provisioning, SecretBox, Services } from "@streaks/core"
 import { PgConnection, PgStorage } from "@streaks/storage-pg"
 import { Effect, Layer, Redacted } from "effect"
 
@@ -20,7 +20,7 @@ export const run = (url: string, options: { readonly rows: number; readonly due:
     Layer.provideMerge(Layer.mergeAll(
       PgStorage.layer({ prefix: "sweep_" }),
       SecretBox.layer(Redacted.make("bench")),
-      OutboundEvents.layerNoop
+      OutboxSignal.layerNoop
     )),
     // Seeding a million rows is one statement, longer than the pool's default statement timeout.
     Layer.provideMerge(PgConnection.layerUrl(url, { maxConnections: 10, statementTimeout: 0 }))

@@ -58,14 +58,14 @@ const packageJson = (tarballs: string) => ({
 
 /** A plain Node program: the published engine on the in-memory adapter records one action. */
 const embedMjs =
-  `import { EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+  `import { EventInput, Ids, Ingest, OutboxSignal, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
 import * as MemoryStorage from "@streaks/core/MemoryStorage"
 import { Api } from "@streaks/http"
 import { PgStorage } from "@streaks/storage-pg"
 import { Effect, Layer, ManagedRuntime } from "effect"
 
 const runtime = ManagedRuntime.make(Services.layer.pipe(
-  Layer.provide(OutboundEvents.layerNoop),
+  Layer.provide(OutboxSignal.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
   Layer.provide(MemoryStorage.layer)
 ))
@@ -89,7 +89,7 @@ await runtime.dispose()
 `
 
 /** Uses of the published types that must compile, and misuses that must not. */
-const checkTs = `import { EventInput, Ids, Ingest, OutboundEvents, SecretBox, Services, Storage } from "@streaks/core"
+const checkTs = `import { EventInput, Ids, Ingest, OutboxSignal, SecretBox, Services, Storage } from "@streaks/core"
 import * as MemoryStorage from "@streaks/core/MemoryStorage"
 import * as Ports from "@streaks/core/Ports"
 import { Api } from "@streaks/http"
@@ -100,7 +100,7 @@ import { Effect, Layer } from "effect"
 export const ports: Layer.Layer<Ports.Storage> = Layer.effectContext(MemoryStorage.make)
 export const storage: Layer.Layer<Storage.Complete> = Storage.layer(ports)
 export const services: Layer.Layer<Services.Services> = Services.layer.pipe(
-  Layer.provide(OutboundEvents.layerNoop),
+  Layer.provide(OutboxSignal.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
   Layer.provide(storage)
 )

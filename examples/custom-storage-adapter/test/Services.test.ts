@@ -9,7 +9,7 @@ import {
   EventInput,
   Ids,
   Ingest,
-  OutboundEvents,
+  OutboxSignal,
   Ports,
   Provisioning,
   SecretBox,
@@ -23,7 +23,7 @@ import * as TempFile from "./support/TempFile.js"
 // A fixed key: the second opening of the file must read what the first one sealed.
 const servicesOn = (filename: string) =>
   Services.layer.pipe(
-    Layer.provide(OutboundEvents.layerNoop),
+    Layer.provide(OutboxSignal.layerNoop),
     Layer.provide(SecretBox.layer(Redacted.make("example-only-secret-key"))),
     Layer.provideMerge(SqliteStorage.layer({ filename }))
   )

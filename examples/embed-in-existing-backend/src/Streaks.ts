@@ -5,7 +5,7 @@
  *
  * Nothing here knows about HTTP: `app.ts` maps results and errors to responses.
  */
-import { EventInput, Ids, Ingest, OutboundEvents, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
+import { EventInput, Ids, Ingest, OutboxSignal, Provisioning, SecretBox, Services, StateQuery } from "@streaks/core"
 import type { Complete } from "@streaks/core/Storage"
 import { Effect, Layer, ManagedRuntime } from "effect"
 
@@ -26,7 +26,7 @@ export const layer = <E>(
   secretBox: Layer.Layer<SecretBox.SecretBox> = SecretBox.layerEphemeral
 ): Layer.Layer<Services.Services, E> =>
   Services.layer.pipe(
-    Layer.provide(OutboundEvents.layerNoop),
+    Layer.provide(OutboxSignal.layerNoop),
     Layer.provide(secretBox),
     Layer.provide(storage)
   )

@@ -10,7 +10,7 @@ import {
   EventInput,
   Ids,
   Ingest,
-  OutboundEvents,
+  OutboxSignal,
   Provisioning,
   SecretBox,
   Services,
@@ -21,7 +21,7 @@ import { Effect, Layer, TestClock } from "effect"
 
 /** Every core service on a fresh in-memory store (provided per test: each test starts empty). */
 const StreaksTest = Services.layer.pipe(
-  Layer.provide(OutboundEvents.layerNoop),
+  Layer.provide(OutboxSignal.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
   Layer.provide(MemoryStorage.layer)
 )

@@ -1,30 +1,33 @@
 /**
  * Linking an anonymous visitor to an authenticated member (docs/api.md#aliases): from then on the
- * anonymous id counts for the member, and what it already did is merged into the member's streaks.
+ * anonymous id counts for the member, and what it already did is merged into the member's streaks
+ * (`MergePlan`).
  */
 import { Context, Effect, Layer, Option } from "effect"
 import * as Credentials from "./Credentials.js"
-import { Achievement, type Project, StreakKey, type StreakRow } from "./Domain.js"
+import { type Project, StreakKey, type StreakRow } from "./Domain.js"
 import { AliasConflict, type InvalidBody, InvalidAliasToken, type InvalidSiteKey, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
+import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
+import * as Audience from "./internal/audience.js"
 import { resolveProject } from "./internal/ingestAuth.js"
-import { memberZone, nowDate, settle } from "./internal/streakProgress.js"
-import { OutboxSignal } from "./OutboundEvents.js"
+import { memberZone, nowDate } from "./internal/streakProgress.js"
+import * as MergePlan from "./MergePlan.js"
+import * as OutboundEvents from "./OutboundEvents.js"
+import { OutboxSignal } from "./OutboxSignal.js"
 import {
   AchievementStore,
   DirectoryStore,
   type ExperimentStore,
   type Member,
   MemberStore,
-  type Outbox,
+  Outbox,
   StreakStore,
   type SubscriptionStore,
   Transactor
 } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
-import * as Policy from "./Policy.js"
-import * as Streak from "./Streak.js"
 
 export interface LinkInput {
   readonly siteKey: string
@@ -66,10 +69,9 @@ export type Requirements =
 type MergeServices = Exclude<Requirements, Transactor | SecretBox | OutboxSignal>
 
 /**
- * Moves every streak of `anonymousId` (each program and ledger) into `member`: active days are
- * unioned, the row is recomputed from all days, achievements of either id stay achieved (a person
- * reaches a milestone once, whichever id they used), milestones newly reached by the merged streak
- * are recorded and fire as on ingest, and the anonymous rows are removed. Returns messages enqueued.
+ * Moves every streak of `anonymousId` (each program and ledger) into `member`: reads each pair of
+ * streaks, locked (`MergePlan.LockedStreak`), plans the merge with `MergePlan` (pure) and writes
+ * it. Returns the outbox messages written.
  */
 const merge = (
   projectId: StreakKey["projectId"],
@@ -81,9 +83,10 @@ const merge = (
     const directory = yield* DirectoryStore
     const streaks = yield* StreakStore
     const achievements = yield* AchievementStore
+    const outbox = yield* Outbox
     const project = Option.getOrUndefined(yield* directory.project(projectId))
     const now = yield* nowDate
-    let enqueued = 0
+    const pairs: Array<MergePlan.Pair> = []
     for (const found of yield* streaks.rows({ projectId, userHash: anonymousId })) {
       const from = new StreakKey({
         projectId: found.projectId,
@@ -93,25 +96,40 @@ const merge = (
       })
       const to = new StreakKey({ ...from, userHash: member })
       // Locking the anonymous row too serialises the merge with actions still sent under its id.
-      const [fromRow, row] = (yield* streaks.lock([{ key: from, timezone: zone }, { key: to, timezone: zone }])) as [
+      const [fromRow, toRow] = (yield* streaks.lock([{ key: from, timezone: zone }, { key: to, timezone: zone }])) as [
         StreakRow,
         StreakRow
       ]
-      const days = yield* streaks.days(from)
-      const added = (yield* streaks.addDays(days.map((day) => ({ key: to, day })))).some(Boolean)
-      const [achieved] = yield* achievements.achieved([from])
-      yield* achievements.add(achieved!.map((a) => new Achievement({ ...a, userHash: member })))
-      yield* streaks.remove(from)
-
-      const program = Option.getOrUndefined(yield* directory.program(from.programId))
-      if (!added || program === undefined || project === undefined) continue
-      const policy = Policy.of(program)
-      // Freezes granted to the anonymous id go with its days.
-      const grants = [...(row.grants ?? []), ...(fromRow.grants ?? [])]
-      const summary = Streak.fromDays(yield* streaks.days(to), zone, policy, grants)
-      enqueued += (yield* settle({ project, program, key: to, row, summary, zone, now })).enqueued
+      const [fromAchieved, toAchieved] = yield* achievements.achieved([from, to])
+      pairs.push({
+        from: { key: from, row: fromRow, days: yield* streaks.days(from), achieved: fromAchieved! },
+        to: { key: to, row: toRow, days: yield* streaks.days(to), achieved: toAchieved! },
+        program: Option.getOrUndefined(yield* directory.program(from.programId))
+      })
     }
-    return enqueued
+    const millis = now.getTime()
+    const input: MergePlan.Input = {
+      project,
+      member,
+      zone,
+      now,
+      pairs,
+      audience: OutboundEvents.noAudience,
+      messageId: () => Ids.makeAt("MessageId", millis)
+    }
+    let result = MergePlan.plan(input)
+    if (result._tag === "Needs") {
+      const audience = yield* Audience.read(result.audience, MergePlan.eventTypes)
+      result = MergePlan.plan({ ...input, audience })
+      if (result._tag === "Needs") return yield* Effect.die("MergePlan: the audience it asked for was not enough")
+    }
+    const { changes } = result
+    if (changes.days.length > 0) yield* streaks.addDays(changes.days)
+    if (changes.achievements.length > 0) yield* achievements.add(changes.achievements)
+    for (const key of changes.removed) yield* streaks.remove(key)
+    if (changes.rows.length > 0) yield* streaks.save(changes.rows)
+    if (changes.outbox.length > 0) yield* outbox.enqueue(changes.outbox)
+    return changes.outbox.length
   })
 
 export const make: Effect.Effect<Aliases["Type"], never, Requirements> = Effect.gen(function*() {

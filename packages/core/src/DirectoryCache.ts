@@ -2,7 +2,7 @@
  * A short-lived in-process cache in front of `DirectoryStore`: every action and state read looks up
  * its project (by siteKey) and program (by event key), which change rarely.
  */
-import { type Clock, Duration, Effect, Exit, type Fiber, FiberSet, Layer, Option, type Scope } from "effect"
+import { type Clock, Duration, Effect, type Fiber, FiberSet, Layer, Option, type Scope } from "effect"
 import type { Program, Project } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import { DirectoryStore } from "./Ports.js"
@@ -38,9 +38,8 @@ type Load<A> = () => Effect.Effect<Option.Option<A>, StorageError>
  * that miss the same key at once share one lookup, rather than each sending its own to the store.
  * Background reads run in the scope the cache is made in, and stop with it.
  *
- * A hit is answered with a finished `Exit` (an `Exit` is an effect), so that the hot paths can go
- * on from it at once, without running it; so a lookup built once and run again later answers what
- * was cached when it was built. Call the method again for a fresh answer.
+ * A hit is decided when the method is called: a lookup built once and run again later answers
+ * what was cached when it was built. Call the method again for a fresh answer.
  */
 export const make = (
   directory: DirectoryStore["Type"],
@@ -83,8 +82,8 @@ const over = (
     return fiber
   }
 
-  // A hit is decided when the lookup is called (so that it can be a finished `Exit`), a miss's
-  // entry when its load has run. `load` is only built on a miss or a refresh: building a storage
+  // A hit is decided when the lookup is called (no suspension on the hot path), a miss's entry
+  // when its load has run. `load` is only built on a miss or a refresh: building a storage
   // call (an SQL statement, say) on every hit cost as much as the lookup.
   const cached = <A>(key: string, load: Load<A>): Effect.Effect<Option.Option<A>, StorageError> => {
     const hit = entries.get(key)
@@ -94,7 +93,7 @@ const over = (
         // Not waited for: a failed refresh leaves the entry to expire, and the miss after it
         // reports the failure.
         if (age >= refreshAfter && !loading.has(key)) start(key, load)
-        return Exit.succeed(Option.some(hit.value as A))
+        return Effect.succeed(Option.some(hit.value as A))
       }
     }
     return Effect.suspend(() => {

@@ -1,18 +1,20 @@
 /**
  * The hourly due checks (docs/streak-semantics.md#at-risk-and-broken, #streak-policies): claims the
- * streak rows whose due instant has passed, fires what is due (at-risk, freeze used, broken), and
- * moves each row on.
+ * streak rows whose due instant has passed, plans them with `DuePlan` (pure: what fires, who hears
+ * it, each row's next due instant) and writes the plan in the batch's transaction.
  */
 import { Context, Effect, Layer, Option } from "effect"
-import { type OutboxMessage, type Program, type Project, StreakRow, type Subscription } from "./Domain.js"
+import type { Program, Project } from "./Domain.js"
+import * as DuePlan from "./DuePlan.js"
 import type { StorageError } from "./Errors.js"
+import * as Ids from "./Ids.js"
 import type { ProgramId, ProjectId } from "./Ids.js"
-import { notifiedOf, nowDate, rowDueAt, summaryOf } from "./internal/streakProgress.js"
+import * as Audience from "./internal/audience.js"
+import { nowDate } from "./internal/streakProgress.js"
 import * as OutboundEvents from "./OutboundEvents.js"
-import { OutboxSignal } from "./OutboundEvents.js"
-import { DirectoryStore, ExperimentStore, Outbox, StreakStore, SubscriptionStore, Transactor } from "./Ports.js"
-import * as Policy from "./Policy.js"
-import * as Streak from "./Streak.js"
+import { OutboxSignal } from "./OutboxSignal.js"
+import type { ExperimentStore, SubscriptionStore } from "./Ports.js"
+import { DirectoryStore, Outbox, StreakStore, Transactor } from "./Ports.js"
 
 export interface RunOptions {
   /** Rows claimed per transaction (default 500). */
@@ -54,154 +56,80 @@ export type Requirements =
 
 const DEFAULT_BATCH = 500
 const DEFAULT_CONCURRENCY = 4
-/** A row may not be handed back by the same sweep: its next due instant is at least this far on. */
-const MIN_STEP_MS = 1
-
-interface Tally {
-  atRisk: number
-  broken: number
-  freezesUsed: number
-  enqueued: number
-}
-
-const tallyOf = { AtRisk: "atRisk", Broken: "broken", FreezeUsed: "freezesUsed" } as const
-
-/** The outbound event of a due event (docs/streak-semantics.md#at-risk-and-broken, #streak-policies). */
-const outboundOf = (event: Streak.DueEvent, timezone: string, program: Program): OutboundEvents.Event => {
-  switch (event._tag) {
-    case "AtRisk":
-      // A program without a policy sends the delivery body of docs/webhooks.md#the-delivery exactly.
-      return program.policy === undefined
-        ? { type: "streak.at_risk", localDate: event.localDate, timezone }
-        : {
-          type: "streak.at_risk",
-          localDate: event.localDate,
-          timezone,
-          policy: { freezesAvailable: event.freezesAvailable, periodEnd: event.period.end }
-        }
-    case "FreezeUsed":
-      return { type: "streak.freeze_used", period: event.period, freezesLeft: event.freezesLeft, timezone }
-    case "Broken":
-      return { type: "streak.broken", endedRun: event.endedRun, lastActiveDate: event.lastActiveDate, timezone }
-  }
-}
 
 export const make: Effect.Effect<DueChecks["Type"], never, Requirements> = Effect.gen(function*() {
   const context = yield* Effect.context<Requirements>()
   const transactor = yield* Transactor
   const directory = yield* DirectoryStore
   const streaks = yield* StreakStore
-  const signal = yield* OutboxSignal
-
-  /** Programs and projects are read once per sweep, not once per row. */
-  const cached = <K, A>(load: (k: K) => Effect.Effect<Option.Option<A>, StorageError>) => {
-    const seen = new Map<K, A | undefined>()
-    return (k: K): Effect.Effect<A | undefined, StorageError> =>
-      seen.has(k)
-        ? Effect.succeed(seen.get(k))
-        : Effect.map(load(k), (found) => {
-          seen.set(k, Option.getOrUndefined(found))
-          return Option.getOrUndefined(found)
-        })
-  }
-
-  const subscriptions = yield* SubscriptionStore
-  const experiments = yield* ExperimentStore
   const outbox = yield* Outbox
-
-  /**
-   * What `OutboundEvents.emit` reads, read once per sweep instead of once per row (a sweep may
-   * touch 100k rows of a handful of programs), and its outbox writes buffered so that a batch
-   * writes its messages in one statement.
-   */
-  const sweepContext = (pending: Array<OutboxMessage>) => {
-    const running = cached((id: ProgramId) => Effect.map(experiments.running(id), Option.some))
-    const listeners = new Map<string, ReadonlyArray<Subscription>>()
-    return Context.empty().pipe(
-      Context.add(ExperimentStore, {
-        ...experiments,
-        running: (id) => Effect.map(running(id), (found) => found ?? Option.none())
-      }),
-      Context.add(SubscriptionStore, {
-        ...subscriptions,
-        forEvent: (programId, type) => {
-          const k = `${programId} ${type}`
-          const hit = listeners.get(k)
-          return hit !== undefined
-            ? Effect.succeed(hit)
-            : Effect.tap(subscriptions.forEvent(programId, type), (found) => Effect.sync(() => listeners.set(k, found)))
-        }
-      }),
-      Context.add(Outbox, { ...outbox, enqueue: (messages) => Effect.sync(() => void pending.push(...messages)) })
-    )
-  }
-
-  const advance = (
-    row: StreakRow,
-    now: Date,
-    programOf: (id: ProgramId) => Effect.Effect<Program | undefined, StorageError>,
-    projectOf: (id: ProjectId) => Effect.Effect<Project | undefined, StorageError>,
-    tally: Tally
-  ): Effect.Effect<StreakRow, StorageError, ExperimentStore | SubscriptionStore | Outbox> =>
-    Effect.gen(function*() {
-      const program = yield* programOf(row.programId)
-      const project = yield* projectOf(row.projectId)
-      const zone = row.timezone
-      const policy = program === undefined ? Policy.defaultPolicy : Policy.of(program)
-      const summary = summaryOf(row, policy)
-      const due = Streak.due(summary, zone, now, notifiedOf(row), policy)
-      const state = due.events.length === 0 ? undefined : Streak.evaluate(summary, now, zone, policy)
-      for (const event of due.events) {
-        if (program === undefined || project === undefined) continue
-        const emitted = yield* OutboundEvents.emit({
-          project,
-          program,
-          userHash: row.userHash,
-          ledger: row.ledger,
-          streak: { current: state!.current, best: state!.best }
-        }, [outboundOf(event, zone, program)])
-        if (emitted.fired > 0) tally[tallyOf[event._tag]]++
-        tally.enqueued += emitted.enqueued
-      }
-      const next = rowDueAt(row, summary, zone, due.notified, due.dueAt, now)
-      // Whatever the calculus says, a claimed row must leave the sweep's window, or this very
-      // sweep would claim it again and never end.
-      const stuck = next.dueAt !== undefined && next.dueAt.getTime() <= now.getTime()
-      return stuck ? new StreakRow({ ...next, dueAt: new Date(now.getTime() + MIN_STEP_MS) }) : next
-    })
+  const signal = yield* OutboxSignal
 
   const run = (options?: RunOptions): Effect.Effect<RunResult, StorageError> =>
     Effect.gen(function*() {
       const batch = Math.max(1, Math.floor(options?.batchSize ?? DEFAULT_BATCH))
       const workers = Math.max(1, Math.floor(options?.concurrency ?? DEFAULT_CONCURRENCY))
       const now = yield* nowDate
-      const programOf = cached((id: ProgramId) => directory.program(id))
-      const projectOf = cached((id: ProjectId) => directory.project(id))
+      const millis = now.getTime()
       const total = { atRisk: 0, broken: 0, freezesUsed: 0 }
+      // What the planner asks for is read once per sweep, not once per row or batch: a sweep may
+      // claim 100k rows of a handful of programs.
+      const programs = new Map<ProgramId, Program | undefined>()
+      const projects = new Map<ProjectId, Project | undefined>()
+      let audience = OutboundEvents.noAudience
 
-      // One batch: claim, advance every row, then one write of the rows and one of the messages.
-      const oneBatch = Effect.gen(function*() {
-        const tally: Tally = { atRisk: 0, broken: 0, freezesUsed: 0, enqueued: 0 }
-        const pending: Array<OutboxMessage> = []
-        const emitContext = sweepContext(pending)
-        // The sweep's caches are provided once per batch: providing services merges them into the
-        // fiber's whole context, which per row cost more than the rest of a row's work.
-        const advanceAll = (rows: ReadonlyArray<StreakRow>) =>
-          Effect.forEach(rows, (row) => advance(row, now, programOf, projectOf, tally)).pipe(
-            Effect.provide(emitContext)
+      const readNeeds = (needs: Extract<DuePlan.Result, { _tag: "Needs" }>) =>
+        Effect.all([
+          Effect.forEach(
+            needs.programs,
+            (id) => Effect.map(directory.program(id), (found) => programs.set(id, Option.getOrUndefined(found)))
+          ),
+          Effect.forEach(
+            needs.projects,
+            (id) => Effect.map(directory.project(id), (found) => projects.set(id, Option.getOrUndefined(found)))
+          ),
+          needs.audience.length === 0 ? Effect.void : Effect.map(
+            Audience.read(needs.audience, DuePlan.eventTypes),
+            (read) => {
+              audience = OutboundEvents.mergeAudience(audience, read)
+            }
           )
-        const claimed = yield* transactor.withTransaction(Effect.gen(function*() {
+        ], { discard: true })
+
+      /** Plans the claimed rows, reading what the plan asks for until it has all it needs. */
+      const planned = (rows: DuePlan.Input["rows"]) =>
+        Effect.suspend(function loop(): Effect.Effect<
+          Extract<DuePlan.Result, { _tag: "Planned" }>,
+          StorageError,
+          ExperimentStore | SubscriptionStore
+        > {
+          const result = DuePlan.plan({
+            now,
+            rows,
+            programs,
+            projects,
+            audience,
+            messageId: () => Ids.makeAt("MessageId", millis)
+          })
+          return result._tag === "Planned" ? Effect.succeed(result) : Effect.flatMap(readNeeds(result), loop)
+        })
+
+      // One batch: claim, plan, then one write of the rows and one of the messages.
+      const oneBatch = Effect.gen(function*() {
+        const [claimed, plan] = yield* transactor.withTransaction(Effect.gen(function*() {
           const rows = yield* streaks.claimDue(now, batch)
-          const next = yield* advanceAll(rows)
-          yield* streaks.save(next)
-          if (pending.length > 0) yield* outbox.enqueue(pending)
-          return rows.length
+          if (rows.length === 0) return [0, undefined] as const
+          const plan = yield* planned(rows)
+          yield* streaks.save(plan.rows)
+          if (plan.outbox.length > 0) yield* outbox.enqueue(plan.outbox)
+          return [rows.length, plan] as const
         }))
+        if (plan === undefined) return claimed
         // Counted only once the batch has committed: a rolled-back batch fired nothing.
-        total.atRisk += tally.atRisk
-        total.broken += tally.broken
-        total.freezesUsed += tally.freezesUsed
-        if (tally.enqueued > 0) yield* signal.notify
+        total.atRisk += plan.fired.atRisk
+        total.broken += plan.fired.broken
+        total.freezesUsed += plan.fired.freezesUsed
+        if (plan.outbox.length > 0) yield* signal.notify
         return claimed
       })
 

@@ -14,7 +14,7 @@ import * as IngestPlan from "./IngestPlan.js"
 import { IngestStore, keyOf } from "./IngestStore.js"
 import * as GroupCommit from "./internal/groupCommit.js"
 import { type Auth, type AuthError, authorize, resolveProject as resolve } from "./internal/ingestAuth.js"
-import { OutboxSignal } from "./OutboundEvents.js"
+import { OutboxSignal } from "./OutboxSignal.js"
 import { DirectoryStore, Transactor } from "./Ports.js"
 
 export type { AnswerBody } from "./IngestPlan.js"
@@ -85,12 +85,6 @@ export interface BatchOptions {
    * with a `StorageError` (503 with `Retry-After`), rather than queueing without end.
    */
   readonly maxWaiting?: number
-  /**
-   * How a committed group hands each caller its answer (default: at once): called once per caller,
-   * in order, after the next group has started. A runtime may defer answers so that the next
-   * group's first statement goes out before the callers resume.
-   */
-  readonly handOff?: ((answer: () => void) => void) | undefined
   /** For tests: a check run on each action while it is planned; a throw is a defect of that action. */
   readonly planCheck?: ((work: IngestPlan.Work) => void) | undefined
 }
@@ -179,8 +173,7 @@ export const make = (options: BatchOptions = {}): Effect.Effect<Ingest["Type"], 
       minBatchBeside: options.minBatchBeside,
       maxBatch: options.maxBatch ?? 100,
       maxWaiting: options.maxWaiting ?? 10_000,
-      overloaded: () => new StorageError({ message: "ingest is overloaded: too many actions wait for a transaction" }),
-      handOff: options.handOff
+      overloaded: () => new StorageError({ message: "ingest is overloaded: too many actions wait for a transaction" })
     })
 
     const record = ({ action, auth, project }: RecordInput): Effect.Effect<IngestAnswer, RecordError | StorageError> =>

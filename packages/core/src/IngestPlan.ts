@@ -19,18 +19,8 @@ import {
   unsafeMake
 } from "./Domain.js"
 import type { Action } from "./EventInput.js"
-import * as Experiments from "./Experiments.js"
 import type { EventId, MessageId, ProgramId, UserHash } from "./Ids.js"
-import type {
-  Audience,
-  Changes,
-  KeyAnswer,
-  KeyRequest,
-  LoadRequest,
-  MemberRequest,
-  Snapshot,
-  ZoneChange
-} from "./IngestStore.js"
+import type { Changes, KeyAnswer, KeyRequest, LoadRequest, MemberRequest, Snapshot, ZoneChange } from "./IngestStore.js"
 import { keyOf } from "./IngestStore.js"
 import * as Metering from "./Metering.js"
 import * as OutboundEvents from "./OutboundEvents.js"
@@ -96,7 +86,7 @@ export interface Input {
   /** Active days of the keys a previous plan asked for, by `IngestStore.keyOf`. */
   readonly history: ReadonlyMap<string, ReadonlyArray<Calendar.LocalDate>>
   /** The audience of the programs a previous plan asked for. */
-  readonly audience?: Audience | undefined
+  readonly audience?: OutboundEvents.Audience | undefined
   readonly ids: Ids
   /** `request(work)`, when the caller made it already (to load the snapshot). */
   readonly request?: LoadRequest | undefined
@@ -205,6 +195,7 @@ interface KeyState {
 
 /** What one action did, merged into the plan only once it was worked out whole. */
 interface Step {
+  readonly _tag: "Step"
   readonly body: AnswerBody
   readonly record: ActionRecord
   readonly zone: ZoneChange | undefined
@@ -216,15 +207,10 @@ interface Step {
   readonly goLive: ProgramId | undefined
 }
 
-/** Signals that a late action's key needs its history first. */
-class NeedsHistory {
-  constructor(readonly key: StreakKey) {}
-}
-
-/** Signals that a crossed milestone's program needs its audience first. */
-class NeedsAudience {
-  constructor(readonly program: ProgramId) {}
-}
+/** What one action's plan lacks: the history of its key (a late action), or its program's audience. */
+type Need =
+  | { readonly _tag: "NeedsHistory"; readonly key: StreakKey }
+  | { readonly _tag: "NeedsAudience"; readonly program: ProgramId }
 
 const claimsByKey = (request: LoadRequest, claims: ReadonlyArray<IdempotencyClaim>) =>
   new Map(request.keys.map((k, i) => [`${k.projectId}/${k.key}`, claims[i]!]))
@@ -264,7 +250,7 @@ export const plan = (input: Input): Result => {
       if (repeat || claim._tag === "InProgress") return answers.push({ _tag: "InProgress" })
       if (claim._tag === "Completed") return answers.push({ _tag: "Replayed", response: claim.response })
     }
-    let step: Step
+    let step: Step | Need
     try {
       input.check?.(w)
       step = planOne(w, snapshot.members[i]!, loadRequest.members[i]!, {
@@ -276,16 +262,16 @@ export const plan = (input: Input): Result => {
         live
       })
     } catch (defect) {
-      if (defect instanceof NeedsHistory) {
-        missing.set(keyOf(defect.key), defect.key)
-        return answers.push({ _tag: "Applied", body: {} })
-      }
-      if (defect instanceof NeedsAudience) {
-        unheard.add(defect.program)
-        return answers.push({ _tag: "Applied", body: {} })
-      }
       // Ingest rolls the group back and tries each action alone: the key claimed with it is freed.
       return answers.push({ _tag: "Defect", defect })
+    }
+    if (step._tag === "NeedsHistory") {
+      missing.set(keyOf(step.key), step.key)
+      return answers.push({ _tag: "Applied", body: {} })
+    }
+    if (step._tag === "NeedsAudience") {
+      unheard.add(step.program)
+      return answers.push({ _tag: "Applied", body: {} })
     }
     if (step.state !== undefined) states.set(keyOf(step.state.key), step.state)
     if (step.zone !== undefined) zones.set(`${step.zone.projectId} ${step.zone.userHash}`, step.zone)
@@ -325,7 +311,7 @@ interface Group {
   readonly zones: ReadonlyMap<string, ZoneChange>
   readonly history: ReadonlyMap<string, ReadonlyArray<Calendar.LocalDate>>
   readonly ids: Ids
-  readonly audience: Audience | undefined
+  readonly audience: OutboundEvents.Audience | undefined
   /** Programs an earlier action of the group made live. */
   readonly live: ReadonlySet<ProgramId>
 }
@@ -335,7 +321,7 @@ const planOne = (
   loaded: Snapshot["members"][number],
   asked: MemberRequest,
   group: Group
-): Step => {
+): Step | Need => {
   const { action, door, now, project } = w
   const program = group.live.has(w.program.id) ? liveProgram(w.program) : w.program
   const userHash = loaded.member.userHash
@@ -351,6 +337,7 @@ const planOne = (
     : undefined
   const record = (moved: boolean) => recordOf(w, c.ledger, userHash, zone, at, day, moved, group.ids.event())
   const nothing = {
+    _tag: "Step" as const,
     zone: zoneChange,
     state: undefined,
     day: undefined,
@@ -381,7 +368,7 @@ const planOne = (
     earned = applied.earned
   } else if (applied._tag === "NeedsHistory") {
     const days = group.history.get(name)
-    if (days === undefined) throw new NeedsHistory(before.key)
+    if (days === undefined) return { _tag: "NeedsHistory", key: before.key }
     if (!days.includes(day) && !before.added.includes(day)) {
       const known = [...days, ...before.added]
       const after = Streak.replay([...known, day], zone, policy, summary.grants)
@@ -423,13 +410,11 @@ const planOne = (
     ledger: c.ledger,
     streak: { current: streakNow!.current, best: streakNow!.best }
   }
-  const outbox = subject === undefined || !heard(subject, group.audience)
-    ? []
-    : events.flatMap((event) =>
-      (group.audience!.subscriptions.get(counted.id) ?? [])
-        .filter((s) => s.eventTypes.includes(event.type))
-        .map((s) => OutboundEvents.message(group.ids.message(), s, now, subject, event))
-    )
+  const heard = subject === undefined ? undefined : OutboundEvents.hearing(subject, group.audience)
+  if (heard?._tag === "NeedsAudience") return heard
+  const outbox = heard?._tag === "Heard"
+    ? OutboundEvents.deliveries(subject!, events, heard.subscriptions, now, group.ids.message)
+    : []
   const state: KeyState = {
     key: before.key,
     row: rowOf(before.key, next, zone, notifiedOf(before.row), now, policy),
@@ -438,6 +423,7 @@ const planOne = (
     changed: true
   }
   return {
+    _tag: "Step",
     zone: zoneChange,
     state,
     day,
@@ -454,16 +440,6 @@ const noneAchieved: ReadonlySet<string> = new Set()
 
 const liveProgram = (program: Program): Program =>
   program.status === "live" ? program : new Program({ ...program, status: "live" })
-
-/** Whether a subject's events are heard: a live program, the live ledger, no control group. */
-const heard = (subject: OutboundEvents.Subject, audience: Audience | undefined): boolean => {
-  if (!OutboundEvents.mayFire(subject)) return false
-  if (audience === undefined || !audience.subscriptions.has(subject.program.id)) {
-    throw new NeedsAudience(subject.program.id)
-  }
-  const experiment = audience.experiments.get(subject.program.id)
-  return experiment === undefined || !Experiments.isControl(experiment.id, subject.userHash, experiment.holdoutPercent)
-}
 
 const recordOf = (
   { action, door, now, program, project }: Work,

@@ -8,16 +8,15 @@ import type { LocalDate } from "./Calendar.js"
 import type {
   Achievement,
   ActionRecord,
-  Experiment,
   Ledger,
   OutboundEventType,
   OutboxMessage,
   StoredResponse,
   StreakKey,
-  StreakRow,
-  Subscription
+  StreakRow
 } from "./Domain.js"
 import { StorageError } from "./Errors.js"
+import type * as OutboundEvents from "./OutboundEvents.js"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "./Ids.js"
 import {
   AchievementStore,
@@ -98,13 +97,11 @@ export const eventTypes: ReadonlyArray<OutboundEventType> = [
   "streak.freeze_earned"
 ]
 
-/** Who hears a program's events: its running experiment (control groups hear nothing) and subscriptions. */
-export interface Audience {
-  /** The running experiment of each asked program that has one. */
-  readonly experiments: ReadonlyMap<ProgramId, Experiment>
-  /** The subscriptions of each asked program that listen to an event ingest emits (`eventTypes`). */
-  readonly subscriptions: ReadonlyMap<ProgramId, ReadonlyArray<Subscription>>
-}
+/**
+ * Who hears a program's events (`OutboundEvents.Audience`): its running experiment (control
+ * groups hear nothing) and its subscriptions that listen to an event ingest emits (`eventTypes`).
+ */
+export type Audience = OutboundEvents.Audience
 
 /** An active day to record; it MUST be new (the row's lock guarantees it). */
 export interface NewDay {

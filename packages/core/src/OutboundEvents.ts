@@ -1,10 +1,11 @@
 /**
- * Outbound events (docs/webhooks.md): the exact delivery bodies, and one outbox message per
- * listening subscription, written inside the caller's transaction so state and events commit together.
+ * Outbound events (docs/webhooks.md): the exact delivery bodies, and the one rule every planner
+ * uses for who hears an event (`hearing`, `deliveries`). Pure: the messages are written by the
+ * caller, inside the transaction of the state change; `OutboxSignal` wakes the dispatcher after.
  */
-import { Clock, Context, Effect, Layer } from "effect"
 import type { LocalDate } from "./Calendar.js"
 import {
+  type Experiment,
   hasReward,
   type Ledger,
   type Milestone,
@@ -14,22 +15,8 @@ import {
   type Project,
   type Subscription
 } from "./Domain.js"
-import type { StorageError } from "./Errors.js"
-import * as Experiments from "./Experiments.js"
-import * as Ids from "./Ids.js"
-import type { MessageId, UserHash } from "./Ids.js"
-import { type ExperimentStore, Outbox, SubscriptionStore } from "./Ports.js"
-
-/**
- * Nudges the outbox dispatcher after a commit that enqueued messages, so deliveries leave within a
- * second instead of at the next poll. Best effort: the dispatcher polls anyway.
- */
-export class OutboxSignal extends Context.Tag("@streaks/core/OutboxSignal")<OutboxSignal, {
-  readonly notify: Effect.Effect<void>
-}>() {}
-
-/** A signal nobody listens to: for embedders that deliver by polling, and for tests. */
-export const layerNoop: Layer.Layer<OutboxSignal> = Layer.succeed(OutboxSignal, { notify: Effect.void })
+import { isControl } from "./Experiments.js"
+import type { MessageId, ProgramId, UserHash } from "./Ids.js"
 
 /** One event about one member's streak, with what its type adds to `data`. */
 export type Event =
@@ -124,15 +111,6 @@ export const body = (id: MessageId, timestamp: Date, subject: Subject, event: Ev
   }
 })
 
-/**
- * Whether events about this subject fire at all: a live program, the live ledger, and a member
- * outside the control group of a running Proof experiment (docs/webhooks.md#event-types).
- */
-export const fires = (subject: Subject): Effect.Effect<boolean, StorageError, ExperimentStore> =>
-  silent(subject)
-    ? Effect.succeed(false)
-    : Effect.map(Experiments.inControlGroup(subject.program.id, subject.userHash), (control) => !control)
-
 /** Events about test progress or a program in test never fire, whoever listens. */
 const silent = (subject: Subject): boolean => subject.ledger !== "live" || subject.program.status !== "live"
 
@@ -160,98 +138,73 @@ export const message = (
     createdAt: now
   })
 
-export interface Emitted {
-  /** Events that fired (whether or not anyone listens): 0 for test programs and control members. */
-  readonly fired: number
-  /** Outbox messages written: one per fired event and listening subscription. */
-  readonly enqueued: number
+/**
+ * Who may hear the events of some programs, as a planner is given it: the running experiment of
+ * each program that has one (its control group hears nothing), and the subscriptions of each
+ * program that listen to the event types the planner emits. A program missing from
+ * `subscriptions` has not been read.
+ */
+export interface Audience {
+  readonly experiments: ReadonlyMap<ProgramId, Experiment>
+  readonly subscriptions: ReadonlyMap<ProgramId, ReadonlyArray<Subscription>>
 }
 
-const none: Effect.Effect<Emitted> = Effect.succeed({ fired: 0, enqueued: 0 })
+/** An audience of no program: every planner's starting point. */
+export const noAudience: Audience = { experiments: new Map(), subscriptions: new Map() }
+
+/** Audiences merged: the later one's programs win. */
+export const mergeAudience = (a: Audience | undefined, b: Audience): Audience =>
+  a === undefined ? b : {
+    experiments: new Map([...a.experiments, ...b.experiments]),
+    subscriptions: new Map([...a.subscriptions, ...b.subscriptions])
+  }
+
+/** Who hears events about one subject. */
+export type Hearing =
+  /** They do not fire at all: a program in test, the test ledger, or a member of a control group. */
+  | { readonly _tag: "Silent" }
+  /** They fire, to these subscriptions of the program (each hears the types it listens to). */
+  | { readonly _tag: "Heard"; readonly subscriptions: ReadonlyArray<Subscription> }
+  /** The program's audience was not read: read it (see `Audience`) and plan again. */
+  | { readonly _tag: "NeedsAudience"; readonly program: ProgramId }
+
+const silentHearing: Hearing = { _tag: "Silent" }
 
 /**
- * Fires `events` about `subject`: unless `fires` says no, enqueues one pending message per
- * subscription listening to each event's type, due now. Call inside the transaction of the state
- * change, then `OutboxSignal.notify` after the commit when `enqueued > 0`.
+ * The one rule for who hears an event, shared by every planner (ingest, due checks, alias
+ * merges): events fire only for a live program on the live ledger, about a member outside the
+ * control group of the program's running Proof experiment, and go to each subscription of the
+ * program that listens to their type (docs/webhooks.md).
  */
-export const emit = (
-  subject: Subject,
-  events: ReadonlyArray<Event>
-): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox | ExperimentStore> =>
-  // Plain `flatMap`s rather than a generator: a sweep emits for each of its rows, and a generator
-  // here costs measurably more per row (docs/decisions/0008-due-sweep-by-index.md).
-  events.length === 0 ? none : Effect.flatMap(fires(subject), (fire) => (fire ? toListeners(subject, events) : none))
+export const hearing = (subject: Subject, audience: Audience | undefined): Hearing => {
+  if (silent(subject)) return silentHearing
+  const subscriptions = audience?.subscriptions.get(subject.program.id)
+  if (subscriptions === undefined) return { _tag: "NeedsAudience", program: subject.program.id }
+  const experiment = audience!.experiments.get(subject.program.id)
+  return experiment !== undefined && isControl(experiment.id, subject.userHash, experiment.holdoutPercent)
+    ? silentHearing
+    : { _tag: "Heard", subscriptions }
+}
 
 /**
- * `emit` for events that each fire only if `kept` says so once it answers (one flag per event): for
- * events that follow from writes of the same transaction, such as a milestone's, which fire only
- * where the achievement's insert was this transaction's. The reads that decide whether and to whom
- * they fire go out with those writes, so a store that pipelines sends them all in one round trip
- * rather than one after another.
+ * The pending messages of `events` about `subject`, one per subscription listening to each
+ * event's type, due at `now`, with ids from `nextId`: what a planner writes for a `Heard` subject.
  */
-export const emitWhere = <R>(
+export const deliveries = (
   subject: Subject,
   events: ReadonlyArray<Event>,
-  kept: Effect.Effect<ReadonlyArray<boolean>, StorageError, R>
-): Effect.Effect<Emitted, StorageError, R | SubscriptionStore | Outbox | ExperimentStore> =>
-  silent(subject) ?
-    Effect.as(kept, { fired: 0, enqueued: 0 }) :
-    Effect.flatMap(SubscriptionStore, (subscriptions) =>
-      Effect.flatMap(
-        Effect.all([
-          kept,
-          Experiments.inControlGroup(subject.program.id, subject.userHash),
-          Effect.all(events.map((event) => subscriptions.forEvent(subject.program.id, event.type)), {
-            concurrency: "unbounded"
-          })
-        ], { concurrency: "unbounded" }),
-        ([keep, control, listening]) => {
-          const firing = events.filter((_, i) => keep[i])
-          if (control || firing.length === 0) return none
-          return toHeard(subject, firing, listening.filter((_, i) => keep[i]))
-        }
-      ))
-
-/** Events that fire, to the subscriptions listening to each. */
-const toListeners = (
-  subject: Subject,
-  events: ReadonlyArray<Event>
-): Effect.Effect<Emitted, StorageError, SubscriptionStore | Outbox> =>
-  Effect.flatMap(SubscriptionStore, (subscriptions) =>
-    Effect.flatMap(
-      Effect.forEach(events, (event) => subscriptions.forEvent(subject.program.id, event.type)),
-      (listening) => toHeard(subject, events, listening)
-    ))
-
-/**
- * Events that fire, with who listens to each: most have no listener (at-risk and broken in a sweep
- * of 100k rows, say), and then they cost no clock read, ids or messages, which were most of the
- * cost of an event.
- */
-const toHeard = (
-  subject: Subject,
-  events: ReadonlyArray<Event>,
-  listening: ReadonlyArray<ReadonlyArray<Subscription>>
-): Effect.Effect<Emitted, StorageError, Outbox> =>
-  listening.every((l) => l.length === 0)
-    ? Effect.succeed({ fired: events.length, enqueued: 0 })
-    : enqueue(subject, events, listening)
-
-/** One pending message per listening subscription of each event, due now. */
-const enqueue = (
-  subject: Subject,
-  events: ReadonlyArray<Event>,
-  listening: ReadonlyArray<ReadonlyArray<Subscription>>
-): Effect.Effect<Emitted, StorageError, Outbox> =>
-  Effect.gen(function*() {
-    const now = new Date(yield* Clock.currentTimeMillis)
-    const messages: Array<OutboxMessage> = []
-    for (let i = 0; i < events.length; i++) {
-      const event = events[i]!
-      for (const subscription of listening[i]!) {
-        messages.push(message(yield* Ids.make("MessageId"), subscription, now, subject, event))
+  subscriptions: ReadonlyArray<Subscription>,
+  now: Date,
+  nextId: () => MessageId
+): ReadonlyArray<OutboxMessage> => {
+  if (subscriptions.length === 0) return []
+  const messages: Array<OutboxMessage> = []
+  for (const event of events) {
+    for (const subscription of subscriptions) {
+      if (subscription.eventTypes.includes(event.type)) {
+        messages.push(message(nextId(), subscription, now, subject, event))
       }
     }
-    if (messages.length > 0) yield* Effect.flatMap(Outbox, (outbox) => outbox.enqueue(messages))
-    return { fired: events.length, enqueued: messages.length }
-  })
+  }
+  return messages
+}

@@ -3,7 +3,7 @@
  * (docs/api.md#read-a-members-state-get-v1state) and the customer REST member view
  * (docs/api.md#customer-rest-api-v1api), on the ledger that matches the program's status.
  */
-import { Cause, Context, Effect, Either, Exit, Layer, Option, Runtime, type Scope } from "effect"
+import { Cause, Context, Effect, Either, Exit, Layer, Option, type Scope } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
 import type { Milestone, Program, Project } from "./Domain.js"
@@ -17,7 +17,6 @@ import {
   type StorageError
 } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
-import * as Finished from "./Finished.js"
 import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
 import * as GroupCommit from "./internal/groupCommit.js"
@@ -103,10 +102,19 @@ export class StateQuery extends Context.Tag("@streaks/core/StateQuery")<StateQue
   /**
    * `GET /v1/state`: INVALID_BODY (bad userHash), INVALID_SITE_KEY, the browser rule of `/v1/e`
    * (FORBIDDEN_ORIGIN, SERVER_TOKEN_REQUIRED unless legacy mode), INVALID_WIDGET_KIND, in that order.
-   * With a warm directory cache it runs no fiber besides its caller's, and its storage read shares
-   * the batch's. Time is the `Clock` in context when the service was made.
+   * Its storage read shares the batch's. Time is the `Clock` in context when the service was made.
    */
   readonly state: (request: StateRequest) => Effect.Effect<StateAnswer, StateError | StorageError>
+  /** The project of a siteKey, else INVALID_SITE_KEY: for a door that needs it before `stateOf`. */
+  readonly resolveProject: (siteKey: string) => Effect.Effect<Project, InvalidSiteKey | StorageError>
+  /**
+   * `state` for a project the door already resolved (its `siteKey` is not read again): the same
+   * checks in the same order, the siteKey's aside.
+   */
+  readonly stateOf: (
+    project: Project,
+    request: Omit<StateRequest, "siteKey">
+  ) => Effect.Effect<StateAnswer, StateError | StorageError>
   /** A member's streak in a program the caller already reaches; NotFound for an unknown program. */
   readonly memberStreak: (
     programId: string,
@@ -138,12 +146,6 @@ export interface ReadOptions {
   readonly minBatchBeside?: number
   /** Most reads in one batch (default 100). */
   readonly maxBatch?: number
-  /**
-   * How a finished batch hands each reader its answer (default: at once), as
-   * `Ingest.BatchOptions.handOff`. The reference server keeps the default: deferring reads by a
-   * tick cost reads per second (docs/performance.md).
-   */
-  readonly handOff?: ((answer: () => void) => void) | undefined
 }
 
 interface Read {
@@ -184,19 +186,10 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
     const standing = yield* GroupCommit.make(readAll, {
       workers: options.workers ?? 1,
       minBatchBeside: options.minBatchBeside,
-      maxBatch: options.maxBatch ?? 100,
-      handOff: options.handOff
+      maxBatch: options.maxBatch ?? 100
     })
 
     const clock = yield* Effect.clock
-    // Goes on from an effect at once when it has already finished (a cache hit), else runs it on
-    // the runtime the service was made in (a cache miss).
-    const runCallback = Runtime.runCallback(yield* Effect.runtime<never>())
-    const run = <A, E>(effect: Effect.Effect<A, E>, onExit: (exit: Exit.Exit<A, E>) => void): void => {
-      const exit = Finished.exitOf(effect)
-      if (exit !== undefined) return onExit(exit)
-      runCallback(effect, { onExit })
-    }
 
     /**
      * The reads of the member behind `userHash` (aliases resolved): their zone, their streak on the
@@ -304,71 +297,50 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
         m.rewardType !== "message" && m.rewardValue !== undefined && found.achieved.includes(m.id)
       )
 
-    type Done = (exit: Exit.Exit<StateAnswer, StateError | StorageError>) => void
-
-    interface Checked {
-      readonly project: Project
-      readonly program: Program
-      readonly userHash: UserHash
-      readonly deprecation: boolean
-      readonly now: Date
+    /** The answer from the member's standing; the body is computed in an `Effect.sync`, so a row
+     * the calculus cannot read is a defect of this read alone. */
+    const answer = (
+      project: Project,
+      program: Program,
+      userHash: UserHash,
+      deprecation: boolean,
+      now: Date,
+      identityToken: string | undefined,
+      found: Standing
+    ): Effect.Effect<StateAnswer, StorageError> => {
+      const bodyOf = (reveal: boolean) =>
+        Effect.sync((): StateAnswer => ({
+          body: body(program, found, evaluate(project, program, found, now), reveal),
+          deprecation
+        }))
+      return holdsSecrets(program, found)
+        ? Effect.flatMap(identified(project, identityToken, [userHash, found.member.userHash]), bodyOf)
+        : bodyOf(false)
     }
 
-    /**
-     * The answer from the member's standing. What a fiber would turn into a defect (a row the
-     * calculus cannot read, say) is handed to `done` as one.
-     */
-    const answer = (checked: Checked, identityToken: string | undefined, found: Standing, done: Done): void => {
-      const { deprecation, program, project, userHash } = checked
-      const bodyOf = (reveal: boolean): Exit.Exit<StateAnswer> => {
-        try {
-          return Exit.succeed({
-            body: body(program, found, evaluate(project, program, found, checked.now), reveal),
-            deprecation
-          })
-        } catch (defect) {
-          return Exit.die(defect)
-        }
-      }
-      if (!holdsSecrets(program, found)) return done(bodyOf(false))
-      run(
-        identified(project, identityToken, [userHash, found.member.userHash]),
-        (reveal) => done(Exit.isSuccess(reveal) ? bodyOf(reveal.value) : Exit.failCause(reveal.cause))
-      )
-    }
-
-    // Callbacks over checks that are values and lookups that are finished exits on a cache hit,
-    // all inside the one `Effect.async` of `state`, not a fiber per lookup: this runs on every
-    // widget load, and each operation, fiber and allocation saved shows in `pnpm bench`.
-    const stateInto = (request: StateRequest, done: Done): void => {
-      const userHash = EventInput.checkUserHash("userHash", request.userHash)
-      if (Either.isLeft(userHash)) return done(Exit.fail(userHash.left))
-      run(resolveProject(directory, request.siteKey), (project) => {
-        if (Exit.isFailure(project)) return done(Exit.failCause(project.cause))
-        const access = browserAuth(project.value, request.origin, request.serverToken)
-        if (Either.isLeft(access)) return done(Exit.fail(access.left))
-        run(programOf(directory, project.value, request.event), (program) => {
-          if (Exit.isFailure(program)) return done(Exit.failCause(program.cause))
-          const checked: Checked = {
-            project: project.value,
-            program: program.value,
-            userHash: userHash.right,
-            deprecation: access.right.deprecation,
-            now: new Date(clock.unsafeCurrentTimeMillis())
-          }
-          standing.submit(
-            readOf(checked.project, checked.program, checked.userHash, checked.now),
+    // Plain `flatMap`s over checks that are values: this runs on every widget load.
+    const stateOf = (project: Project, request: Omit<StateRequest, "siteKey">) =>
+      Effect.suspend((): Effect.Effect<StateAnswer, StateError | StorageError> => {
+        const userHash = EventInput.checkUserHash("userHash", request.userHash)
+        if (Either.isLeft(userHash)) return Effect.fail(userHash.left)
+        const access = browserAuth(project, request.origin, request.serverToken)
+        if (Either.isLeft(access)) return Effect.fail(access.left)
+        return Effect.flatMap(programOf(directory, project, request.event), (program) => {
+          const now = new Date(clock.unsafeCurrentTimeMillis())
+          return Effect.flatMap(
+            standing(readOf(project, program, userHash.right, now)),
             (found) =>
-              Exit.isFailure(found)
-                ? done(Exit.failCause(found.cause))
-                : answer(checked, request.identityToken, found.value, done)
+              answer(project, program, userHash.right, access.right.deprecation, now, request.identityToken, found)
           )
         })
       })
-    }
 
     const state = (request: StateRequest) =>
-      Effect.async<StateAnswer, StateError | StorageError>((resume) => stateInto(request, resume))
+      Effect.suspend((): Effect.Effect<StateAnswer, StateError | StorageError> => {
+        const userHash = EventInput.checkUserHash("userHash", request.userHash)
+        if (Either.isLeft(userHash)) return Effect.fail(userHash.left)
+        return Effect.flatMap(resolveProject(directory, request.siteKey), (project) => stateOf(project, request))
+      })
 
     const memberStreak = (programId: string, userHash: string) =>
       Effect.gen(function*() {
@@ -392,7 +364,12 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
         }
       })
 
-    return StateQuery.of({ state, memberStreak })
+    return StateQuery.of({
+      resolveProject: (siteKey) => resolveProject(directory, siteKey),
+      state,
+      stateOf,
+      memberStreak
+    })
   })
 
 /** `StateQuery` with the default read batching. */

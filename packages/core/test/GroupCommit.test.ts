@@ -1,10 +1,10 @@
 /**
  * The group-commit front of `Ingest` and of state reads: what arrives while a batch runs shares the
- * next batch, each caller (a fiber or a callback) gets its own answer, a defect fails only its
- * batch, and closing waits for work in flight.
+ * next batch, each caller gets its own answer, a defect fails only its batch, and closing waits
+ * for work in flight.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Logger, Scope } from "effect"
+import { Deferred, Effect, Exit, Fiber, Scope } from "effect"
 import * as GroupCommit from "../src/internal/groupCommit.js"
 
 /** A `run` that records each batch and waits for `gate` before answering `input * 10`. */
@@ -153,85 +153,20 @@ describe("GroupCommit", () => {
       assert.deepStrictEqual(finished, [7], "Ingest relies on this: a submitted action commits")
     }).pipe(Effect.scoped))
 
-  it.live("handOff: each caller of a finished batch resumes only when its own hand-off says, and the next batch has started by then", () =>
+  it.live("a finished batch starts the next one before its callers resume", () =>
     Effect.gen(function*() {
       const gate = yield* Deferred.make<void>()
       const { batches, run } = recorder(gate)
-      const answers: Array<() => void> = []
-      const startedWhenHandedOff: Array<number> = []
-      const submit = yield* GroupCommit.make(run, {
-        workers: 1,
-        maxBatch: 100,
-        handOff: (answer) => {
-          startedWhenHandedOff.push(batches.length)
-          answers.push(answer)
-        }
-      })
-      const first = yield* Effect.fork(submit(1))
+      const submit = yield* GroupCommit.make(run, { workers: 1, maxBatch: 100 })
+      const first = yield* Effect.fork(Effect.map(submit(1), (answer) => [answer, batches.length]))
       yield* Effect.sleep("20 millis")
       const rest = yield* Effect.fork(Effect.all([2, 3].map(submit), { concurrency: "unbounded" }))
       yield* Effect.sleep("20 millis")
+      assert.deepStrictEqual(batches, [[1]], "2 and 3 wait for the first batch")
       yield* Deferred.succeed(gate, undefined)
-      yield* Effect.sleep("20 millis")
-      // Both batches are done, but nobody has been answered.
-      assert.deepStrictEqual(batches, [[1], [2, 3]])
-      assert.deepStrictEqual(
-        startedWhenHandedOff,
-        [2, 2, 2],
-        "one hand-off per caller; the second batch had started when the first handed off"
-      )
-      assert.isNull(first.unsafePoll())
-      assert.isNull(rest.unsafePoll())
-      // The hand-offs answer their callers one by one, in order.
-      answers[0]!()
-      assert.strictEqual(yield* Fiber.join(first), 10)
-      answers[1]!()
-      yield* Effect.sleep("20 millis")
-      assert.isNull(rest.unsafePoll(), "3 has not been handed its answer yet")
-      answers[2]!()
+      assert.deepStrictEqual(yield* Fiber.join(first), [10, 2], "the caller of 1 resumed once [2, 3] had started")
       assert.deepStrictEqual(yield* Fiber.join(rest), [20, 30])
-    }).pipe(Effect.scoped))
-
-  it.live("submit: a caller that is not a fiber shares the batch and gets its own exit through its callback", () =>
-    Effect.gen(function*() {
-      const { batches, first, gate, submit } = yield* firstBatchRunning
-      const called: Array<Exit.Exit<number>> = []
-      submit.submit(2, (exit) => called.push(exit))
-      submit.submit(13, (exit) => called.push(exit))
-      const third = yield* Effect.fork(submit(3))
-      yield* Effect.sleep("20 millis")
-      assert.deepStrictEqual(called, [], "no answer before its batch ran")
-      yield* Deferred.succeed(gate, undefined)
-      assert.strictEqual(yield* Fiber.join(first), 10)
-      assert.isTrue(Exit.isFailure(yield* Fiber.await(third)), "13 makes its batch die, which fails all of it")
-      assert.deepStrictEqual(batches, [[1], [2, 13, 3]])
-      assert.strictEqual(called.length, 2)
-      assert.isTrue(called.every(Exit.isFailure))
-      submit.submit(4, (exit) => called.push(exit))
-      yield* Effect.sleep("20 millis")
-      assert.deepStrictEqual(called[2], Exit.succeed(40))
-    }).pipe(Effect.scoped))
-
-  it.live("submit: a callback that throws is logged, and the other callers of its batch still get their answers", () =>
-    Effect.gen(function*() {
-      const logged: Array<string> = []
-      const logger = Logger.make(({ cause, message }) => logged.push(`${String(message)} ${Cause.pretty(cause)}`))
-      const { first, gate, submit } = yield* firstBatchRunning.pipe(
-        Effect.provide(Logger.replace(Logger.defaultLogger, logger))
-      )
-      const answered: Array<number> = []
-      submit.submit(2, () => {
-        throw new Error("caller broke")
-      })
-      submit.submit(3, (exit) => answered.push(Exit.isSuccess(exit) ? exit.value : -1))
-      const fourth = yield* Effect.fork(submit(4))
-      yield* Effect.sleep("20 millis")
-      yield* Deferred.succeed(gate, undefined)
-      assert.strictEqual(yield* Fiber.join(first), 10)
-      assert.strictEqual(yield* Fiber.join(fourth), 40)
-      yield* Effect.sleep("20 millis")
-      assert.deepStrictEqual(answered, [30])
-      assert.isTrue(logged.some((l) => l.includes("threw while taking its answer") && l.includes("caller broke")))
+      assert.deepStrictEqual(batches, [[1], [2, 3]])
     }).pipe(Effect.scoped))
 
   it.live("closing the scope waits for the batch in flight, whose caller still gets its answer", () =>

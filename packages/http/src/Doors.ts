@@ -5,7 +5,7 @@
  * construction.
  */
 import { Aliases, Errors, EventInput, Ids, Ingest, StateQuery } from "@streaks/core"
-import { Cause, Effect, Exit, Option } from "effect"
+import { Cause, Effect, Either, Exit, Option } from "effect"
 import { statusOf } from "./Api.js"
 import * as Cors from "./Cors.js"
 import * as RateLimit from "./RateLimit.js"
@@ -92,15 +92,9 @@ export const ingest = (
         // IP's failures).
         return Effect.flatMap(RateLimiter, (limiter) => {
           const limits = { ip: facts.ip, siteKey: project.siteKey }
-          const record = Effect.flatMap(
-            Effect.exit(
-              service.record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } })
-            ),
-            (exit) =>
-              Effect.zipRight(
-                RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(exit) }),
-                exit
-              )
+          const record = Effect.onExit(
+            service.record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } }),
+            (exit) => RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(exit) })
           )
           return settle(
             Effect.zipRight(RateLimit.beforePublicDoor(limiter, limits), record),
@@ -136,7 +130,7 @@ export interface StateQueryParams {
   readonly kind: string | undefined
 }
 
-type StateServices = StateQuery.StateQuery | Ingest.Ingest
+type StateServices = StateQuery.StateQuery
 
 /**
  * How every door answers a failure: a client error answers its code, a storage failure 503
@@ -147,8 +141,8 @@ const failed = (
   headers: Readonly<Record<string, string>>
 ): Effect.Effect<Answer> => {
   const error = Cause.failureOption(cause)
-  if (Option.isNone(error)) return Exit.failCause(cause as Cause.Cause<never>)
-  if (error.value._tag !== "StorageError") return Exit.succeed(errorAnswer(error.value, headers))
+  if (Option.isNone(error)) return Effect.failCause(cause as Cause.Cause<never>)
+  if (error.value._tag !== "StorageError") return Effect.succeed(errorAnswer(error.value, headers))
   return Effect.as(Effect.logError("storage failure on a public door", error.value), errorAnswer(storageDown, headers))
 }
 
@@ -156,42 +150,44 @@ const failed = (
 export const state = (query: StateQueryParams, facts: StateFacts): Effect.Effect<Answer, never, StateServices> => {
   const texts = [query.siteKey, query.userHash, query.event, query.kind, facts.identityToken]
   if (!texts.every((t) => t === undefined || Ids.isWellFormedText(t))) {
-    return Exit.succeed(errorAnswer(EventInput.uncleanText()))
+    return Effect.succeed(errorAnswer(EventInput.uncleanText()))
   }
   const event = query.event ?? query.kind
   if (
     event === undefined || event === "" ||
     (query.kind !== undefined && query.event !== undefined && query.kind !== query.event)
   ) {
-    return Exit.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })))
+    return Effect.succeed(errorAnswer(new Errors.InvalidBody({ message: "event: is missing, or differs from kind" })))
   }
-  const request: StateQuery.StateRequest = {
-    siteKey: query.siteKey,
+  const request = {
     userHash: query.userHash,
     event,
     origin: facts.origin,
     serverToken: facts.serverToken,
     identityToken: facts.identityToken
   }
-  const read = (cors: Record<string, string>) =>
-    Effect.flatMap(StateQuery.StateQuery, (service) =>
-      settle(
-        service.state(request),
-        (answer) => ({ status: 200, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
-        () => cors
-      ))
   const origin = facts.origin
-  if (origin === undefined) return read({})
-  // Only for the CORS headers: an unknown siteKey is the state query's to report, after its body
-  // checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY: docs/api.md#order-of-checks).
-  return Effect.flatMap(Ingest.Ingest, (service) =>
-    Effect.matchCauseEffect(service.resolveProject(query.siteKey), {
-      onSuccess: (project) => read(Cors.actualHeaders(origin, project.allowedOrigins)),
-      onFailure: (cause) => {
-        const error = Cause.failureOption(cause)
-        return Option.isSome(error) && error.value._tag === "InvalidSiteKey" ? read({}) : failed(cause, {})
-      }
-    }))
+  // The project is resolved once: for the CORS headers and for the read. An unknown siteKey is
+  // answered after the body's checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY:
+  // docs/api.md#order-of-checks).
+  return Effect.flatMap(
+    StateQuery.StateQuery,
+    (service) =>
+      Effect.matchCauseEffect(service.resolveProject(query.siteKey), {
+        onSuccess: (project) => {
+          const cors = origin === undefined ? {} : Cors.actualHeaders(origin, project.allowedOrigins)
+          return settle(
+            service.stateOf(project, request),
+            (answer) => ({ status: 200, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
+            () => cors
+          )
+        },
+        onFailure: (cause) => {
+          const userHash = EventInput.checkUserHash("userHash", query.userHash)
+          return Either.isLeft(userHash) ? Effect.succeed(errorAnswer(userHash.left)) : failed(cause, {})
+        }
+      })
+  )
 }
 
 /** `POST /v1/alias`: a short-lived alias token links an anonymous visitor (docs/api.md#aliases). */
@@ -209,9 +205,10 @@ export const alias = (
       if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
       const limits = { ip: facts.ip, siteKey: project.siteKey }
       yield* RateLimit.beforePublicDoor(limiter, limits)
-      const linked = yield* Effect.exit(aliases.linkWithToken(body))
-      yield* RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(linked) })
-      return yield* linked
+      return yield* Effect.onExit(
+        aliases.linkWithToken(body),
+        (linked) => RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(linked) })
+      )
     })
     return yield* settle(
       work,

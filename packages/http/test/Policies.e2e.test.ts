@@ -7,7 +7,7 @@
  * can pass.
  */
 import { expect, layer } from "@effect/vitest"
-import { DueChecks, OutboundEvents, SecretBox, Services } from "@streaks/core"
+import { DueChecks, OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { PgStorage } from "@streaks/storage-pg"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import type { Duration } from "effect"
@@ -384,7 +384,7 @@ const movableServer = Http.layerServer({ port: 0, shutdownTimeout: "1 second" })
     HttpConfig.layer({ adminToken: Option.some(Redacted.make(ADMIN_TOKEN)), allowInsecureWebhookUrls: true })
   ),
   Layer.provideMerge(Services.layer),
-  Layer.provideMerge(OutboundEvents.layerNoop),
+  Layer.provideMerge(OutboxSignal.layerNoop),
   Layer.provideMerge(SecretBox.layerEphemeral),
   Layer.provideMerge(PgStorage.layer()),
   Layer.provideMerge(PgTest.layer),

@@ -5,7 +5,7 @@
  */
 import { Command, Options } from "@effect/cli"
 import { PgStorage } from "@streaks/storage-pg"
-import { Services, SecretBox, OutboundEvents } from "@streaks/core"
+import { OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import * as Demo from "./Demo.js"
 import * as Main from "./Main.js"
@@ -42,7 +42,7 @@ const demo = Command.make("demo", { origin }, ({ origin }) =>
     const config = yield* ServerConfig.config
     const key = yield* SecretKey.resolve(config.secretKey, config.dataDir, config.databaseUrl)
     const services = Services.layer.pipe(
-      Layer.provide(OutboundEvents.layerNoop),
+      Layer.provide(OutboxSignal.layerNoop),
       Layer.provideMerge(SecretBox.layer(key)),
       Layer.provideMerge(PgStorage.layer({ prefix: config.tablePrefix })),
       Layer.provide(Main.layerDatabase(config))

@@ -10,7 +10,20 @@ import { Aliases, type Errors, EventInput, Ids, Ingest, StateQuery } from "@stre
 import { Headers, HttpTraceContext } from "@effect/platform"
 import { Cors, Doors, HttpErrors, JsonLimits, type NodeServer, RateLimit } from "@streaks/http"
 import * as TextHygiene from "@streaks/http/TextHygiene"
-import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Schema, Tracer } from "effect"
+import {
+  Cause,
+  Context,
+  Effect,
+  Either,
+  Exit,
+  FiberId,
+  FiberRef,
+  Option,
+  Runtime,
+  Schema,
+  Scheduler,
+  Tracer
+} from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 
 export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimit.RateLimiter | Aliases.Aliases
@@ -131,15 +144,49 @@ export interface Options {
    * runtime's tracer, and none are made where that runtime has tracing disabled.
    */
   readonly tracing?: boolean | undefined
-  /**
-   * How an action's front (decode, auth, joining its group) is run once its body is read (default:
-   * at once). A server runtime may queue it behind the answers it hands back (the reference
-   * server's event-loop slices, `EventLoopQueue.shared`).
-   */
-  readonly schedule?: ((front: () => void) => void) | undefined
 }
 
 type Door = "browser" | "server" | "webhook" | "state" | "preflight"
+
+/**
+ * The scheduler of the hot doors' fibers: they run and resume a slice of sixteen tasks per turn of
+ * the event loop (`setImmediate`), so that a burst of requests read in one turn, or of answers a
+ * committed batch hands back, does not run ahead of the database reply the next batch waits for.
+ * Batches run on Effect's default scheduler, so their statements go out at once
+ * (docs/decisions/0014-planners-and-an-effect-native-hot-path.md).
+ */
+const inSlices = (perTurn: number): Scheduler.Scheduler => {
+  const tasks: Array<Scheduler.Task | undefined> = []
+  let head = 0
+  let scheduled = false
+  const drain = (): void => {
+    const end = Math.min(tasks.length, head + perTurn)
+    try {
+      while (head < end) {
+        const task = tasks[head]!
+        tasks[head++] = undefined
+        task()
+      }
+    } finally {
+      if (head >= tasks.length) {
+        tasks.length = 0
+        head = 0
+        scheduled = false
+      } else {
+        setImmediate(drain)
+      }
+    }
+  }
+  return {
+    scheduleTask: (task) => {
+      tasks.push(task)
+      if (scheduled) return
+      scheduled = true
+      setImmediate(drain)
+    },
+    shouldYield: (fiber) => Scheduler.defaultScheduler.shouldYield(fiber)
+  }
+}
 
 const WEBHOOK = /^\/v1\/webhook\/([^/?]+)\/e$/
 
@@ -156,7 +203,8 @@ const doorOf = (method: string | undefined, path: string): Door | undefined => {
 }
 
 /** The fast path over a runtime that holds the core services and the rate limiter. */
-export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}): NodeServer.FastPath => {
+export const make = (services: Runtime.Runtime<Services>, options: Options = {}): NodeServer.FastPath => {
+  const runtime = Runtime.setFiberRef(services, FiberRef.currentScheduler, inSlices(16))
   // Without tracing, no spans on the hot routes (one per SQL statement otherwise), set once on the
   // runtime rather than per request.
   const quiet = Runtime.setFiberRef(runtime, FiberRef.currentTracerEnabled, false)
@@ -176,36 +224,34 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
   ) => Runtime.runCallback(rt)(door, { onExit: respond(res) })
 
   // Time for the body's `ts` check is the runtime's clock.
-  const clock = Runtime.runSync(runtime)(Effect.clock)
-  const schedule = options.schedule ?? ((front: () => void) => front())
+  const clock = Runtime.runSync(services)(Effect.clock)
   const ingest = (
     rt: Runtime.Runtime<Services>,
     req: IncomingMessage,
     res: ServerResponse,
     door: "browser" | "server"
   ) =>
-    readBody(req, res, (text) =>
-      schedule(() => {
-        const body = parse(text)
-        if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
-        let action: Either.Either<EventInput.Action, Errors.InvalidBody>
-        try {
-          action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
-        } catch (e) {
-          if (!nestedTooDeep(e)) throw e
-          return answer(
-            rt,
-            res,
-            decodeAsHttpApi(EventInput.EventRecord, body.right).pipe(
-              Effect.flatMap(EventInput.fromEventRecord),
-              Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req))),
-              Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
-            )
+    readBody(req, res, (text) => {
+      const body = parse(text)
+      if (Either.isLeft(body)) return fail(res, body.left[0], body.left[1])
+      let action: Either.Either<EventInput.Action, Errors.InvalidBody>
+      try {
+        action = EventInput.checkEventRecord(body.right, new Date(clock.unsafeCurrentTimeMillis()))
+      } catch (e) {
+        if (!nestedTooDeep(e)) throw e
+        return answer(
+          rt,
+          res,
+          decodeAsHttpApi(EventInput.EventRecord, body.right).pipe(
+            Effect.flatMap(EventInput.fromEventRecord),
+            Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req))),
+            Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
           )
-        }
-        if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
-        answer(rt, res, Doors.ingest(door, action.right, factsOf(req)))
-      }))
+        )
+      }
+      if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
+      answer(rt, res, Doors.ingest(door, action.right, factsOf(req)))
+    })
 
   const webhook = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, siteKey: string) =>
     readBody(req, res, (text) => {
@@ -279,7 +325,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
    * With tracing, the request's server span, ended when the response closes, and a runtime whose
    * work (a storage read on a cache miss, a log line) runs under it as the span's children.
    */
-  const startSpan = Runtime.runSync(runtime)
+  const startSpan = Runtime.runSync(services)
   const tracedRuntime = (req: IncomingMessage, res: ServerResponse, path: string): Runtime.Runtime<Services> => {
     const span = startSpan(Effect.makeSpan(`http.server ${req.method}`, {
       kind: "server",

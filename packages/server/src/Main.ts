@@ -15,7 +15,6 @@ import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import * as FastPath from "./FastPath.js"
 import * as SecretKey from "./SecretKey.js"
-import * as EventLoopQueue from "./EventLoopQueue.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
 /** The SQL client: `DATABASE_URL`, else the embedded cluster kept under `dataDir/pg`. */
@@ -43,16 +42,11 @@ export const layerCore = (config: ServerConfig) => {
     Layer.provide(Egress.layerHttpClient({ allowPrivate: config.allowInsecureWebhookUrls }))
   )
   const base = Layer.mergeAll(storage, secretBox)
-  // A committed ingest batch's callers resume after the next batch's first statement is on the
-  // wire, a few per turn of the event loop, ahead of the action fronts that the fast path queues on
-  // the same `EventLoopQueue.shared`: so Postgres works while the responses are written, the next batch's
-  // replies are taken between them, and no answer waits behind requests that can wait a turn
-  // (docs/performance.md; for state reads a deferral cost throughput). A second transaction opens
-  // beside the one in flight once 24 actions wait, about a batch under load: it uses the CPU that
-  // one transaction at a time leaves idle, and batches stay as large (`BatchOptions`). State reads
-  // do the same with their read batches (`ReadOptions`).
+  // A second transaction opens beside the one in flight once 24 actions wait, about a batch under
+  // load: it uses the CPU that one transaction at a time leaves idle, and batches stay as large
+  // (`BatchOptions`). State reads do the same with their read batches (`ReadOptions`).
   const twoBeside = { workers: 2, minBatchBeside: 24 }
-  return Services.layerWith({ ingest: { ...twoBeside, handOff: EventLoopQueue.shared.ahead }, state: twoBeside }).pipe(
+  return Services.layerWith({ ingest: twoBeside, state: twoBeside }).pipe(
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     // Subscription hosts are resolved when created: a name into a private network is refused.
@@ -86,12 +80,11 @@ const mcpRoutes = StreamableHttp.layerRoutes.pipe(Layer.provide(McpConfig.layerC
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
-  // The fast path answers the hot public routes in front of HttpApi; its action fronts wait their
-  // turn behind the answers queued ahead on the same event-loop slices.
+  // The fast path answers the hot public routes in front of HttpApi.
   const http = Http.layerServer(
     { port: config.port, host: config.host },
     Layer.mergeAll(mcpRoutes, widgetRoutes),
-    (api) => FastPath.front(api, { schedule: EventLoopQueue.shared })
+    (api) => FastPath.front(api)
   ).pipe(
     Layer.provide(layerJobs),
     Layer.provide(RateLimit.layer({

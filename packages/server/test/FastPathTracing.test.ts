@@ -102,9 +102,11 @@ describe("FastPath tracing", () => {
       const first = spans[0]!
       assert.strictEqual(first.traceId, traceId)
       assert.deepStrictEqual(Option.map(first.parent, (p) => p.spanId), Option.some(callerSpanId))
-      // The server door's project lookup ran under the first request's span, the webhook's under the fourth's.
+      // Each door's project lookup ran under its own request's span: the server door's under the
+      // first, the state door's under the third, the webhook's under the fourth.
       assert.deepStrictEqual(seen.map(Option.map((s) => s.spanId)), [
         Option.some(first.spanId),
+        Option.some(spans[2]!.spanId),
         Option.some(spans[3]!.spanId)
       ])
     }).pipe(Effect.scoped))

@@ -9,7 +9,7 @@ import {
   type Domain,
   EventInput,
   Ingest,
-  OutboundEvents,
+  OutboxSignal,
   Provisioning,
   SecretBox,
   Services,
@@ -23,7 +23,7 @@ import * as PgTest from "../src/PgTest.js"
 const servicesWith = (options: Services.Options) =>
   Services.layerWith(options).pipe(
     Layer.provideMerge(
-      Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboundEvents.layerNoop)
+      Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboxSignal.layerNoop)
     ),
     Layer.provideMerge(PgTest.layer),
     Layer.provideMerge(Layer.setClock(Clock.make()))

@@ -5,7 +5,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
-import { DirectoryCache, EventInput, Ingest, OutboundEvents, Provisioning, SecretBox, Services } from "@streaks/core"
+import { DirectoryCache, EventInput, Ingest, OutboxSignal, Provisioning, SecretBox, Services } from "@streaks/core"
 import { Clock, Effect, Layer, Redacted } from "effect"
 import type pg from "pg"
 import * as Pools from "../src/internal/Pools.js"
@@ -157,7 +157,7 @@ const services = Services.layerWith({
   // As the server runs it: a warm cache answers the action's program without a statement.
   Layer.provide(DirectoryCache.layer({ ttl: "1 hour" })),
   Layer.provideMerge(
-    Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboundEvents.layerNoop)
+    Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboxSignal.layerNoop)
   ),
   Layer.provideMerge(watching),
   Layer.provideMerge(PgTest.layer),

@@ -7,7 +7,7 @@
  * action reach receivers within a second instead of waiting for a poll.
  */
 import type { HttpClient } from "@effect/platform"
-import { Domain, type Errors, OutboundEvents, Ports, SecretBox } from "@streaks/core"
+import { Domain, type Errors, OutboxSignal, Ports, SecretBox } from "@streaks/core"
 import { Clock, Context, Duration, Effect, Layer, Option, Queue } from "effect"
 import * as RetryPolicy from "./RetryPolicy.js"
 import * as Sender from "./Sender.js"
@@ -155,7 +155,7 @@ export const make = (options: Options = {}): Effect.Effect<Dispatcher["Type"], n
  * pass when woken, else sleeps until the next retry is due, at most `pollInterval`. Failures are
  * logged and never stop it.
  */
-export const layer = (options: Options = {}): Layer.Layer<Dispatcher | OutboundEvents.OutboxSignal, never, Needs> =>
+export const layer = (options: Options = {}): Layer.Layer<Dispatcher | OutboxSignal.OutboxSignal, never, Needs> =>
   Layer.scopedContext(Effect.gen(function*() {
     const { pass, runOnce } = yield* makePasses(options)
     const wake = yield* Queue.sliding<void>(1)
@@ -175,12 +175,12 @@ export const layer = (options: Options = {}): Layer.Layer<Dispatcher | OutboundE
       yield* Effect.raceFirst(Queue.take(wake), Effect.sleep(Duration.millis(wait)))
     }).pipe(Effect.forever, Effect.forkScoped)
     return Context.make(Dispatcher, Dispatcher.of({ runOnce })).pipe(
-      Context.add(OutboundEvents.OutboxSignal, { notify: Queue.offer(wake, undefined).pipe(Effect.asVoid) })
+      Context.add(OutboxSignal.OutboxSignal, { notify: Queue.offer(wake, undefined).pipe(Effect.asVoid) })
     )
   }))
 
 /** Only `runOnce` and a signal that does nothing: for tests and on-demand passes. */
 export const layerNoLoop = (
   options: Options = {}
-): Layer.Layer<Dispatcher | OutboundEvents.OutboxSignal, never, Needs> =>
-  Layer.merge(Layer.effect(Dispatcher, make(options)), OutboundEvents.layerNoop)
+): Layer.Layer<Dispatcher | OutboxSignal.OutboxSignal, never, Needs> =>
+  Layer.merge(Layer.effect(Dispatcher, make(options)), OutboxSignal.layerNoop)

@@ -1,8 +1,20 @@
 /**
- * Work that many fibers submit at once, run in batches: each worker takes everything waiting and
- * runs it together, so what arrives while a batch is busy shares the next one (group commit).
+ * Work that many fibers submit at once, run in batches: what arrives while a batch is busy shares
+ * the next one (group commit). Callers wait on a `Deferred`; batches run in fibers of their own.
  */
-import { Cause, Context, Duration, Effect, Exit, Runtime, type Scope } from "effect"
+import {
+  Chunk,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  FiberId,
+  FiberSet,
+  MutableQueue,
+  Runtime,
+  type Scope
+} from "effect"
 
 export interface Options<E = never> {
   /** Batches run at the same time. */
@@ -20,139 +32,114 @@ export interface Options<E = never> {
   readonly overloaded?: (() => E) | undefined
   /**
    * How long closing the scope waits for the work submitted before (default 10 seconds); then it
-   * returns, and what is still running ends with the process (its transaction never commits, and
-   * its callers were never answered 2xx).
+   * returns, and what is still running is interrupted (its transaction never commits, and its
+   * callers were never answered 2xx).
    */
   readonly closeDeadline?: Duration.DurationInput | undefined
-  /**
-   * How a finished batch hands each caller its answer (default: at once), once per caller, in
-   * order. The next batch has started, up to its first wait, before this is called; see
-   * `Ingest.BatchOptions.handOff`.
-   */
-  readonly handOff?: ((answer: () => void) => void) | undefined
-}
-
-/** Submits inputs: as an effect that waits for the input's batch, or with a callback, without a fiber. */
-export interface Front<I, A, E> {
-  (input: I): Effect.Effect<A, E>
-  /**
-   * Submits `input` and calls `onExit` with its exit when its batch is done (it may be at once,
-   * within this call). For callers that are not fibers; should `onExit` throw, the error is logged
-   * and the batch's other callers still get their answers.
-   */
-  readonly submit: (input: I, onExit: (exit: Exit.Exit<A, E>) => void) => void
 }
 
 interface Job<I, A, E> {
   readonly input: I
-  readonly resume: (exit: Exit.Exit<A, E>) => void
+  readonly answer: Deferred.Deferred<A, E>
 }
 
 /**
- * A front for `run`, which gets the inputs of one batch and answers one exit per input, in order.
- * A call made while no batch runs is a batch of one and waits for nothing. With more than one
- * worker, `minBatchBeside` keeps the batches that run beside another large: a worker that took
+ * A submit function for `run`, which gets the inputs of one batch and answers one exit per input,
+ * in order. A call made while no batch runs is a batch of one and waits for nothing. With more than
+ * one worker, `minBatchBeside` keeps the batches that run beside another large: a worker that took
  * whatever waited split the load into small batches, each paying the same fixed cost (a
- * transaction's statements and commit), and gained nothing (docs/performance.md). Once submitted, a
- * call's work runs to its end even if the caller stops waiting; closing the scope waits for the
- * work already submitted.
+ * transaction's statements and commit), and gained nothing (docs/performance.md).
  *
- * Callers wait through `Effect.async` on a plain queue rather than a `Queue` and a `Deferred` per
- * call: this sits on the path of every action, and the lighter hand-off costs less
- * (docs/decisions/0003-group-commit-queue.md).
+ * A batch that ends takes the next one in its own fiber before it completes its callers' deferreds:
+ * the callers resume once that fiber waits on the next batch's first statement, so the database
+ * works while they write their answers. Once submitted, a call's work runs to its end even if the
+ * caller stops waiting; closing the scope waits for the work already submitted
+ * (docs/decisions/0014-planners-and-an-effect-native-hot-path.md).
  */
 export const make = <I, A, E>(
   run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<Exit.Exit<A, E>>>,
   options: Options<E>
-): Effect.Effect<Front<I, A, E>, never, Scope.Scope> =>
+): Effect.Effect<(input: I) => Effect.Effect<A, E>, never, Scope.Scope> =>
   Effect.gen(function*() {
-    // Batches run with the fiber refs of the front's maker and no services (`run` needs none): a
-    // fiber's services are copied whenever a service is provided or a scope opened inside it, once
-    // per SQL statement, so the smaller the cheaper.
+    const fibers = yield* FiberSet.make<void>()
+    // Batches run with the fiber refs of the maker and no services (`run` needs none): a fiber's
+    // services are copied whenever a service is provided or a scope opened inside it, once per SQL
+    // statement, so the smaller the cheaper.
     const runtime = yield* Effect.runtime<never>()
-    const batchRuntime = Runtime.make({
+    const fork = Runtime.runFork(Runtime.make({
       context: Context.empty(),
       fiberRefs: runtime.fiberRefs,
       runtimeFlags: runtime.runtimeFlags
-    })
-    const runCallback = Runtime.runCallback(batchRuntime)
-    const runFork = Runtime.runFork(batchRuntime)
+    }))
     const workers = Math.max(1, options.workers)
-    const waiting: Array<Job<I, A, E>> = []
     const besideAt = Math.max(1, options.minBatchBeside ?? 1)
+    const waiting = MutableQueue.bounded<Job<I, A, E>>(options.maxWaiting ?? Number.MAX_SAFE_INTEGER)
     let busy = 0
-    let onIdle: (() => void) | undefined
+    let idle: Deferred.Deferred<void> | undefined
 
-    const handOff = options.handOff
+    const mayStart = (): boolean =>
+      busy === 0 ? !MutableQueue.isEmpty(waiting) : busy < workers && MutableQueue.length(waiting) >= besideAt
 
-    const batch = (jobs: ReadonlyArray<Job<I, A, E>>) =>
-      run(jobs.map((j) => j.input)).pipe(
+    /** The next batch, if one may start now; it counts as busy from here. */
+    const take = (): ReadonlyArray<Job<I, A, E>> | undefined => {
+      if (!mayStart()) return undefined
+      busy++
+      return Chunk.toReadonlyArray(MutableQueue.pollUpTo(waiting, options.maxBatch))
+    }
+
+    /** Runs `jobs`, then each next batch this fiber may take, answering each batch's callers in turn. */
+    const drive = (jobs: ReadonlyArray<Job<I, A, E>>): Effect.Effect<void> =>
+      Effect.flatMap(
         // A defect fails the calls of its batch, never the front.
-        Effect.catchAllCause((cause) => Effect.succeed(jobs.map(() => Exit.failCause(cause))))
+        Effect.catchAllCause(
+          run(jobs.map((j) => j.input)),
+          (cause) => Effect.succeed(jobs.map(() => Exit.failCause(cause)))
+        ),
+        (exits) => {
+          busy--
+          const next = take()
+          return Effect.zipRight(
+            Effect.forEach(jobs, (job, i) => Deferred.done(job.answer, exits[i]!), { discard: true }),
+            Effect.suspend(() => {
+              startBeside()
+              if (next !== undefined) return drive(next)
+              return busy === 0 && idle !== undefined ? Deferred.succeed(idle, undefined) : Effect.void
+            })
+          )
+        }
       )
 
-    // A callback that throws must not keep the callers after it from their answers; it is logged.
-    const answer = (job: Job<I, A, E>, exit: Exit.Exit<A, E>): void => {
-      try {
-        job.resume(exit)
-      } catch (defect) {
-        runFork(Effect.logError("a caller of a batch threw while taking its answer", Cause.die(defect)))
-      }
+    /** Starts every batch that may start now, each in a fiber of its own. */
+    const startBeside = (): void => {
+      for (let jobs = take(); jobs !== undefined; jobs = take()) FiberSet.unsafeAdd(fibers, fork(drive(jobs)))
     }
 
-    const mayStart = (): boolean => busy === 0 ? waiting.length > 0 : busy < workers && waiting.length >= besideAt
-
-    const pump = (): void => {
-      while (mayStart()) {
-        const jobs = waiting.splice(0, options.maxBatch)
-        busy++
-        runCallback(batch(jobs), {
-          onExit: (exit) => {
-            busy--
-            // The next batch starts first, so that what it sends can go out before this batch's
-            // callers take the thread.
-            pump()
-            const exits = Exit.isSuccess(exit) ? exit.value : jobs.map(() => Exit.failCause(exit.cause))
-            // One hand-off per caller, so that a hand-off that spreads work over time (the
-            // reference server's) can spread a batch's answers too.
-            for (let i = 0; i < jobs.length; i++) {
-              const job = jobs[i]!
-              const outcome = exits[i]!
-              if (handOff === undefined) answer(job, outcome)
-              else handOff(() => answer(job, outcome))
-            }
-          }
-        })
-      }
-      if (busy === 0 && onIdle !== undefined) {
-        const idle = onIdle
-        onIdle = undefined
-        idle()
-      }
-    }
-
+    // Closing waits for the submitted work first (finalizers run last added first), then the fiber
+    // set interrupts what is left.
     yield* Effect.addFinalizer(() =>
-      Effect.async<void>((resume) => {
+      Effect.suspend(() => {
+        if (busy === 0 && MutableQueue.isEmpty(waiting)) return Effect.void
+        const done = Deferred.unsafeMake<void>(FiberId.none)
+        idle = done
         // A real timer, not `Clock`: shutdown must end under a TestClock too.
-        const timer = setTimeout(() => {
-          onIdle = undefined
-          resume(Effect.void)
-        }, Duration.toMillis(options.closeDeadline ?? Duration.seconds(10)))
-        onIdle = () => {
-          clearTimeout(timer)
-          resume(Effect.void)
-        }
-        pump()
-        return Effect.sync(() => clearTimeout(timer))
+        const timer = setTimeout(
+          () => Deferred.unsafeDone(done, Effect.void),
+          Duration.toMillis(options.closeDeadline ?? Duration.seconds(10))
+        )
+        startBeside()
+        return Effect.ensuring(Deferred.await(done), Effect.sync(() => clearTimeout(timer)))
       })
     )
 
-    const maxWaiting = options.maxWaiting ?? Infinity
     const overloaded = options.overloaded
-    const submit = (input: I, onExit: (exit: Exit.Exit<A, E>) => void): void => {
-      if (overloaded !== undefined && waiting.length >= maxWaiting) return onExit(Exit.fail(overloaded()))
-      waiting.push({ input, resume: onExit })
-      pump()
-    }
-    return Object.assign((input: I) => Effect.async<A, E>((resume) => submit(input, resume)), { submit })
+    return (input: I): Effect.Effect<A, E> =>
+      Effect.suspend(() => {
+        const answer = Deferred.unsafeMake<A, E>(FiberId.none)
+        if (!MutableQueue.offer(waiting, { input, answer })) {
+          if (overloaded !== undefined) return Effect.fail(overloaded())
+          return Effect.dieMessage("groupCommit: too many inputs wait")
+        }
+        startBeside()
+        return Deferred.await(answer)
+      })
   })

@@ -3,7 +3,7 @@
  * allowed-lists, the server token, the webhook secret of the counting program, and the program an
  * action feeds.
  */
-import { Effect, Either, Exit, Option } from "effect"
+import { Effect, Either, Option } from "effect"
 import * as Credentials from "../Credentials.js"
 import type { Program, Project } from "../Domain.js"
 import {
@@ -21,7 +21,6 @@ import type { Action } from "../EventInput.js"
 import type { ProgramId } from "../Ids.js"
 import type { DirectoryStore } from "../Ports.js"
 import { normalizeOrigin } from "../Provisioning.js"
-import * as Finished from "../Finished.js"
 
 /** How a call reached the pipeline, with the credentials its door carries (docs/api.md#who-may-call). */
 export type Auth =
@@ -45,21 +44,20 @@ export const resolveProject = (
   directory: Directory,
   siteKey: string
 ): Effect.Effect<Project, InvalidSiteKey | StorageError> =>
-  // A malformed key cannot exist: answer without a storage round trip. On a cache hit the answer
-  // is a finished `Exit` (see `Finished`).
-  Finished.andThen(
+  // A malformed key cannot exist: answer without a storage round trip.
+  Effect.flatMap(
     SITE_KEY.test(siteKey) ? directory.projectBySiteKey(siteKey as Project["siteKey"]) : Effect.succeedNone,
     projectOrInvalid
   )
 
 // Made once rather than per call (`Option.match` with an object literal allocates its handlers).
 const projectOrInvalid = Option.match({
-  onNone: () => Exit.fail(new InvalidSiteKey({ message: "unknown siteKey" })),
-  onSome: (project: Project) => Exit.succeed(project)
+  onNone: () => Effect.fail(new InvalidSiteKey({ message: "unknown siteKey" })),
+  onSome: (project: Project) => Effect.succeed(project)
 })
 const programOrInvalid = Option.match({
-  onNone: () => Exit.fail(new InvalidWidgetKind({ message: "no program of this project counts this event" })),
-  onSome: (program: Program) => Exit.succeed(program)
+  onNone: () => Effect.fail(new InvalidWidgetKind({ message: "no program of this project counts this event" })),
+  onSome: (program: Program) => Effect.succeed(program)
 })
 
 const HTTPS_WILDCARD = "https://*"
@@ -95,7 +93,6 @@ export const browserAuth = (
   origin: string | undefined,
   serverToken: string | undefined
 ): Either.Either<{ readonly deprecation: boolean }, ForbiddenOrigin | ServerTokenRequired> => {
-  // An `Either` (itself an effect), so that the read path can check it without an operation.
   if (origin !== undefined) {
     return originAllowed(origin, project.allowedOrigins)
       ? Either.right(allowed)
@@ -117,7 +114,7 @@ export const programOf = (
   project: Project,
   event: string
 ): Effect.Effect<Program, InvalidWidgetKind | StorageError> =>
-  Finished.andThen(directory.programByEventKey(project.id, event), programOrInvalid)
+  Effect.flatMap(directory.programByEventKey(project.id, event), programOrInvalid)
 
 /** The program of the action's event (step 6), after checking that it names one. */
 const programFor = (
@@ -127,8 +124,8 @@ const programFor = (
   deprecation: boolean
 ): Effect.Effect<Authorized, InvalidBody | InvalidWidgetKind | StorageError> =>
   action.event === undefined
-    ? Exit.fail(missingEvent())
-    : Finished.andThen(programOf(directory, project, action.event), (program) => Exit.succeed({ program, deprecation }))
+    ? Effect.fail(missingEvent())
+    : Effect.flatMap(programOf(directory, project, action.event), (program) => Effect.succeed({ program, deprecation }))
 
 export type AuthError =
   | InvalidBody
@@ -142,8 +139,7 @@ export type AuthError =
 /**
  * Steps 3, 5 and 6 of docs/api.md#order-of-checks for one door: the program the action feeds, or
  * the first failure. Plain `flatMap`s over checks that are values, not a generator: every action
- * runs this. Checks fail with finished exits and a cached program is one, so on a warm cache the
- * answer is a finished `Exit` (see `Finished`).
+ * runs this.
  */
 export const authorize = (
   directory: Directory,
@@ -154,34 +150,34 @@ export const authorize = (
   switch (auth.door) {
     case "browser": {
       const access = browserAuth(project, auth.origin, auth.serverToken)
-      if (Either.isLeft(access)) return Exit.fail(access.left)
+      if (Either.isLeft(access)) return Effect.fail(access.left)
       return programFor(directory, project, action, access.right.deprecation)
     }
     case "server": {
       if (!Credentials.matches(auth.serverToken, project.serverTokenHash)) {
-        return Exit.fail(new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" }))
+        return Effect.fail(new ServerTokenRequired({ message: "X-Streak-Server-Token is missing or wrong" }))
       }
       return programFor(directory, project, action, false)
     }
     case "webhook": {
       if ((action.siteKey !== undefined && action.siteKey !== auth.urlSiteKey) || project.siteKey !== auth.urlSiteKey) {
-        return Exit.fail(new SiteKeyMismatch({ message: "siteKey in the body differs from the URL's" }))
+        return Effect.fail(new SiteKeyMismatch({ message: "siteKey in the body differs from the URL's" }))
       }
-      if (action.event === undefined) return Exit.fail(missingEvent())
-      return Finished.andThen(directory.programByEventKey(project.id, action.event), (found) => {
+      if (action.event === undefined) return Effect.fail(missingEvent())
+      return Effect.flatMap(directory.programByEventKey(project.id, action.event), (found) => {
         const program = Option.getOrUndefined(found)
         // Unknown event and wrong secret look the same, so the secret guards the event keys too.
         return program === undefined || !Credentials.matches(auth.secret, program.webhookSecretHash)
-          ? Exit.fail(new WebhookSecretRequired({ message: "X-Streak-Webhook-Secret is missing or wrong" }))
-          : Exit.succeed({ program, deprecation: false })
+          ? Effect.fail(new WebhookSecretRequired({ message: "X-Streak-Webhook-Secret is missing or wrong" }))
+          : Effect.succeed({ program, deprecation: false })
       })
     }
     case "api":
-      return Finished.andThen(directory.program(auth.programId), (found) => {
+      return Effect.flatMap(directory.program(auth.programId), (found) => {
         const program = Option.getOrUndefined(found)
         return program === undefined || program.projectId !== project.id
-          ? Exit.fail(new NotFound({ message: "program not found" }))
-          : Exit.succeed({ program, deprecation: false })
+          ? Effect.fail(new NotFound({ message: "program not found" }))
+          : Effect.succeed({ program, deprecation: false })
       })
   }
 }

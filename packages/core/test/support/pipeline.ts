@@ -12,7 +12,7 @@ import * as EventInput from "../../src/EventInput.js"
 import * as Experiments from "../../src/Experiments.js"
 import type { UserHash } from "../../src/Ids.js"
 import * as Ingest from "../../src/Ingest.js"
-import * as OutboundEvents from "../../src/OutboundEvents.js"
+import * as OutboxSignal from "../../src/OutboxSignal.js"
 import { StorageError } from "../../src/Errors.js"
 import type * as Ports from "../../src/Ports.js"
 import {
@@ -40,7 +40,7 @@ export const ORIGIN = "https://app.example.com"
 export class Nudges extends Context.Tag("test/Nudges")<Nudges, Ref.Ref<number>>() {}
 
 const signal = Layer.effect(
-  OutboundEvents.OutboxSignal,
+  OutboxSignal.OutboxSignal,
   Effect.map(Nudges, (ref) => ({ notify: Ref.update(ref, (n) => n + 1) }))
 )
 

@@ -3,7 +3,7 @@
  * HttpApi handlers alone (`Http.layerServer`, nothing in front), on a fresh Postgres database
  * (`PgTest`), with the admin token below and insecure webhook URLs allowed.
  */
-import { DueChecks, Ids, OutboundEvents, Ports, SecretBox, Services } from "@streaks/core"
+import { DueChecks, Ids, OutboxSignal, Ports, SecretBox, Services } from "@streaks/core"
 import { PgStorage } from "@streaks/storage-pg"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer, Option, Redacted } from "effect"
@@ -50,7 +50,7 @@ export const layer = (options: Options = {}) =>
       allowInsecureWebhookUrls: true
     })),
     Layer.provideMerge(Services.layer),
-    Layer.provideMerge(OutboundEvents.layerNoop),
+    Layer.provideMerge(OutboxSignal.layerNoop),
     Layer.provideMerge(SecretBox.layerEphemeral),
     Layer.provideMerge(PgStorage.layer()),
     Layer.provideMerge(PgTest.layer),

@@ -1,16 +1,15 @@
 /**
  * The HTTP surface as the reference server serves it, for end-to-end tests of the fast path:
- * `Http.layerServer` with `FastPath.front` in front (scheduled on `EventLoopQueue.shared`, as `Main` installs
+ * `Http.layerServer` with `FastPath.front` in front (as `Main` installs
  * it), on a fresh Postgres database. A request that carries the `PLAIN` header skips the fast path
  * and goes to the HttpApi handlers alone, so a test can put the two answers side by side.
  */
-import { DueChecks, OutboundEvents, SecretBox, Services } from "@streaks/core"
+import { DueChecks, OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { Http, HttpConfig, Jobs, NodeServer, RateLimit } from "@streaks/http"
 import { PgStorage } from "@streaks/storage-pg"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import * as FastPath from "../../src/FastPath.js"
-import * as EventLoopQueue from "../../src/EventLoopQueue.js"
 
 export const ADMIN_TOKEN = "fast-path-admin-token"
 
@@ -34,7 +33,7 @@ export const layer = (options: { readonly tracing?: boolean } = {}) =>
     Layer.empty,
     (api) =>
       Effect.map(
-        FastPath.front(api, { tracing: options.tracing, schedule: EventLoopQueue.shared }),
+        FastPath.front(api, { tracing: options.tracing }),
         (fast): typeof api => (req, res) => req.headers[PLAIN] === undefined ? fast(req, res) : api(req, res)
       )
   ).pipe(
@@ -45,7 +44,7 @@ export const layer = (options: { readonly tracing?: boolean } = {}) =>
       HttpConfig.layer({ adminToken: Option.some(Redacted.make(ADMIN_TOKEN)), allowInsecureWebhookUrls: true })
     ),
     Layer.provideMerge(Services.layer),
-    Layer.provideMerge(OutboundEvents.layerNoop),
+    Layer.provideMerge(OutboxSignal.layerNoop),
     Layer.provideMerge(SecretBox.layerEphemeral),
     Layer.provideMerge(PgStorage.layer()),
     Layer.provideMerge(PgTest.layer),

@@ -15,6 +15,8 @@ export const failingWith = (
       StateQuery.StateQuery,
       StateQuery.StateQuery.of({
         state: () => failure,
+        resolveProject,
+        stateOf: () => failure,
         memberStreak: () => failure
       })
     ),

@@ -3,7 +3,7 @@
  * widget at `/widget.js`, on a fresh Postgres database (`PgTest`), with helpers that provision a
  * tenant and record actions through the public API, as a customer would.
  */
-import { DueChecks, OutboundEvents, SecretBox, Services } from "@streaks/core"
+import { DueChecks, OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { Http, HttpConfig, Jobs, NodeServer, RateLimit, WidgetScript } from "@streaks/http"
 import { PgStorage } from "@streaks/storage-pg"
 import * as PgTest from "@streaks/storage-pg/PgTest"
@@ -38,7 +38,7 @@ export const layer = Http.layerServer(
     HttpConfig.layer({ adminToken: Option.some(Redacted.make(ADMIN_TOKEN)), allowInsecureWebhookUrls: true })
   ),
   Layer.provide(Services.layer),
-  Layer.provide(OutboundEvents.layerNoop),
+  Layer.provide(OutboxSignal.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
   Layer.provide(PgStorage.layer()),
   Layer.provide(PgTest.layer),
