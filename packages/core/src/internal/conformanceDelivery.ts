@@ -162,6 +162,27 @@ export const idempotencySuite = (it: It) =>
         assert.strictEqual(results.filter((r) => r._tag === "InProgress").length, 49)
       }))
 
+    it.effect("claim answers each key in input order; a key given twice in one call is Claimed at its first position only", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        const { project } = yield* seedTenant()
+        const [a, b] = [`idem-${randomHex(8)}`, `idem-${randomHex(8)}`]
+        yield* store.claim([{ projectId: project.id, key: b, now: t0 }])
+        const answers = yield* store.claim([
+          { projectId: project.id, key: a, now: t0 },
+          { projectId: project.id, key: b, now: t0 },
+          { projectId: project.id, key: a, now: t0 }
+        ])
+        assert.deepStrictEqual(answers, [{ _tag: "Claimed" }, { _tag: "InProgress" }, { _tag: "InProgress" }])
+        yield* store.complete([
+          { projectId: project.id, key: a, response: { status: 500, body: null }, now: t0 },
+          { projectId: project.id, key: a, response, now: t0 }
+        ])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key: a, now: at(t0, SECOND) }]), [
+          { _tag: "Completed", response }
+        ])
+      }))
+
     it.effect("an in-progress claim older than 30 s is claimed afresh", () =>
       Effect.gen(function*() {
         const store = yield* IdempotencyStore
