@@ -16,9 +16,9 @@ export interface PoolOptions {
   readonly maxConnections?: number
   readonly applicationName?: string
   /**
-   * Prepare each parameterised statement once per connection (default true). Turn it off behind a
-   * pooler that does not keep prepared statements across transactions (PgBouncer before 1.21 in
-   * transaction mode).
+   * The storage adapter prepares each of its parameterised statements once per connection
+   * (default true). Turn it off behind a pooler that does not keep prepared statements across
+   * transactions (PgBouncer before 1.21 in transaction mode).
    */
   readonly prepare?: boolean
   /**
