@@ -145,7 +145,12 @@ describe("IngestPlan.plan", () => {
   it("hands what the store's load kept for its commit (`forCommit`) to the changes untouched, and adds none of its own", () => {
     const group = [work("a", 1), work("b", 1)]
     const kept = { rows: new Map([["a", "2026-04"]]) }
-    const planned = IngestPlan.plan({ work: group, snapshot: { ...snapshotOf(group, new Map()), forCommit: kept }, history: new Map(), ids })
+    const planned = IngestPlan.plan({
+      work: group,
+      snapshot: { ...snapshotOf(group, new Map()), forCommit: kept },
+      history: new Map(),
+      ids
+    })
     assert.strictEqual(planned._tag, "Planned")
     if (planned._tag === "Planned") assert.strictEqual(planned.changes.forCommit, kept)
     const bare = IngestPlan.plan({ work: group, snapshot: snapshotOf(group, new Map()), history: new Map(), ids })

@@ -104,7 +104,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       // A batch statement's shape. Under Postgres's default `auto`, small arrays kept it on a
       // plan made anew at every call.
       const batch = (n: number) =>
-        query(sql`SELECT k FROM unnest(${Array.from({ length: n }, (_, i) => `key${i}`)}::text[]) AS k /* prep_generic */`)
+        query(
+          sql`SELECT k FROM unnest(${Array.from({ length: n }, (_, i) => `key${i}`)}::text[]) AS k /* prep_generic */`
+        )
       const counts = yield* tx.withTransaction(Effect.gen(function*() {
         for (let n = 1; n <= 7; n++) yield* batch(n)
         return (yield* statementsOf(sql, "prep_generic")).map(({ custom, generic }) => ({ generic, custom }))

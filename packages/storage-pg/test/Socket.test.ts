@@ -39,7 +39,10 @@ const run = (client: pg.Client, text: string, values?: Array<unknown>, simple = 
   new Promise<Array<Record<string, unknown>>>((ok, ko) => {
     const done = (error: Error | null, result: pg.QueryResult) => (error ? ko(error) : ok(result.rows))
     if (simple) client.query(text, done)
-    else client.query({ text, ...(values === undefined ? { queryMode: "extended" } : { values }) } as pg.QueryConfig, done)
+    else {client.query(
+        { text, ...(values === undefined ? { queryMode: "extended" } : { values }) } as pg.QueryConfig,
+        done
+      )}
   })
 
 layer(PgTest.layer, { timeout: "120 seconds" })("the pool's sockets", (it) => {

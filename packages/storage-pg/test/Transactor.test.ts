@@ -16,8 +16,11 @@ const count = (sql: SqlClient.SqlClient, table: string) =>
   Effect.map(sql.unsafe<{ readonly n: number }>(`SELECT count(*)::int AS n FROM ${table}`), (rows) => rows[0]!.n)
 
 /** A client of `@effect/sql-pg`'s own on the test database: no pool registered behind it. */
-const foreign = Effect.flatMap(PgTest.url, (url) =>
-  Effect.map(Layer.build(PgClient.layer({ url, maxConnections: 2 })), (ctx) => Context.get(ctx, SqlClient.SqlClient)))
+const foreign = Effect.flatMap(
+  PgTest.url,
+  (url) =>
+    Effect.map(Layer.build(PgClient.layer({ url, maxConnections: 2 })), (ctx) => Context.get(ctx, SqlClient.SqlClient))
+)
 
 layer(PgTest.layer, { timeout: "120 seconds" })("Postgres Transactor", (it) => {
   for (const name of ["BEGIN sent ahead", "sql.withTransaction"] as const) {

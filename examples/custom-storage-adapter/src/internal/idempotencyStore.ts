@@ -48,8 +48,8 @@ export const makeIdempotencyStore = (sql: SqlClient.SqlClient): IdempotencyStore
     complete: (answers) =>
       Effect.forEach(answers, completeOne, { discard: true }).pipe(port(sql, "IdempotencyStore.complete")),
 
-  purgeExpired: (now) =>
-    sql`DELETE FROM idempotency_keys WHERE created_at <= ${now.getTime() - recordLifetimeMs} RETURNING 1 AS gone`
-      .pipe(Effect.map((rows) => rows.length), port(sql, "IdempotencyStore.purgeExpired"))
+    purgeExpired: (now) =>
+      sql`DELETE FROM idempotency_keys WHERE created_at <= ${now.getTime() - recordLifetimeMs} RETURNING 1 AS gone`
+        .pipe(Effect.map((rows) => rows.length), port(sql, "IdempotencyStore.purgeExpired"))
   }
 }

@@ -135,7 +135,9 @@ const rollbackSuite = (it: It) =>
         assert.strictEqual(Option.getOrThrow(yield* directory.program(program.id)).status, "test")
         assert.strictEqual((yield* memberOf(project.id, anon)).userHash, anon)
         assert.isTrue(Option.isNone((yield* memberOf(project.id, key.userHash)).timezone))
-        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: idemKey, now: epoch }]), [{ _tag: "Claimed" }])
+        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: idemKey, now: epoch }]), [{
+          _tag: "Claimed"
+        }])
       }))
 
     it.effect("an idempotency key claimed in a unit of work that fails is free again; one claimed in a committed unit is not", () =>
@@ -148,12 +150,16 @@ const rollbackSuite = (it: It) =>
           Effect.zipRight(idempotency.claim([{ projectId: project.id, key: dropped, now: epoch }]), new Boom())
         ))
         assert.strictEqual(error._tag, "Boom")
-        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: dropped, now: epoch }]), [{ _tag: "Claimed" }])
+        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: dropped, now: epoch }]), [{
+          _tag: "Claimed"
+        }])
         assert.deepStrictEqual(
           yield* tx.withTransaction(idempotency.claim([{ projectId: project.id, key: kept, now: epoch }])),
           [{ _tag: "Claimed" }]
         )
-        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: kept, now: epoch }]), [{ _tag: "InProgress" }])
+        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: kept, now: epoch }]), [{
+          _tag: "InProgress"
+        }])
       }))
   })
 

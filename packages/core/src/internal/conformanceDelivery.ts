@@ -148,7 +148,9 @@ export const idempotencySuite = (it: It) =>
         const b = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
         assert.deepStrictEqual(yield* store.claim([{ projectId: a.project.id, key, now: t0 }]), [{ _tag: "Claimed" }])
-        assert.deepStrictEqual(yield* store.claim([{ projectId: a.project.id, key, now: at(t0, 29 * SECOND) }]), [{ _tag: "InProgress" }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: a.project.id, key, now: at(t0, 29 * SECOND) }]), [{
+          _tag: "InProgress"
+        }])
         assert.deepStrictEqual(yield* store.claim([{ projectId: b.project.id, key, now: t0 }]), [{ _tag: "Claimed" }])
       }))
 
@@ -157,7 +159,10 @@ export const idempotencySuite = (it: It) =>
         const store = yield* IdempotencyStore
         const { project } = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
-        const results = yield* concurrently(50, () => Effect.map(store.claim([{ projectId: project.id, key, now: t0 }]), ([r]) => r!))
+        const results = yield* concurrently(
+          50,
+          () => Effect.map(store.claim([{ projectId: project.id, key, now: t0 }]), ([r]) => r!)
+        )
         assert.strictEqual(results.filter((r) => r._tag === "Claimed").length, 1)
         assert.strictEqual(results.filter((r) => r._tag === "InProgress").length, 49)
       }))
@@ -189,9 +194,13 @@ export const idempotencySuite = (it: It) =>
         const { project } = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
         yield* store.claim([{ projectId: project.id, key, now: t0 }])
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 31 * SECOND) }]), [{ _tag: "Claimed" }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 31 * SECOND) }]), [{
+          _tag: "Claimed"
+        }])
         // The fresh claim is in progress from its own start.
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 50 * SECOND) }]), [{ _tag: "InProgress" }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 50 * SECOND) }]), [{
+          _tag: "InProgress"
+        }])
       }))
 
     it.effect("a completed key replays its response within 24 h and is claimed afresh after 24 h", () =>
@@ -201,9 +210,17 @@ export const idempotencySuite = (it: It) =>
         const key = `idem-${randomHex(8)}`
         yield* store.claim([{ projectId: project.id, key, now: t0 }])
         yield* store.complete([{ projectId: project.id, key, response, now: at(t0, SECOND) }])
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 2 * SECOND) }]), [{ _tag: "Completed", response }])
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 23 * HOUR) }]), [{ _tag: "Completed", response }])
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, DAY + MINUTE) }]), [{ _tag: "Claimed" }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 2 * SECOND) }]), [{
+          _tag: "Completed",
+          response
+        }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 23 * HOUR) }]), [{
+          _tag: "Completed",
+          response
+        }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, DAY + MINUTE) }]), [{
+          _tag: "Claimed"
+        }])
       }))
 
     it.effect("a claim made in a unit of work that fails is freed with it: a retry is Claimed", () =>
@@ -217,9 +234,13 @@ export const idempotencySuite = (it: It) =>
           return yield* new Boom()
         })))
         assert.strictEqual(error._tag, "Boom")
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, SECOND) }]), [{ _tag: "Claimed" }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, SECOND) }]), [{
+          _tag: "Claimed"
+        }])
         // A claim that commits stays: the next one is in progress.
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 2 * SECOND) }]), [{ _tag: "InProgress" }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 2 * SECOND) }]), [{
+          _tag: "InProgress"
+        }])
       }))
 
     it.effect("purgeExpired deletes records older than 24 h and keeps younger ones", () => {
@@ -234,10 +255,13 @@ export const idempotencySuite = (it: It) =>
         yield* store.complete([{ projectId: project.id, key: young, response, now: at(base, 23 * HOUR) }])
         const purged = yield* store.purgeExpired(at(base, DAY + MINUTE))
         assert.isAtLeast(purged, 1)
-        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key: young, now: at(base, DAY + 2 * MINUTE) }]), [{
-          _tag: "Completed",
-          response
-        }])
+        assert.deepStrictEqual(
+          yield* store.claim([{ projectId: project.id, key: young, now: at(base, DAY + 2 * MINUTE) }]),
+          [{
+            _tag: "Completed",
+            response
+          }]
+        )
       })
     })
   })

@@ -169,16 +169,22 @@ export const ingestSuite = (it: It) =>
         assert.deepStrictEqual(tags.get(done), { _tag: "Completed", response })
         assert.deepStrictEqual(tags.get(kept), { _tag: "Claimed" })
         assert.deepStrictEqual(tags.get(held), { _tag: "InProgress" })
-        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: kept, now: at(epoch, SECOND) }]), [{
-          _tag: "Completed",
-          response
-        }])
+        assert.deepStrictEqual(
+          yield* idempotency.claim([{ projectId: project.id, key: kept, now: at(epoch, SECOND) }]),
+          [{
+            _tag: "Completed",
+            response
+          }]
+        )
         const failed = yield* Effect.exit(tx.withTransaction(Effect.zipRight(
           store.load({ members: [], keys: keyRequests(project.id, [dropped]) }),
           Effect.fail(new Boom())
         )))
         assert.isTrue(Exit.isFailure(failed))
-        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: dropped, now: at(epoch, SECOND) }]), [{ _tag: "Claimed" }])
+        assert.deepStrictEqual(
+          yield* idempotency.claim([{ projectId: project.id, key: dropped, now: at(epoch, SECOND) }]),
+          [{ _tag: "Claimed" }]
+        )
       }))
 
     it.effect("of 10 concurrent transactions claiming the same keys, each key is Claimed exactly once", () =>

@@ -13,7 +13,14 @@ import {
   Subscription,
   Workspace
 } from "@streaks/core/Domain"
-import type { BrowserCounting, CredentialRef, OutboundEventType, Plan, ProgramStatus, StreakMode } from "@streaks/core/Domain"
+import type {
+  BrowserCounting,
+  CredentialRef,
+  OutboundEventType,
+  Plan,
+  ProgramStatus,
+  StreakMode
+} from "@streaks/core/Domain"
 import type {
   ApiKeyId,
   ExperimentId,

@@ -11,7 +11,6 @@ import { type Ctx, opt, toDate, toOptionalDate, toOptionalLocalDate } from "./sq
 
 type Row = Record<string, unknown>
 
-
 // Dates are selected as text: node-postgres would parse `date` into a local-time JS Date.
 // Instants as ISO text in UTC, which `new Date` reads natively: node-postgres's own timestamptz
 // parser (a regular expression and a field-by-field build) costs more on every read.
@@ -48,7 +47,6 @@ export const decodeStreakRow = (r: Row): StreakRow =>
     ...opt("dueAt", toOptionalDate(r.due_at)),
     updatedAt: toDate(r.updated_at)
   })
-
 
 /**
  * A key's achieved milestone ids as an array: the streak row's copy (migration 0003) where it is

@@ -260,11 +260,12 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
 
   const rows = (which: RowsQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
     if ("keys" in which) return which.keys.length === 0 ? Effect.succeed([]) : rowsOfKeys(which.keys)
-    return query("programId" in which
-      ? rowsOfProgram(which.programId, which.ledger)
-      : rowsOfMember(which.projectId, which.userHash))
+    return query(
+      "programId" in which
+        ? rowsOfProgram(which.programId, which.ledger)
+        : rowsOfMember(which.projectId, which.userHash)
+    )
   }
-
 
   return {
     lock: (keys) => keys.length === 0 ? Effect.succeed([]) : lock(keys).pipe(io("StreakStore.lock")),
@@ -295,10 +296,12 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
     },
 
     days: (key, range) =>
-      query(range === undefined
-        ? sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
-        : sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days}
-            WHERE ${whereKey(key)} AND day BETWEEN ${range.from}::date AND ${range.to}::date ORDER BY day`)
+      query(
+        range === undefined
+          ? sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
+          : sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days}
+            WHERE ${whereKey(key)} AND day BETWEEN ${range.from}::date AND ${range.to}::date ORDER BY day`
+      )
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.days")),
 
     rows: (which) => rows(which).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
