@@ -28,11 +28,15 @@ import {
 import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
 import type { ConfigError } from "effect/ConfigError"
-import { makeActionLog, makeIdempotencyStore, makeUsageStore } from "./internal/actions.js"
+import { makeAchievementStore } from "./internal/achievementStore.js"
+import { makeActionLog } from "./internal/actionLog.js"
 import { makeCatalog } from "./internal/catalog.js"
-import { makeOutbox } from "./internal/delivery.js"
+import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
+import { makeMemberStore } from "./internal/memberStore.js"
+import { makeOutbox } from "./internal/outbox.js"
 import { withTransaction } from "./internal/sqlite.js"
-import { makeAchievementStore, makeMemberStore, makeStreakStore } from "./internal/streaks.js"
+import { makeStreakStore } from "./internal/streakStore.js"
+import { makeUsageStore } from "./internal/usageStore.js"
 import * as Migrations from "./Migrations.js"
 
 /**

@@ -159,7 +159,9 @@ export const make: Effect.Effect<Aliases["Type"], never, Requirements> = Effect.
         }
         // A member who never sent `tz` inherits the zone their anonymous visits used.
         if (Option.isNone(target.timezone) && Option.isSome(anonymous.timezone)) {
-          yield* members.setTimezone(project.id, target.userHash, anonymous.timezone.value)
+          yield* members.setTimezones([
+            { projectId: project.id, userHash: target.userHash, timezone: anonymous.timezone.value }
+          ])
         }
         const zone = memberZone(Option.orElse(target.timezone, () => anonymous.timezone), project)
         return yield* merge(project.id, anonymousId, target.userHash, zone)

@@ -301,7 +301,8 @@ export const plan = (input: Input): Result => {
       zones: [...zones].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, z]) => z),
       actions: steps.map((s) => s.record),
       outbox: steps.flatMap((s) => s.outbox),
-      answers: answered
+      answers: answered,
+      ...(snapshot.forCommit === undefined ? {} : { forCommit: snapshot.forCommit })
     }
   }
 }

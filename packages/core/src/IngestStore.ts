@@ -11,7 +11,6 @@ import type {
   Ledger,
   OutboundEventType,
   OutboxMessage,
-  StoredResponse,
   StreakKey,
   StreakRow
 } from "./Domain.js"
@@ -24,6 +23,8 @@ import {
   Catalog,
   type IdempotencyClaim,
   IdempotencyStore,
+  type KeyAnswer,
+  type KeyRequest,
   type Member,
   MemberStore,
   Outbox,
@@ -55,12 +56,8 @@ export interface MemberRequest {
   }
 }
 
-/** An idempotency key to claim inside the transaction. */
-export interface KeyRequest {
-  readonly projectId: ProjectId
-  readonly key: string
-  readonly now: Date
-}
+/** An idempotency key to claim inside the transaction; the answer stored with it. */
+export type { KeyAnswer, KeyRequest } from "./Ports.js"
 
 /** What a group of actions needs read before it can be planned. */
 export interface LoadRequest {
@@ -88,6 +85,11 @@ export interface LoadedMember {
 export interface Snapshot {
   readonly members: ReadonlyArray<LoadedMember>
   readonly claims: ReadonlyArray<IdempotencyClaim>
+  /**
+   * What the store itself learnt in `load` and needs again in `commit`, opaque to everyone else:
+   * the planner hands it on untouched as `Changes.forCommit`. Stores over the ports have none.
+   */
+  readonly forCommit?: unknown
 }
 
 /** The events ingest emits: a milestone reached, its reward, a freeze earned. */
@@ -109,14 +111,6 @@ export interface NewDay {
   readonly day: LocalDate
 }
 
-/** The answer stored with an idempotency key claimed by `load`. */
-export interface KeyAnswer {
-  readonly projectId: ProjectId
-  readonly key: string
-  readonly response: StoredResponse
-  readonly now: Date
-}
-
 /** A member's zone, stored once per group. */
 export interface ZoneChange {
   readonly projectId: ProjectId
@@ -136,6 +130,8 @@ export interface Changes {
   readonly actions: ReadonlyArray<ActionRecord>
   readonly outbox: ReadonlyArray<OutboxMessage>
   readonly answers: ReadonlyArray<KeyAnswer>
+  /** `Snapshot.forCommit` of the `load` the changes were planned from, as it was. */
+  readonly forCommit?: unknown
 }
 
 export const noChanges: Changes = {
@@ -203,7 +199,7 @@ export const fromPorts: Effect.Effect<
 
   const load = (request: LoadRequest): Io<Snapshot> =>
     Effect.gen(function*() {
-      const claims = yield* Effect.forEach(request.keys, (k) => idempotency.claim(k.projectId, k.key, k.now))
+      const claims = request.keys.length === 0 ? [] : yield* idempotency.claim(request.keys)
       const found = yield* members.lookup(
         request.members.map((m) => ({ projectId: m.projectId, userHash: m.userHash }))
       )
@@ -260,10 +256,10 @@ export const fromPorts: Effect.Effect<
         if (!added.every(Boolean)) return yield* conflict("an achievement")
       }
       if (changes.usage.length > 0) yield* usage.markActive(changes.usage)
-      for (const z of changes.zones) yield* members.setTimezone(z.projectId, z.userHash, z.timezone)
+      if (changes.zones.length > 0) yield* members.setTimezones(changes.zones)
       if (changes.actions.length > 0) yield* log.append(changes.actions)
       if (changes.outbox.length > 0) yield* outbox.enqueue(changes.outbox)
-      for (const a of changes.answers) yield* idempotency.complete(a.projectId, a.key, a.response, a.now)
+      if (changes.answers.length > 0) yield* idempotency.complete(changes.answers)
     })
 
   return IngestStore.of({

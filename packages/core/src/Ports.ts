@@ -179,7 +179,8 @@ export class MemberStore extends Context.Tag("@streaks/core/MemberStore")<Member
    * store allows.
    */
   readonly lookup: (ids: ReadonlyArray<MemberRef>) => Io<ReadonlyArray<Member>>
-  readonly setTimezone: (projectId: ProjectId, userHash: UserHash, timezone: string) => Io<void>
+  /** Stores each member's zone (a member given twice keeps the last); one round trip where the store allows. */
+  readonly setTimezones: (zones: ReadonlyArray<MemberZone>) => Io<void>
   /**
    * Links `anonymousId` to `userHash`. MUST be atomic: returns `"linked"` the first time,
    * `"unchanged"` when the same pair exists, and the other member when `anonymousId` is already
@@ -290,16 +291,37 @@ export type IdempotencyClaim =
   | { readonly _tag: "InProgress" }
   | { readonly _tag: "Completed"; readonly response: StoredResponse }
 
+/** An idempotency key to claim at `now`. */
+export interface KeyRequest {
+  readonly projectId: ProjectId
+  readonly key: string
+  readonly now: Date
+}
+
+/** The answer to store with a claimed idempotency key. */
+export interface KeyAnswer {
+  readonly projectId: ProjectId
+  readonly key: string
+  readonly response: StoredResponse
+  readonly now: Date
+}
+
 /** Idempotency keys shared by every replica (docs/api.md#idempotency). */
 export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStore")<IdempotencyStore, {
   /**
-   * Claims (project, key) at `now`. MUST be atomic across concurrent callers: exactly one gets
-   * `Claimed`. A completed record younger than 24 h replays; an in-progress claim older than
-   * 30 s, or any record older than 24 h, is claimed afresh. Made inside a transaction, the claim
-   * is part of it: a rollback frees the key.
+   * Claims each (project, key) at its `now`, answers in input order. MUST be atomic across
+   * concurrent callers: exactly one gets `Claimed`; a key given twice is `Claimed` at most at its
+   * first position and `InProgress` after. A completed record younger than 24 h replays; an
+   * in-progress claim older than 30 s, or any record older than 24 h, is claimed afresh. Made
+   * inside a transaction, the claim is part of it: a rollback frees the key. One round trip
+   * where the store allows.
    */
-  readonly claim: (projectId: ProjectId, key: string, now: Date) => Io<IdempotencyClaim>
-  readonly complete: (projectId: ProjectId, key: string, response: StoredResponse, now: Date) => Io<void>
+  readonly claim: (keys: ReadonlyArray<KeyRequest>) => Io<ReadonlyArray<IdempotencyClaim>>
+  /**
+   * Stores each key's answer (a key given twice keeps the last), keeping the key's first receipt
+   * as the start of its 24 h; one round trip where the store allows.
+   */
+  readonly complete: (answers: ReadonlyArray<KeyAnswer>) => Io<void>
   /** Deletes records older than 24 h at `now`; returns how many. */
   readonly purgeExpired: (now: Date) => Io<number>
 }>() {}

@@ -156,7 +156,10 @@ describe("Ingest: idempotency (docs/api.md#idempotency)", () => {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(NOON)
       // Another replica holds the claim (keys are stored per door).
-      yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "webhook:k1", new Date(NOON)))
+      yield* Effect.flatMap(
+        IdempotencyStore,
+        (s) => s.claim([{ projectId: t.project.id, key: "webhook:k1", now: new Date(NOON) }])
+      )
       yield* TestClock.setTime(NOON + 29_000)
       const error = yield* Effect.flip(
         webhook(t.project.siteKey, { event: t.program.eventKey, userHash: "u1", idempotencyKey: "k1" })
@@ -170,7 +173,8 @@ describe("Ingest: idempotency (docs/api.md#idempotency)", () => {
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
       yield* TestClock.setTime(NOON)
-      yield* Effect.flatMap(IdempotencyStore, (s) => s.claim(t.project.id, "webhook:k1", new Date(NOON)))
+      yield* Effect.flatMap(IdempotencyStore, (s) =>
+        s.claim([{ projectId: t.project.id, key: "webhook:k1", now: new Date(NOON) }]))
       yield* TestClock.setTime(NOON + 30_000)
       const answer = yield* webhook(t.project.siteKey, {
         event: t.program.eventKey,

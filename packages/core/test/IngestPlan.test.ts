@@ -141,6 +141,21 @@ describe("IngestPlan.plan", () => {
     assert.deepStrictEqual(result.changes.rows.map((r) => [r.userHash, r.run]), [["a", 2]])
     assert.deepStrictEqual(result.changes.actions.map((r) => r.userHash), ["a", "a"])
   })
+
+  it("hands what the store's load kept for its commit (`forCommit`) to the changes untouched, and adds none of its own", () => {
+    const group = [work("a", 1), work("b", 1)]
+    const kept = { rows: new Map([["a", "2026-04"]]) }
+    const planned = IngestPlan.plan({
+      work: group,
+      snapshot: { ...snapshotOf(group, new Map()), forCommit: kept },
+      history: new Map(),
+      ids
+    })
+    assert.strictEqual(planned._tag, "Planned")
+    if (planned._tag === "Planned") assert.strictEqual(planned.changes.forCommit, kept)
+    const bare = IngestPlan.plan({ work: group, snapshot: snapshotOf(group, new Map()), history: new Map(), ids })
+    assert.isTrue(bare._tag === "Planned" && !("forCommit" in bare.changes))
+  })
 })
 
 describe("Ingest: a planning defect fails one action", () => {

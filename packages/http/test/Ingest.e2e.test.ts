@@ -249,8 +249,10 @@ layer(testServer(), { timeout: 120_000 })("ingest over real HTTP", (it) => {
       // Hold the claim as a first request still being processed would.
       const store = yield* Ports.IdempotencyStore
       // Keys are scoped per door (docs/api.md): the webhook door's key is held, the server door's is not.
-      const claim = yield* Effect.orDie(store.claim(t.projectId as never, "webhook:slow-1", new Date()))
-      expect(claim._tag).toBe("Claimed")
+      const [claim] = yield* Effect.orDie(
+        store.claim([{ projectId: t.projectId as never, key: "webhook:slow-1", now: new Date() }])
+      )
+      expect(claim!._tag).toBe("Claimed")
       const webhook = yield* webhookEvent(t, { userHash: "member-1", idempotencyKey: "slow-1" })
       expect(webhook.status).toBe(409)
       expect(webhook.body).toEqual({ error: "IDEMPOTENCY_KEY_IN_PROGRESS" })

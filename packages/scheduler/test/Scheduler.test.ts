@@ -78,7 +78,7 @@ describe("Scheduler", () => {
       const tenant = yield* seedTenant()
       const store = yield* Ports.IdempotencyStore
       yield* TestClock.setTime(new Date("2026-03-10T00:00:00Z").getTime())
-      yield* store.claim(tenant.project.id, "key-1", new Date("2026-03-10T00:00:00Z"))
+      yield* store.claim([{ projectId: tenant.project.id, key: "key-1", now: new Date("2026-03-10T00:00:00Z") }])
       yield* TestClock.adjust("25 hours")
       const result = yield* Scheduler.sweep()
       assert.strictEqual(result.idempotencyKeysPurged, 1)

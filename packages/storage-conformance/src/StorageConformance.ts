@@ -88,8 +88,8 @@ const rollbackSuite = (it: It) =>
         yield* streaks.addDays([{ key: removed, day: day("2024-03-02") }])
         yield* achievements.add([makeAchievement(removed, program.milestones[0]!.id)])
         const error = yield* Effect.flip(tx.withTransaction(Effect.gen(function*() {
-          yield* idempotency.claim(project.id, idemKey, epoch)
-          yield* members.setTimezone(project.id, key.userHash, "Europe/Paris")
+          yield* idempotency.claim([{ projectId: project.id, key: idemKey, now: epoch }])
+          yield* members.setTimezones([{ projectId: project.id, userHash: key.userHash, timezone: "Europe/Paris" }])
           yield* members.link(project.id, anon, key.userHash)
           yield* streaks.lock([{ key, timezone: "Europe/Paris" }])
           yield* streaks.addDays([{ key, day: day("2024-03-01") }])
@@ -135,7 +135,9 @@ const rollbackSuite = (it: It) =>
         assert.strictEqual(Option.getOrThrow(yield* directory.program(program.id)).status, "test")
         assert.strictEqual((yield* memberOf(project.id, anon)).userHash, anon)
         assert.isTrue(Option.isNone((yield* memberOf(project.id, key.userHash)).timezone))
-        assert.deepStrictEqual(yield* idempotency.claim(project.id, idemKey, epoch), { _tag: "Claimed" })
+        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: idemKey, now: epoch }]), [{
+          _tag: "Claimed"
+        }])
       }))
 
     it.effect("an idempotency key claimed in a unit of work that fails is free again; one claimed in a committed unit is not", () =>
@@ -145,14 +147,19 @@ const rollbackSuite = (it: It) =>
         const { project } = yield* seedTenant()
         const [dropped, kept] = [`idem-${randomHex(8)}`, `idem-${randomHex(8)}`]
         const error = yield* Effect.flip(tx.withTransaction(
-          Effect.zipRight(idempotency.claim(project.id, dropped, epoch), new Boom())
+          Effect.zipRight(idempotency.claim([{ projectId: project.id, key: dropped, now: epoch }]), new Boom())
         ))
         assert.strictEqual(error._tag, "Boom")
-        assert.deepStrictEqual(yield* idempotency.claim(project.id, dropped, epoch), { _tag: "Claimed" })
-        assert.deepStrictEqual(yield* tx.withTransaction(idempotency.claim(project.id, kept, epoch)), {
+        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: dropped, now: epoch }]), [{
           _tag: "Claimed"
-        })
-        assert.deepStrictEqual(yield* idempotency.claim(project.id, kept, epoch), { _tag: "InProgress" })
+        }])
+        assert.deepStrictEqual(
+          yield* tx.withTransaction(idempotency.claim([{ projectId: project.id, key: kept, now: epoch }])),
+          [{ _tag: "Claimed" }]
+        )
+        assert.deepStrictEqual(yield* idempotency.claim([{ projectId: project.id, key: kept, now: epoch }]), [{
+          _tag: "InProgress"
+        }])
       }))
   })
 

@@ -13,7 +13,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgMigrator from "@effect/sql-pg/PgMigrator"
 import { Effect, Layer } from "effect"
-import { isValidPrefix } from "./internal/Sql.js"
+import { isValidPrefix } from "./internal/sql.js"
 
 export interface Options {
   /** Prepended to every table name, the migrations table included. Default `"streaks_"`. */
@@ -284,7 +284,7 @@ CREATE INDEX ${p}experiments_program ON ${p}experiments (program_id, started_at)
 // keeps `due_at` (the sweep has already moved it to the start of tomorrow, where their action
 // puts it again), so room on each page (fillfactor; new pages only) makes their update HOT. The
 // member's and the program's rows are read through the primary key instead of their own indexes
-// (see `internal/Streaks.ts`). Nothing reads the action log by (project, received_at); a retention
+// (see `internal/streakStore.ts`). Nothing reads the action log by (project, received_at); a retention
 // job can add a BRIN index on `received_at`, which an append-only log keeps cheaply.
 const cheaperWritesPerAction = (p: string) => `
 DROP INDEX IF EXISTS ${p}streaks_member;
@@ -298,7 +298,7 @@ ALTER TABLE ${p}streaks SET (fillfactor = 80);
 // and rarely in shared buffers; a copy on the streak row (which the action has just locked, so its
 // page is in memory) answers it for free. NULL means "not known": read the table. The adapter sets
 // the copy whenever it adds an achievement; achievements are removed only with their row
-// (\`internal/Streaks.ts\`). Existing rows start at NULL, so the migration rewrites nothing;
+// (\`internal/streakStore.ts\`). Existing rows start at NULL, so the migration rewrites nothing;
 // operations.md shows a batched backfill.
 const achievedOnStreakRows = (p: string) => `
 ALTER TABLE ${p}streaks ADD COLUMN IF NOT EXISTS achieved text[];

@@ -8,17 +8,17 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Duration, Effect, Layer, Option, Redacted, type Scope } from "effect"
 import pg from "pg"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
-import * as Pools from "./internal/Pools.js"
-import { LeanClient, PreparingClient } from "./internal/Clients.js"
+import * as Pools from "./internal/pools.js"
+import * as Socket from "./internal/socket.js"
 
 export interface PoolOptions {
   /** Per process; N replicas use N × this many connections. Default 10. */
   readonly maxConnections?: number
   readonly applicationName?: string
   /**
-   * Prepare each parameterised statement once per connection (default true). Turn it off behind a
-   * pooler that does not keep prepared statements across transactions (PgBouncer before 1.21 in
-   * transaction mode).
+   * The storage adapter prepares each of its parameterised statements once per connection
+   * (default true). Turn it off behind a pooler that does not keep prepared statements across
+   * transactions (PgBouncer before 1.21 in transaction mode).
    */
   readonly prepare?: boolean
   /**
@@ -65,11 +65,13 @@ const genericPlans = "SET plan_cache_mode = force_generic_plan"
 const keepAliveDelay = Duration.seconds(10)
 
 /**
- * A `PgClient` as `PgClient.make` builds it, on a pool whose connections prepare each parameterised
- * statement once (`internal/Clients.ts`) and keep its generic plan (`genericPlans`): Postgres then
- * skips parsing and planning on every call, the larger part of its CPU for our short primary-key
- * statements. Connections use TCP keep-alive; `statementTimeout` (none unless given) becomes each
- * connection's `statement_timeout`.
+ * A `PgClient` as `PgClient.make` builds it, from a node-postgres pool of our own
+ * (`PgClient.fromPool`): its connections pipeline, send what is issued in one tick in one write
+ * (`internal/socket.ts`) and keep generic plans (`genericPlans`); the storage adapter prepares
+ * each of its parameterised statements once per connection on it (`internal/statements.ts`), so
+ * Postgres skips parsing and planning on every call, the larger part of its CPU for our short
+ * primary-key statements. Connections use TCP keep-alive; `statementTimeout` (none unless given)
+ * becomes each connection's `statement_timeout`.
  */
 export const make = (
   config: PgClient.PgClientConfig & { readonly prepare?: boolean; readonly statementTimeout?: Duration.DurationInput }
@@ -80,12 +82,14 @@ export const make = (
       Effect.tryPromise({
         try: async () => {
           const pool = created = new pg.Pool({
-            Client: config.prepare === false ? LeanClient : PreparingClient,
             // Statements issued together on one connection (a transaction's independent writes) go
-            // out at once instead of one round trip each; Postgres still runs them in order.
-            // (node-postgres 8.23 option, not yet in its type definitions.) Pipelined connections
-            // cannot stream through a cursor (`sql\`…\`.stream`): nothing here does.
+            // out at once instead of one round trip each; Postgres still runs them in order
+            // (node-postgres's `pipeline` option, documented but not yet in its type definitions).
+            // Pipelined connections cannot stream through a cursor (`sql\`…\`.stream`): nothing
+            // here does.
             ...({ pipeline: true } as {}),
+            // Given a stream of its own (a test watching the wire), the pool uses it instead.
+            stream: config.stream ?? Socket.make,
             connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
             host: config.host,
             port: config.port,
@@ -119,7 +123,7 @@ export const make = (
     ),
     ...(config.applicationName !== undefined ? { applicationName: config.applicationName } : {})
   }).pipe(Effect.tap((client) => {
-    if (created !== undefined) Pools.register(client, created)
+    if (created !== undefined) Pools.register(client, { pool: created, prepare: config.prepare !== false })
   }))
 }
 

@@ -27,15 +27,19 @@ import { StateStore } from "@streaks/core/StateStore"
 import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
 import * as Migrations from "./Migrations.js"
-import { makeActionLog, makeIdempotencyStore } from "./internal/Actions.js"
-import { makeCatalog } from "./internal/Catalog.js"
-import { makeOutbox } from "./internal/Delivery.js"
-import { makeMemberStore, makeUsageStore } from "./internal/Directory.js"
-import * as PgIngest from "./internal/Ingest.js"
-import * as Pools from "./internal/Pools.js"
-import { type Ctx, makeQuery, makeTables } from "./internal/Sql.js"
-import { makeAchievementStore, makeStateStore, makeStreakStore } from "./internal/Streaks.js"
-import * as Transactions from "./internal/Transactions.js"
+import { makeAchievementStore } from "./internal/achievementStore.js"
+import { makeActionLog } from "./internal/actionLog.js"
+import { makeCatalog } from "./internal/catalog.js"
+import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
+import * as PgIngest from "./internal/ingestStore.js"
+import { makeMemberStore } from "./internal/memberStore.js"
+import { makeOutbox } from "./internal/outbox.js"
+import * as Pools from "./internal/pools.js"
+import { type Ctx, makeQuery, makeTables } from "./internal/sql.js"
+import { makeStateStore } from "./internal/stateStore.js"
+import { makeStreakStore } from "./internal/streakStore.js"
+import * as Transactions from "./internal/transactor.js"
+import { makeUsageStore } from "./internal/usageStore.js"
 
 export interface Options {
   /** Table name prefix, as for `Migrations.run`. Default `"streaks_"`. */
@@ -67,8 +71,8 @@ export const make = (
     usage: makeUsageStore(ctx)
   }
   return Context.empty().pipe(
-    // Pools registered by PgConnection pipeline their connections.
-    Context.add(Transactor, Transactions.make(raw, pool !== undefined)),
+    // On a pool registered by PgConnection, transactions send BEGIN with their first statements.
+    Context.add(Transactor, Transactions.make(raw, pool)),
     Context.add(Catalog, stores.catalog),
     Context.add(MemberStore, stores.members),
     Context.add(StreakStore, stores.streaks),
@@ -77,8 +81,8 @@ export const make = (
     Context.add(IdempotencyStore, stores.idempotency),
     Context.add(Outbox, stores.outbox),
     Context.add(UsageStore, stores.usage),
-    // Ingest's reads and writes as whole statements of their own (internal/Ingest.ts), and the
-    // widgets' read in one statement (internal/Streaks.ts).
+    // Ingest's reads and writes as whole statements of their own (internal/ingestStore.ts), and
+    // the widgets' read in one statement (internal/stateStore.ts).
     Context.add(IngestStore, PgIngest.make(stores)),
     Context.add(StateStore, makeStateStore(ctx))
   )

@@ -13,7 +13,8 @@ import { StateStore } from "@streaks/core/StateStore"
 import { Effect, Layer, Option } from "effect"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
-import type { AchievementExtras, StreakExtras } from "../src/internal/Streaks.js"
+import type { AchievementExtras } from "../src/internal/achievementStore.js"
+import type { StreakExtras } from "../src/internal/streakStore.js"
 
 const key = (userHash: string) =>
   new StreakKey({

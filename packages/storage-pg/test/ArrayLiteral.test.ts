@@ -1,11 +1,11 @@
 /**
- * Array parameters are sent as literals that this adapter builds itself (`internal/ArrayLiteral`):
+ * Array parameters are sent as literals that this adapter builds itself (`internal/arrayLiteral.ts`):
  * the text must be node-postgres's own, character for character, for every kind of element.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { createRequire } from "node:module"
-import * as ArrayLiteral from "../src/internal/ArrayLiteral.js"
+import * as ArrayLiteral from "../src/internal/arrayLiteral.js"
 
 const pgUtils = createRequire(import.meta.url)("pg/lib/utils") as { readonly prepareValue: (value: unknown) => unknown }
 

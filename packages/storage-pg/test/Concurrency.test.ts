@@ -16,7 +16,6 @@ import { Array as Arr, Context, Deferred, Effect, Fiber, Layer, Struct } from "e
 import * as Migrations from "../src/Migrations.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
-import type { IdempotencyExtras } from "../src/internal/Actions.js"
 
 /** The storage of one "replica": its own pool on the test database. */
 const replica = Effect.gen(function*() {
@@ -228,13 +227,13 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const holder = yield* Effect.fork(on(
         a,
         Effect.gen(function*() {
-          const keys = (yield* IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
+          const keys = yield* IdempotencyStore
           return yield* Effect.flatMap(Transactor, (tx) =>
             tx.withTransaction(Effect.gen(function*() {
-              const [answer] = yield* keys.claimWithin([claim])
+              const [answer] = yield* keys.claim([claim])
               yield* Deferred.succeed(holding, undefined)
               yield* Deferred.await(answered)
-              yield* keys.completeMany([{ ...claim, response }])
+              yield* keys.complete([{ ...claim, response }])
               return answer
             })))
         })
@@ -243,11 +242,11 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const others = yield* on(
         b,
         Effect.gen(function*() {
-          const keys = (yield* IdempotencyStore) as IdempotencyStore["Type"] & IdempotencyExtras
+          const keys = yield* IdempotencyStore
           const tx = yield* Transactor
           return yield* Effect.all([
-            keys.claim(claim.projectId, claim.key, now),
-            Effect.map(tx.withTransaction(keys.claimWithin([claim])), (x) => x[0]!)
+            Effect.map(keys.claim([claim]), (x) => x[0]!),
+            Effect.map(tx.withTransaction(keys.claim([claim])), (x) => x[0]!)
           ], { concurrency: "unbounded" })
         })
       ).pipe(
@@ -261,9 +260,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       assert.deepStrictEqual(yield* Fiber.join(holder), { _tag: "Claimed" })
       const after = yield* on(
         b,
-        Effect.flatMap(IdempotencyStore, (keys) => keys.claim(claim.projectId, claim.key, now))
+        Effect.flatMap(IdempotencyStore, (keys) => keys.claim([claim]))
       )
-      assert.deepStrictEqual(after, { _tag: "Completed", response })
+      assert.deepStrictEqual(after, [{ _tag: "Completed", response }])
     }))
 
   it.scoped("of concurrent inserts of one program id under two projects on two pools, in and out of transactions, exactly one is stored", () =>

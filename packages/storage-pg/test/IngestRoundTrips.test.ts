@@ -6,9 +6,11 @@
 import { SqlClient } from "@effect/sql"
 import { assert, layer } from "@effect/vitest"
 import { DirectoryCache, EventInput, Ingest, OutboxSignal, Provisioning, SecretBox, Services } from "@streaks/core"
-import { Clock, Effect, Layer, Redacted } from "effect"
-import type pg from "pg"
-import * as Pools from "../src/internal/Pools.js"
+import * as Reactivity from "@effect/experimental/Reactivity"
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import * as Socket from "../src/internal/socket.js"
+import * as PgConnection from "../src/PgConnection.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 
@@ -19,7 +21,7 @@ import * as PgTest from "../src/PgTest.js"
  */
 interface Trip {
   readonly statements: Array<string>
-  /** How many writes reached the socket (the adapter's clients hold a tick's statements for one). */
+  /** How many writes reached the network (the adapter's sockets hold a tick's statements for one). */
   flushes: number
 }
 
@@ -37,8 +39,10 @@ interface Connection {
   transaction: Transaction | undefined
   /** The transaction ends with the trip that carries `COMMIT` (or `ROLLBACK`). */
   ending: boolean
-  /** The statement being issued: it owns the next write. */
-  issuing: string | undefined
+  /** The texts of the connection's named statements, by name (a named statement is parsed once). */
+  readonly named: Map<string, string>
+  /** The text of the last unnamed statement parsed: the next unnamed `Bind` runs it. */
+  unnamed: string
 }
 
 /** A statement's verb and the tables it names: enough to tell the statements of a group apart. */
@@ -61,10 +65,8 @@ const wire = {
   }
 }
 
-/** Books a write of connection `c` on its round trip, opening the next one if the server answered since. */
-const onWrite = (c: Connection): void => {
-  const statement = c.issuing
-  c.issuing = undefined
+/** Books a statement of connection `c` on its round trip, opening the next one if the server answered since. */
+const onStatement = (c: Connection, statement: string): void => {
   if (statement === "BEGIN") {
     c.transaction = { trips: [], members: [] }
     wire.transactions.push(c.transaction)
@@ -81,12 +83,46 @@ const onWrite = (c: Connection): void => {
     ;(c.transaction?.trips ?? wire.outside).push(c.trip)
     c.answered = false
   }
-  if (statement === undefined) return
   c.trip.statements.push(statement)
   if (statement === "COMMIT" || statement === "ROLLBACK") {
     c.ending = true
     if (wire.open === c.transaction) wire.open = undefined
   }
+}
+
+/** A C string of the protocol at `at`, and where the next field starts. */
+const cstring = (b: Buffer, at: number): [string, number] => {
+  const end = b.indexOf(0, at)
+  return [b.toString("utf8", at, end), end + 1]
+}
+
+/**
+ * The statements in bytes the client writes, from the protocol's own messages: a simple query
+ * (`Q`) is one; an extended one is its `Bind` (`B`), named by the `Parse` (`P`) of its text,
+ * which a named statement sends only the first time. Other messages name no statement.
+ */
+const statementsIn = (c: Connection, chunk: Buffer): Array<string> => {
+  const found: Array<string> = []
+  // The startup message has no type byte (its length comes first): nothing to read in it.
+  if (chunk.length === 0 || chunk[0] === 0) return found
+  for (let at = 0; at + 5 <= chunk.length;) {
+    const type = String.fromCharCode(chunk[at]!)
+    const end = at + 1 + chunk.readInt32BE(at + 1)
+    if (type === "Q") found.push(nameOf(cstring(chunk, at + 5)[0]))
+    if (type === "P") {
+      const [name, next] = cstring(chunk, at + 5)
+      const [text] = cstring(chunk, next)
+      if (name === "") c.unnamed = text
+      else c.named.set(name, text)
+    }
+    if (type === "B") {
+      const [, next] = cstring(chunk, at + 5)
+      const [name] = cstring(chunk, next)
+      found.push(nameOf(name === "" ? c.unnamed : c.named.get(name) ?? "?"))
+    }
+    at = end
+  }
+  return found
 }
 
 type Method = (this: unknown, ...args: Array<unknown>) => unknown
@@ -98,53 +134,53 @@ const wrap = (object: object, name: string, around: (original: Method) => Method
   if (typeof original === "function") target[name] = around(original)
 }
 
-const watched = new WeakSet<pg.PoolClient>()
-
 /**
- * Watches a pooled client: each write on its socket, each arrival of data, and the text of each
- * statement it is asked to run, to name the trips (node-postgres writes a statement's messages
- * while `query` runs, in pipeline mode as the adapter's pool is).
+ * The adapter's socket for one pooled connection, watched: the statements in each write reaching
+ * the network (the writable side's `_write`/`_writev`, read from the protocol's bytes), and each
+ * arrival of data.
  */
-const watch = (client: pg.PoolClient): void => {
-  if (watched.has(client)) return
-  watched.add(client)
-  const socket = (client as unknown as { readonly connection: { readonly stream: NodeJS.EventEmitter } }).connection
-    .stream
-  const c: Connection = { answered: false, trip: undefined, transaction: undefined, ending: false, issuing: undefined }
-  wrap(socket, "write", (write) =>
-    function(...args) {
-      onWrite(c)
-      return write.apply(this, args)
-    })
-  // The socket's own writes (the writable side's `_write`/`_writev`): buffered messages leaving.
-  for (const name of ["_write", "_writev"]) {
-    wrap(socket, name, (flush) =>
-      function(...args) {
-        if (c.trip !== undefined) c.trip.flushes++
-        return flush.apply(this, args)
-      })
+const watched = (): ReturnType<typeof Socket.make> => {
+  const socket = Socket.make()
+  const c: Connection = {
+    answered: false,
+    trip: undefined,
+    transaction: undefined,
+    ending: false,
+    named: new Map(),
+    unnamed: "?"
   }
+  const leaving = (chunks: ReadonlyArray<unknown>) => {
+    const statements = chunks.flatMap((chunk) =>
+      statementsIn(c, typeof chunk === "string" ? Buffer.from(chunk) : Buffer.from(chunk as Uint8Array))
+    )
+    for (const statement of statements) onStatement(c, statement)
+    if (statements.length > 0) c.trip!.flushes++
+  }
+  wrap(socket, "_write", (write) =>
+    function(chunk, ...rest) {
+      leaving([chunk])
+      return write.call(this, chunk, ...rest)
+    })
+  wrap(socket, "_writev", (writev) =>
+    function(chunks, ...rest) {
+      leaving((chunks as ReadonlyArray<{ readonly chunk: unknown }>).map((c) => c.chunk))
+      return writev.call(this, chunks, ...rest)
+    })
   // Ahead of the driver's own listener, whose callbacks may write the next statements at once.
   socket.prependListener("data", () => {
     c.answered = true
   })
-  wrap(client, "query", (query) =>
-    function(config, ...rest) {
-      const text = typeof config === "string" ? config : (config as { readonly text?: unknown } | null)?.text
-      c.issuing = typeof text === "string" ? nameOf(text) : "?"
-      return query.call(this, config, ...rest)
-    })
+  return socket
 }
 
-/** The test's pool, watched from the moment it hands out a connection. */
-const watching = Layer.scopedDiscard(Effect.flatMap(SqlClient.SqlClient, (sql) => {
-  const pool = Pools.poolOf(sql)
-  if (pool === undefined) return Effect.dieMessage("the test's SqlClient is not a PgConnection pool")
-  return Effect.acquireRelease(
-    Effect.sync(() => pool.on("acquire", watch)),
-    () => Effect.sync(() => pool.off("acquire", watch))
+/** The service's pool on the test database, each of its connections on a watched socket. */
+const watching = Layer.scopedContext(Effect.gen(function*() {
+  const client = yield* PgConnection.make({ url: yield* PgTest.url, maxConnections: 5, stream: watched })
+  return Context.make(SqlClient.SqlClient, client).pipe(
+    Context.add(PgClient.PgClient, client),
+    Context.add(PgTest.PgTestDatabase, yield* PgTest.PgTestDatabase)
   )
-}))
+})).pipe(Layer.provide(Layer.merge(PgTest.layer, Reactivity.layer)))
 
 const services = Services.layerWith({
   ingest: {
@@ -160,7 +196,6 @@ const services = Services.layerWith({
     Layer.mergeAll(PgStorage.layer(), SecretBox.layer(Redacted.make("pg-test-key")), OutboxSignal.layerNoop)
   ),
   Layer.provideMerge(watching),
-  Layer.provideMerge(PgTest.layer),
   Layer.provideMerge(Layer.setClock(Clock.make()))
 )
 

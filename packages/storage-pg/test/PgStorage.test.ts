@@ -108,12 +108,12 @@ layer(PgStorage.layer().pipe(Layer.provideMerge(PgTest.layer)), { timeout: "120 
         const idempotency = yield* IdempotencyStore
         const now = new Date("2025-01-01T00:00:00Z")
         const projectId = "prj_idem" as ProjectId
-        assert.strictEqual((yield* idempotency.claim(projectId, "k1", now))._tag, "Claimed")
+        assert.deepStrictEqual(yield* idempotency.claim([{ projectId, key: "k1", now }]), [{ _tag: "Claimed" }])
         const body = { ok: true, counted: false, reason: "PROGRAM_NOT_LIVE", nested: { z: 1, a: [null, "x"] } }
-        yield* idempotency.complete(projectId, "k1", { status: 202, body }, now)
-        const replay = yield* idempotency.claim(projectId, "k1", new Date(now.getTime() + 1000))
-        assert.strictEqual(replay._tag, "Completed")
-        if (replay._tag === "Completed") {
+        yield* idempotency.complete([{ projectId, key: "k1", response: { status: 202, body }, now }])
+        const [replay] = yield* idempotency.claim([{ projectId, key: "k1", now: new Date(now.getTime() + 1000) }])
+        assert.strictEqual(replay!._tag, "Completed")
+        if (replay!._tag === "Completed") {
           assert.strictEqual(replay.response.status, 202)
           assert.strictEqual(JSON.stringify(replay.response.body), JSON.stringify(body))
         }

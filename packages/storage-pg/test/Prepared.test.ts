@@ -1,7 +1,8 @@
 /**
- * The service's pool prepares parameterised statements once per connection (`PgConnection.make`),
- * on generic plans, and that changes nothing a caller sees: results, errors, transactions and
- * multi-statement texts; batch statements seek their keys whatever the table held when planned.
+ * On the service's pool (`PgConnection.make`) the adapter prepares its parameterised statements
+ * once per connection (`internal/statements.ts`), on generic plans, and that changes nothing a
+ * caller sees: results, errors, transactions and multi-statement texts; batch statements seek
+ * their keys whatever the table held when planned.
  */
 import { assert, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"
@@ -10,14 +11,23 @@ import { Context, Effect } from "effect"
 import { unsafeLocalDate } from "@streaks/core/Calendar"
 import { StreakKey } from "@streaks/core/Domain"
 import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
-import { AchievementStore, IdempotencyStore, MemberStore, Outbox, StreakStore } from "@streaks/core/Ports"
+import { AchievementStore, IdempotencyStore, MemberStore, Outbox, StreakStore, Transactor } from "@streaks/core/Ports"
 import { StateStore } from "@streaks/core/StateStore"
 import * as Migrations from "../src/Migrations.js"
 import * as PgConnection from "../src/PgConnection.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
-import type { IdempotencyExtras } from "../src/internal/Actions.js"
-import type { AchievementExtras, StreakExtras } from "../src/internal/Streaks.js"
+import type { AchievementExtras } from "../src/internal/achievementStore.js"
+import * as Pools from "../src/internal/pools.js"
+import { makeQuery } from "../src/internal/sql.js"
+import type { StreakExtras } from "../src/internal/streakStore.js"
+import * as Transactions from "../src/internal/transactor.js"
+
+/** How the adapter runs its statements and transactions on `sql`. */
+const adapterOn = (sql: SqlClient.SqlClient) => {
+  const registered = Pools.poolOf(sql)
+  return { query: makeQuery(registered), tx: Transactions.make(sql, registered) }
+}
 
 /**
  * Named statements of the connection running the current transaction whose text mentions `marker`,
@@ -36,10 +46,11 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
   it.effect("a parameterised statement is prepared once per connection and answers as before", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      yield* sql.withTransaction(Effect.gen(function*() {
+      const { query, tx } = adapterOn(sql)
+      yield* tx.withTransaction(Effect.gen(function*() {
         const answers = yield* Effect.forEach(
           [1, 2, 3],
-          (n) => sql<{ readonly v: number }>`SELECT ${n}::int + 1 AS v /* prep_a */`
+          (n) => query(sql`SELECT ${n}::int + 1 AS v /* prep_a */`)
         )
         assert.deepStrictEqual(answers.map((rows) => rows[0]!.v), [2, 3, 4])
         const names = yield* preparedOf(sql, "prep_a")
@@ -50,9 +61,10 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
   it.effect("a statement without values runs unnamed, so a text of several statements still works", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      yield* sql.withTransaction(Effect.gen(function*() {
-        yield* sql.unsafe(`CREATE TEMP TABLE prep_multi (v int); INSERT INTO prep_multi VALUES (1), (2)`)
-        const rows = yield* sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM prep_multi WHERE v > ${0}`
+      const { query, tx } = adapterOn(sql)
+      yield* tx.withTransaction(Effect.gen(function*() {
+        yield* query(sql.unsafe(`CREATE TEMP TABLE prep_multi (v int); INSERT INTO prep_multi VALUES (1), (2)`))
+        const rows = yield* query(sql`SELECT count(*)::int AS n FROM prep_multi WHERE v > ${0}`)
         assert.strictEqual(rows[0]!.n, 2)
         assert.deepStrictEqual(yield* preparedOf(sql, "CREATE TEMP TABLE prep_multi"), [])
       }))
@@ -61,15 +73,16 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
   it.effect("a failing prepared statement reports its error, and the same text works afterwards", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const divide = (d: number) => sql<{ readonly q: number }>`SELECT 10 / ${d}::int AS q /* prep_b */`
+      const { query } = adapterOn(sql)
+      const divide = (d: number) => query(sql`SELECT 10 / ${d}::int AS q /* prep_b */`)
       const failed = yield* Effect.either(divide(0))
       assert.isTrue(failed._tag === "Left", "division by zero fails")
       const rows = yield* divide(5)
       assert.strictEqual(rows[0]!.q, 2)
       // A text that does not even parse is not remembered as prepared either.
-      const broken = yield* Effect.either(sql`SELEC ${1}::int /* prep_c */`)
+      const broken = yield* Effect.either(query(sql`SELEC ${1}::int /* prep_c */`))
       assert.isTrue(broken._tag === "Left")
-      const again = yield* Effect.either(sql`SELEC ${1}::int /* prep_c */`)
+      const again = yield* Effect.either(query(sql`SELEC ${1}::int /* prep_c */`))
       assert.isTrue(again._tag === "Left", "still a syntax error, not 'prepared statement does not exist'")
       assert.include(String((again as { left: { cause: unknown } }).left.cause), "syntax error")
     }))
@@ -77,22 +90,24 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
   it.effect("a rolled-back transaction leaves the connection's statements usable", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const probe = (n: number) => sql<{ readonly v: number }>`SELECT ${n}::int AS v /* prep_d */`
-      yield* Effect.either(sql.withTransaction(Effect.zipRight(probe(1), Effect.fail("rollback" as const))))
-      const rows = yield* sql.withTransaction(probe(7))
+      const { query, tx } = adapterOn(sql)
+      const probe = (n: number) => query(sql`SELECT ${n}::int AS v /* prep_d */`)
+      yield* Effect.either(tx.withTransaction(Effect.zipRight(probe(1), Effect.fail("rollback" as const))))
+      const rows = yield* tx.withTransaction(probe(7))
       assert.strictEqual(rows[0]!.v, 7)
     }))
 
   it.effect("a statement that takes keys as an array runs on one generic plan, not one made at every call, and the pool's sessions keep that mode", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const { query, tx } = adapterOn(sql)
       // A batch statement's shape. Under Postgres's default `auto`, small arrays kept it on a
       // plan made anew at every call.
       const batch = (n: number) =>
-        sql<{ readonly k: string }>`SELECT k FROM unnest(${
-          Array.from({ length: n }, (_, i) => `key${i}`)
-        }::text[]) AS k /* prep_generic */`
-      const counts = yield* sql.withTransaction(Effect.gen(function*() {
+        query(
+          sql`SELECT k FROM unnest(${Array.from({ length: n }, (_, i) => `key${i}`)}::text[]) AS k /* prep_generic */`
+        )
+      const counts = yield* tx.withTransaction(Effect.gen(function*() {
         for (let n = 1; n <= 7; n++) yield* batch(n)
         return (yield* statementsOf(sql, "prep_generic")).map(({ custom, generic }) => ({ generic, custom }))
       }))
@@ -119,7 +134,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       )
       // One connection throughout: its statements are planned at their first call, on the empty
       // tables, and keep that plan as the tables grow.
-      return yield* sql.withTransaction(Effect.gen(function*() {
+      return yield* Context.get(PgStorage.make(sql, prefix), Transactor).withTransaction(Effect.gen(function*() {
         yield* call(0)
         yield* grow
         const before = yield* scans
@@ -132,9 +147,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* Migrations.run({ prefix: "keyplan_" })
-      const keys = Context.get(PgStorage.make(sql, "keyplan_"), IdempotencyStore) as
-        & IdempotencyStore["Type"]
-        & IdempotencyExtras
+      const keys = Context.get(PgStorage.make(sql, "keyplan_"), IdempotencyStore)
       const now = new Date("2025-01-15T12:00:00Z")
       const claims = (round: number) =>
         Array.from({ length: 10 }, (_, i) => ({ projectId: "prj_plan" as ProjectId, key: `k${round}-${i}`, now }))
@@ -143,8 +156,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         ["idempotency_keys"],
         (round) =>
           Effect.zipRight(
-            keys.claimWithin(claims(round)),
-            keys.completeMany(claims(round).map((c) => ({ ...c, response: { status: 202, body: { ok: true } } })))
+            keys.claim(claims(round)),
+            keys.complete(claims(round).map((c) => ({ ...c, response: { status: 202, body: { ok: true } } })))
           ),
         sql`INSERT INTO keyplan_idempotency_keys (project_id, key, state, created_at, claimed_at)
           SELECT 'prj_plan', 'filler-' || g, 'in_progress', ${now}, ${now} FROM generate_series(1, 20000) g`
@@ -262,8 +275,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
       const sql = yield* PgConnection.make({ url, maxConnections: 1, prepare: false }).pipe(
         Effect.provide(Reactivity.layer)
       )
-      yield* sql.withTransaction(Effect.gen(function*() {
-        yield* Effect.forEach([1, 2], (n) => sql`SELECT ${n}::int AS v /* prep_e */`)
+      const { query, tx } = adapterOn(sql)
+      yield* tx.withTransaction(Effect.gen(function*() {
+        yield* Effect.forEach([1, 2], (n) => query(sql`SELECT ${n}::int AS v /* prep_e */`))
         assert.deepStrictEqual(yield* preparedOf(sql, "prep_e"), [])
       }))
       // Unnamed statements are planned at every call anyway: the connection keeps the server's setting.
@@ -277,11 +291,10 @@ const awkward = ["plain", "", "NULL", null, "say \"hi\"", "C:\\dir\\", "a,b", "{
 
 const roundTrip = (sql: SqlClient.SqlClient) =>
   Effect.map(
-    sql<{ readonly v: string | null; readonly n: number }>`SELECT v, n::int FROM unnest(${awkward}::text[], ${[
-      1.5,
-      -2,
-      3
-    ]}::float8[]) WITH ORDINALITY AS t (v, f, n) /* prep_arrays */`,
+    adapterOn(sql).query(
+      sql`SELECT v, n::int FROM unnest(${awkward}::text[], ${[1.5, -2, 3]}::float8[]) WITH ORDINALITY AS t (v, f, n)
+        /* prep_arrays */`
+    ),
     (rows) => rows.map((r) => r.v)
   )
 
@@ -290,7 +303,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection array parameters",
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       assert.deepStrictEqual(yield* roundTrip(sql), awkward)
-      assert.deepStrictEqual(yield* sql.withTransaction(roundTrip(sql)), awkward)
+      assert.deepStrictEqual(yield* adapterOn(sql).tx.withTransaction(roundTrip(sql)), awkward)
     }))
 
   it.scoped("and with prepare: false", () =>

@@ -10,7 +10,7 @@ import { Ports } from "@streaks/core"
 import type { ProgramId } from "@streaks/core/Ids"
 import { Effect, Fiber, Layer, Redacted } from "effect"
 import pg from "pg"
-import * as Pools from "../src/internal/Pools.js"
+import * as Pools from "../src/internal/pools.js"
 import * as Migrations from "../src/Migrations.js"
 import * as PgConnection from "../src/PgConnection.js"
 import * as PgStorage from "../src/PgStorage.js"
@@ -110,7 +110,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the service's pool", (it) => {
       const client = yield* Effect.provide(PgClient.PgClient, PgConnection.layerUrl(url))
       const pool = Pools.poolOf(client)
       assert.isDefined(pool)
-      const options = pool!.options as { keepAlive?: boolean; keepAliveInitialDelayMillis?: number }
+      const options = pool!.pool.options as { keepAlive?: boolean; keepAliveInitialDelayMillis?: number }
       assert.strictEqual(options.keepAlive, true)
       assert.isAbove(options.keepAliveInitialDelayMillis ?? 0, 0)
     }))

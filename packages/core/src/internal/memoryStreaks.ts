@@ -191,8 +191,12 @@ export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Se
     j.set(s.idempotency, k, { claimedAt: s.idempotency.get(k)?.claimedAt ?? now.getTime(), response })
   }
   return {
-    claim: (projectId, key, now) => run(() => claim(projectId, key, now)),
-    complete: (projectId, key, response, now) => run(() => complete(projectId, key, response, now)),
+    // In input order: a key given twice finds its own first claim in progress.
+    claim: (keys) => run(() => keys.map((k) => claim(k.projectId, k.key, k.now))),
+    complete: (answers) =>
+      run(() => {
+        for (const a of answers) complete(a.projectId, a.key, a.response, a.now)
+      }),
     purgeExpired: (now) =>
       run(() => {
         const t = now.getTime()

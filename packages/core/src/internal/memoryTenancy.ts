@@ -16,7 +16,10 @@ export const makeMembers = (s: MemoryState, { run }: Runner): Context.Tag.Servic
   }
   return {
     lookup: (ids) => run(() => ids.map((id) => lookup(id.projectId, id.userHash))),
-    setTimezone: (projectId, userHash, timezone) => run(() => j.set(s.timezones, pair(projectId, userHash), timezone)),
+    setTimezones: (zones) =>
+      run(() => {
+        for (const z of zones) j.set(s.timezones, pair(z.projectId, z.userHash), z.timezone)
+      }),
     link: (projectId, anonymousId, userHash) =>
       run(() => {
         const k = pair(projectId, anonymousId)

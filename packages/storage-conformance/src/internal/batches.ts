@@ -20,7 +20,7 @@ export const batchSuite = (it: It) =>
         const member = makeUserHash()
         const anonymous = makeUserHash()
         const stranger = makeUserHash()
-        yield* members.setTimezone(project.id, member, "Asia/Tokyo")
+        yield* members.setTimezones([{ projectId: project.id, userHash: member, timezone: "Asia/Tokyo" }])
         yield* members.link(project.id, anonymous, member)
         const found = yield* members.lookup([
           { projectId: project.id, userHash: stranger },

@@ -147,9 +147,11 @@ export const idempotencySuite = (it: It) =>
         const a = yield* seedTenant()
         const b = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
-        assert.deepStrictEqual(yield* store.claim(a.project.id, key, t0), { _tag: "Claimed" })
-        assert.deepStrictEqual(yield* store.claim(a.project.id, key, at(t0, 29 * SECOND)), { _tag: "InProgress" })
-        assert.deepStrictEqual(yield* store.claim(b.project.id, key, t0), { _tag: "Claimed" })
+        assert.deepStrictEqual(yield* store.claim([{ projectId: a.project.id, key, now: t0 }]), [{ _tag: "Claimed" }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: a.project.id, key, now: at(t0, 29 * SECOND) }]), [{
+          _tag: "InProgress"
+        }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: b.project.id, key, now: t0 }]), [{ _tag: "Claimed" }])
       }))
 
     it.effect("of 50 concurrent claims of one key exactly one is Claimed", () =>
@@ -157,9 +159,33 @@ export const idempotencySuite = (it: It) =>
         const store = yield* IdempotencyStore
         const { project } = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
-        const results = yield* concurrently(50, () => store.claim(project.id, key, t0))
+        const results = yield* concurrently(
+          50,
+          () => Effect.map(store.claim([{ projectId: project.id, key, now: t0 }]), ([r]) => r!)
+        )
         assert.strictEqual(results.filter((r) => r._tag === "Claimed").length, 1)
         assert.strictEqual(results.filter((r) => r._tag === "InProgress").length, 49)
+      }))
+
+    it.effect("claim answers each key in input order; a key given twice in one call is Claimed at its first position only", () =>
+      Effect.gen(function*() {
+        const store = yield* IdempotencyStore
+        const { project } = yield* seedTenant()
+        const [a, b] = [`idem-${randomHex(8)}`, `idem-${randomHex(8)}`]
+        yield* store.claim([{ projectId: project.id, key: b, now: t0 }])
+        const answers = yield* store.claim([
+          { projectId: project.id, key: a, now: t0 },
+          { projectId: project.id, key: b, now: t0 },
+          { projectId: project.id, key: a, now: t0 }
+        ])
+        assert.deepStrictEqual(answers, [{ _tag: "Claimed" }, { _tag: "InProgress" }, { _tag: "InProgress" }])
+        yield* store.complete([
+          { projectId: project.id, key: a, response: { status: 500, body: null }, now: t0 },
+          { projectId: project.id, key: a, response, now: t0 }
+        ])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key: a, now: at(t0, SECOND) }]), [
+          { _tag: "Completed", response }
+        ])
       }))
 
     it.effect("an in-progress claim older than 30 s is claimed afresh", () =>
@@ -167,10 +193,14 @@ export const idempotencySuite = (it: It) =>
         const store = yield* IdempotencyStore
         const { project } = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
-        yield* store.claim(project.id, key, t0)
-        assert.deepStrictEqual(yield* store.claim(project.id, key, at(t0, 31 * SECOND)), { _tag: "Claimed" })
+        yield* store.claim([{ projectId: project.id, key, now: t0 }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 31 * SECOND) }]), [{
+          _tag: "Claimed"
+        }])
         // The fresh claim is in progress from its own start.
-        assert.deepStrictEqual(yield* store.claim(project.id, key, at(t0, 50 * SECOND)), { _tag: "InProgress" })
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 50 * SECOND) }]), [{
+          _tag: "InProgress"
+        }])
       }))
 
     it.effect("a completed key replays its response within 24 h and is claimed afresh after 24 h", () =>
@@ -178,11 +208,19 @@ export const idempotencySuite = (it: It) =>
         const store = yield* IdempotencyStore
         const { project } = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
-        yield* store.claim(project.id, key, t0)
-        yield* store.complete(project.id, key, response, at(t0, SECOND))
-        assert.deepStrictEqual(yield* store.claim(project.id, key, at(t0, 2 * SECOND)), { _tag: "Completed", response })
-        assert.deepStrictEqual(yield* store.claim(project.id, key, at(t0, 23 * HOUR)), { _tag: "Completed", response })
-        assert.deepStrictEqual(yield* store.claim(project.id, key, at(t0, DAY + MINUTE)), { _tag: "Claimed" })
+        yield* store.claim([{ projectId: project.id, key, now: t0 }])
+        yield* store.complete([{ projectId: project.id, key, response, now: at(t0, SECOND) }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 2 * SECOND) }]), [{
+          _tag: "Completed",
+          response
+        }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 23 * HOUR) }]), [{
+          _tag: "Completed",
+          response
+        }])
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, DAY + MINUTE) }]), [{
+          _tag: "Claimed"
+        }])
       }))
 
     it.effect("a claim made in a unit of work that fails is freed with it: a retry is Claimed", () =>
@@ -192,13 +230,17 @@ export const idempotencySuite = (it: It) =>
         const { project } = yield* seedTenant()
         const key = `idem-${randomHex(8)}`
         const error = yield* Effect.flip(tx.withTransaction(Effect.gen(function*() {
-          assert.deepStrictEqual(yield* store.claim(project.id, key, t0), { _tag: "Claimed" })
+          assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: t0 }]), [{ _tag: "Claimed" }])
           return yield* new Boom()
         })))
         assert.strictEqual(error._tag, "Boom")
-        assert.deepStrictEqual(yield* store.claim(project.id, key, at(t0, SECOND)), { _tag: "Claimed" })
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, SECOND) }]), [{
+          _tag: "Claimed"
+        }])
         // A claim that commits stays: the next one is in progress.
-        assert.deepStrictEqual(yield* store.claim(project.id, key, at(t0, 2 * SECOND)), { _tag: "InProgress" })
+        assert.deepStrictEqual(yield* store.claim([{ projectId: project.id, key, now: at(t0, 2 * SECOND) }]), [{
+          _tag: "InProgress"
+        }])
       }))
 
     it.effect("purgeExpired deletes records older than 24 h and keeps younger ones", () => {
@@ -207,16 +249,19 @@ export const idempotencySuite = (it: It) =>
         const store = yield* IdempotencyStore
         const { project } = yield* seedTenant()
         const [old, young] = [`idem-${randomHex(8)}`, `idem-${randomHex(8)}`]
-        yield* store.claim(project.id, old, base)
-        yield* store.complete(project.id, old, response, base)
-        yield* store.claim(project.id, young, at(base, 23 * HOUR))
-        yield* store.complete(project.id, young, response, at(base, 23 * HOUR))
+        yield* store.claim([{ projectId: project.id, key: old, now: base }])
+        yield* store.complete([{ projectId: project.id, key: old, response, now: base }])
+        yield* store.claim([{ projectId: project.id, key: young, now: at(base, 23 * HOUR) }])
+        yield* store.complete([{ projectId: project.id, key: young, response, now: at(base, 23 * HOUR) }])
         const purged = yield* store.purgeExpired(at(base, DAY + MINUTE))
         assert.isAtLeast(purged, 1)
-        assert.deepStrictEqual(yield* store.claim(project.id, young, at(base, DAY + 2 * MINUTE)), {
-          _tag: "Completed",
-          response
-        })
+        assert.deepStrictEqual(
+          yield* store.claim([{ projectId: project.id, key: young, now: at(base, DAY + 2 * MINUTE) }]),
+          [{
+            _tag: "Completed",
+            response
+          }]
+        )
       })
     })
   })

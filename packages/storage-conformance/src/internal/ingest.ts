@@ -52,7 +52,7 @@ export const ingestSuite = (it: It) =>
         const [member, anonymous, fresh] = [makeUserHash(), makeUserHash(), makeUserHash()]
         const members = yield* MemberStore
         yield* members.link(project.id, anonymous, member)
-        yield* members.setTimezone(project.id, member, "Asia/Tokyo")
+        yield* members.setTimezones([{ projectId: project.id, userHash: member, timezone: "Asia/Tokyo" }])
         const key = new StreakKey({ projectId: project.id, programId: program.id, userHash: member, ledger: "live" })
         yield* (yield* StreakStore).save([
           new StreakRow({
@@ -156,9 +156,9 @@ export const ingestSuite = (it: It) =>
           string,
           string
         ]
-        yield* idempotency.claim(project.id, done, epoch)
-        yield* idempotency.complete(project.id, done, response, epoch)
-        yield* idempotency.claim(project.id, held, epoch)
+        yield* idempotency.claim([{ projectId: project.id, key: done, now: epoch }])
+        yield* idempotency.complete([{ projectId: project.id, key: done, response, now: epoch }])
+        yield* idempotency.claim([{ projectId: project.id, key: held, now: epoch }])
         const keys = keyRequests(project.id, [done, kept, held])
         const snapshot = yield* tx.withTransaction(Effect.gen(function*() {
           const s = yield* store.load({ members: [], keys })
@@ -169,16 +169,22 @@ export const ingestSuite = (it: It) =>
         assert.deepStrictEqual(tags.get(done), { _tag: "Completed", response })
         assert.deepStrictEqual(tags.get(kept), { _tag: "Claimed" })
         assert.deepStrictEqual(tags.get(held), { _tag: "InProgress" })
-        assert.deepStrictEqual(yield* idempotency.claim(project.id, kept, at(epoch, SECOND)), {
-          _tag: "Completed",
-          response
-        })
+        assert.deepStrictEqual(
+          yield* idempotency.claim([{ projectId: project.id, key: kept, now: at(epoch, SECOND) }]),
+          [{
+            _tag: "Completed",
+            response
+          }]
+        )
         const failed = yield* Effect.exit(tx.withTransaction(Effect.zipRight(
           store.load({ members: [], keys: keyRequests(project.id, [dropped]) }),
           Effect.fail(new Boom())
         )))
         assert.isTrue(Exit.isFailure(failed))
-        assert.deepStrictEqual(yield* idempotency.claim(project.id, dropped, at(epoch, SECOND)), { _tag: "Claimed" })
+        assert.deepStrictEqual(
+          yield* idempotency.claim([{ projectId: project.id, key: dropped, now: at(epoch, SECOND) }]),
+          [{ _tag: "Claimed" }]
+        )
       }))
 
     it.effect("of 10 concurrent transactions claiming the same keys, each key is Claimed exactly once", () =>

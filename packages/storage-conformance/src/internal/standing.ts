@@ -26,7 +26,7 @@ export const standingSuite = (it: It) =>
         const { program, project } = yield* seedTenant()
         const member = makeUserHash()
         const anonymous = makeUserHash()
-        yield* members.setTimezone(project.id, member, "Asia/Tokyo")
+        yield* members.setTimezones([{ projectId: project.id, userHash: member, timezone: "Asia/Tokyo" }])
         yield* members.link(project.id, anonymous, member)
         const key = new StreakKey({ projectId: project.id, programId: program.id, userHash: member, ledger: "live" })
         const [locked] = yield* streaks.lock([{ key, timezone: "Asia/Tokyo" }])

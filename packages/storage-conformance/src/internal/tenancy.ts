@@ -744,7 +744,7 @@ export const memberSuite = (it: It) =>
         const a = yield* seedTenant()
         const b = yield* seedTenant()
         const [anon, member, stranger] = [makeUserHash(), makeUserHash(), makeUserHash()]
-        yield* members.setTimezone(a.project.id, member, "Europe/Paris")
+        yield* members.setTimezones([{ projectId: a.project.id, userHash: member, timezone: "Europe/Paris" }])
         yield* members.link(a.project.id, anon, member)
         const found = yield* members.lookup([
           { projectId: a.project.id, userHash: stranger },
@@ -769,9 +769,9 @@ export const memberSuite = (it: It) =>
         const a = yield* seedTenant()
         const b = yield* seedTenant()
         const userHash = makeUserHash()
-        yield* members.setTimezone(a.project.id, userHash, "Europe/Paris")
+        yield* members.setTimezones([{ projectId: a.project.id, userHash, timezone: "Europe/Paris" }])
         assert.deepStrictEqual((yield* memberOf(a.project.id, userHash)).timezone, Option.some("Europe/Paris"))
-        yield* members.setTimezone(a.project.id, userHash, "Asia/Kolkata")
+        yield* members.setTimezones([{ projectId: a.project.id, userHash, timezone: "Asia/Kolkata" }])
         assert.deepStrictEqual((yield* memberOf(a.project.id, userHash)).timezone, Option.some("Asia/Kolkata"))
         assert.isTrue(Option.isNone((yield* memberOf(b.project.id, userHash)).timezone))
       }))
@@ -810,7 +810,7 @@ export const memberSuite = (it: It) =>
         const a = yield* seedTenant()
         const b = yield* seedTenant()
         const [anon, member] = [makeUserHash(), makeUserHash()]
-        yield* members.setTimezone(a.project.id, member, "America/Sao_Paulo")
+        yield* members.setTimezones([{ projectId: a.project.id, userHash: member, timezone: "America/Sao_Paulo" }])
         yield* members.link(a.project.id, anon, member)
         const found = yield* memberOf(a.project.id, anon)
         assert.strictEqual(found.userHash, member)

@@ -1,5 +1,5 @@
 /**
- * The outbound side on SQLite: the transactional outbox (claimed under a lease) and its delivery
+ * `Outbox` on SQLite: the transactional outbox (claimed under a lease) and its delivery
  * attempts.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"

@@ -1,29 +1,15 @@
 /**
- * Outbound side on Postgres: the transactional outbox (claimed with SKIP LOCKED under a lease) and
- * its delivery attempts, and the rows of subscriptions and experiments as records (read and
- * written by the `Catalog`, `Catalog.ts`).
+ * `Outbox` on Postgres: the transactional outbox (claimed with SKIP LOCKED under a lease) and its
+ * delivery attempts.
  */
-import { Experiment, OutboxMessage, Subscription } from "@streaks/core/Domain"
-import type { CredentialRef, DeliveryAttempt, MessageStatus, OutboundEventType } from "@streaks/core/Domain"
-import type { ExperimentId, MessageId, ProgramId, ProjectId, SubscriptionId, WorkspaceId } from "@streaks/core/Ids"
+import { OutboxMessage } from "@streaks/core/Domain"
+import type { DeliveryAttempt, MessageStatus, OutboundEventType } from "@streaks/core/Domain"
+import type { MessageId, ProgramId, ProjectId, SubscriptionId } from "@streaks/core/Ids"
 import type { Held, Outbox, Settlement } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
-import { type Ctx, io, opt, toDate, toOptionalDate, trusted } from "./Sql.js"
+import { type Ctx, io, opt, toDate, toOptionalDate, trusted } from "./sql.js"
 
 type Row = Record<string, unknown>
-
-export const decodeSubscription = (r: Row): Subscription =>
-  new Subscription({
-    id: r.id as SubscriptionId,
-    workspaceId: r.workspace_id as WorkspaceId,
-    projectId: r.project_id as ProjectId,
-    programId: r.program_id as ProgramId,
-    url: r.url as string,
-    eventTypes: r.event_types as ReadonlyArray<OutboundEventType>,
-    secretSealed: r.secret_sealed as string,
-    createdBy: { type: r.created_by_type as CredentialRef["type"], id: r.created_by_id as string },
-    createdAt: toDate(r.created_at)
-  }, trusted)
 
 const decodeMessage = (r: Row): OutboxMessage =>
   new OutboxMessage({
@@ -38,16 +24,6 @@ const decodeMessage = (r: Row): OutboxMessage =>
     nextAttemptAt: toDate(r.next_attempt_at),
     createdAt: toDate(r.created_at),
     ...opt("deliveredAt", toOptionalDate(r.delivered_at))
-  }, trusted)
-
-export const decodeExperiment = (r: Row): Experiment =>
-  new Experiment({
-    id: r.id as ExperimentId,
-    projectId: r.project_id as ProjectId,
-    programId: r.program_id as ProgramId,
-    holdoutPercent: r.holdout_percent as number,
-    startedAt: toDate(r.started_at),
-    ...opt("endedAt", toOptionalDate(r.ended_at))
   }, trusted)
 
 export const makeOutbox = ({ query, sql, t }: Ctx): Outbox["Type"] => ({
@@ -71,7 +47,7 @@ export const makeOutbox = ({ query, sql, t }: Ctx): Outbox["Type"] => ({
   // back, carrying it, with the claimed message's columns on each (NULL when none was claimed).
   // RETURNING has no order, hence the sort on `due`.
   claimDue: (now, limit, leaseUntil) =>
-    sql`WITH due AS (
+    query(sql`WITH due AS (
           SELECT project_id, id, next_attempt_at AS due FROM ${t.outbox}
           WHERE status = 'pending' AND next_attempt_at <= ${now}
           ORDER BY next_attempt_at, created_at, id
@@ -89,7 +65,7 @@ export const makeOutbox = ({ query, sql, t }: Ctx): Outbox["Type"] => ({
             AND NOT EXISTS (SELECT 1 FROM due WHERE due.project_id = p.project_id AND due.id = p.id)
           ORDER BY p.next_attempt_at LIMIT 1
         ) AS at) next
-        LEFT JOIN claimed c ON true`
+        LEFT JOIN claimed c ON true`)
       .pipe(
         Effect.map((rows) => ({
           messages: rows
@@ -121,23 +97,23 @@ export const makeOutbox = ({ query, sql, t }: Ctx): Outbox["Type"] => ({
       : settlement._tag === "Pending"
       ? sql`attempts = ${settlement.attempts}, next_attempt_at = ${settlement.nextAttemptAt}`
       : sql`status = 'failed', attempts = ${settlement.attempts}`
-    return sql`WITH ${recorded} settled AS (
+    return query(sql`WITH ${recorded} settled AS (
           UPDATE ${t.outbox} SET ${changes}
           WHERE id = ${held.id} AND status = 'pending' AND next_attempt_at = ${held.leaseUntil} RETURNING 1
         )
-        SELECT count(*)::int AS n FROM settled`
+        SELECT count(*)::int AS n FROM settled`)
       .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0) > 0), io("Outbox.settle"))
   },
 
   recentDelivered: (programId, type, limit) =>
     limit <= 0 ?
       Effect.succeed([]) :
-      sql`SELECT * FROM ${t.outbox} WHERE program_id = ${programId} AND type = ${type} AND status = 'delivered'
-        ORDER BY created_at DESC, id DESC LIMIT ${limit}`
+      query(sql`SELECT * FROM ${t.outbox} WHERE program_id = ${programId} AND type = ${type} AND status = 'delivered'
+        ORDER BY created_at DESC, id DESC LIMIT ${limit}`)
         .pipe(Effect.map((rows) => rows.map(decodeMessage)), io("Outbox.recentDelivered")),
 
   purgeAttempts: (before) =>
-    sql`WITH gone AS (DELETE FROM ${t.delivery_attempts} WHERE at < ${before} RETURNING 1)
-        SELECT count(*)::int AS n FROM gone`
+    query(sql`WITH gone AS (DELETE FROM ${t.delivery_attempts} WHERE at < ${before} RETURNING 1)
+        SELECT count(*)::int AS n FROM gone`)
       .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("Outbox.purgeAttempts"))
 })

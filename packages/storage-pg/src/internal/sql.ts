@@ -4,13 +4,14 @@
  * needs (dates, JSON, optional columns).
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import { SqlError } from "@effect/sql/SqlError"
+import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import type { Fragment } from "@effect/sql/Statement"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { StorageError } from "@streaks/core/Errors"
 import { Effect, Option } from "effect"
-import type pg from "pg"
+import type * as Pools from "./pools.js"
+import * as Statements from "./statements.js"
 
 /** The table names of the schema, without prefix. */
 export const tableNames = [
@@ -65,40 +66,22 @@ export type Query = (statement: Statement.Statement<Row>) => Effect.Effect<Reado
  * pool behind the client (when `PgConnection` made it), skipping what running a `sql\`…\``
  * statement costs on every call besides the query (a span, a scope and a connection acquirer),
  * about as much as node-postgres itself (docs/decisions/0005-batch-statements-on-postgres.md).
- * Rows and failures are the same; a client made elsewhere runs the statement as usual.
+ * On such a pool, and in the transactions the adapter runs on it (`transactor.ts`), statements
+ * are prepared (`statements.ts`). Rows and failures are the same; a client made elsewhere runs
+ * the statement as usual.
  */
-export const makeQuery = (pool: pg.Pool | undefined): Query => (statement) =>
+export const makeQuery = (registered: Pools.Registered | undefined): Query => (statement) =>
   Effect.flatMap(Effect.serviceOption(SqlClient.TransactionConnection), (tx) => {
     if (Option.isSome(tx)) {
       const [text, params] = statement.compile()
-      return tx.value[0].execute(text, params, undefined)
+      const connection = tx.value[0]
+      return connection instanceof Statements.PooledConnection
+        ? Statements.rows(connection.client, text, params, connection.prepare)
+        : connection.execute(text, params, undefined)
     }
-    if (pool === undefined) return statement
+    if (registered === undefined) return statement
     const [text, params] = statement.compile()
-    return rawQuery(pool, text, params)
-  })
-
-type Queryable = {
-  readonly query: (
-    text: string,
-    values: ReadonlyArray<unknown> | undefined,
-    callback: (cause: Error | undefined | null, result: pg.QueryResult<Row>) => void
-  ) => void
-}
-
-/** One statement straight on a node-postgres pool or client, its rows or its failure as `SqlError`. */
-export const rawQuery = (
-  target: pg.Pool | pg.PoolClient,
-  text: string,
-  params?: ReadonlyArray<unknown>
-): Effect.Effect<ReadonlyArray<Row>, SqlError> =>
-  Effect.async((resume) => {
-    ;(target as unknown as Queryable).query(text, params, (cause, result) =>
-      resume(
-        cause === undefined || cause === null
-          ? Effect.succeed(result.rows)
-          : Effect.fail(new SqlError({ cause, message: "Failed to execute statement" }))
-      ))
+    return Statements.rows(registered.pool, text, params, registered.prepare)
   })
 
 const describe = (error: SqlError): string => {

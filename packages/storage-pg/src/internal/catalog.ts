@@ -9,18 +9,19 @@ import type { CredentialRef } from "@streaks/core/Domain"
 import type { StorageError } from "@streaks/core/Errors"
 import type { Catalog, CatalogKind, CatalogRecords } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
-import { decodeExperiment, decodeSubscription } from "./Delivery.js"
 import {
   decodeApiKey,
+  decodeExperiment,
   decodeGrant,
   decodeProgram,
   decodeProject,
+  decodeSubscription,
   decodeWorkspace,
   milestonesJson,
   policyJson,
   settingsJson
-} from "./Directory.js"
-import { type Ctx, io, type TableName } from "./Sql.js"
+} from "./catalogRecords.js"
+import { type Ctx, io, type TableName } from "./sql.js"
 
 type Row = Record<string, unknown>
 

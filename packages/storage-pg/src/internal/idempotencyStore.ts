@@ -1,123 +1,24 @@
 /**
- * The action log (append-only, plus the two aggregate reads of reports) and the idempotency keys
- * shared by every replica, on Postgres.
+ * `IdempotencyStore` on Postgres: the idempotency keys shared by every replica, a batch's claims
+ * and answers in one statement each.
  */
-import type { ActionRecord, EventType, StoredResponse } from "@streaks/core/Domain"
-import type { StorageError } from "@streaks/core/Errors"
-import type { ProjectId } from "@streaks/core/Ids"
-import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore } from "@streaks/core/Ports"
+import type { IdempotencyClaim, IdempotencyStore, KeyRequest } from "@streaks/core/Ports"
 import { Effect } from "effect"
-import { type Ctx, io, jsonParam, lastPerKey, toLocalDate, toOptionalString } from "./Sql.js"
+import { type Ctx, io, jsonParam, lastPerKey } from "./sql.js"
 
 /** A record lives 24 h from first receipt; an unfinished claim expires after 30 s (docs/api.md#idempotency). */
 const recordLifetime = "24 hours"
 const claimLifetime = "30 seconds"
-
-export const makeActionLog = ({ query, sql, t }: Ctx): ActionLog["Type"] => {
-  const where = (q: ActionQuery) =>
-    sql`program_id = ANY(${[...q.programIds]}::text[]) AND ledger = ${q.ledger} AND ts >= ${q.from} AND ts < ${q.to}`
-
-  // A batch of actions is one insert: each column travels as an array.
-  const append = (records: ReadonlyArray<ActionRecord>) => {
-    const col = <A>(f: (a: ActionRecord) => A) => records.map(f)
-    return Effect.as(
-      query(sql`INSERT INTO ${t.actions} (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
-            received_at, local_date, timezone, counted, source, external_service, integration_id, session_id,
-            idempotency_key, extra)
-          SELECT project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
-            timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra::jsonb
-          FROM unnest(${col((a) => a.projectId)}::text[], ${col((a) => a.id)}::text[], ${
-        col((a) => a.programId ?? null)
-      }::text[],
-            ${col((a) => a.userHash)}::text[], ${col((a) => a.event)}::text[], ${col((a) => a.eventType)}::text[],
-            ${col((a) => a.door)}::text[], ${col((a) => a.ledger)}::text[], ${
-        col((a) => a.ts.toISOString())
-      }::timestamptz[],
-            ${col((a) => a.receivedAt.toISOString())}::timestamptz[], ${col((a) => a.localDate)}::date[],
-            ${col((a) => a.timezone)}::text[], ${col((a) => a.counted)}::boolean[], ${
-        col((a) => a.source ?? null)
-      }::text[],
-            ${col((a) => a.externalService ?? null)}::text[], ${col((a) => a.integrationId ?? null)}::text[],
-            ${col((a) => a.sessionId ?? null)}::text[], ${col((a) => a.idempotencyKey ?? null)}::text[],
-            ${col((a) => a.extra === undefined ? null : jsonParam(a.extra))}::text[])
-            AS a (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts, received_at, local_date,
-              timezone, counted, source, external_service, integration_id, session_id, idempotency_key, extra)`),
-      undefined
-    )
-  }
-
-  return {
-    append: (records) => records.length === 0 ? Effect.void : append(records).pipe(io("ActionLog.append")),
-
-    countsByDay: (q) =>
-      q.programIds.length === 0 ?
-        Effect.succeed([]) :
-        sql`SELECT to_char(local_date, 'YYYY-MM-DD') AS date, event_type, count(*)::int AS count,
-            (count(*) FILTER (WHERE counted))::int AS counted
-          FROM ${t.actions} WHERE ${where(q)}
-          GROUP BY local_date, event_type ORDER BY local_date, event_type`
-          .pipe(
-            Effect.map((rows) =>
-              rows.map((r) => ({
-                date: toLocalDate(r.date),
-                eventType: r.event_type as EventType,
-                count: Number(r.count),
-                counted: Number(r.counted)
-              }))
-            ),
-            io("ActionLog.countsByDay")
-          ),
-
-    sources: (q) =>
-      q.programIds.length === 0 ?
-        Effect.succeed([]) :
-        sql`SELECT source, external_service, integration_id, count(*)::int AS count
-          FROM ${t.actions} WHERE ${where(q)} AND counted
-          GROUP BY source, external_service, integration_id
-          ORDER BY count DESC, source NULLS FIRST, external_service NULLS FIRST, integration_id NULLS FIRST`
-          .pipe(
-            Effect.map((rows) =>
-              rows.map((r) => ({
-                source: toOptionalString(r.source),
-                externalService: toOptionalString(r.external_service),
-                integrationId: toOptionalString(r.integration_id),
-                count: Number(r.count)
-              }))
-            ),
-            io("ActionLog.sources")
-          )
-  }
-}
 
 /** How often a claim is tried again when the record it lost to was not in its statement's view. */
 const claimAttempts = 3
 
 const inProgress: IdempotencyClaim = { _tag: "InProgress" }
 
-/** What the Postgres ingest store uses beyond the port: claims inside its transaction, answers stored at once. */
-export interface IdempotencyExtras {
-  readonly claimWithin: (
-    claims: ReadonlyArray<KeyClaim>
-  ) => Effect.Effect<ReadonlyArray<IdempotencyClaim>, StorageError>
-  readonly completeMany: (completions: ReadonlyArray<KeyCompletion>) => Effect.Effect<void, StorageError>
-}
-
-/** One key to claim. */
-export interface KeyClaim {
-  readonly projectId: ProjectId
-  readonly key: string
-  readonly now: Date
-}
-
-/** One key's answer to store. */
-export interface KeyCompletion extends KeyClaim {
-  readonly response: StoredResponse
-}
-
-export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): IdempotencyStore["Type"] & IdempotencyExtras => {
+export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): IdempotencyStore["Type"] => {
   // Every claim first takes the key's advisory lock, without waiting (`pg_try_advisory_xact_lock`,
   // in a lock space of this schema's own), and touches the key's row only if it got it. So a key
-  // claimed inside a transaction that is still running (`claimWithin`: its row not yet committed)
+  // claimed inside a transaction that is still running (its row not yet committed)
   // answers InProgress at once to every other claim, which would otherwise wait on that row until
   // the transaction ends (docs/api.md#idempotency: the 409 comes at once). Outside a transaction
   // the lock lasts the statement. Two keys whose hashes collide while both are held give a spurious
@@ -134,7 +35,7 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
   // with LIMIT, which the planner cannot turn into a join): a join let a plan made while the
   // table was small scan all of it for every claim, for the life of the connection (generic
   // plans, `PgConnection`).
-  const claimStatement = (claims: ReadonlyArray<KeyClaim>) =>
+  const claimStatement = (claims: ReadonlyArray<KeyRequest>) =>
     query(sql`WITH input AS (
           SELECT * FROM unnest(${claims.map((c) => c.projectId)}::text[], ${claims.map((c) => c.key)}::text[],
             ${claims.map((c) => c.now.toISOString())}::timestamptz[]) WITH ORDINALITY AS i (project_id, key, at, n)
@@ -179,9 +80,9 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
     }
   }
 
-  // `claim` and `claimWithin` alike: what the transaction they run in (their own, or
-  // the caller's) decides is how long a claim's lock and uncommitted row last.
-  const claimAll = (claims: ReadonlyArray<KeyClaim>) =>
+  // The transaction a claim runs in (its own, or the caller's) decides how long its lock and
+  // uncommitted row last.
+  const claimAll = (claims: ReadonlyArray<KeyRequest>) =>
     Effect.gen(function*() {
       const answers = new Array<IdempotencyClaim>(claims.length).fill(inProgress)
       let left = claims.map((_, i) => i)
@@ -199,19 +100,23 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
       return answers
     })
 
+  // A key given twice is claimed once: its later positions find it in progress (or replay it).
+  const claim = (keys: ReadonlyArray<KeyRequest>) => {
+    const nameOf = (k: KeyRequest) => `${k.projectId}\u0000${k.key}`
+    const first = new Map<string, number>()
+    const distinct = keys.filter((k, i) => !first.has(nameOf(k)) && first.set(nameOf(k), i) !== undefined)
+    return Effect.map(claimAll(distinct), (answers) => {
+      if (distinct.length === keys.length) return answers
+      const byName = new Map(distinct.map((k, n) => [nameOf(k), answers[n]!]))
+      return keys.map((k, i) => {
+        const answer = byName.get(nameOf(k))!
+        return first.get(nameOf(k)) === i || answer._tag !== "Claimed" ? answer : inProgress
+      })
+    })
+  }
+
   return {
-    claim: (projectId, key, now) =>
-      claimAll([{ projectId, key, now }]).pipe(Effect.map((answers) => answers[0]!), io("IdempotencyStore.claim")),
-
-    claimWithin: (claims: ReadonlyArray<KeyClaim>) =>
-      claims.length === 0 ? Effect.succeed([]) : claimAll(claims).pipe(io("IdempotencyStore.claimWithin")),
-
-    complete: (projectId, key, response, now) =>
-      query(sql`UPDATE ${t.idempotency_keys}
-          SET state = 'completed', completed_at = ${now}, response_status = ${response.status},
-              response_body = ${jsonParam(response.body)}::json
-          WHERE project_id = ${projectId} AND key = ${key}`)
-        .pipe(Effect.asVoid, io("IdempotencyStore.complete")),
+    claim: (keys) => keys.length === 0 ? Effect.succeed([]) : claim(keys).pipe(io("IdempotencyStore.claim")),
 
     // A batch's keys in one statement: an upsert, whose conflicts are found through the primary
     // key whatever the table's statistics (an `UPDATE … FROM unnest` planned while the table was
@@ -219,7 +124,7 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
     // anyway, as the in-memory store does. Each key is claimed by one action at a time, so two
     // batches write the same row only when a claim expired (30 s) under a batch still running;
     // should they deadlock, ingest retries each action alone.
-    completeMany: (completions: ReadonlyArray<KeyCompletion>) => {
+    complete: (completions) => {
       if (completions.length === 0) return Effect.void
       const last = lastPerKey(completions, (c) => `${c.projectId}\u0000${c.key}`)
       return query(sql`INSERT INTO ${t.idempotency_keys} AS k
@@ -231,15 +136,15 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
           ON CONFLICT (project_id, key) DO UPDATE
             SET state = 'completed', completed_at = excluded.completed_at, response_status = excluded.response_status,
                 response_body = excluded.response_body`)
-        .pipe(Effect.asVoid, io("IdempotencyStore.completeMany"))
+        .pipe(Effect.asVoid, io("IdempotencyStore.complete"))
     },
 
     purgeExpired: (now) =>
-      sql`WITH gone AS (
+      query(sql`WITH gone AS (
             DELETE FROM ${t.idempotency_keys} WHERE created_at <= ${now}::timestamptz - ${recordLifetime}::interval
             RETURNING 1
           )
-          SELECT count(*)::int AS n FROM gone`
+          SELECT count(*)::int AS n FROM gone`)
         .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("IdempotencyStore.purgeExpired"))
   }
 }

@@ -24,19 +24,18 @@ import type {
   StreakStore,
   UsageStore
 } from "@streaks/core/Ports"
-import { Effect, FiberRef, Option } from "effect"
-import type { IdempotencyExtras } from "./Actions.js"
-import { keyOf } from "./Batch.js"
-import type { MemberExtras } from "./Directory.js"
-import type { AchievementExtras, StreakExtras } from "./Streaks.js"
-import { pipelined } from "./Pipeline.js"
+import { Effect, Option } from "effect"
+import type { AchievementExtras } from "./achievementStore.js"
+import { keyOf } from "./batch.js"
+import { pipelined } from "./pipeline.js"
+import type { StreakExtras } from "./streakStore.js"
 
 export interface Stores {
   readonly catalog: Catalog["Type"]
-  readonly members: MemberStore["Type"] & MemberExtras
+  readonly members: MemberStore["Type"]
   readonly streaks: StreakStore["Type"] & StreakExtras
   readonly achievements: AchievementStore["Type"] & AchievementExtras
-  readonly idempotency: IdempotencyStore["Type"] & IdempotencyExtras
+  readonly idempotency: IdempotencyStore["Type"]
   readonly log: ActionLog["Type"]
   readonly outbox: Outbox["Type"]
   readonly usage: UsageStore["Type"]
@@ -45,11 +44,18 @@ export interface Stores {
 const none = Effect.succeed([] as ReadonlyArray<never>)
 
 /**
- * The usage month each row of the running group's `load` was last metered in (`metered_month`),
- * by key, for its `commit`: both run on the group's fiber, one after the other. A member whose row
- * says it was marked in a month needs no mark in that month again.
+ * What `load` learns for `commit` (`Snapshot.forCommit`): the usage month each locked row was last
+ * metered in (`metered_month`), by key. A member whose row says it was marked in a month needs no
+ * mark in that month again.
  */
-const metered = FiberRef.unsafeMake<ReadonlyMap<string, string>>(new Map())
+class Loaded {
+  constructor(readonly meteredMonths: ReadonlyMap<string, string>) {}
+}
+
+const nothingLoaded = new Loaded(new Map())
+
+/** `Changes.forCommit` as `load` left it; nothing known for changes not planned from a `load` of ours. */
+const loadedOf = (forCommit: unknown): Loaded => forCommit instanceof Loaded ? forCommit : nothingLoaded
 
 const conflict = (what: string) =>
   new StorageError({
@@ -98,7 +104,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           : streaks.lockExistingWithAchieved(
             asked.map((i) => ({ key: sentKey(i), withAchieved: request.members[i]!.streak!.withAchieved }))
           ),
-        request.keys.length === 0 ? none : idempotency.claimWithin(request.keys)
+        request.keys.length === 0 ? none : idempotency.claim(request.keys)
       ])
       const locked = new Map<number, LockedStreak>()
       const months = new Map<string, string>()
@@ -140,12 +146,16 @@ export const make = (stores: Stores): IngestStore["Type"] => {
           locked.set(i, { ...l, achieved: achieved[n]! })
         })
       }
-      yield* FiberRef.set(metered, months)
-      return { members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })), claims }
+      return {
+        members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })),
+        claims,
+        forCommit: new Loaded(months)
+      }
     })
 
   const commit: IngestStore["Type"]["commit"] = (changes) =>
-    Effect.flatMap(FiberRef.get(metered), (before) => {
+    Effect.suspend(() => {
+      const before = loadedOf(changes.forCommit).meteredMonths
       const allNew = (what: string) => (added: ReadonlyArray<boolean>) =>
         added.every(Boolean) ? Effect.void : Effect.fail(conflict(what))
       // Live rows keep the month their member is marked in; a mark their row already records is spared.
@@ -172,7 +182,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         changes.zones.length === 0 ? Effect.void : members.setTimezones(changes.zones),
         changes.actions.length === 0 ? Effect.void : stores.log.append(changes.actions),
         changes.outbox.length === 0 ? Effect.void : stores.outbox.enqueue(changes.outbox),
-        changes.answers.length === 0 ? Effect.void : idempotency.completeMany(changes.answers)
+        changes.answers.length === 0 ? Effect.void : idempotency.complete(changes.answers)
       ]))
     })
 

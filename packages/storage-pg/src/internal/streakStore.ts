@@ -1,70 +1,22 @@
 /**
- * The per-action path on Postgres: streak rows (locked FOR UPDATE while an action is counted),
- * activity days, achievements, the scheduler's claim of due rows with SKIP LOCKED, and the
- * widgets' read of all of them at once (`StateStore`).
+ * `StreakStore` on Postgres: streak rows (locked FOR UPDATE while an action is counted), their
+ * active days, and the scheduler's claim of due rows with SKIP LOCKED; with the fused statements
+ * the ingest store uses (rows locked with their achievements, rows saved with their days).
  */
 import { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import { Achievement, type StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
-import type { FreezeGrant, Ledger } from "@streaks/core/Domain"
+import type { StreakKey, StreakRow } from "@streaks/core/Domain"
+import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { StorageError } from "@streaks/core/Errors"
-import type { AchievementStore, StreakStore } from "@streaks/core/Ports"
-import type { StateStore } from "@streaks/core/StateStore"
+import type { StreakStore } from "@streaks/core/Ports"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
-import { firstOccurrences, keyOf } from "./Batch.js"
-import { pipelined } from "./Pipeline.js"
-import {
-  type Ctx,
-  io,
-  lastPerKey,
-  opt,
-  toDate,
-  toLocalDate,
-  toOptionalDate,
-  toOptionalLocalDate,
-  trusted
-} from "./Sql.js"
+import { firstOccurrences, keyOf } from "./batch.js"
+import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
+import { achievedIds, achievementsOfK, decodeStreakRow, keyArraysOf, streakColumns } from "./streakRows.js"
 
 type Row = Record<string, unknown>
-
-// Dates are selected as text: node-postgres would parse `date` into a local-time JS Date.
-// Instants as ISO text in UTC, which `new Date` reads natively: node-postgres's own timestamptz
-// parser (a regular expression and a field-by-field build) costs more on every read.
-const isoInstant = (column: string) =>
-  `to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS ${column}`
-
-// The policy fields (migration 0006) are NULL in rows written before them: absent, read as defaults.
-const streakColumns =
-  `project_id, program_id, user_hash, ledger, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run, best,
-  timezone, to_char(at_risk_notified_for, 'YYYY-MM-DD') AS at_risk_notified_for,
-  to_char(broken_notified_after, 'YYYY-MM-DD') AS broken_notified_after, period_days, freezes, grants,
-  to_char(frozen_notified_through, 'YYYY-MM-DD') AS frozen_notified_through, ${isoInstant("due_at")}, ${
-    isoInstant("updated_at")
-  },
-  metered_month`
-
-// Rows of the hot statements (every action locks one) skip the Schema constructor: `unsafeMake`.
-export const decodeStreakRow = (r: Row): StreakRow =>
-  unsafeMake(StreakRow, {
-    projectId: r.project_id as ProjectId,
-    programId: r.program_id as ProgramId,
-    userHash: r.user_hash as UserHash,
-    ledger: r.ledger as Ledger,
-    ...opt("lastActiveDay", toOptionalLocalDate(r.last_active_day)),
-    run: r.run as number,
-    best: r.best as number,
-    timezone: r.timezone as string,
-    ...opt("atRiskNotifiedFor", toOptionalLocalDate(r.at_risk_notified_for)),
-    ...opt("brokenNotifiedAfter", toOptionalLocalDate(r.broken_notified_after)),
-    ...opt("periodDays", r.period_days as number | null),
-    ...opt("freezes", r.freezes as number | null),
-    ...opt("grants", r.grants as ReadonlyArray<FreezeGrant> | null),
-    ...opt("frozenNotifiedThrough", toOptionalLocalDate(r.frozen_notified_through)),
-    ...opt("dueAt", toOptionalDate(r.due_at)),
-    updatedAt: toDate(r.updated_at)
-  })
 
 /** A row's granted freezes as JSON text for a `jsonb[]` element; NULL when it has none recorded. */
 const grantsJson = (row: StreakRow): string | null =>
@@ -93,27 +45,6 @@ const rowsByKey = (rows: ReadonlyArray<Record<string, unknown>>): Map<string, St
     const row = decodeStreakRow(r)
     return [keyOf(row), row]
   }))
-
-/**
- * A key's achieved milestone ids as an array: the streak row's copy (migration 0003) where it is
- * known, else the achievements table (`a`) matched by `sameKey`. The one place of that rule.
- */
-const achievedIds = ({ sql, t }: Pick<Ctx, "sql" | "t">, copy: string, sameKey: Fragment) =>
-  sql`CASE WHEN ${sql.literal(copy)} IS NOT NULL THEN ${sql.literal(copy)}
-    ELSE ARRAY(SELECT a.milestone_id FROM ${t.achievements} a WHERE ${sameKey}) END`
-
-/** The achievements of the unnested key `k`, for a member whose hash is in `userHash`. */
-const achievementsOfK = (sql: Ctx["sql"], userHash: string) =>
-  sql.literal(`a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = ${userHash}
-    AND a.ledger = k.ledger`)
-
-/** The four key columns of many keys as arrays, for `unnest`. */
-const keyArraysOf = (
-  sql: Ctx["sql"],
-  keys: ReadonlyArray<Pick<StreakKey, "projectId" | "programId" | "userHash" | "ledger">>
-) =>
-  sql`${keys.map((k) => k.projectId)}::text[], ${keys.map((k) => k.programId)}::text[],
-    ${keys.map((k) => k.userHash)}::text[], ${keys.map((k) => k.ledger)}::text[]`
 
 /**
  * What the Postgres ingest store (`Ingest.ts`) uses beyond the port: rows locked without creating
@@ -327,11 +258,13 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
           ) s
         WHERE p.project_id = ${projectId}`
 
-  const rows = (query: RowsQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-    if ("keys" in query) return query.keys.length === 0 ? Effect.succeed([]) : rowsOfKeys(query.keys)
-    return "programId" in query
-      ? rowsOfProgram(query.programId, query.ledger)
-      : rowsOfMember(query.projectId, query.userHash)
+  const rows = (which: RowsQuery): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    if ("keys" in which) return which.keys.length === 0 ? Effect.succeed([]) : rowsOfKeys(which.keys)
+    return query(
+      "programId" in which
+        ? rowsOfProgram(which.programId, which.ledger)
+        : rowsOfMember(which.projectId, which.userHash)
+    )
   }
 
   return {
@@ -363,19 +296,21 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
     },
 
     days: (key, range) =>
-      (range === undefined
-        ? sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
-        : sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days}
-            WHERE ${whereKey(key)} AND day BETWEEN ${range.from}::date AND ${range.to}::date ORDER BY day`)
+      query(
+        range === undefined
+          ? sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days} WHERE ${whereKey(key)} ORDER BY day`
+          : sql`SELECT to_char(day, 'YYYY-MM-DD') AS day FROM ${t.activity_days}
+            WHERE ${whereKey(key)} AND day BETWEEN ${range.from}::date AND ${range.to}::date ORDER BY day`
+      )
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.days")),
 
-    rows: (query) => rows(query).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
+    rows: (which) => rows(which).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
 
     // The row goes with its days and achievements, and so does the copy of its achieved ids.
     remove: (key) =>
-      sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}),
+      query(sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}),
             a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)})
-          DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`
+          DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`)
         .pipe(Effect.asVoid, io("StreakStore.remove")),
 
     // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
@@ -385,162 +320,8 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
         Effect.succeed([]) :
         // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
         // column (no index, a sort of every due row) over the table's.
-        sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
-          ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`
+        query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
+          ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
           .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue"))
-  }
-}
-
-/** What the Postgres ingest store uses beyond the port: the achieved milestone ids alone, the row's copy first. */
-export interface AchievementExtras {
-  readonly achievedIds: (keys: ReadonlyArray<StreakKey>) => Effect.Effect<
-    ReadonlyArray<ReadonlyArray<MilestoneId>>,
-    StorageError
-  >
-}
-
-export const makeAchievementStore = ({ query, sql, t }: Ctx): AchievementStore["Type"] & AchievementExtras => {
-  const whereKey = (k: StreakKey) =>
-    sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
-
-  // The streak row's copy gains the new id in the same statement. Where the copy is not known
-  // yet it is built from the table as this statement sees it (without the new row) plus the new
-  // id, so from a member's first achievement on the copy is known. A concurrent add to the same
-  // row waits for this one's row lock and then re-applies its SET to the updated copy. One
-  // statement per achievement, each a primary-key seek whatever plan it was prepared with.
-  const addOne = (a: Achievement) =>
-    query(sql`WITH added AS (
-          INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
-          VALUES (${a.projectId}, ${a.programId}, ${a.userHash}, ${a.ledger}, ${a.milestoneId}, ${a.achievedAt})
-          ON CONFLICT DO NOTHING RETURNING milestone_id
-        ), copied AS (
-          UPDATE ${t.streaks} s SET achieved = ${
-      achievedIds({ sql, t }, "s.achieved", whereKey(a))
-    } || added.milestone_id
-          FROM added WHERE ${whereKey(a)}
-        )
-        SELECT 1 AS ok FROM added`).pipe(Effect.map((rows) => rows.length > 0), io("AchievementStore.add"))
-
-  return {
-    // Per key a range of the achievements' primary key, oldest first: LATERAL with OFFSET 0, which
-    // the planner cannot pull up into a join (a join planned while the table was small scanned it
-    // whole at every call, for the life of the connection).
-    achieved: (keys) =>
-      keys.length === 0 ?
-        Effect.succeed([]) :
-        query(sql`SELECT k.n, a.milestone_id, a.achieved_at
-          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
-          CROSS JOIN LATERAL (
-            SELECT milestone_id, achieved_at FROM ${t.achievements} a
-            WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
-              AND a.ledger = k.ledger
-            OFFSET 0
-          ) a
-          ORDER BY k.n, a.achieved_at, a.milestone_id`).pipe(
-          Effect.map((rows) => {
-            const achieved = keys.map((): Array<Achievement> => [])
-            for (const r of rows) {
-              const key = keys[Number(r.n) - 1]!
-              achieved[Number(r.n) - 1]!.push(
-                new Achievement({
-                  projectId: key.projectId,
-                  programId: key.programId,
-                  userHash: key.userHash,
-                  ledger: key.ledger,
-                  milestoneId: r.milestone_id as MilestoneId,
-                  achievedAt: toDate(r.achieved_at)
-                }, trusted)
-              )
-            }
-            return achieved
-          }),
-          io("AchievementStore.achieved")
-        ),
-
-    // Per key the copy on its streak row (migration 0003), a primary-key seek into the page the
-    // action has just locked (LATERAL with LIMIT 1: see `standing`); only where the copy is not
-    // known (NULL: no row yet, or a row from before the migration) is the achievements table read,
-    // one primary-key range seek per key (LATERAL, whatever the planner believes of the table).
-    achievedIds: (keys) =>
-      keys.length === 0 ?
-        Effect.succeed([]) :
-        query(sql`SELECT k.n, m.milestone_id
-          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
-          LEFT JOIN LATERAL (
-            SELECT achieved FROM ${t.streaks} s
-            WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
-              AND s.ledger = k.ledger LIMIT 1
-          ) s ON true
-          CROSS JOIN LATERAL unnest(${achievedIds({ sql, t }, "s.achieved", achievementsOfK(sql, "k.user_hash"))})
-            AS m (milestone_id)
-          ORDER BY k.n, m.milestone_id`).pipe(
-          Effect.map((rows) => {
-            const achieved = keys.map((): Array<MilestoneId> => [])
-            for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
-            return achieved
-          }),
-          io("AchievementStore.achievedIds")
-        ),
-
-    // Sent together (one round trip on a pipelining connection), in input order; a pair given
-    // twice is sent once, and answers `false` at its later positions.
-    add: (achievements) => {
-      const name = (a: Achievement) => `${keyOf(a)}\u0000${a.milestoneId}`
-      const seen = new Set<string>()
-      const firsts = achievements.filter((a) => !seen.has(name(a)) && seen.add(name(a)) !== undefined)
-      return Effect.map(pipelined(firsts.map(addOne)), (added) => {
-        const inserted = new Set(firsts.filter((_, i) => added[i]).map(name))
-        return firstOccurrences(achievements, name, inserted)
-      })
-    }
-  }
-}
-
-/**
- * `StateStore` on Postgres: the widgets' reads of a batch in one statement, per ref the alias, then
- * the member's zone, row, days in range and achievements, each a primary-key seek (a subquery, or
- * LATERAL with LIMIT 1, which the planner cannot pull up into a join: a join planned while the
- * tables were small, as generic plans are once per connection, scanned them whole at every call);
- * the achievements from the row's copy where it is known (see `achievedIds`).
- */
-export const makeStateStore = ({ query, sql, t }: Ctx): StateStore["Type"] => {
-  const cols = sql.literal(streakColumns)
-  return {
-    standing: (refs, from, to) =>
-      refs.length === 0 ?
-        Effect.succeed([]) :
-        query(sql`SELECT k.n, m.member_hash, z.timezone AS member_zone, s.*,
-            (SELECT string_agg(to_char(day, 'YYYY-MM-DD'), ',' ORDER BY day) FROM ${t.activity_days} d
-              WHERE d.project_id = k.project_id AND d.program_id = k.program_id AND d.user_hash = m.member_hash
-                AND d.ledger = k.ledger AND d.day BETWEEN ${from}::date AND ${to}::date) AS days,
-            to_json(ARRAY(SELECT unnest(${
-          achievedIds({ sql, t }, "s.achieved_copy", achievementsOfK(sql, "m.member_hash"))
-        })
-              ORDER BY 1)) AS achieved
-          FROM unnest(${keyArraysOf(sql, refs)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
-          CROSS JOIN LATERAL (SELECT coalesce(
-            (SELECT user_hash FROM ${t.aliases} WHERE project_id = k.project_id AND anonymous_id = k.user_hash),
-            k.user_hash) AS member_hash) m
-          LEFT JOIN LATERAL (SELECT timezone FROM ${t.members}
-            WHERE project_id = k.project_id AND user_hash = m.member_hash LIMIT 1) z ON true
-          LEFT JOIN LATERAL (SELECT ${cols}, achieved AS achieved_copy FROM ${t.streaks}
-            WHERE project_id = k.project_id AND program_id = k.program_id AND user_hash = m.member_hash
-              AND ledger = k.ledger LIMIT 1) s ON true
-          ORDER BY k.n`).pipe(
-          Effect.map((rows) =>
-            rows.map((r) => ({
-              member: {
-                userHash: r.member_hash as UserHash,
-                timezone: Option.fromNullable(r.member_zone as string | null)
-              },
-              row: r.project_id == null ? Option.none() : Option.some(decodeStreakRow(r)),
-              // Days as one comma-joined text and ids as JSON rather than arrays, which node-postgres
-              // parses character by character.
-              days: r.days === null ? [] : (r.days as string).split(",") as Array<LocalDate>,
-              achieved: r.achieved as Array<MilestoneId>
-            }))
-          ),
-          io("StateStore.standing")
-        )
   }
 }

@@ -1,48 +1,55 @@
 /**
- * The pool's node-postgres clients send what is issued in one tick in one write, in order: a
- * batch's side-by-side statements wake the backend once, not once per statement.
+ * The pool's sockets (`internal/socket.ts`) send what is issued in one tick in one write, in
+ * order: a batch's side-by-side statements wake the backend once, not once per statement.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import type pg from "pg"
-import { PreparingClient } from "../src/internal/Clients.js"
+import pg from "pg"
+import * as Socket from "../src/internal/socket.js"
 import * as PgTest from "../src/PgTest.js"
 
-type Socket = { _write: (...a: Array<unknown>) => unknown; _writev: (...a: Array<unknown>) => unknown }
+type Writable = { _write: (...a: Array<unknown>) => unknown; _writev?: (...a: Array<unknown>) => unknown }
 
-/** A pipelined client as `PgConnection` makes them, and a count of the writes on its socket. */
+/** A pipelined client on the adapter's socket, as `PgConnection` makes them, and a count of the socket's writes. */
 const connected = Effect.acquireRelease(
   Effect.flatMap(PgTest.url, (url) =>
     Effect.promise(async () => {
-      const client = new PreparingClient({ connectionString: Redacted.value(url), ...({ pipeline: true } as {}) })
-      await client.connect()
-      const socket = (client as unknown as { connection: { stream: Socket } }).connection.stream
       const writes = { count: 0 }
-      for (const method of ["_write", "_writev"] as const) {
-        const original = socket[method].bind(socket)
-        socket[method] = (...args) => {
-          writes.count++
-          return original(...args)
+      const stream = () => {
+        const socket = Socket.make() as unknown as Writable
+        for (const method of ["_write", "_writev"] as const) {
+          const original = socket[method]?.bind(socket)
+          if (original === undefined) continue
+          socket[method] = (...args) => {
+            writes.count++
+            return original(...args)
+          }
         }
+        return socket as unknown as ReturnType<typeof Socket.make>
       }
+      const client = new pg.Client({ connectionString: Redacted.value(url), stream, ...({ pipeline: true } as {}) })
+      await client.connect()
       return { client, writes }
     })),
   ({ client }) => Effect.promise(() => client.end())
 )
 
-/** A statement the way `@effect/sql-pg` runs them: text, values (if any) and a callback. */
-const run = (client: pg.Client, text: string, values?: Array<unknown>) =>
+/** A statement on the extended protocol (as the adapter's statements and its `BEGIN` are sent), or a simple query. */
+const run = (client: pg.Client, text: string, values?: Array<unknown>, simple = false) =>
   new Promise<Array<Record<string, unknown>>>((ok, ko) => {
     const done = (error: Error | null, result: pg.QueryResult) => (error ? ko(error) : ok(result.rows))
-    if (values === undefined) client.query(text, done)
-    else client.query(text, values, done)
+    if (simple) client.query(text, done)
+    else {client.query(
+        { text, ...(values === undefined ? { queryMode: "extended" } : { values }) } as pg.QueryConfig,
+        done
+      )}
   })
 
-layer(PgTest.layer, { timeout: "120 seconds" })("the pool's clients", (it) => {
+layer(PgTest.layer, { timeout: "120 seconds" })("the pool's sockets", (it) => {
   it.scoped("statements issued in one tick leave in one write and run in the order issued", () =>
     Effect.gen(function*() {
       const { client, writes } = yield* connected
-      yield* Effect.promise(() => run(client, "CREATE TEMP TABLE sent_together (n int)"))
+      yield* Effect.promise(() => run(client, "CREATE TEMP TABLE sent_together (n int)", undefined, true))
       const before = writes.count
       const answers = yield* Effect.promise(() =>
         Promise.all([
@@ -55,9 +62,11 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the pool's clients", (it) => {
       )
       assert.strictEqual(writes.count - before, 1, "five statements, one write")
       assert.deepStrictEqual(answers[3], [{ ns: [1, 2, 3] }])
-      // The next tick's statement is a write of its own.
+      // The next tick's statement is a write of its own, and so is a simple query.
       yield* Effect.promise(() => run(client, "SELECT $1::int AS v", [1]))
       assert.strictEqual(writes.count - before, 2)
+      yield* Effect.promise(() => run(client, "SELECT 1", undefined, true))
+      assert.strictEqual(writes.count - before, 3)
     }))
 
   it.scoped("a failing statement among them fails alone; the rest of the write still answers", () =>

@@ -1,66 +1,18 @@
 /**
- * The per-member ports on SQLite: members and their aliases (MemberStore), streak rows and their
- * active days (StreakStore), and achievements.
+ * `StreakStore` on SQLite: streak rows and their active days.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { LocalDate } from "@streaks/core/Calendar"
 import type { StreakKey } from "@streaks/core/Domain"
-import { Achievement, StreakRow } from "@streaks/core/Domain"
-import type { UserHash } from "@streaks/core/Ids"
+import { StreakRow } from "@streaks/core/Domain"
 import { keyOf } from "@streaks/core/IngestStore"
-import type { AchievementStore, MemberRef, MemberStore, StreakStore } from "@streaks/core/Ports"
-import { Clock, Effect, Option } from "effect"
+import type { StreakStore } from "@streaks/core/Ports"
+import { Clock, Effect } from "effect"
 import { type Codec, decode, encode, insertNew, instant, json, number, port, type Row, text } from "./sqlite.js"
 
-const isKey = (sql: SqlClient.SqlClient, k: StreakKey) =>
+export const isKey = (sql: SqlClient.SqlClient, k: StreakKey) =>
   sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
-
-export const makeMemberStore = (sql: SqlClient.SqlClient): MemberStore["Type"] => {
-  // One statement: resolve the alias (if any), then the canonical member's zone.
-  const lookup = ({ projectId, userHash }: MemberRef) =>
-    sql`WITH canonical AS (
-          SELECT coalesce(
-            (SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${userHash}),
-            ${userHash}) AS user_hash
-        )
-        SELECT c.user_hash AS user_hash, m.timezone AS timezone
-        FROM canonical c LEFT JOIN members m ON m.project_id = ${projectId} AND m.user_hash = c.user_hash`.pipe(
-      Effect.map(([r]) => ({
-        userHash: r!.user_hash as UserHash,
-        timezone: Option.fromNullable(r!.timezone as string | null)
-      }))
-    )
-
-  return {
-    // SQLite answers in-process: a statement per id costs no round trip.
-    lookup: (ids) => Effect.forEach(ids, lookup).pipe(port(sql, "MemberStore.lookup")),
-
-    setTimezone: (projectId, userHash, timezone) =>
-      sql`INSERT INTO members (project_id, user_hash, timezone) VALUES (${projectId}, ${userHash}, ${timezone})
-          ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
-        .pipe(Effect.asVoid, port(sql, "MemberStore.setTimezone")),
-
-    // The primary key decides, and the read that follows is in the same exclusive unit.
-    link: (projectId, anonymousId, userHash) =>
-      Effect.gen(function*() {
-        const linked = yield* insertNew(sql, "aliases", {
-          project_id: projectId,
-          anonymous_id: anonymousId,
-          user_hash: userHash
-        })
-        if (linked) {
-          yield* sql`UPDATE aliases SET user_hash = ${userHash}
-            WHERE project_id = ${projectId} AND user_hash = ${anonymousId}`
-          return "linked" as const
-        }
-        const [existing] =
-          yield* sql`SELECT user_hash FROM aliases WHERE project_id = ${projectId} AND anonymous_id = ${anonymousId}`
-        const current = existing?.user_hash as UserHash | undefined
-        return current === undefined || current === userHash ? "unchanged" as const : { linkedTo: current }
-      }).pipe(port(sql, "MemberStore.link"))
-  }
-}
 
 const streakRow: Codec<StreakRow> = {
   Class: StreakRow,
@@ -156,30 +108,4 @@ export const makeStreakStore = (sql: SqlClient.SqlClient): StreakStore["Type"] =
     sql`SELECT * FROM streaks WHERE due_at IS NOT NULL AND due_at <= ${now.getTime()}
         ORDER BY due_at, project_id, program_id, user_hash, ledger LIMIT ${Math.max(0, limit)}`
       .pipe(Effect.map((rows) => rows.map(decodeRow)), port(sql, "StreakStore.claimDue"))
-})
-
-const achievement: Codec<Achievement> = {
-  Class: Achievement,
-  columns: {
-    projectId: text("project_id"),
-    programId: text("program_id"),
-    userHash: text("user_hash"),
-    ledger: text("ledger"),
-    milestoneId: text("milestone_id"),
-    achievedAt: instant("achieved_at")
-  }
-}
-
-export const makeAchievementStore = (sql: SqlClient.SqlClient): AchievementStore["Type"] => ({
-  achieved: (keys) =>
-    Effect.forEach(
-      keys,
-      (key) =>
-        sql`SELECT * FROM achievements WHERE ${isKey(sql, key)} ORDER BY achieved_at, milestone_id`
-          .pipe(Effect.map((rows) => rows.map(decode(achievement))))
-    ).pipe(port(sql, "AchievementStore.achieved")),
-
-  add: (achievements) =>
-    Effect.forEach(achievements, (a) => insertNew(sql, "achievements", encode(achievement, a)))
-      .pipe(port(sql, "AchievementStore.add"))
 })
