@@ -93,7 +93,13 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
           "action on the same local day is stored but moves nothing (`duplicate: true`). Repeating an " +
           "`idempotencyKey` within 24 hours replays the first answer.",
         success: "Accepted: the action is stored (and counted when `counted` is true).",
-        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "IDEMPOTENCY_KEY_IN_PROGRESS"],
+        errors: [
+          "INVALID_SITE_KEY",
+          "INVALID_WIDGET_KIND",
+          "SERVER_TOKEN_REQUIRED",
+          "IDEMPOTENCY_KEY_IN_PROGRESS",
+          "RATE_LIMITED"
+        ],
         security: [{ serverToken: [] }],
         examples: { request: S.examples.serverEvent, response: S.examples.ingestAnswer }
       }))
@@ -114,7 +120,13 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
           "secret, so event keys are never revealed. While the program is in test mode the action counts as test " +
           "progress. Send an `idempotencyKey` per completion: retries with the same key count once.",
         success: "Accepted: the action is stored (and counted when `counted` is true).",
-        errors: ["INVALID_SITE_KEY", "SITE_KEY_MISMATCH", "WEBHOOK_SECRET_REQUIRED", "IDEMPOTENCY_KEY_IN_PROGRESS"],
+        errors: [
+          "INVALID_SITE_KEY",
+          "SITE_KEY_MISMATCH",
+          "WEBHOOK_SECRET_REQUIRED",
+          "IDEMPOTENCY_KEY_IN_PROGRESS",
+          "RATE_LIMITED"
+        ],
         security: [{ webhookSecret: [] }],
         examples: { request: S.examples.webhookEvent, response: S.examples.ingestAnswer }
       }))
@@ -136,7 +148,7 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
           "origin, or the server token. Coupon and link reward values are shown only with a valid identity token " +
           "(`X-Streak-Identity` or `identity`).",
         success: "The member's state (zeros for a member with no action yet).",
-        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "FORBIDDEN_ORIGIN"],
+        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "FORBIDDEN_ORIGIN", "RATE_LIMITED"],
         security: [{}, { serverToken: [] }, { identityToken: [] }, { serverToken: [], identityToken: [] }],
         examples: { response: S.examples.state, parameters: S.examples.stateParameters }
       }))

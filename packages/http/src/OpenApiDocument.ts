@@ -194,9 +194,9 @@ const completeOperation = (op: Json, annotated: Annotated | undefined): void => 
   for (const status of Object.keys(responses)) if (Number(status) >= 400) delete responses[status]
   // What every route with inputs answers (HttpErrors.mapErrors): a body, query or path value that
   // does not decode or is not clean text, and a body over the limit.
-  const implied: Array<HttpErrors.Code> = []
-  if (op.requestBody !== undefined) implied.push("INVALID_BODY", "PAYLOAD_TOO_LARGE")
-  if ((op.parameters as Array<Json>).some((p) => p.in === "query" || p.in === "path")) implied.push("INVALID_BODY")
+  // Every route refuses a URL that does not percent-decode to clean text.
+  const implied: Array<HttpErrors.Code> = ["INVALID_BODY"]
+  if (op.requestBody !== undefined) implied.push("PAYLOAD_TOO_LARGE")
   const wanted = new Set([...implied, ...(annotated?.errors ?? [])])
   const codes = catalogue.filter((code) => wanted.has(code))
   const statuses = [...new Set(codes.map((code) => HttpErrors.codes[code].status))].sort((a, b) => a - b)

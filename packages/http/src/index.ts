@@ -5,6 +5,7 @@
 export * as Api from "./Api.js"
 export * as ApiSchemas from "./ApiSchemas.js"
 export * as Auth from "./Auth.js"
+export * as ClientAddress from "./ClientAddress.js"
 export * as Cors from "./Cors.js"
 export * as Doors from "./Doors.js"
 export * as Http from "./Http.js"

@@ -6,14 +6,17 @@
  * else falls through to HttpApi. It is runtime machinery, installed by `Main` through
  * `Http.layerServer`'s `front`; the library serves the same routes through HttpApi alone.
  */
-import { Aliases, type Errors, EventInput, Ids, Ingest, StateQuery } from "@streaks/core"
+import { Aliases, ClientAddress, type Errors, EventInput, Ingest, StateQuery } from "@streaks/core"
 import { Headers, HttpTraceContext } from "@effect/platform"
-import { Cors, Doors, HttpErrors, JsonLimits, type NodeServer, RateLimit } from "@streaks/http"
+import { ClientAddress as HttpClientAddress, Cors, Doors, HttpErrors, JsonLimits, type NodeServer, RateLimit } from "@streaks/http"
 import * as TextHygiene from "@streaks/http/TextHygiene"
 import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Schema, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
 
 export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimit.RateLimiter | Aliases.Aliases
+
+/** Read when present: without it the client is always the TCP peer. */
+type Optional = ClientAddress.TrustedProxies
 
 const json = "application/json"
 
@@ -38,11 +41,11 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v
 }
 
-const factsOf = (req: IncomingMessage): Doors.StateFacts => ({
+const factsOf = (req: IncomingMessage, trust: ClientAddress.Trust): Doors.StateFacts => ({
   origin: header(req, "origin"),
   serverToken: header(req, "x-streak-server-token"),
   identityToken: header(req, "x-streak-identity"),
-  ip: req.socket.remoteAddress ?? "unknown"
+  ip: HttpClientAddress.ofNode(trust, req).address
 })
 
 /**
@@ -108,19 +111,6 @@ const decodeAsHttpApi = <A, I>(schema: Schema.Schema<A, I>, body: unknown): Eith
     ? Either.mapLeft(decodeFirst(schema)(body), (e) => EventInput.invalidBody(e))
     : Either.left(EventInput.uncleanText())
 
-/**
- * The siteKey of a webhook path. A malformed escape (`%E0%A4%A`) must not throw out of the
- * request listener (that would crash the process); such a key cannot exist, so it is kept raw
- * and answered INVALID_SITE_KEY like any unknown key.
- */
-const decodeSegment = (segment: string): string => {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
-}
-
 export interface Options {
   /**
    * A server span for each request on the hot routes, as the platform's tracer middleware gives
@@ -175,6 +165,8 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     door: Effect.Effect<Doors.Answer, never, Services>
   ) => Runtime.runCallback(rt)(door, { onExit: respond(res) })
 
+  // Who a request comes from: the trusted proxies of the runtime, if any.
+  const trust = Option.getOrElse(Context.getOption(runtime.context, ClientAddress.TrustedProxies), () => ClientAddress.none)
   // Time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
   const schedule = options.schedule ?? ((front: () => void) => front())
@@ -198,13 +190,13 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
             res,
             decodeAsHttpApi(EventInput.EventRecord, body.right).pipe(
               Effect.flatMap(EventInput.fromEventRecord),
-              Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req))),
+              Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req, trust))),
               Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
             )
           )
         }
         if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
-        answer(rt, res, Doors.ingest(door, action.right, factsOf(req)))
+        answer(rt, res, Doors.ingest(door, action.right, factsOf(req, trust)))
       }))
 
   const webhook = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, siteKey: string) =>
@@ -222,7 +214,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         rt,
         res,
         decoded.pipe(
-          Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"))),
+          Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"), factsOf(req, trust).ip)),
           Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
         )
       )
@@ -233,7 +225,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     const siteKey = q.get("siteKey")
     const userHash = q.get("userHash")
     if (siteKey === null || userHash === null) return fail(res, 400, "INVALID_BODY")
-    const facts = factsOf(req)
+    const facts = factsOf(req, trust)
     answer(
       rt,
       res,
@@ -262,11 +254,9 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
       case "browser":
       case "server":
         return ingest(rt, req, res, door)
-      case "webhook": {
-        const siteKey = decodeSegment(WEBHOOK.exec(path)![1]!)
-        // Text hygiene (CONTRACT §2): the body's strings are checked by the decoder, the path's here.
-        return Ids.isWellFormedText(siteKey) ? webhook(rt, req, res, siteKey) : fail(res, 400, "INVALID_BODY")
-      }
+      case "webhook":
+        // The path is clean text (checked before): the body's strings are checked by the decoder.
+        return webhook(rt, req, res, decodeURIComponent(WEBHOOK.exec(path)![1]!))
       case "state":
         return state(rt, req, res, query === -1 ? "" : req.url!.slice(query + 1))
       case "preflight":
@@ -290,7 +280,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         "url.path": path,
         "url.scheme": "http",
         ...(req.headers["user-agent"] !== undefined ? { "user_agent.original": req.headers["user-agent"] } : {}),
-        ...(req.socket.remoteAddress !== undefined ? { "client.address": req.socket.remoteAddress } : {})
+        "client.address": HttpClientAddress.ofNode(trust, req).address
       }
     }))
     res.once("close", () => {
@@ -311,6 +301,11 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     const path = query === -1 ? url : url.slice(0, query)
     const door = doorOf(req.method, path)
     if (door === undefined) return false
+    // Text hygiene of the request line, as `HttpErrors.mapErrors` applies it on every other route.
+    if ((query !== -1 || path.includes("%")) && !TextHygiene.cleanUrl(url)) {
+      fail(res, 400, "INVALID_BODY")
+      return true
+    }
     serve(tracing ? tracedRuntime(req, res, path) : quiet, door, req, res, path, query)
     return true
   }
@@ -325,7 +320,13 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
 export const front = (api: (req: IncomingMessage, res: ServerResponse) => void, options: Options = {}) =>
   Effect.map(Effect.runtime<Services>(), (all) => {
     const runtime = Runtime.make({
-      context: Context.pick(Ingest.Ingest, StateQuery.StateQuery, RateLimit.RateLimiter, Aliases.Aliases)(all.context),
+      context: Context.pick(
+        Ingest.Ingest,
+        StateQuery.StateQuery,
+        RateLimit.RateLimiter,
+        Aliases.Aliases,
+        ClientAddress.TrustedProxies
+      )(all.context as Context.Context<Services | Optional>),
       fiberRefs: all.fiberRefs,
       runtimeFlags: all.runtimeFlags
     })
