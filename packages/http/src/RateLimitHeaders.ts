@@ -40,3 +40,17 @@ export const fallback = (request: HttpServerRequest.HttpServerRequest): Effect.E
     })
   })
 }
+
+/**
+ * Sets the fallback headers of `POST /v1/e` on a node:http response before anything is written
+ * (the reference server's fast path): an answer a limit decides overrides them in `writeHead`.
+ */
+export const presetNode = (
+  res: { setHeader: (name: string, value: string) => unknown },
+  limiter: RateLimit.RateLimiter["Type"],
+  address: string,
+  now: number
+): void => {
+  const h = RateLimit.headersOf([limiter.unsafeStanding("ip", address, now)])
+  for (const name in h) res.setHeader(name, h[name]!)
+}

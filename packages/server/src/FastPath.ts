@@ -8,7 +8,16 @@
  */
 import { Aliases, ClientAddress, type Errors, EventInput, Ingest, StateQuery } from "@streaks/core"
 import { Headers, HttpTraceContext } from "@effect/platform"
-import { ClientAddress as HttpClientAddress, Cors, Doors, HttpErrors, JsonLimits, type NodeServer, RateLimit } from "@streaks/http"
+import {
+  ClientAddress as HttpClientAddress,
+  Cors,
+  Doors,
+  HttpErrors,
+  JsonLimits,
+  type NodeServer,
+  RateLimit,
+  RateLimitHeaders
+} from "@streaks/http"
 import * as TextHygiene from "@streaks/http/TextHygiene"
 import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Schema, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
@@ -167,6 +176,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
 
   // Who a request comes from: the trusted proxies of the runtime, if any.
   const trust = Option.getOrElse(Context.getOption(runtime.context, ClientAddress.TrustedProxies), () => ClientAddress.none)
+  const limiter = Context.get(runtime.context, RateLimit.RateLimiter)
   // Time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
   const schedule = options.schedule ?? ((front: () => void) => front())
@@ -301,6 +311,10 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     const path = query === -1 ? url : url.slice(0, query)
     const door = doorOf(req.method, path)
     if (door === undefined) return false
+    // Every answer of `POST /v1/e` says where its limits stand, a body refused before them included.
+    if (door === "browser") {
+      RateLimitHeaders.presetNode(res, limiter, factsOf(req, trust).ip, clock.unsafeCurrentTimeMillis())
+    }
     // Text hygiene of the request line, as `HttpErrors.mapErrors` applies it on every other route.
     if ((query !== -1 || path.includes("%")) && !TextHygiene.cleanUrl(url)) {
       fail(res, 400, "INVALID_BODY")
