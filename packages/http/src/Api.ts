@@ -46,13 +46,10 @@ export class CustomerAuth extends HttpApiMiddleware.Tag<CustomerAuth>()("@streak
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
-const serverToken = Schema.optional(Schema.String.annotations({
-  description: "The project's server token (`sst_…`): required on calls without an `Origin` header."
-}))
-const ServerToken = Schema.Struct({ "x-streak-server-token": serverToken })
+const ServerToken = Schema.Struct({ "x-streak-server-token": S.doorHeaders["x-streak-server-token"] })
 const Accepted = { status: 202 } as const
 const Created = { status: 201 } as const
-const id = HttpApiSchema.param("id", Schema.String)
+const id = HttpApiSchema.param("id", S.text(S.bounds.id))
 
 export class IngestGroup extends HttpApiGroup.make("ingest")
   .annotateContext(Doc.group({
@@ -105,13 +102,9 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
       }))
   )
   .add(
-    HttpApiEndpoint.post("webhook")`/v1/webhook/${HttpApiSchema.param("siteKey", Schema.String)}/e`
+    HttpApiEndpoint.post("webhook")`/v1/webhook/${HttpApiSchema.param("siteKey", S.SiteKeyParam)}/e`
       .setPayload(EventInput.WebhookEvent)
-      .setHeaders(Schema.Struct({
-        "x-streak-webhook-secret": Schema.optional(Schema.String.annotations({
-          description: "The webhook ingest secret (`whi_…`) of the program that counts `event`."
-        }))
-      }))
+      .setHeaders(Schema.Struct({ "x-streak-webhook-secret": S.doorHeaders["x-streak-webhook-secret"] }))
       .addSuccess(S.IngestOk, Accepted)
       .annotateContext(Doc.route({
         summary: "Record an action from an automation's webhook",
@@ -134,10 +127,8 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
   .add(
     HttpApiEndpoint.get("state", "/v1/state").setUrlParams(S.StateParams).setHeaders(
       Schema.Struct({
-        "x-streak-server-token": serverToken,
-        "x-streak-identity": Schema.optional(Schema.String.annotations({
-          description: "A signed identity token for this member: reveals coupon and link reward values."
-        }))
+        "x-streak-server-token": S.doorHeaders["x-streak-server-token"],
+        "x-streak-identity": S.doorHeaders["x-streak-identity"]
       })
     ).addSuccess(S.State)
       .annotateContext(Doc.route({
@@ -337,8 +328,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .middleware(AdminAuth)
 {}
 
-const programId = HttpApiSchema.param("programId", Schema.String)
-const userHash = HttpApiSchema.param("userHash", Schema.String)
+const programId = HttpApiSchema.param("programId", S.text(S.bounds.id))
+const userHash = HttpApiSchema.param("userHash", S.text(S.bounds.userHash))
 
 export class CustomerGroup extends HttpApiGroup.make("customer")
   .annotateContext(Doc.group({

@@ -21,6 +21,7 @@ import {
 import * as TextHygiene from "@streaks/http/TextHygiene"
 import { Cause, Context, Effect, Either, Exit, FiberId, FiberRef, Option, Runtime, Schema, Tracer } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as FastPathInputs from "./FastPathInputs.js"
 
 export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimit.RateLimiter | Aliases.Aliases
 
@@ -231,20 +232,18 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     })
 
   const state = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, search: string) => {
-    const q = new URLSearchParams(search)
-    const siteKey = q.get("siteKey")
-    const userHash = q.get("userHash")
-    if (siteKey === null || userHash === null) return fail(res, 400, "INVALID_BODY")
+    const q = FastPathInputs.stateQuery(new URLSearchParams(search))
+    if (q === undefined) return fail(res, 400, "INVALID_BODY")
     const facts = factsOf(req, trust)
     answer(
       rt,
       res,
       Doors.state(
-        { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
+        { siteKey: q.siteKey, userHash: q.userHash, event: q.event, kind: q.kind },
         {
           origin: facts.origin,
           serverToken: facts.serverToken,
-          identityToken: facts.identityToken ?? q.get("identity") ?? undefined,
+          identityToken: facts.identityToken ?? q.identity,
           ip: facts.ip
         }
       )
@@ -264,9 +263,11 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
       case "browser":
       case "server":
         return ingest(rt, req, res, door)
-      case "webhook":
+      case "webhook": {
         // The path is clean text (checked before): the body's strings are checked by the decoder.
-        return webhook(rt, req, res, decodeURIComponent(WEBHOOK.exec(path)![1]!))
+        const siteKey = decodeURIComponent(WEBHOOK.exec(path)![1]!)
+        return FastPathInputs.siteKeyOk(siteKey) ? webhook(rt, req, res, siteKey) : fail(res, 400, "INVALID_BODY")
+      }
       case "state":
         return state(rt, req, res, query === -1 ? "" : req.url!.slice(query + 1))
       case "preflight":
@@ -317,6 +318,10 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
     }
     // Text hygiene of the request line, as `HttpErrors.mapErrors` applies it on every other route.
     if ((query !== -1 || path.includes("%")) && !TextHygiene.cleanUrl(url)) {
+      fail(res, 400, "INVALID_BODY")
+      return true
+    }
+    if (door !== "preflight" && !FastPathInputs.headersOk(req.headers)) {
       fail(res, 400, "INVALID_BODY")
       return true
     }
