@@ -7,6 +7,8 @@
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { Agent, request as httpRequest } from "node:http"
+import { NodeServer } from "../src/NodeServer.js"
 import {
   ADMIN_TOKEN,
   admin,
@@ -181,4 +183,22 @@ layer(
       }
       assert.strictEqual((yield* admin("/admin/workspaces", { name: "n".repeat(200), plan: "starter" })).status, 201)
     }))
+
+  it.effect("an idle kept-alive connection outlives Node's 5-second default: the next request on it is answered", () =>
+    Effect.gen(function*() {
+      const { url } = yield* NodeServer
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      const get = () =>
+        new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+          const req = httpRequest(`${url}/health`, { agent }, (res) => {
+            res.resume().on("end", () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+          })
+          req.on("error", reject).end()
+        })
+      const first = yield* Effect.promise(get)
+      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 6_000)))
+      const second = yield* Effect.promise(get)
+      agent.destroy()
+      assert.deepStrictEqual([first, second], [{ status: 200, reused: false }, { status: 200, reused: true }])
+    }), 30_000)
 })
