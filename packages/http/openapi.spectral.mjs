@@ -59,7 +59,7 @@ export default {
       given: requestNodes("array"),
       then: { field: "maxItems", function: defined }
     },
-    // Rate-limit headers are declared where requests are limited (docs/api.md "Rate limits"). The
+    // Rate-limit headers are declared where requests are limited (docs/api.md#rate-limits). The
     // other routes have no request limit: the server and webhook doors, state reads and the admin
     // API serve authenticated backends and operators at the speed they send, and the health probes
     // answer load balancers; their only limit, failed authentications, is described by the 429
@@ -75,9 +75,10 @@ export default {
         functionOptions: { schema: { type: "object", required: ["RateLimit", "RateLimit-Policy"] } }
       }
     },
-    // CORS: only the browser doors answer browsers (docs/api.md "CORS"), and only for the project's
-    // allowed origins, so only their answers declare Access-Control-Allow-Origin; every other route
-    // is for servers and sends no CORS header at all, which browsers read as "no origin allowed".
+    // CORS: only the browser doors answer browsers (docs/api.md#cors-preflight), and only for the
+    // project's allowed origins, so only their answers declare Access-Control-Allow-Origin; every
+    // other route is for servers and sends no CORS header at all, which browsers read as "no origin
+    // allowed".
     "owasp:api8:2023-define-cors-origin": "off",
     "streaks:browser-cors-origin": {
       description: "Answers of the browser doors (`POST /v1/e`, `POST /v1/alias`, `GET /v1/state`) declare " +

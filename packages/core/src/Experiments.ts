@@ -1,7 +1,7 @@
 /**
- * Proof experiments (CONTRACT §12): a holdout of a program's members who receive no outbound
- * events, to measure what the events are worth. Membership of the control group is a stable hash
- * of (experiment, member), so no per-member row is written and every replica agrees.
+ * Proof experiments (docs/api.md#experiments-proof): a holdout of a program's members who receive
+ * no outbound events, to measure what the events are worth. Membership of the control group is a
+ * stable hash of (experiment, member), so no per-member row is written and every replica agrees.
  *
  * Retention, as reported by `current` and `stop`, on the live ledger only: a member *takes part*
  * when they have an active day on or after the start (the start's local date in the member's
@@ -28,7 +28,7 @@ export const isControl = (experimentId: string, userHash: string, holdoutPercent
 
 /**
  * Whether the member is in the control group of the program's running experiment (false when none
- * runs). Outbound events are never emitted for such members (CONTRACT §8).
+ * runs). Outbound events are never emitted for such members (docs/webhooks.md#event-types).
  */
 export const inControlGroup = (
   programId: Ids.ProgramId,

@@ -1,5 +1,5 @@
 /**
- * Who a request comes from (docs/operations.md "Behind a proxy"): the TCP peer, unless it is a
+ * Who a request comes from (docs/operations.md#behind-a-proxy): the TCP peer, unless it is a
  * trusted proxy; then the right-most untrusted hop of `Forwarded`, else `X-Forwarded-For`, and
  * the scheme that hop used.
  */

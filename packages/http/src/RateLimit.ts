@@ -1,9 +1,10 @@
 /**
- * In-process token buckets (docs/operations.md "Rate limits"): for `/v1/e` and `/v1/alias` one
- * bucket per site and one per client address, `rate` tokens/s with a burst of twice the rate; one
- * bucket per credential on `/v1/api/*` and `/mcp`; and one budget of failed authentications per
- * client address, which only requests whose credential does not verify spend and which never
- * refuses a credential that verifies. Each replica limits on its own. Time from `Clock`.
+ * In-process token buckets (docs/api.md#rate-limits, docs/operations.md#rate-limits): for `/v1/e`
+ * and `/v1/alias` one bucket per site and one per client address, `rate` tokens/s with a burst of
+ * twice the rate; one bucket per credential on `/v1/api/*` and `/mcp`; and one budget of failed
+ * authentications per client address, which only requests whose credential does not verify spend
+ * and which never refuses a credential that verifies. Each replica limits on its own. Time from
+ * `Clock`.
  */
 import { Errors } from "@streaks/core"
 import { Clock, Config, type ConfigError, Context, Effect, Layer } from "effect"
@@ -53,6 +54,10 @@ export interface Options {
   readonly maxKeys?: number | undefined
 }
 
+/**
+ * Defaults (docs/operations.md#configuration: `STREAKS_RATE_LIMIT_IP`, `STREAKS_RATE_LIMIT_SITE`,
+ * `STREAKS_RATE_LIMIT_CREDENTIAL`, `STREAKS_RATE_LIMIT_AUTH_FAILURES`).
+ */
 export const defaults = {
   ipPerSecond: 50,
   sitePerSecond: 500,
@@ -229,7 +234,7 @@ export const authenticating = <A, E, R>(
   Effect.catchAll(authenticate, (e) =>
     unverified(e) ? Effect.zipRight(authenticationFailed(limiter, ip), Effect.fail(e)) : Effect.fail(e))
 
-/** The codes that mean a request failed its door's authentication (CONTRACT §5). */
+/** The codes that mean a request failed its door's authentication (docs/api.md#who-may-call). */
 export const authenticationFailures: ReadonlySet<string> = new Set([
   "UNAUTHORIZED",
   "SERVER_TOKEN_REQUIRED",

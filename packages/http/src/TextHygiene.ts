@@ -1,8 +1,8 @@
 /**
- * Text hygiene for every route (docs/api.md "Text hygiene"): a string in the query, the path, a
- * JSON body (object keys and nested values included) or a form body holding U+0000 or an unpaired
- * UTF-16 surrogate, and a path segment or query parameter whose percent-encoding is malformed or
- * not UTF-8, is refused with 400 `INVALID_BODY` before anything reads it, so nothing stores or
+ * Text hygiene for every route (docs/api.md#text-hygiene): a string in the query, the path, a JSON
+ * body (object keys and nested values included) or a form body holding U+0000 or an unpaired UTF-16
+ * surrogate, and a path segment or query parameter whose percent-encoding is malformed or not
+ * UTF-8, is refused with 400 `INVALID_BODY` before anything reads it, so nothing stores or
  * compares it.
  */
 import { HttpServerRequest } from "@effect/platform"

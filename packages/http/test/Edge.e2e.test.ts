@@ -1,7 +1,7 @@
 /**
- * The edge over real HTTP (docs/operations.md "Rate limits", docs/api.md "Rate limits" and "Text
- * hygiene"): a spent budget of failed authentications never refuses a credential that verifies,
- * on any door; each customer credential has its own bucket; every answer of a limited route says
+ * The edge over real HTTP (docs/operations.md#rate-limits, docs/api.md#rate-limits,
+ * docs/api.md#text-hygiene): a spent budget of failed authentications never refuses a credential
+ * that verifies, on any door; each customer credential has its own bucket; every answer of a limited route says
  * where its nearest limit stands; and a URL that does not percent-decode to clean text answers
  * 400 on every route.
  */

@@ -91,7 +91,7 @@ const readBody = (req: IncomingMessage, res: ServerResponse, then: (text: string
   })
 }
 
-/** Step 1 and 2 of CONTRACT §2 for a JSON body: parts over their limit, then not JSON at all. */
+/** Steps 1 and 2 of docs/api.md#order-of-checks for a JSON body: parts over their limit, then not JSON at all. */
 const parse = (text: string): Either.Either<unknown, readonly [number, string]> => {
   let body: unknown
   try {

@@ -1,5 +1,5 @@
 /**
- * The soak (docs/operations.md "Soak"): 24 concurrent clients, each on one kept-alive connection,
+ * The soak (docs/operations.md#soak): 24 concurrent clients, each on one kept-alive connection,
  * send random bodies to every door of the reference server (`Main.layer`, fast path included) for
  * `STREAKS_SOAK_SECONDS` (default 600): JSON of the right shape or not, bytes that are not text,
  * bodies at, over and far over the 64 KiB limit, declared or chunked, valid and wrong credentials.

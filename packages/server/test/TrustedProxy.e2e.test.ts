@@ -1,6 +1,6 @@
 /**
- * The reference server behind a real reverse proxy (`http-proxy`), as docs/operations.md "Behind a
- * proxy" sets it up: the proxy connects from 127.0.0.2, the one trusted address
+ * The reference server behind a real reverse proxy (`http-proxy`), as
+ * docs/operations.md#behind-a-proxy sets it up: the proxy connects from 127.0.0.2, the one trusted address
  * (`STREAKS_TRUSTED_PROXIES`), and appends each client's address to `X-Forwarded-For` (or writes
  * `Forwarded`). The client address it reports keys the limits (here the failed-authentication
  * budget, 3 a minute), while whatever a client writes in those headers itself (through the proxy
