@@ -40,7 +40,10 @@ export default {
       then: {
         function: schema,
         functionOptions: {
-          schema: { type: "object", anyOf: [{ required: ["maxLength"] }, { required: ["enum"] }, { required: ["const"] }] }
+          schema: {
+            type: "object",
+            anyOf: [{ required: ["maxLength"] }, { required: ["enum"] }, { required: ["const"] }]
+          }
         }
       }
     },

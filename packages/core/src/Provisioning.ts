@@ -183,7 +183,9 @@ const validMilestones = (
     const out: Array<Milestone> = []
     for (const m of inputs) {
       if (!Number.isInteger(m.target) || m.target < 1 || m.target > limits.milestoneTarget) {
-        return yield* invalid(`milestones: target must be an integer from 1 to ${limits.milestoneTarget} (got ${m.target})`)
+        return yield* invalid(
+          `milestones: target must be an integer from 1 to ${limits.milestoneTarget} (got ${m.target})`
+        )
       }
       if (seen.has(m.target)) return yield* invalid(`milestones: target ${m.target} appears twice`)
       seen.add(m.target)

@@ -66,7 +66,10 @@ describe("ClientAddress", () => {
       "192.0.2.60"
     )
     // A hop that is not an address stops at the trusted proxy that wrote it.
-    assert.strictEqual(ClientAddress.resolve(t, request({ forwarded: "for=unknown, for=10.0.0.4" })).address, "10.0.0.4")
+    assert.strictEqual(
+      ClientAddress.resolve(t, request({ forwarded: "for=unknown, for=10.0.0.4" })).address,
+      "10.0.0.4"
+    )
     assert.strictEqual(ClientAddress.resolve(t, request({ forwarded: "for=_hidden" })).address, "10.0.0.1")
   })
 

@@ -139,7 +139,13 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
           "origin, or the server token. Coupon and link reward values are shown only with a valid identity token " +
           "(`X-Streak-Identity` or `identity`).",
         success: "The member's state (zeros for a member with no action yet).",
-        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "FORBIDDEN_ORIGIN", "RATE_LIMITED"],
+        errors: [
+          "INVALID_SITE_KEY",
+          "INVALID_WIDGET_KIND",
+          "SERVER_TOKEN_REQUIRED",
+          "FORBIDDEN_ORIGIN",
+          "RATE_LIMITED"
+        ],
         security: [{}, { serverToken: [] }, { identityToken: [] }, { serverToken: [], identityToken: [] }],
         examples: { response: S.examples.state, parameters: S.examples.stateParameters }
       }))

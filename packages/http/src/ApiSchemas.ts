@@ -45,15 +45,21 @@ export const integer = (min: number, max: number) => Schema.Number.pipe(Schema.i
  * them from the route's header schema, the reference server's fast path with `DoorHeaders`.
  */
 export const doorHeaders = {
-  "x-streak-server-token": Schema.optional(text(bounds.secret).annotations({
-    description: "The project's server token (`sst_…`): required on calls without an `Origin` header."
-  })),
-  "x-streak-webhook-secret": Schema.optional(text(bounds.secret).annotations({
-    description: "The webhook ingest secret (`whi_…`) of the program that counts `event`."
-  })),
-  "x-streak-identity": Schema.optional(text(bounds.token).annotations({
-    description: "A signed identity token for this member: reveals coupon and link reward values."
-  }))
+  "x-streak-server-token": Schema.optional(
+    text(bounds.secret).annotations({
+      description: "The project's server token (`sst_…`): required on calls without an `Origin` header."
+    })
+  ),
+  "x-streak-webhook-secret": Schema.optional(
+    text(bounds.secret).annotations({
+      description: "The webhook ingest secret (`whi_…`) of the program that counts `event`."
+    })
+  ),
+  "x-streak-identity": Schema.optional(
+    text(bounds.token).annotations({
+      description: "A signed identity token for this member: reveals coupon and link reward values."
+    })
+  )
 }
 
 /** Every credential header of the public doors at once (the fast path's check). */

@@ -27,7 +27,10 @@ const unauthorized = new Errors.Unauthorized({ message: "missing or invalid admi
 const isUnauthorized = (e: { readonly _tag: string }) => e._tag === "Unauthorized"
 
 /** Adds the `RateLimit` headers of `buckets`, as they stand when the answer goes out. */
-const answerWithLimits = (limiter: RateLimit.RateLimiter["Type"], buckets: ReadonlyArray<readonly [RateLimit.Kind, string]>) =>
+const answerWithLimits = (
+  limiter: RateLimit.RateLimiter["Type"],
+  buckets: ReadonlyArray<readonly [RateLimit.Kind, string]>
+) =>
   HttpApp.appendPreResponseHandler((_, response) =>
     Effect.map(RateLimit.headers(limiter, buckets), (h) => HttpServerResponse.setHeaders(response, h))
   )

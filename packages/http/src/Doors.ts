@@ -105,42 +105,49 @@ export const ingest = (
   facts: Facts
 ): Effect.Effect<Answer, never, IngestServices> => {
   let siteKey: string | undefined
-  const answer = Effect.flatMap(Ingest.Ingest, (service) =>
-    Effect.matchCauseEffect(service.resolveProject(action.siteKey ?? ""), {
-      onFailure: (cause) => failed(cause, {}),
-      onSuccess: (project) => {
-        if (door === "server") {
-          return settle(
-            guarded(facts.ip, service.record({ project, action, auth: { door, serverToken: facts.serverToken } })),
-            (answer) => ({ status: 202, body: answer.body, headers: withDeprecation({}, answer.deprecation) }),
-            () => ({})
-          )
+  const answer = Effect.flatMap(
+    Ingest.Ingest,
+    (service) =>
+      Effect.matchCauseEffect(service.resolveProject(action.siteKey ?? ""), {
+        onFailure: (cause) => failed(cause, {}),
+        onSuccess: (project) => {
+          if (door === "server") {
+            return settle(
+              guarded(facts.ip, service.record({ project, action, auth: { door, serverToken: facts.serverToken } })),
+              (answer) => ({ status: 202, body: answer.body, headers: withDeprecation({}, answer.deprecation) }),
+              () => ({})
+            )
+          }
+          siteKey = project.siteKey
+          const cors = facts.origin !== undefined ? Cors.actualHeaders(facts.origin, project.allowedOrigins) : {}
+          // Limits of step 4 of docs/api.md#order-of-checks: the address's request bucket, then the
+          // site's budget, which only callers that pass the door's authentication spend (a failing
+          // caller spends its own address's failures).
+          return Effect.flatMap(RateLimiter, (limiter) => {
+            const limits = { ip: facts.ip, siteKey: project.siteKey }
+            const record = Effect.flatMap(
+              Effect.exit(
+                service.record({
+                  project,
+                  action,
+                  auth: { door, origin: facts.origin, serverToken: facts.serverToken }
+                })
+              ),
+              (exit) =>
+                Effect.zipRight(
+                  RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(exit) }),
+                  exit
+                )
+            )
+            return settle(
+              Effect.zipRight(RateLimit.beforePublicDoor(limiter, limits), record),
+              (answer) => ({ status: 202, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
+              () => cors
+            )
+          })
         }
-        siteKey = project.siteKey
-        const cors = facts.origin !== undefined ? Cors.actualHeaders(facts.origin, project.allowedOrigins) : {}
-        // Limits of step 4 of docs/api.md#order-of-checks: the address's request bucket, then the
-        // site's budget, which only callers that pass the door's authentication spend (a failing
-        // caller spends its own address's failures).
-        return Effect.flatMap(RateLimiter, (limiter) => {
-          const limits = { ip: facts.ip, siteKey: project.siteKey }
-          const record = Effect.flatMap(
-            Effect.exit(
-              service.record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } })
-            ),
-            (exit) =>
-              Effect.zipRight(
-                RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(exit) }),
-                exit
-              )
-          )
-          return settle(
-            Effect.zipRight(RateLimit.beforePublicDoor(limiter, limits), record),
-            (answer) => ({ status: 202, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
-            () => cors
-          )
-        })
-      }
-    }))
+      })
+  )
   return door === "server" ? answer : withLimits(answer, facts.ip, () => siteKey)
 }
 

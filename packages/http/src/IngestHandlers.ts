@@ -18,12 +18,16 @@ export const toResponse = (answer: Doors.Answer): HttpServerResponse.HttpServerR
     headers: answer.headers
   })
 
-const facts = Effect.zipWith(ClientAddress.trust, HttpServerRequest.HttpServerRequest, (trust, request): Doors.StateFacts => ({
-  origin: request.headers["origin"],
-  serverToken: request.headers["x-streak-server-token"],
-  identityToken: request.headers["x-streak-identity"],
-  ip: ClientAddress.of(trust, request).address
-}))
+const facts = Effect.zipWith(
+  ClientAddress.trust,
+  HttpServerRequest.HttpServerRequest,
+  (trust, request): Doors.StateFacts => ({
+    origin: request.headers["origin"],
+    serverToken: request.headers["x-streak-server-token"],
+    identityToken: request.headers["x-streak-identity"],
+    ip: ClientAddress.of(trust, request).address
+  })
+)
 
 const invalid = (e: { readonly code: string }) => Effect.succeed(toResponse(Doors.errorAnswer(e)))
 

@@ -189,7 +189,9 @@ export const policyNames: Readonly<Record<Kind, string>> = {
  */
 export const headersOf = (standings: ReadonlyArray<Standing | undefined>): Record<string, string> => {
   let nearest: Standing | undefined
-  for (const s of standings) if (s !== undefined && (nearest === undefined || s.remaining < nearest.remaining)) nearest = s
+  for (const s of standings) {
+    if (s !== undefined && (nearest === undefined || s.remaining < nearest.remaining)) nearest = s
+  }
   if (nearest === undefined) return {}
   const name = policyNames[nearest.kind]
   return {
@@ -203,7 +205,10 @@ export const headers = (
   limiter: RateLimiter["Type"],
   buckets: ReadonlyArray<readonly [Kind, string]>
 ): Effect.Effect<Record<string, string>> =>
-  Effect.map(Clock.currentTimeMillis, (now) => headersOf(buckets.map(([k, key]) => limiter.unsafeStanding(k, key, now))))
+  Effect.map(
+    Clock.currentTimeMillis,
+    (now) => headersOf(buckets.map(([k, key]) => limiter.unsafeStanding(k, key, now)))
+  )
 
 const refusal = (d: Decision): Effect.Effect<void, Errors.RateLimited> =>
   d.allowed ? Effect.void : Effect.fail(new Errors.RateLimited({ retryAfterSeconds: d.retryAfterSeconds }))
@@ -231,8 +236,10 @@ export const authenticating = <A, E, R>(
   authenticate: Effect.Effect<A, E, R>,
   unverified: (e: E) => boolean
 ): Effect.Effect<A, E | Errors.RateLimited, R> =>
-  Effect.catchAll(authenticate, (e) =>
-    unverified(e) ? Effect.zipRight(authenticationFailed(limiter, ip), Effect.fail(e)) : Effect.fail(e))
+  Effect.catchAll(
+    authenticate,
+    (e) => unverified(e) ? Effect.zipRight(authenticationFailed(limiter, ip), Effect.fail(e)) : Effect.fail(e)
+  )
 
 /** The codes that mean a request failed its door's authentication (docs/api.md#who-may-call). */
 export const authenticationFailures: ReadonlySet<string> = new Set([

@@ -30,7 +30,9 @@ const limitHeaders = (reply: { readonly headers: Headers }) => ({
 })
 
 layer(
-  testServer({ rateLimit: { ipPerSecond: 10_000, sitePerSecond: 10_000, authFailuresPerMinute: 30, credentialPerSecond: 5 } }),
+  testServer({
+    rateLimit: { ipPerSecond: 10_000, sitePerSecond: 10_000, authFailuresPerMinute: 30, credentialPerSecond: 5 }
+  }),
   { timeout: 120_000 }
 )("the edge over real HTTP", (it) => {
   it.effect("100 wrong credentials then valid ones from one address at once: every valid one is served, the wrong ones end in 429", () =>
@@ -60,7 +62,10 @@ layer(
       // At the same moment, from the same address: wrong ones still 429, valid ones served on every door.
       const [valid, stillWrong] = yield* Effect.all([
         Effect.all([
-          request("/admin/workspaces", { headers: { "x-admin-token": ADMIN_TOKEN }, body: { name: "w", plan: "starter" } }),
+          request("/admin/workspaces", {
+            headers: { "x-admin-token": ADMIN_TOKEN },
+            body: { name: "w", plan: "starter" }
+          }),
           request("/v1/api/me", { headers: { authorization: `Bearer ${key.body.key}` } }),
           serverEvent(t, { userHash: "m1" }),
           webhookEvent(t, { userHash: "m2" }),
@@ -133,17 +138,35 @@ layer(
       const bearer = { authorization: `Bearer ${apiKey}` }
       const cases: Array<[string, Parameters<typeof request>[1]]> = [
         // The invalid UTF-8 that used to become member "a\uFFFD".
-        [`/v1/state?siteKey=${t.siteKey}&userHash=a%ED%A0%80&event=${t.eventKey}`, { headers: { "x-streak-server-token": t.serverToken } }],
-        [`/v1/state?siteKey=${t.siteKey}&userHash=a%FF&event=${t.eventKey}`, { headers: { "x-streak-server-token": t.serverToken } }],
-        [`/v1/state?siteKey=${t.siteKey}&userHash=a%00&event=${t.eventKey}`, { headers: { "x-streak-server-token": t.serverToken } }],
-        [`/v1/state?siteKey=${t.siteKey}&userHash=a&event=${t.eventKey}&unread=%G1`, { headers: { "x-streak-server-token": t.serverToken } }],
+        [`/v1/state?siteKey=${t.siteKey}&userHash=a%ED%A0%80&event=${t.eventKey}`, {
+          headers: { "x-streak-server-token": t.serverToken }
+        }],
+        [`/v1/state?siteKey=${t.siteKey}&userHash=a%FF&event=${t.eventKey}`, {
+          headers: { "x-streak-server-token": t.serverToken }
+        }],
+        [`/v1/state?siteKey=${t.siteKey}&userHash=a%00&event=${t.eventKey}`, {
+          headers: { "x-streak-server-token": t.serverToken }
+        }],
+        [`/v1/state?siteKey=${t.siteKey}&userHash=a&event=${t.eventKey}&unread=%G1`, {
+          headers: { "x-streak-server-token": t.serverToken }
+        }],
         [`/v1/webhook/${t.siteKey}%ED%A0%80/e`, { body: { event: t.eventKey, userHash: "m" } }],
-        [`/v1/server/e?x=%`, { headers: { "x-streak-server-token": t.serverToken }, body: { siteKey: t.siteKey, event: t.eventKey, userHash: "m" } }],
-        [`/v1/e?x=%E0%A4%A`, { headers: { origin: "https://app.example.com" }, body: { siteKey: t.siteKey, event: t.eventKey, userHash: "m" } }],
+        [`/v1/server/e?x=%`, {
+          headers: { "x-streak-server-token": t.serverToken },
+          body: { siteKey: t.siteKey, event: t.eventKey, userHash: "m" }
+        }],
+        [`/v1/e?x=%E0%A4%A`, {
+          headers: { origin: "https://app.example.com" },
+          body: { siteKey: t.siteKey, event: t.eventKey, userHash: "m" }
+        }],
         [`/v1/alias?x=%FF`, { body: { siteKey: t.siteKey, token: "x" } }],
         [`/v1/api/programs/${t.programId}/members/a%ED%A0%80`, { headers: bearer }],
         [`/v1/api/programs/${t.programId}/members/m?x=%C3`, { headers: bearer }],
-        [`/admin/workspaces/%FF`, { method: "PATCH", headers: { "x-admin-token": ADMIN_TOKEN }, body: { plan: "pro" } }],
+        [`/admin/workspaces/%FF`, {
+          method: "PATCH",
+          headers: { "x-admin-token": ADMIN_TOKEN },
+          body: { plan: "pro" }
+        }],
         [`/health?probe=%00`, {}],
         [`/no/such/route/%ED%A0%80`, {}]
       ]
@@ -184,21 +207,25 @@ layer(
       assert.strictEqual((yield* admin("/admin/workspaces", { name: "n".repeat(200), plan: "starter" })).status, 201)
     }))
 
-  it.effect("an idle kept-alive connection outlives Node's 5-second default: the next request on it is answered", () =>
-    Effect.gen(function*() {
-      const { url } = yield* NodeServer
-      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-      const get = () =>
-        new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
-          const req = httpRequest(`${url}/health`, { agent }, (res) => {
-            res.resume().on("end", () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+  it.effect(
+    "an idle kept-alive connection outlives Node's 5-second default: the next request on it is answered",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* NodeServer
+        const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+        const get = () =>
+          new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+            const req = httpRequest(`${url}/health`, { agent }, (res) => {
+              res.resume().on("end", () => resolve({ status: res.statusCode ?? 0, reused: req.reusedSocket }))
+            })
+            req.on("error", reject).end()
           })
-          req.on("error", reject).end()
-        })
-      const first = yield* Effect.promise(get)
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 6_000)))
-      const second = yield* Effect.promise(get)
-      agent.destroy()
-      assert.deepStrictEqual([first, second], [{ status: 200, reused: false }, { status: 200, reused: true }])
-    }), 30_000)
+        const first = yield* Effect.promise(get)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 6_000)))
+        const second = yield* Effect.promise(get)
+        agent.destroy()
+        assert.deepStrictEqual([first, second], [{ status: 200, reused: false }, { status: 200, reused: true }])
+      }),
+    30_000
+  )
 })

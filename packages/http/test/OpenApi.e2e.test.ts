@@ -54,8 +54,7 @@ layer(testServer(), { timeout: 120_000 })("the OpenAPI document at /openapi.json
       const found = problems.map((p) => `${p.severity} ${p.ruleId} ${p.location[0]?.pointer ?? ""}: ${p.message}`)
       expect(found.filter((p) => p.startsWith("error"))).toEqual([])
       // A liveness or readiness probe has no client error to answer; declaring one would be untrue.
-      expect(found).toEqual([
-      ])
+      expect(found).toEqual([])
     }))
 
   it.effect("info: titled Streaks API, versioned as the package, described with links", () =>
@@ -214,7 +213,12 @@ layer(testServer(), { timeout: 120_000 })("the OpenAPI document at /openapi.json
           : {}
         const verb = method.toUpperCase()
         // A query parameter (read by the route or not) that is not UTF-8 after percent-decoding.
-        probe(where, yield* request(`${url}?probe=%ED%A0%80`, { method: verb, headers: credentials }), 400, "INVALID_BODY")
+        probe(
+          where,
+          yield* request(`${url}?probe=%ED%A0%80`, { method: verb, headers: credentials }),
+          400,
+          "INVALID_BODY"
+        )
         if (declared(401, "UNAUTHORIZED")) {
           probe(where, yield* request(url, { method: verb }), 401, "UNAUTHORIZED")
         }

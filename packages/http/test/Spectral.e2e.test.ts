@@ -18,8 +18,10 @@ type Json = Record<string, any>
 const { Document, Ruleset, Spectral } = spectralCore
 const rulesetPath = fileURLToPath(new URL("../openapi.spectral.mjs", import.meta.url))
 
-const served = Effect.flatMap(NodeServer, (server) =>
-  Effect.promise(async () => (await (await fetch(`${server.url}/openapi.json`)).text())))
+const served = Effect.flatMap(
+  NodeServer,
+  (server) => Effect.promise(async () => (await (await fetch(`${server.url}/openapi.json`)).text()))
+)
 
 layer(testServer(), { timeout: 120_000 })("the served OpenAPI document under Spectral", (it) => {
   it.effect("spectral:oas and the OWASP API Security ruleset: no error", () =>

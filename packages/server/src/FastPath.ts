@@ -176,7 +176,10 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
   ) => Runtime.runCallback(rt)(door, { onExit: respond(res) })
 
   // Who a request comes from: the trusted proxies of the runtime, if any.
-  const trust = Option.getOrElse(Context.getOption(runtime.context, ClientAddress.TrustedProxies), () => ClientAddress.none)
+  const trust = Option.getOrElse(
+    Context.getOption(runtime.context, ClientAddress.TrustedProxies),
+    () => ClientAddress.none
+  )
   const limiter = Context.get(runtime.context, RateLimit.RateLimiter)
   // Time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(runtime)(Effect.clock)
@@ -225,7 +228,9 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         rt,
         res,
         decoded.pipe(
-          Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"), factsOf(req, trust).ip)),
+          Effect.flatMap((action) =>
+            Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"), factsOf(req, trust).ip)
+          ),
           Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
         )
       )

@@ -104,10 +104,14 @@ const bodyOf = (r: () => number, t: Tenant): Buffer => {
     for (let i = 0; i < junk.length; i++) junk[i] = Math.floor(r() * 256)
     return junk
   }
-  if (pick < 0.6) return Buffer.from(JSON.stringify({ siteKey: t.siteKey, userHash: member, meta: { x: "m".repeat(5000) } }))
+  if (pick < 0.6) {
+    return Buffer.from(JSON.stringify({ siteKey: t.siteKey, userHash: member, meta: { x: "m".repeat(5000) } }))
+  }
   if (pick < 0.7) return Buffer.from(`{"siteKey":"${t.siteKey}","userHash":"${member}","pad":"${"p".repeat(60_000)}"}`)
   if (pick < 0.8) return Buffer.alloc(70 * 1024 + Math.floor(r() * 200 * 1024), 0x7b) // over 64 KiB
-  if (pick < 0.9) return Buffer.from(JSON.stringify({ userHash: member, event: r() < 0.5 ? t.eventKey : "nope", ts: "soon" }))
+  if (pick < 0.9) {
+    return Buffer.from(JSON.stringify({ userHash: member, event: r() < 0.5 ? t.eventKey : "nope", ts: "soon" }))
+  }
   return Buffer.from("[".repeat(Math.floor(r() * 5000)))
 }
 
@@ -117,83 +121,94 @@ if (!enabled) {
   })
 } else {
   layer(server, { timeout: (seconds + 120) * 1000 })("soak", (it) => {
-    it.effect(`${clients} clients of random bodies on every door for ${seconds} s: every request answered`, () =>
-      Effect.gen(function*() {
-        const { port, url } = yield* NodeServer.NodeServer
-        const tenant = yield* Effect.promise(async (): Promise<Tenant> => {
-          const post = async (path: string, body: unknown) =>
-            (await fetch(`${url}${path}`, {
-              method: "POST",
-              headers: { "x-admin-token": ADMIN, "content-type": "application/json" },
-              body: JSON.stringify(body)
-            })).json() as Promise<any>
-          const ws = await post("/admin/workspaces", { name: "soak", plan: "pro" })
-          const project = await post("/admin/projects", { workspaceId: ws.id, name: "soak", allowedOrigins: [] })
-          const program = await post("/admin/programs", { projectId: project.id, name: "soak", eventKey: "soaked" })
-          const key = await post(`/admin/workspaces/${ws.id}/api-keys`, { name: "soak" })
-          return {
-            siteKey: project.siteKey,
-            serverToken: project.serverToken,
-            webhookSecret: program.webhookSecret,
-            eventKey: "soaked",
-            programId: program.id,
-            apiKey: key.key
-          }
-        })
-        const totals = { requests: 0, answers: 0, failures: 0, internal: 0, unavailable: 0 }
-        const failures = new Map<string, number>()
-        const until = Date.now() + seconds * 1000
-        const client = async (n: number) => {
-          const r = random(n + 1)
-          const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-          while (Date.now() < until) {
-            const door = Math.floor(r() * 6)
-            const wrong = r() < 0.2
-            const json = { "content-type": "application/json" }
-            const [method, path, headers]: [string, string, Record<string, string>] = door === 0
-              ? ["POST", "/v1/e", { ...json, ...(wrong ? {} : { "x-streak-server-token": tenant.serverToken }) }]
-              : door === 1
-              ? ["POST", "/v1/server/e", { ...json, "x-streak-server-token": wrong ? "sst_wrong" : tenant.serverToken }]
-              : door === 2
-              ? ["POST", `/v1/webhook/${tenant.siteKey}/e`, {
-                ...json,
-                "x-streak-webhook-secret": wrong ? "whi_wrong" : tenant.webhookSecret
-              }]
-              : door === 3
-              ? ["POST", `/v1/api/programs/${tenant.programId}/events`, {
-                ...json,
-                authorization: `Bearer ${wrong ? "svc_api_wrong" : tenant.apiKey}`
-              }]
-              : door === 4
-              ? ["POST", "/v1/alias", json]
-              : ["POST", "/admin/workspaces", { ...json, "x-admin-token": wrong ? "wrong" : ADMIN }]
-            totals.requests++
-            const outcome = await send(agent, port, method, path, headers, bodyOf(r, tenant), r() < 0.3)
-            if (outcome.error !== undefined) {
-              totals.failures++
-              const what = `${method} ${path.replace(/\/v1\/webhook\/[^/]+/, "/v1/webhook/:siteKey").replace(/prg_\w+/, ":id")}: ${outcome.error}`
-              failures.set(what, (failures.get(what) ?? 0) + 1)
-            } else {
-              totals.answers++
-              if (outcome.status === 503) totals.unavailable++
-              else if ((outcome.status ?? 0) >= 500) {
-                totals.internal++
-                const what = `${method} ${path.replace(/\/v1\/webhook\/[^/]+/, "/v1/webhook/:siteKey")}: ${outcome.status}`
+    it.effect(
+      `${clients} clients of random bodies on every door for ${seconds} s: every request answered`,
+      () =>
+        Effect.gen(function*() {
+          const { port, url } = yield* NodeServer.NodeServer
+          const tenant = yield* Effect.promise(async (): Promise<Tenant> => {
+            const post = async (path: string, body: unknown) =>
+              (await fetch(`${url}${path}`, {
+                method: "POST",
+                headers: { "x-admin-token": ADMIN, "content-type": "application/json" },
+                body: JSON.stringify(body)
+              })).json() as Promise<any>
+            const ws = await post("/admin/workspaces", { name: "soak", plan: "pro" })
+            const project = await post("/admin/projects", { workspaceId: ws.id, name: "soak", allowedOrigins: [] })
+            const program = await post("/admin/programs", { projectId: project.id, name: "soak", eventKey: "soaked" })
+            const key = await post(`/admin/workspaces/${ws.id}/api-keys`, { name: "soak" })
+            return {
+              siteKey: project.siteKey,
+              serverToken: project.serverToken,
+              webhookSecret: program.webhookSecret,
+              eventKey: "soaked",
+              programId: program.id,
+              apiKey: key.key
+            }
+          })
+          const totals = { requests: 0, answers: 0, failures: 0, internal: 0, unavailable: 0 }
+          const failures = new Map<string, number>()
+          const until = Date.now() + seconds * 1000
+          const client = async (n: number) => {
+            const r = random(n + 1)
+            const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+            while (Date.now() < until) {
+              const door = Math.floor(r() * 6)
+              const wrong = r() < 0.2
+              const json = { "content-type": "application/json" }
+              const [method, path, headers]: [string, string, Record<string, string>] = door === 0
+                ? ["POST", "/v1/e", { ...json, ...(wrong ? {} : { "x-streak-server-token": tenant.serverToken }) }]
+                : door === 1
+                ? ["POST", "/v1/server/e", {
+                  ...json,
+                  "x-streak-server-token": wrong ? "sst_wrong" : tenant.serverToken
+                }]
+                : door === 2
+                ? ["POST", `/v1/webhook/${tenant.siteKey}/e`, {
+                  ...json,
+                  "x-streak-webhook-secret": wrong ? "whi_wrong" : tenant.webhookSecret
+                }]
+                : door === 3
+                ? ["POST", `/v1/api/programs/${tenant.programId}/events`, {
+                  ...json,
+                  authorization: `Bearer ${wrong ? "svc_api_wrong" : tenant.apiKey}`
+                }]
+                : door === 4
+                ? ["POST", "/v1/alias", json]
+                : ["POST", "/admin/workspaces", { ...json, "x-admin-token": wrong ? "wrong" : ADMIN }]
+              totals.requests++
+              const outcome = await send(agent, port, method, path, headers, bodyOf(r, tenant), r() < 0.3)
+              if (outcome.error !== undefined) {
+                totals.failures++
+                const what = `${method} ${
+                  path.replace(/\/v1\/webhook\/[^/]+/, "/v1/webhook/:siteKey").replace(/prg_\w+/, ":id")
+                }: ${outcome.error}`
                 failures.set(what, (failures.get(what) ?? 0) + 1)
+              } else {
+                totals.answers++
+                if (outcome.status === 503) totals.unavailable++
+                else if ((outcome.status ?? 0) >= 500) {
+                  totals.internal++
+                  const what = `${method} ${
+                    path.replace(/\/v1\/webhook\/[^/]+/, "/v1/webhook/:siteKey")
+                  }: ${outcome.status}`
+                  failures.set(what, (failures.get(what) ?? 0) + 1)
+                }
               }
             }
+            agent.destroy()
           }
-          agent.destroy()
-        }
-        yield* Effect.promise(() => Promise.all(Array.from({ length: clients }, (_, n) => client(n))))
-        console.log(`soak: ${clients} clients, ${seconds} s:`, totals, Object.fromEntries(failures))
-        expect(totals.requests).toBeGreaterThan(0)
-        expect({ ...totals, failures: Object.fromEntries(failures) }).toEqual({
-          ...totals,
-          answers: totals.requests,
-          failures: {},
-          internal: 0
-        })
-      }), (seconds + 120) * 1000)
+          yield* Effect.promise(() => Promise.all(Array.from({ length: clients }, (_, n) => client(n))))
+          console.log(`soak: ${clients} clients, ${seconds} s:`, totals, Object.fromEntries(failures))
+          expect(totals.requests).toBeGreaterThan(0)
+          expect({ ...totals, failures: Object.fromEntries(failures) }).toEqual({
+            ...totals,
+            answers: totals.requests,
+            failures: {},
+            internal: 0
+          })
+        }),
+      (seconds + 120) * 1000
+    )
   })
 }

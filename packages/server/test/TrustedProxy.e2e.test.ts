@@ -133,14 +133,19 @@ layer(server, { timeout: 120_000 })("behind a trusted reverse proxy", (it) => {
         expect((await wrongServerToken(proxy.port, "127.0.0.3", siteKey)).status).toBe(429)
         // Client 127.0.0.4, through the same proxy, is another client with a budget of its own.
         expect((await wrongAdmin(proxy.port, "127.0.0.4")).status).toBe(401)
-        expect((await wrongServerToken(proxy.port, "127.0.0.4", siteKey)).body).toEqual({ error: "SERVER_TOKEN_REQUIRED" })
+        expect((await wrongServerToken(proxy.port, "127.0.0.4", siteKey)).body).toEqual({
+          error: "SERVER_TOKEN_REQUIRED"
+        })
         // Straight to the server from an untrusted peer, forwarding headers are not read at all:
         // naming 127.0.0.4 does not spend 127.0.0.4's budget, naming a fresh address does not escape 127.0.0.5's.
         const port = Number(new URL(url).port)
         const direct = []
         for (let i = 0; i < 4; i++) {
           direct.push(
-            await wrongAdmin(port, "127.0.0.5", { "x-forwarded-for": `203.0.113.${i}`, forwarded: `for=203.0.113.${i}` })
+            await wrongAdmin(port, "127.0.0.5", {
+              "x-forwarded-for": `203.0.113.${i}`,
+              forwarded: `for=203.0.113.${i}`
+            })
           )
         }
         expect(statuses(direct)).toEqual([401, 401, 401, 429])
