@@ -796,6 +796,7 @@ export interface components {
         };
         /**
          * int
+         * Format: int64
          * @description an integer
          */
         Int: number;
@@ -808,11 +809,13 @@ export interface components {
              */
             cadence: "daily" | "weekly" | "monthly";
             /**
+             * Format: int32
              * @description Active days a period needs to be kept: 1 for daily, 1 to 7 for weekly, 1 to 28 for monthly.
              * @default 1
              */
             target: number;
             /**
+             * Format: int32
              * @description The local hour a member's day starts (4: an action at 02:30 counts for the day before).
              * @default 0
              */
@@ -825,22 +828,26 @@ export interface components {
             /** @description The freeze bank: a freeze carries a streak across a missed period. */
             freezes?: {
                 /**
+                 * Format: int32
                  * @description Freezes a member starts with (at most `max`).
                  * @default 0
                  */
                 initial: number;
                 /**
+                 * Format: int32
                  * @description Most freezes a member can hold.
                  * @default 0
                  */
                 max: number;
                 /**
+                 * Format: int32
                  * @description One freeze earned each time the streak reaches a multiple of this (0: never).
                  * @default 0
                  */
                 earnEvery: number;
             };
             /**
+             * Format: int32
              * @description The local hour from which `streak.at_risk` may fire on a period's last chance day.
              * @default 0
              */
@@ -899,6 +906,18 @@ export interface operations {
             /** @description Accepted: the action is stored (and counted when `counted` is true). */
             202: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -920,6 +939,18 @@ export interface operations {
              */
             400: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -934,6 +965,18 @@ export interface operations {
             /** @description `SERVER_TOKEN_REQUIRED`: `X-Streak-Server-Token` is missing or is not this project's (a call without an `Origin` header must carry it). */
             401: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -948,6 +991,18 @@ export interface operations {
             /** @description `FORBIDDEN_ORIGIN`: The browser's `Origin` is not among the project's allowed origins. */
             403: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -962,6 +1017,18 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this `idempotencyKey` is still being processed; retry after `Retry-After` (1 s). */
             409: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -978,6 +1045,18 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
             413: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -989,9 +1068,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1116,6 +1207,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
             /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
             503: {
                 headers: {
@@ -1140,6 +1247,7 @@ export interface operations {
                 "x-streak-webhook-secret"?: string;
             };
             path: {
+                /** @description a string at most 64 character(s) long */
                 siteKey: string;
             };
             cookie?: never;
@@ -1229,6 +1337,22 @@ export interface operations {
                     };
                 };
             };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
             /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
             503: {
                 headers: {
@@ -1282,6 +1406,8 @@ export interface operations {
             /** @description The member's state (zeros for a member with no action yet). */
             200: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1299,6 +1425,7 @@ export interface operations {
                             pending: boolean;
                             /**
                              * int
+                             * Format: int64
                              * @description Programs with a policy only: freezes available now.
                              */
                             freezes?: number;
@@ -1310,11 +1437,13 @@ export interface operations {
                                 end: string;
                                 /**
                                  * int
+                                 * Format: int64
                                  * @description Active days in the period so far.
                                  */
                                 done: number;
                                 /**
                                  * int
+                                 * Format: int64
                                  * @description Active days the period needs to be kept.
                                  */
                                 target: number;
@@ -1358,6 +1487,8 @@ export interface operations {
              */
             400: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1372,6 +1503,8 @@ export interface operations {
             /** @description `SERVER_TOKEN_REQUIRED`: `X-Streak-Server-Token` is missing or is not this project's (a call without an `Origin` header must carry it). */
             401: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1386,12 +1519,32 @@ export interface operations {
             /** @description `FORBIDDEN_ORIGIN`: The browser's `Origin` is not among the project's allowed origins. */
             403: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /** @enum {string} */
                         error: "FORBIDDEN_ORIGIN";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -1432,6 +1585,18 @@ export interface operations {
             /** @description Linked (linking the same pair again changes nothing). */
             200: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1451,6 +1616,18 @@ export interface operations {
              */
             400: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1465,6 +1642,18 @@ export interface operations {
             /** @description `INVALID_ALIAS_TOKEN`: The alias token is malformed, wrongly signed or expired. */
             401: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1479,6 +1668,18 @@ export interface operations {
             /** @description `ALIAS_CONFLICT`: The anonymous id is already linked to another member. */
             409: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1493,6 +1694,18 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
             413: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1504,9 +1717,21 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /** @description The request's `Origin`, present only when it is one of the project's allowed origins. */
+                    "Access-Control-Allow-Origin"?: string;
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -1620,7 +1845,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1725,7 +1950,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1762,6 +1987,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -1845,7 +2071,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -1974,7 +2200,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2020,7 +2246,8 @@ export interface operations {
                     name: string;
                     eventKey: string;
                     milestones?: {
-                        target: components["schemas"]["Int"];
+                        /** Format: int32 */
+                        target: number;
                         msg: string;
                         /** @enum {string} */
                         rewardType?: "message" | "coupon" | "link";
@@ -2128,7 +2355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2165,6 +2392,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -2264,7 +2492,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2301,6 +2529,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -2360,7 +2589,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2397,6 +2626,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -2499,7 +2729,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2536,6 +2766,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -2616,7 +2847,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2653,6 +2884,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -2708,7 +2940,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2824,7 +3056,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -2861,6 +3093,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -2916,7 +3149,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3032,7 +3265,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3069,6 +3302,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -3124,7 +3358,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3178,6 +3412,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
@@ -3192,7 +3440,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3247,6 +3495,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
@@ -3261,7 +3523,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
                     /** @description Seconds to wait before retrying. */
@@ -3305,6 +3567,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3335,9 +3607,43 @@ export interface operations {
                     };
                 };
             };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3349,9 +3655,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3393,6 +3709,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3413,9 +3739,43 @@ export interface operations {
                     }[];
                 };
             };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3427,9 +3787,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3464,6 +3834,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
             };
             cookie?: never;
@@ -3477,6 +3848,16 @@ export interface operations {
             /** @description Success */
             202: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3490,6 +3871,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3504,6 +3895,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3518,6 +3919,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3532,6 +3943,16 @@ export interface operations {
             /** @description `IDEMPOTENCY_KEY_IN_PROGRESS`: The first request with this `idempotencyKey` is still being processed; retry after `Retry-After` (1 s). */
             409: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3548,6 +3969,16 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
             413: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3559,9 +3990,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3596,7 +4037,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
+                /** @description a string at most 256 character(s) long */
                 userHash: string;
             };
             cookie?: never;
@@ -3606,6 +4049,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3622,6 +4075,7 @@ export interface operations {
                         mode?: string;
                         /**
                          * int
+                         * Format: int64
                          * @description Programs with a policy only: freezes available now.
                          */
                         freezes?: number;
@@ -3633,11 +4087,13 @@ export interface operations {
                             end: string;
                             /**
                              * int
+                             * Format: int64
                              * @description Active days in the period so far.
                              */
                             done: number;
                             /**
                              * int
+                             * Format: int64
                              * @description Active days the period needs to be kept.
                              */
                             target: number;
@@ -3648,6 +4104,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3662,6 +4128,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3676,6 +4152,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3687,9 +4173,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3729,7 +4225,9 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
+                /** @description a string at most 256 character(s) long */
                 userHash: string;
             };
             cookie?: never;
@@ -3739,6 +4237,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3766,6 +4274,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3780,6 +4298,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3794,6 +4322,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3805,9 +4343,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3842,7 +4390,9 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
+                /** @description a string at most 256 character(s) long */
                 userHash: string;
             };
             cookie?: never;
@@ -3850,7 +4400,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    count: components["schemas"]["Int"];
+                    /** Format: int32 */
+                    count: number;
                 };
             };
         };
@@ -3858,12 +4409,23 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": {
                         /**
                          * int
+                         * Format: int64
                          * @description The member's freezes after the grant (never over the policy's max).
                          */
                         freezes: number;
@@ -3873,6 +4435,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3887,6 +4459,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3901,6 +4483,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3915,6 +4507,16 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
             413: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3926,9 +4528,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -3978,6 +4590,16 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3994,6 +4616,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4008,6 +4640,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4022,6 +4664,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4036,6 +4688,16 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
             413: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4047,9 +4709,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4084,6 +4756,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 id: string;
             };
             cookie?: never;
@@ -4093,6 +4766,16 @@ export interface operations {
             /** @description Success */
             204: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -4100,6 +4783,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4114,6 +4807,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4128,6 +4831,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4139,9 +4852,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4178,6 +4901,7 @@ export interface operations {
             };
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
             };
             cookie?: never;
@@ -4187,6 +4911,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4196,6 +4930,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4210,6 +4954,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4224,6 +4978,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4235,9 +4999,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4282,6 +5056,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4298,6 +5082,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4312,6 +5106,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4326,6 +5130,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4337,9 +5151,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4376,6 +5200,7 @@ export interface operations {
                 from?: string;
                 /** @description a string matching the pattern ^\d{4}-\d{2}-\d{2}$ */
                 to?: string;
+                /** @description a string at most 64 character(s) long */
                 programId?: string;
             };
             header?: never;
@@ -4389,6 +5214,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4398,6 +5233,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4412,6 +5257,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4426,6 +5281,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4437,9 +5302,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4474,6 +5349,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
             };
             cookie?: never;
@@ -4481,7 +5357,8 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": {
-                    holdoutPercent: components["schemas"]["Int"];
+                    /** Format: int32 */
+                    holdoutPercent: number;
                 };
             };
         };
@@ -4489,6 +5366,16 @@ export interface operations {
             /** @description Success */
             201: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4504,6 +5391,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4518,6 +5415,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4532,6 +5439,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4546,6 +5463,16 @@ export interface operations {
             /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
             413: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4557,9 +5484,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4594,6 +5531,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
             };
             cookie?: never;
@@ -4603,6 +5541,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4612,6 +5560,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4626,6 +5584,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4640,6 +5608,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4651,9 +5629,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4688,6 +5676,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
             };
             cookie?: never;
@@ -4697,6 +5686,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4712,6 +5711,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4726,6 +5735,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4740,6 +5759,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -4751,9 +5780,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -4804,6 +5843,20 @@ export interface operations {
                     };
                 };
             };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
         };
     };
     "meta.ready": {
@@ -4824,6 +5877,20 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         status: "ok";
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
                     };
                 };
             };

@@ -93,6 +93,7 @@ layer(TestServer, { excludeTestServices: true, timeout: Duration.minutes(2) })("
         | "INVALID_WIDGET_KIND"
         | "SERVER_TOKEN_REQUIRED"
         | "IDEMPOTENCY_KEY_IN_PROGRESS"
+        | "RATE_LIMITED"
         | "PAYLOAD_TOO_LARGE"
         | "SERVICE_UNAVAILABLE"
         | undefined = wrongToken.error?.error

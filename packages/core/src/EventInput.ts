@@ -46,6 +46,12 @@ export const parseTimestamp = (s: string): Date | undefined => {
 const EVENT_KEY_MAX = 128
 const IDEMPOTENCY_KEY_MAX = 255
 const LABEL_MAX = 256
+// Ids (siteKeys among them) are at most 64 characters; timestamps and zone names far less.
+const SITE_KEY_MAX = 64
+const TIMESTAMP_MAX = 64
+const TIME_ZONE_MAX = 64
+// A string `error` is bounded in bytes by its part limit (413); in characters, by the body's 64 KiB.
+const ERROR_TEXT_MAX = 64 * 1024
 
 /** An event key as programs configure it: 1..128 characters, matched exactly. */
 export const EventKey = Schema.String.pipe(
@@ -73,6 +79,7 @@ const acceptedTs = (s: string): Date | undefined => {
 
 /** `ts` on the wire: kept a string (so OpenAPI shows it as sent), validated by `parseTimestamp`. */
 export const Timestamp = Schema.String.pipe(
+  Schema.maxLength(TIMESTAMP_MAX, { message: () => `must be at most ${TIMESTAMP_MAX} characters` }),
   Schema.filter((s) => acceptedTs(s) !== undefined, {
     message: () => "must be an ISO 8601 date-time with Z or an offset, no earlier than 1970-01-01T00:00:00Z"
   })
@@ -112,6 +119,7 @@ export const uncleanText = (): InvalidBody =>
 
 /** An IANA zone name ("Europe/Paris", "UTC"); bare offsets are refused (they know no DST). */
 export const TimeZone = Schema.String.pipe(
+  Schema.maxLength(TIME_ZONE_MAX, { message: () => `must be at most ${TIME_ZONE_MAX} characters` }),
   Schema.filter(Calendar.isValidZone, { message: () => "must be an IANA time zone name, e.g. Europe/Paris" })
 )
 
@@ -139,7 +147,10 @@ const common = {
  * `event` or its legacy alias `kind` (both present and different → INVALID_BODY).
  */
 export const EventRecord = Schema.Struct({
-  siteKey: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })),
+  siteKey: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "must not be empty" }),
+    Schema.maxLength(SITE_KEY_MAX, { message: () => `must be at most ${SITE_KEY_MAX} characters` })
+  ),
   ...common,
   event: Schema.optional(EventKey),
   kind: Schema.optional(EventKey),
@@ -149,7 +160,7 @@ export const EventRecord = Schema.Struct({
   test: Schema.optional(Schema.Boolean),
   details: Schema.optional(JsonObject),
   performance: Schema.optional(JsonObject),
-  error: Schema.optional(Schema.Union(Schema.String, JsonObject)),
+  error: Schema.optional(Schema.Union(Schema.String.pipe(Schema.maxLength(ERROR_TEXT_MAX)), JsonObject)),
   consent: Schema.optional(JsonObject)
 }).pipe(
   Schema.filter((r) => {
@@ -172,7 +183,9 @@ export type EventRecord = typeof EventRecord.Type
 export const WebhookEvent = Schema.Struct({
   ...common,
   event: EventKey,
-  siteKey: Schema.optional(Schema.String)
+  siteKey: Schema.optional(
+    Schema.String.pipe(Schema.maxLength(SITE_KEY_MAX, { message: () => `must be at most ${SITE_KEY_MAX} characters` }))
+  )
 }).annotations({ identifier: "WebhookEvent" })
 export type WebhookEvent = typeof WebhookEvent.Type
 

@@ -120,3 +120,15 @@ export const classify = (text: string): Option.Option<Range> => {
 
 /** Whether the text is an IP address of the public internet (`false` for a host name). */
 export const isPublic = (text: string): boolean => Option.getOrElse(classify(text), () => "not an address") === "public"
+
+/**
+ * The address as 16 bytes, an IPv4 address as its IPv4-mapped IPv6 form (`::ffff:a.b.c.d`), so
+ * that both spellings of one IPv4 address compare equal; None when the text is not an address.
+ */
+export const toBytes = (text: string): Option.Option<Uint8Array> => {
+  const bare = text.startsWith("[") && text.endsWith("]") ? text.slice(1, -1) : text
+  const v4 = parseV4(bare)
+  if (Option.isSome(v4)) return Option.some(Uint8Array.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, ...v4.value]))
+  if (!bare.includes(":")) return Option.none()
+  return Option.map(parseV6(bare), (words) => Uint8Array.from(words.flatMap((w) => [w >> 8, w & 0xff])))
+}

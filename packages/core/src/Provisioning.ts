@@ -125,11 +125,22 @@ export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Prov
 const invalid = (message: string) => new InvalidBody({ message })
 const notFound = (what: string) => new NotFound({ message: `${what} not found` })
 
-/** A name: non-empty after trimming, at most 200 characters; stored trimmed. */
+/**
+ * Bounds of what provisioning accepts, for callers that declare them in their own schemas (the
+ * HTTP API's request bodies) so a client is refused before anything reaches these checks.
+ */
+export const limits = {
+  name: 200,
+  milestoneTarget: 100_000,
+  milestoneMessage: 1000,
+  rewardValue: 2000
+} as const
+
+/** A name: non-empty after trimming, at most `limits.name` characters; stored trimmed. */
 const validName = (field: string, value: string): Effect.Effect<string, InvalidBody> => {
   const name = value.trim()
-  return name.length === 0 || name.length > 200
-    ? Effect.fail(invalid(`${field} must be 1 to 200 characters`))
+  return name.length === 0 || name.length > limits.name
+    ? Effect.fail(invalid(`${field} must be 1 to ${limits.name} characters`))
     : Effect.succeed(name)
 }
 
@@ -171,8 +182,10 @@ const validMilestones = (
     const seen = new Set<number>()
     const out: Array<Milestone> = []
     for (const m of inputs) {
-      if (!Number.isInteger(m.target) || m.target < 1 || m.target > 100_000) {
-        return yield* invalid(`milestones: target must be an integer from 1 to 100000 (got ${m.target})`)
+      if (!Number.isInteger(m.target) || m.target < 1 || m.target > limits.milestoneTarget) {
+        return yield* invalid(
+          `milestones: target must be an integer from 1 to ${limits.milestoneTarget} (got ${m.target})`
+        )
       }
       if (seen.has(m.target)) return yield* invalid(`milestones: target ${m.target} appears twice`)
       seen.add(m.target)
@@ -184,7 +197,7 @@ const validMilestones = (
       if (rewardType !== "message" && (m.rewardValue === undefined || m.rewardValue === "")) {
         return yield* invalid(`milestones: a ${rewardType} reward needs a rewardValue (target ${m.target})`)
       }
-      if (m.msg.length > 1000 || (m.rewardValue?.length ?? 0) > 2000) {
+      if (m.msg.length > limits.milestoneMessage || (m.rewardValue?.length ?? 0) > limits.rewardValue) {
         return yield* invalid(`milestones: msg or rewardValue too long (target ${m.target})`)
       }
       out.push(

@@ -4,6 +4,7 @@
  */
 export * as Aliases from "./Aliases.js"
 export * as Calendar from "./Calendar.js"
+export * as ClientAddress from "./ClientAddress.js"
 export * as Credentials from "./Credentials.js"
 export * as DirectoryCache from "./DirectoryCache.js"
 export * as Domain from "./Domain.js"

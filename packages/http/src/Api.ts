@@ -46,13 +46,10 @@ export class CustomerAuth extends HttpApiMiddleware.Tag<CustomerAuth>()("@streak
   security: { bearer: HttpApiSecurity.bearer }
 }) {}
 
-const serverToken = Schema.optional(Schema.String.annotations({
-  description: "The project's server token (`sst_…`): required on calls without an `Origin` header."
-}))
-const ServerToken = Schema.Struct({ "x-streak-server-token": serverToken })
+const ServerToken = Schema.Struct({ "x-streak-server-token": S.doorHeaders["x-streak-server-token"] })
 const Accepted = { status: 202 } as const
 const Created = { status: 201 } as const
-const id = HttpApiSchema.param("id", Schema.String)
+const id = HttpApiSchema.param("id", S.text(S.bounds.id))
 
 export class IngestGroup extends HttpApiGroup.make("ingest")
   .annotateContext(Doc.group({
@@ -93,19 +90,21 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
           "action on the same local day is stored but moves nothing (`duplicate: true`). Repeating an " +
           "`idempotencyKey` within 24 hours replays the first answer.",
         success: "Accepted: the action is stored (and counted when `counted` is true).",
-        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "IDEMPOTENCY_KEY_IN_PROGRESS"],
+        errors: [
+          "INVALID_SITE_KEY",
+          "INVALID_WIDGET_KIND",
+          "SERVER_TOKEN_REQUIRED",
+          "IDEMPOTENCY_KEY_IN_PROGRESS",
+          "RATE_LIMITED"
+        ],
         security: [{ serverToken: [] }],
         examples: { request: S.examples.serverEvent, response: S.examples.ingestAnswer }
       }))
   )
   .add(
-    HttpApiEndpoint.post("webhook")`/v1/webhook/${HttpApiSchema.param("siteKey", Schema.String)}/e`
+    HttpApiEndpoint.post("webhook")`/v1/webhook/${HttpApiSchema.param("siteKey", S.SiteKeyParam)}/e`
       .setPayload(EventInput.WebhookEvent)
-      .setHeaders(Schema.Struct({
-        "x-streak-webhook-secret": Schema.optional(Schema.String.annotations({
-          description: "The webhook ingest secret (`whi_…`) of the program that counts `event`."
-        }))
-      }))
+      .setHeaders(Schema.Struct({ "x-streak-webhook-secret": S.doorHeaders["x-streak-webhook-secret"] }))
       .addSuccess(S.IngestOk, Accepted)
       .annotateContext(Doc.route({
         summary: "Record an action from an automation's webhook",
@@ -114,7 +113,13 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
           "secret, so event keys are never revealed. While the program is in test mode the action counts as test " +
           "progress. Send an `idempotencyKey` per completion: retries with the same key count once.",
         success: "Accepted: the action is stored (and counted when `counted` is true).",
-        errors: ["INVALID_SITE_KEY", "SITE_KEY_MISMATCH", "WEBHOOK_SECRET_REQUIRED", "IDEMPOTENCY_KEY_IN_PROGRESS"],
+        errors: [
+          "INVALID_SITE_KEY",
+          "SITE_KEY_MISMATCH",
+          "WEBHOOK_SECRET_REQUIRED",
+          "IDEMPOTENCY_KEY_IN_PROGRESS",
+          "RATE_LIMITED"
+        ],
         security: [{ webhookSecret: [] }],
         examples: { request: S.examples.webhookEvent, response: S.examples.ingestAnswer }
       }))
@@ -122,10 +127,8 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
   .add(
     HttpApiEndpoint.get("state", "/v1/state").setUrlParams(S.StateParams).setHeaders(
       Schema.Struct({
-        "x-streak-server-token": serverToken,
-        "x-streak-identity": Schema.optional(Schema.String.annotations({
-          description: "A signed identity token for this member: reveals coupon and link reward values."
-        }))
+        "x-streak-server-token": S.doorHeaders["x-streak-server-token"],
+        "x-streak-identity": S.doorHeaders["x-streak-identity"]
       })
     ).addSuccess(S.State)
       .annotateContext(Doc.route({
@@ -136,7 +139,13 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
           "origin, or the server token. Coupon and link reward values are shown only with a valid identity token " +
           "(`X-Streak-Identity` or `identity`).",
         success: "The member's state (zeros for a member with no action yet).",
-        errors: ["INVALID_SITE_KEY", "INVALID_WIDGET_KIND", "SERVER_TOKEN_REQUIRED", "FORBIDDEN_ORIGIN"],
+        errors: [
+          "INVALID_SITE_KEY",
+          "INVALID_WIDGET_KIND",
+          "SERVER_TOKEN_REQUIRED",
+          "FORBIDDEN_ORIGIN",
+          "RATE_LIMITED"
+        ],
         security: [{}, { serverToken: [] }, { identityToken: [] }, { serverToken: [], identityToken: [] }],
         examples: { response: S.examples.state, parameters: S.examples.stateParameters }
       }))
@@ -325,8 +334,8 @@ export class AdminGroup extends HttpApiGroup.make("admin")
   .middleware(AdminAuth)
 {}
 
-const programId = HttpApiSchema.param("programId", Schema.String)
-const userHash = HttpApiSchema.param("userHash", Schema.String)
+const programId = HttpApiSchema.param("programId", S.text(S.bounds.id))
+const userHash = HttpApiSchema.param("userHash", S.text(S.bounds.userHash))
 
 export class CustomerGroup extends HttpApiGroup.make("customer")
   .annotateContext(Doc.group({

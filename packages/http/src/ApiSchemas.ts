@@ -4,8 +4,71 @@
  * (docs/api.md#read-a-members-state-get-v1state), policies (docs/api.md#streak-policies). Shared by
  * server and client.
  */
-import { Domain, Policy } from "@streaks/core"
+import { Domain, Policy, Provisioning } from "@streaks/core"
 import { Schema } from "effect"
+
+/**
+ * Bounds of request fields (docs/api.md#conventions): every string has a maximum length, every
+ * integer a range, every array a maximum size, declared here once and enforced by the decoders.
+ */
+export const bounds = {
+  /** Ids (`ws_…`, `prj_…`, `prg_…`, siteKeys…). */
+  id: 64,
+  /** A member's id (`userHash`). */
+  userHash: 256,
+  eventKey: 128,
+  /** Names of workspaces, projects, programs, keys and apps. */
+  name: Provisioning.limits.name,
+  /** Server tokens, webhook secrets and other credentials in headers. */
+  secret: 256,
+  /** A signed identity token (a JWT). */
+  token: 4096,
+  origin: 2048,
+  origins: 100,
+  url: 2048,
+  timeZone: 64,
+  milestones: 100,
+  workspaces: 100,
+  settingsWord: 64,
+  date: 10,
+  month: 7
+} as const
+
+/** A string of at most `max` characters. */
+export const text = (max: number) => Schema.String.pipe(Schema.maxLength(max))
+
+/** An integer from `min` to `max`. */
+export const integer = (min: number, max: number) => Schema.Number.pipe(Schema.int(), Schema.between(min, max))
+
+/**
+ * The credentials the public doors read from headers, bounded as every input is: HttpApi decodes
+ * them from the route's header schema, the reference server's fast path with `DoorHeaders`.
+ */
+export const doorHeaders = {
+  "x-streak-server-token": Schema.optional(
+    text(bounds.secret).annotations({
+      description: "The project's server token (`sst_…`): required on calls without an `Origin` header."
+    })
+  ),
+  "x-streak-webhook-secret": Schema.optional(
+    text(bounds.secret).annotations({
+      description: "The webhook ingest secret (`whi_…`) of the program that counts `event`."
+    })
+  ),
+  "x-streak-identity": Schema.optional(
+    text(bounds.token).annotations({
+      description: "A signed identity token for this member: reveals coupon and link reward values."
+    })
+  )
+}
+
+/** Every credential header of the public doors at once (the fast path's check). */
+export const DoorHeaders = Schema.Struct(doorHeaders)
+
+/** A siteKey in a path (`/v1/webhook/{siteKey}/e`). */
+export const SiteKeyParam = text(bounds.id)
+
+const nonEmpty = (max: number) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(max))
 
 export const IngestOk = Schema.Struct({
   ok: Schema.Literal(true),
@@ -21,18 +84,22 @@ export const Counted = Schema.Struct({
 })
 
 export const StateParams = Schema.Struct({
-  siteKey: Schema.String.annotations({ description: "The project's siteKey." }),
-  userHash: Schema.String.annotations({ description: "The member's stable id (a hash, never a raw e-mail address)." }),
+  siteKey: text(bounds.id).annotations({ description: "The project's siteKey." }),
+  userHash: text(bounds.userHash).annotations({
+    description: "The member's stable id (a hash, never a raw e-mail address)."
+  }),
   event: Schema.optional(
-    Schema.String.annotations({ description: "The event key of the program; required unless `kind` is given." })
+    text(bounds.eventKey).annotations({ description: "The event key of the program; required unless `kind` is given." })
   ),
   kind: Schema.optional(
-    Schema.String.annotations({ description: "Legacy alias of `event`; if both are given they must be equal." })
+    text(bounds.eventKey).annotations({ description: "Legacy alias of `event`; if both are given they must be equal." })
   ),
   identity: Schema.optional(
-    Schema.String.annotations({ description: "A signed identity token, as in `X-Streak-Identity`." })
+    text(bounds.token).annotations({ description: "A signed identity token, as in `X-Streak-Identity`." })
   )
 })
+
+export type StateParams = typeof StateParams.Type
 
 export const WeekEntry = Schema.Struct({
   isoDate: Schema.String,
@@ -70,9 +137,9 @@ export const MilestoneState = Schema.Struct({
 })
 
 export const Settings = Schema.Struct({
-  theme: Schema.Struct({ name: Schema.String }),
-  position: Schema.String,
-  mainMessage: Schema.String
+  theme: Schema.Struct({ name: text(bounds.settingsWord) }),
+  position: text(bounds.settingsWord),
+  mainMessage: text(Provisioning.limits.milestoneMessage)
 })
 
 export const State = Schema.Struct({
@@ -92,24 +159,24 @@ export const State = Schema.Struct({
 })
 
 export const AdminAlias = Schema.Struct({
-  siteKey: Schema.String,
+  siteKey: text(bounds.id),
   anonymousId: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256)),
   userHash: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(256))
 })
 
-export const TokenAlias = Schema.Struct({ siteKey: Schema.String, token: Schema.String })
+export const TokenAlias = Schema.Struct({ siteKey: text(bounds.id), token: text(bounds.token) })
 
 export const Plan = Schema.Literal("starter", "growth", "scale", "pro")
 
-export const WorkspaceBody = Schema.Struct({ name: Schema.String.pipe(Schema.minLength(1)), plan: Plan })
+export const WorkspaceBody = Schema.Struct({ name: nonEmpty(bounds.name), plan: Plan })
 export const WorkspaceView = Schema.Struct({ id: Schema.String, name: Schema.String, plan: Plan })
 export const PlanBody = Schema.Struct({ plan: Plan })
 
 export const ProjectBody = Schema.Struct({
-  workspaceId: Schema.String,
-  name: Schema.String.pipe(Schema.minLength(1)),
-  allowedOrigins: Schema.Array(Schema.String),
-  timezone: Schema.optional(Schema.String),
+  workspaceId: text(bounds.id),
+  name: nonEmpty(bounds.name),
+  allowedOrigins: Schema.Array(text(bounds.origin)).pipe(Schema.maxItems(bounds.origins)),
+  timezone: Schema.optional(text(bounds.timeZone)),
   browserCounting: Schema.optional(Schema.Literal("count", "display-only")),
   legacyNoOriginIngest: Schema.optional(Schema.Boolean)
 })
@@ -128,10 +195,10 @@ export const ProjectCreated = Schema.Struct({
 })
 
 export const MilestoneBody = Schema.Struct({
-  target: Schema.Int,
-  msg: Schema.String,
+  target: integer(1, Provisioning.limits.milestoneTarget),
+  msg: text(Provisioning.limits.milestoneMessage),
   rewardType: Schema.optional(Schema.Literal("message", "coupon", "link")),
-  rewardValue: Schema.optional(Schema.String)
+  rewardValue: Schema.optional(text(Provisioning.limits.rewardValue))
 })
 
 const hour = (description: string) => ({ type: "integer", minimum: 0, maximum: 23, default: 0, description })
@@ -199,10 +266,12 @@ export const PolicyInput = Schema.Unknown.annotations({
 })
 
 export const ProgramBody = Schema.Struct({
-  projectId: Schema.String,
-  name: Schema.String.pipe(Schema.minLength(1)),
-  eventKey: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(128)),
-  milestones: Schema.optionalWith(Schema.Array(MilestoneBody), { default: () => [] }),
+  projectId: text(bounds.id),
+  name: nonEmpty(bounds.name),
+  eventKey: nonEmpty(bounds.eventKey),
+  milestones: Schema.optionalWith(Schema.Array(MilestoneBody).pipe(Schema.maxItems(bounds.milestones)), {
+    default: () => []
+  }),
   settings: Schema.optional(Settings),
   policy: Schema.optional(PolicyInput)
 })
@@ -246,16 +315,16 @@ export const ProgramView = Schema.Struct({
 export const ProgramCreated = Schema.extend(ProgramView, Schema.Struct({ webhookSecret: Schema.String }))
 export const WebhookSecret = Schema.Struct({ webhookSecret: Schema.String })
 export const StatusBody = Schema.Struct({ status: Schema.Literal("test", "live") })
-export const NameBody = Schema.Struct({ name: Schema.String.pipe(Schema.minLength(1)) })
+export const NameBody = Schema.Struct({ name: nonEmpty(bounds.name) })
 export const ApiKeyCreated = Schema.Struct({ id: Schema.String, key: Schema.String })
 export const GrantBody = Schema.Struct({
-  workspaceIds: Schema.Array(Schema.String).pipe(Schema.minItems(1)),
-  appName: Schema.String.pipe(Schema.minLength(1))
+  workspaceIds: Schema.Array(text(bounds.id)).pipe(Schema.minItems(1), Schema.maxItems(bounds.workspaces)),
+  appName: nonEmpty(bounds.name)
 })
 export const GrantCreated = Schema.Struct({ id: Schema.String, accessToken: Schema.String })
 export const McpTokenBody = Schema.Struct({
-  name: Schema.String.pipe(Schema.minLength(1)),
-  workspaceIds: Schema.Array(Schema.String).pipe(Schema.minItems(1))
+  name: nonEmpty(bounds.name),
+  workspaceIds: Schema.Array(text(bounds.id)).pipe(Schema.minItems(1), Schema.maxItems(bounds.workspaces))
 })
 export const McpTokenCreated = Schema.Struct({ id: Schema.String, token: Schema.String })
 export const DueChecksRun = Schema.Struct({ atRisk: Schema.Int, broken: Schema.Int, freezesUsed: Schema.Int })
@@ -266,7 +335,7 @@ export const DeliveriesRun = Schema.Struct({
   retrying: Schema.Int
 })
 
-export const IdPath = Schema.Struct({ id: Schema.String })
+export const IdPath = Schema.Struct({ id: text(bounds.id) })
 
 export const Me = Schema.Union(
   Schema.Struct({
@@ -307,12 +376,12 @@ export const MemberStreak = Schema.Struct({
 
 export const LedgerParams = Schema.Struct({
   from: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({
+    text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({
       description: "First activity day shown (YYYY-MM-DD): periods that end before it are left out."
     })
   ),
   to: Schema.optional(
-    Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({
+    text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({
       description: "Last activity day shown (YYYY-MM-DD): periods that start after it are left out."
     })
   )
@@ -340,7 +409,7 @@ export const Ledger = Schema.Struct({
 })
 
 export const FreezesBody = Schema.Struct({
-  count: Schema.Int.pipe(Schema.between(1, 10)).annotations({ description: "Freezes to add, 1 to 10." })
+  count: integer(1, 10).annotations({ description: "Freezes to add, 1 to 10." })
 })
 export const FreezesGranted = Schema.Struct({
   freezes: Schema.Int.annotations({
@@ -348,15 +417,15 @@ export const FreezesGranted = Schema.Struct({
   })
 })
 
-export const MemberPath = Schema.Struct({ id: Schema.String, userHash: Schema.String })
+export const MemberPath = Schema.Struct({ id: text(bounds.id), userHash: text(bounds.userHash) })
 
 /** The outbound event types a subscription may name (docs/webhooks.md#event-types): core's list. */
 export const EventTypes = Domain.OutboundEventType
 
 export const HookBody = Schema.Struct({
-  programId: Schema.String,
-  url: Schema.String,
-  eventTypes: Schema.Array(EventTypes).pipe(Schema.minItems(1))
+  programId: text(bounds.id),
+  url: text(bounds.url),
+  eventTypes: Schema.Array(EventTypes).pipe(Schema.minItems(1), Schema.maxItems(EventTypes.literals.length))
 })
 
 export const HookCreated = Schema.Struct({
@@ -371,7 +440,7 @@ export const HookCreated = Schema.Struct({
 export const SamplesParams = Schema.Struct({ type: EventTypes })
 
 export const UsageParams = Schema.Struct({
-  month: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}$/)))
+  month: Schema.optional(text(bounds.month).pipe(Schema.pattern(/^\d{4}-\d{2}$/)))
 })
 export const Usage = Schema.Struct({
   month: Schema.String,
@@ -382,12 +451,12 @@ export const Usage = Schema.Struct({
 })
 
 export const ReportParams = Schema.Struct({
-  from: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/))),
-  to: Schema.optional(Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/))),
-  programId: Schema.optional(Schema.String)
+  from: Schema.optional(text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/))),
+  to: Schema.optional(text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/))),
+  programId: Schema.optional(text(bounds.id))
 })
 
-export const ExperimentBody = Schema.Struct({ holdoutPercent: Schema.Int.pipe(Schema.between(1, 50)) })
+export const ExperimentBody = Schema.Struct({ holdoutPercent: integer(1, 50) })
 
 export const ExperimentView = Schema.Struct({
   id: Schema.String,

@@ -1,15 +1,19 @@
 /**
  * The security middlewares of the API: the deployment's admin token (constant-time compare) and
  * customer bearer credentials resolved by core `Credentials` on every request, so a revoked key
- * stops working at once. Failed authentications are counted per client IP (`RateLimit`): past the
- * limit an IP is refused (429) before its credential is looked up or compared. A credential store
- * that cannot be reached answers 503, never 401: the credential may well be valid.
+ * stops working at once. A credential that does not verify spends one of the client address's
+ * failed authentications (`RateLimit.authenticating`); once they are spent such requests answer
+ * 429, while a credential that verifies is always served. A verified customer credential then
+ * takes a token from its own bucket (`STREAKS_RATE_LIMIT_CREDENTIAL`), and every answer of
+ * `/v1/api` says where the nearest limit stands (`RateLimit` headers). A credential store that
+ * cannot be reached answers 503, never 401: the credential may well be valid.
  */
-import { HttpServerRequest } from "@effect/platform"
+import { HttpApp, HttpServerResponse } from "@effect/platform"
 import { Credentials, Errors } from "@streaks/core"
 import { Effect, Layer, Option, Redacted } from "effect"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { AdminAuth, CustomerAuth } from "./Api.js"
+import * as ClientAddress from "./ClientAddress.js"
 import { HttpConfig } from "./HttpConfig.js"
 import * as RateLimit from "./RateLimit.js"
 
@@ -20,60 +24,69 @@ export const sameSecret = (given: string, expected: string): boolean => timingSa
 
 const unauthorized = new Errors.Unauthorized({ message: "missing or invalid admin token" })
 
-/** The TCP peer of the request being authenticated (as the public doors' limits use it). */
-const clientIp = Effect.map(
-  HttpServerRequest.HttpServerRequest,
-  (request) => Option.getOrElse(request.remoteAddress, () => "unknown")
-)
+const isUnauthorized = (e: { readonly _tag: string }) => e._tag === "Unauthorized"
 
-/**
- * `authenticate` behind the failed-authentication limit of the client's IP: refused while the IP
- * has none left, and an `Unauthorized` it fails with spends one.
- */
-const limited = <A, E extends { readonly _tag: string }>(
+/** Adds the `RateLimit` headers of `buckets`, as they stand when the answer goes out. */
+const answerWithLimits = (
   limiter: RateLimit.RateLimiter["Type"],
-  authenticate: Effect.Effect<A, E>
-): Effect.Effect<A, E | Errors.RateLimited, HttpServerRequest.HttpServerRequest> =>
-  Effect.flatMap(clientIp, (ip) =>
-    Effect.zipRight(
-      RateLimit.beforeAuthentication(limiter, ip),
-      Effect.tapError(authenticate, (e) =>
-        e._tag === "Unauthorized" ? RateLimit.authenticationFailed(limiter, ip) : Effect.void)
-    ))
+  buckets: ReadonlyArray<readonly [RateLimit.Kind, string]>
+) =>
+  HttpApp.appendPreResponseHandler((_, response) =>
+    Effect.map(RateLimit.headers(limiter, buckets), (h) => HttpServerResponse.setHeaders(response, h))
+  )
 
-export const layerAdmin: Layer.Layer<AdminAuth, never, HttpConfig | RateLimit.RateLimiter> = Layer.effect(
+/** The bucket key of a verified customer credential: its kind and id, never the secret. */
+export const credentialKey = (principal: Credentials.Principal): string =>
+  `${principal.credential.type}:${principal.credential.id}`
+
+export const layerAdmin = Layer.effect(
   AdminAuth,
   Effect.gen(function*() {
     const config = yield* HttpConfig
     const limiter = yield* RateLimit.RateLimiter
     return AdminAuth.of({
       adminToken: (given) =>
-        limited(
-          limiter,
-          Effect.suspend(() =>
-            Option.match(config.adminToken, {
-              onNone: () => Effect.fail(unauthorized),
-              onSome: (expected) =>
-                sameSecret(Redacted.value(given), Redacted.value(expected)) && Redacted.value(given).length > 0
-                  ? Effect.void
-                  : Effect.fail(unauthorized)
-            })
-          )
-        )
+        Effect.flatMap(ClientAddress.current, (client) =>
+          RateLimit.authenticating(
+            limiter,
+            client.address,
+            Effect.suspend(() =>
+              Option.match(config.adminToken, {
+                onNone: () => Effect.fail(unauthorized),
+                onSome: (expected) =>
+                  sameSecret(Redacted.value(given), Redacted.value(expected)) && Redacted.value(given).length > 0
+                    ? Effect.void
+                    : Effect.fail(unauthorized)
+              })
+            ),
+            isUnauthorized
+          ))
     })
   })
 )
 
-export const layerCustomer: Layer.Layer<CustomerAuth, never, Credentials.Credentials | RateLimit.RateLimiter> = Layer
-  .effect(
-    CustomerAuth,
-    Effect.gen(function*() {
-      const credentials = yield* Credentials.Credentials
-      const limiter = yield* RateLimit.RateLimiter
-      return CustomerAuth.of({
-        // A StorageError passes through: 503 SERVICE_UNAVAILABLE (logged by HttpErrors).
-        bearer: (token) =>
-          limited(limiter, Effect.suspend(() => credentials.authenticate(`Bearer ${Redacted.value(token)}`)))
-      })
+export const layerCustomer = Layer.effect(
+  CustomerAuth,
+  Effect.gen(function*() {
+    const credentials = yield* Credentials.Credentials
+    const limiter = yield* RateLimit.RateLimiter
+    return CustomerAuth.of({
+      // A StorageError passes through: 503 SERVICE_UNAVAILABLE (logged by HttpErrors).
+      bearer: (token) =>
+        Effect.gen(function*() {
+          const client = yield* ClientAddress.current
+          const principal = yield* RateLimit.authenticating(
+            limiter,
+            client.address,
+            Effect.suspend(() => credentials.authenticate(`Bearer ${Redacted.value(token)}`)),
+            isUnauthorized
+          ).pipe(Effect.tapError(() => answerWithLimits(limiter, [["auth", client.address]])))
+          const key = credentialKey(principal)
+          yield* answerWithLimits(limiter, [["credential", key]])
+          const decision = yield* limiter.take("credential", key)
+          if (!decision.allowed) return yield* new Errors.RateLimited({ retryAfterSeconds: decision.retryAfterSeconds })
+          return principal
+        })
     })
-  )
+  })
+)

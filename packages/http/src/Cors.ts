@@ -103,7 +103,7 @@ export const allowMethods = "POST, GET, OPTIONS"
 /** Non-safelisted request headers the widget sends. */
 export const allowHeaders = "content-type, x-streak-server-token, x-streak-identity"
 /** Response headers the widget may read (429 `Retry-After`, the legacy-mode `Deprecation`). */
-export const exposeHeaders = "Retry-After, Deprecation"
+export const exposeHeaders = "Retry-After, Deprecation, RateLimit, RateLimit-Policy"
 /** How long a browser may cache a preflight answer (Chromium caps this at 2 hours). */
 export const maxAgeSeconds = 7200
 

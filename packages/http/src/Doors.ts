@@ -55,7 +55,7 @@ const settle = <A, R>(
     onFailure: (cause) => failed(cause, headers())
   })
 
-/** Whether a door's failure is a failed authentication (it spends the IP's budget, not the site's). */
+/** Whether a door's outcome passed its authentication (a failure of it spends the address's budget, not the site's). */
 const authenticated = <A>(exit: Exit.Exit<A, { readonly code?: string } | unknown>): boolean => {
   if (Exit.isSuccess(exit)) return true
   const error = Cause.failureOption(exit.cause)
@@ -69,52 +69,99 @@ const withDeprecation = (headers: Record<string, string>, deprecated: boolean): 
 
 type IngestServices = Ingest.Ingest | RateLimiter
 
+/**
+ * A door's work under the failed-authentication budget of `ip`: a failure of the door's own
+ * authentication (`RateLimit.authenticationFailures`) spends one of the address's failures, and
+ * answers 429 once none is left; an action whose credential verifies is never refused by it.
+ */
+const guarded = <A, R>(
+  ip: string,
+  work: Effect.Effect<A, Errors.ClientError | Errors.StorageError, R>
+): Effect.Effect<A, Errors.ClientError | Errors.StorageError, R | RateLimiter> =>
+  Effect.flatMap(Effect.exit(work), (exit) =>
+    authenticated(exit)
+      ? exit
+      : Effect.flatMap(RateLimiter, (limiter) => Effect.zipRight(RateLimit.authenticationFailed(limiter, ip), exit)))
+
+/** The answer with the `RateLimit` headers of the buckets a public door used. */
+const withLimits = <R>(
+  answer: Effect.Effect<Answer, never, R>,
+  ip: string,
+  siteKey: () => string | undefined
+): Effect.Effect<Answer, never, R | RateLimiter> =>
+  Effect.flatMap(answer, (a) =>
+    Effect.flatMap(RateLimiter, (limiter) => {
+      const site = siteKey()
+      const buckets: Array<readonly [RateLimit.Kind, string]> = [["ip", ip]]
+      if (site !== undefined) buckets.push(["site", site])
+      if (a.status === 401 || a.status === 403) buckets.push(["auth", ip])
+      return Effect.map(RateLimit.headers(limiter, buckets), (h) => ({ ...a, headers: { ...a.headers, ...h } }))
+    }))
+
 /** `POST /v1/e` and `POST /v1/server/e` with a decoded action (the HttpApi handlers and the fast path). */
 export const ingest = (
   door: "browser" | "server",
   action: EventInput.Action,
   facts: Facts
-): Effect.Effect<Answer, never, IngestServices> =>
-  Effect.flatMap(Ingest.Ingest, (service) =>
-    Effect.matchCauseEffect(service.resolveProject(action.siteKey ?? ""), {
-      onFailure: (cause) => failed(cause, {}),
-      onSuccess: (project) => {
-        if (door === "server") {
-          return settle(
-            service.record({ project, action, auth: { door, serverToken: facts.serverToken } }),
-            (answer) => ({ status: 202, body: answer.body, headers: withDeprecation({}, answer.deprecation) }),
-            () => ({})
-          )
+): Effect.Effect<Answer, never, IngestServices> => {
+  let siteKey: string | undefined
+  const answer = Effect.flatMap(
+    Ingest.Ingest,
+    (service) =>
+      Effect.matchCauseEffect(service.resolveProject(action.siteKey ?? ""), {
+        onFailure: (cause) => failed(cause, {}),
+        onSuccess: (project) => {
+          if (door === "server") {
+            return settle(
+              guarded(facts.ip, service.record({ project, action, auth: { door, serverToken: facts.serverToken } })),
+              (answer) => ({ status: 202, body: answer.body, headers: withDeprecation({}, answer.deprecation) }),
+              () => ({})
+            )
+          }
+          siteKey = project.siteKey
+          const cors = facts.origin !== undefined ? Cors.actualHeaders(facts.origin, project.allowedOrigins) : {}
+          // Limits of step 4 of docs/api.md#order-of-checks: the address's request bucket, then the
+          // site's budget, which only callers that pass the door's authentication spend (a failing
+          // caller spends its own address's failures).
+          return Effect.flatMap(RateLimiter, (limiter) => {
+            const limits = { ip: facts.ip, siteKey: project.siteKey }
+            const record = Effect.flatMap(
+              Effect.exit(
+                service.record({
+                  project,
+                  action,
+                  auth: { door, origin: facts.origin, serverToken: facts.serverToken }
+                })
+              ),
+              (exit) =>
+                Effect.zipRight(
+                  RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(exit) }),
+                  exit
+                )
+            )
+            return settle(
+              Effect.zipRight(RateLimit.beforePublicDoor(limiter, limits), record),
+              (answer) => ({ status: 202, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
+              () => cors
+            )
+          })
         }
-        const cors = facts.origin !== undefined ? Cors.actualHeaders(facts.origin, project.allowedOrigins) : {}
-        // Limits of step 4 of docs/api.md#order-of-checks: the IP's, then the site's budget, which
-        // only callers that pass the door's authentication spend (a failing caller spends its own
-        // IP's failures).
-        return Effect.flatMap(RateLimiter, (limiter) => {
-          const limits = { ip: facts.ip, siteKey: project.siteKey }
-          const record = Effect.onExit(
-            service.record({ project, action, auth: { door, origin: facts.origin, serverToken: facts.serverToken } }),
-            (exit) => RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(exit) })
-          )
-          return settle(
-            Effect.zipRight(RateLimit.beforePublicDoor(limiter, limits), record),
-            (answer) => ({ status: 202, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
-            () => cors
-          )
-        })
-      }
-    }))
+      })
+  )
+  return door === "server" ? answer : withLimits(answer, facts.ip, () => siteKey)
+}
 
 /** `POST /v1/webhook/:siteKey/e` with a decoded action. */
 export const webhook = (
   urlSiteKey: string,
   action: EventInput.Action,
-  secret: string | undefined
-): Effect.Effect<Answer, never, Ingest.Ingest> =>
+  secret: string | undefined,
+  ip: string
+): Effect.Effect<Answer, never, Ingest.Ingest | RateLimiter> =>
   Effect.gen(function*() {
     const service = yield* Ingest.Ingest
     const work = Effect.flatMap(service.resolveProject(urlSiteKey), (project) =>
-      service.record({ project, action, auth: { door: "webhook", secret, urlSiteKey } }))
+      guarded(ip, service.record({ project, action, auth: { door: "webhook", secret, urlSiteKey } })))
     return yield* settle(work, (answer) => ({ status: 202, body: answer.body, headers: {} }), () => ({}))
   })
 
@@ -130,7 +177,7 @@ export interface StateQueryParams {
   readonly kind: string | undefined
 }
 
-type StateServices = StateQuery.StateQuery
+type StateServices = StateQuery.StateQuery | RateLimiter
 
 /**
  * How every door answers a failure: a client error answers its code, a storage failure 503
@@ -177,7 +224,7 @@ export const state = (query: StateQueryParams, facts: StateFacts): Effect.Effect
         onSuccess: (project) => {
           const cors = origin === undefined ? {} : Cors.actualHeaders(origin, project.allowedOrigins)
           return settle(
-            service.stateOf(project, request),
+            guarded(facts.ip, service.stateOf(project, request)),
             (answer) => ({ status: 200, body: answer.body, headers: withDeprecation(cors, answer.deprecation) }),
             () => cors
           )
@@ -200,19 +247,24 @@ export const alias = (
     const ingestService = yield* Ingest.Ingest
     const limiter = yield* RateLimiter
     let cors: Record<string, string> = {}
+    let siteKey: string | undefined
     const work = Effect.gen(function*() {
       const project = yield* ingestService.resolveProject(body.siteKey)
+      siteKey = project.siteKey
       if (facts.origin !== undefined) cors = Cors.actualHeaders(facts.origin, project.allowedOrigins)
       const limits = { ip: facts.ip, siteKey: project.siteKey }
       yield* RateLimit.beforePublicDoor(limiter, limits)
-      return yield* Effect.onExit(
-        aliases.linkWithToken(body),
-        (linked) => RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(linked) })
-      )
+      const linked = yield* Effect.exit(aliases.linkWithToken(body))
+      yield* RateLimit.afterPublicDoor(limiter, { ...limits, authenticated: authenticated(linked) })
+      return yield* linked
     })
-    return yield* settle(
-      work,
-      () => ({ status: 200, body: { ok: true }, headers: cors }),
-      () => cors
+    return yield* withLimits(
+      settle(
+        work,
+        () => ({ status: 200, body: { ok: true }, headers: cors }),
+        () => cors
+      ),
+      facts.ip,
+      () => siteKey
     )
   })

@@ -15,6 +15,7 @@ import {
 import * as Multipart from "@effect/platform/Multipart"
 import type { Layer } from "effect"
 import { Cause, Effect, Option, ParseResult, Schema } from "effect"
+import * as RateLimitHeaders from "./RateLimitHeaders.js"
 import * as TextHygiene from "./TextHygiene.js"
 
 /** Largest request body read (docs/api.md#order-of-checks, step 1): 64 KiB. */
@@ -67,7 +68,9 @@ export const codes = {
   },
   RATE_LIMITED: {
     status: 429,
-    meaning: "Too many requests from this address or for this site; retry after `Retry-After` seconds."
+    meaning: "Too many requests from this address, for this site or with this credential, or too many failed " +
+      "authentications from this address (a credential that verifies is never refused for those); retry after " +
+      "`Retry-After` seconds."
   },
   SERVICE_UNAVAILABLE: { status: 503, meaning: "Storage could not be reached; the request had no effect. Retry later." }
 } as const
@@ -165,8 +168,9 @@ export const retryAfterOf = (e: unknown): number | undefined => {
  * `maxBodyBytes` before reading them, caps what is read at `maxBodyBytes`, and maps
  * - `HttpApiDecodeError` (payload, query, path, headers) → 400 `INVALID_BODY`,
  * - unreadable or non-JSON body → 400 `INVALID_BODY`, body over the cap → 413 `PAYLOAD_TOO_LARGE`,
- * - `RouteNotFound` (unknown path or method) → 404 `NOT_FOUND` (a path segment with a malformed
- *   escape is routed as its raw text, `TextHygiene.rawMalformedEscapes`),
+ * - a URL whose path or query does not decode to clean text (`TextHygiene.cleanUrl`) → 400
+ *   `INVALID_BODY`, on every route, known or not,
+ * - `RouteNotFound` (unknown path or method) → 404 `NOT_FOUND`,
  * - any other defect → 500 `INTERNAL` (logged).
  * Other typed failures pass through, so HttpApi encodes them with their registered schema
  * (`httpError`); when `retryAfterOf` gives a delay, the answer also carries `Retry-After`.
@@ -181,11 +185,10 @@ export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
       return Effect.succeed(invalidBody)
     }
     const checked = Effect.flatMap(TextHygiene.refuses, (refused) => (refused ? Effect.succeed(invalidBody) : app))
-    const url = TextHygiene.rawMalformedEscapes(request.url)
-    const routed = url === request.url
-      ? checked
-      : Effect.provideService(checked, HttpServerRequest.HttpServerRequest, request.modify({ url }))
-    return HttpIncomingMessage.withMaxBodySize(routed, Option.some(maxBodyBytes))
+    return Effect.zipRight(
+      RateLimitHeaders.fallback(request),
+      HttpIncomingMessage.withMaxBodySize(checked, Option.some(maxBodyBytes))
+    )
   }).pipe(Effect.catchAllCause((cause) => {
     const failure = Cause.failureOption(cause)
     if (Option.isSome(failure)) {

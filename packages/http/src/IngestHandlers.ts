@@ -4,8 +4,9 @@
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Errors, EventInput } from "@streaks/core"
-import { Effect, Option } from "effect"
+import { Effect } from "effect"
 import { Api } from "./Api.js"
+import * as ClientAddress from "./ClientAddress.js"
 import * as Doors from "./Doors.js"
 import * as JsonLimits from "./JsonLimits.js"
 
@@ -17,12 +18,16 @@ export const toResponse = (answer: Doors.Answer): HttpServerResponse.HttpServerR
     headers: answer.headers
   })
 
-const facts = Effect.map(HttpServerRequest.HttpServerRequest, (request): Doors.StateFacts => ({
-  origin: request.headers["origin"],
-  serverToken: request.headers["x-streak-server-token"],
-  identityToken: request.headers["x-streak-identity"],
-  ip: Option.getOrElse(request.remoteAddress, () => "unknown")
-}))
+const facts = Effect.zipWith(
+  ClientAddress.trust,
+  HttpServerRequest.HttpServerRequest,
+  (trust, request): Doors.StateFacts => ({
+    origin: request.headers["origin"],
+    serverToken: request.headers["x-streak-server-token"],
+    identityToken: request.headers["x-streak-identity"],
+    ip: ClientAddress.of(trust, request).address
+  })
+)
 
 const invalid = (e: { readonly code: string }) => Effect.succeed(toResponse(Doors.errorAnswer(e)))
 
@@ -47,12 +52,13 @@ export const layer = HttpApiBuilder.group(Api, "ingest", (handlers) =>
           Effect.catchTags({ InvalidBody: invalid, PayloadTooLarge: invalid })
         )))
     .handle("webhook", ({ headers, path, payload }) =>
-      checkParts(payload).pipe(
-        Effect.zipRight(EventInput.fromWebhookEvent(payload)),
-        Effect.flatMap((action) => Doors.webhook(path.siteKey, action, headers["x-streak-webhook-secret"])),
-        Effect.map(toResponse),
-        Effect.catchTags({ InvalidBody: invalid, PayloadTooLarge: invalid })
-      ))
+      Effect.flatMap(facts, (f) =>
+        checkParts(payload).pipe(
+          Effect.zipRight(EventInput.fromWebhookEvent(payload)),
+          Effect.flatMap((action) => Doors.webhook(path.siteKey, action, headers["x-streak-webhook-secret"], f.ip)),
+          Effect.map(toResponse),
+          Effect.catchTags({ InvalidBody: invalid, PayloadTooLarge: invalid })
+        )))
     .handle("state", ({ urlParams }) =>
       Effect.flatMap(facts, (f) =>
         Effect.map(

@@ -6,7 +6,7 @@ import {
   type HttpApi,
   type HttpApp,
   HttpApiBuilder,
-  type HttpRouter,
+  HttpRouter,
   HttpServerError,
   type HttpServerRequest
 } from "@effect/platform"
@@ -87,12 +87,26 @@ interface State {
 const states = new WeakMap<Server, State>()
 
 /**
+ * How long an idle kept-alive connection stays open. Whoever closes an idle connection races a
+ * request the other side may be sending on it at that moment, which then sees the socket closed
+ * before its answer. Clients (browsers, undici's 4 seconds) and load balancers (60 seconds) give up
+ * on idle connections sooner, so they close first and that race is theirs to avoid, not a request
+ * lost to Node's 5-second default.
+ */
+export const keepAliveTimeoutMs = 65_000
+
+/**
  * A node:http server with the body-abort guard (`GuardedRequest`) and the tracking of responses
  * in flight for a graceful `close` (`TrackedResponse`), and `handler` (if given) as its request
  * listener. `options` may not replace the two classes.
  */
 export const makeServer = (handler?: Handler, options: ServerOptions = {}): Server => {
-  const server = createServer({ ...options, IncomingMessage: GuardedRequest, ServerResponse: TrackedResponse })
+  const server = createServer({
+    keepAliveTimeout: keepAliveTimeoutMs,
+    ...options,
+    IncomingMessage: GuardedRequest,
+    ServerResponse: TrackedResponse
+  })
   const state: State = { closing: false, inFlight: new InFlight() }
   states.set(server, state)
   // One listener for every response, not a closure per request (this runs on every request).
@@ -218,7 +232,12 @@ export const httpApiHandler: Effect.Effect<
   Handler,
   never,
   HttpApi.Api | HttpApiBuilder.Router | HttpApiBuilder.Middleware | HttpRouter.HttpRouter.DefaultServices
-> = Effect.flatMap(HttpApiBuilder.httpApp, appHandler)
+> = Effect.flatMap(
+  // The router's default refuses a path parameter over 100 characters as an unknown route (404);
+  // the bounds of each parameter are the decoders' to enforce (400), so no URL line is cut short.
+  HttpRouter.withRouterConfig(HttpApiBuilder.httpApp, { maxParamLength: 16 * 1024 }),
+  appHandler
+)
 
 /**
  * Serves the HttpApi app on a server we own. `front` may put a fast path in front of it:

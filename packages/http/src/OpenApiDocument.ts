@@ -158,6 +158,60 @@ const errorResponse = (status: number, codes: ReadonlyArray<HttpErrors.Code>): J
   return response
 }
 
+/** The routes whose every answer says where its nearest limit stands (docs/api.md#rate-limits). */
+const limited = (method: string, path: string): boolean =>
+  path.startsWith("/v1/api/") || (method === "post" && (path === "/v1/e" || path === "/v1/alias"))
+
+/** The routes browsers call, whose answers carry CORS headers for the project's allowed origins. */
+const browserDoor = (method: string, path: string): boolean =>
+  (method === "post" && (path === "/v1/e" || path === "/v1/alias")) || (method === "get" && path === "/v1/state")
+
+const rateLimitHeaders: Json = {
+  "RateLimit-Policy": {
+    description: "The limit nearest to refusing this request, as a structured field: " +
+      "`\"<name>\";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).",
+    schema: { type: "string", maxLength: 128 },
+    example: "\"credential\";q=200;w=2"
+  },
+  RateLimit: {
+    description: "What is left of that limit: `\"<name>\";r=<remaining>;t=<seconds until it is whole again>`.",
+    schema: { type: "string", maxLength: 128 },
+    example: "\"credential\";r=199;t=1"
+  }
+}
+
+const corsHeaders: Json = {
+  "Access-Control-Allow-Origin": {
+    description: "The request's `Origin`, present only when it is one of the project's allowed origins.",
+    schema: { type: "string", maxLength: 2048 }
+  }
+}
+
+/** Adds `headers` to every 2xx and 4xx answer of an operation. */
+const withHeaders = (responses: Json, headers: Json): void => {
+  for (const [status, response] of Object.entries(responses)) {
+    if (!/^[24]/.test(status)) continue
+    const r = response as Json
+    r.headers = { ...headers, ...r.headers }
+  }
+}
+
+/**
+ * Every integer says its width: `int32` when its declared range fits, else `int64` (every integer
+ * the API writes is a safe JavaScript integer).
+ */
+const integerFormats = (value: unknown): void => {
+  if (Array.isArray(value)) return value.forEach(integerFormats)
+  if (typeof value !== "object" || value === null) return
+  const node = value as Json
+  if (node.type === "integer" && node.format === undefined) {
+    const fits = typeof node.minimum === "number" && typeof node.maximum === "number" &&
+      node.minimum >= -(2 ** 31) && node.maximum < 2 ** 31
+    node.format = fits ? "int32" : "int64"
+  }
+  Object.values(node).forEach(integerFormats)
+}
+
 interface Annotated {
   readonly errors: ReadonlyArray<HttpErrors.Code>
   readonly security: Option.Option<ReadonlyArray<Requirement>>
@@ -186,21 +240,23 @@ const annotationsOf = (api: HttpApi.HttpApi.Any): Map<string, Annotated> => {
   return found
 }
 
-/** Rewrites one operation: its error answers, security and examples. */
-const completeOperation = (op: Json, annotated: Annotated | undefined): void => {
+/** Rewrites one operation: its error answers, headers, security and examples. */
+const completeOperation = (method: string, path: string, op: Json, annotated: Annotated | undefined): void => {
   const responses: Json = op.responses
   for (const status of Object.keys(responses)) if (Number(status) >= 400) delete responses[status]
   // What every route with inputs answers (HttpErrors.mapErrors): a body, query or path value that
   // does not decode or is not clean text, and a body over the limit.
-  const implied: Array<HttpErrors.Code> = []
-  if (op.requestBody !== undefined) implied.push("INVALID_BODY", "PAYLOAD_TOO_LARGE")
-  if ((op.parameters as Array<Json>).some((p) => p.in === "query" || p.in === "path")) implied.push("INVALID_BODY")
+  // Every route refuses a URL that does not percent-decode to clean text.
+  const implied: Array<HttpErrors.Code> = ["INVALID_BODY"]
+  if (op.requestBody !== undefined) implied.push("PAYLOAD_TOO_LARGE")
   const wanted = new Set([...implied, ...(annotated?.errors ?? [])])
   const codes = catalogue.filter((code) => wanted.has(code))
   const statuses = [...new Set(codes.map((code) => HttpErrors.codes[code].status))].sort((a, b) => a - b)
   for (const status of statuses) {
     responses[status] = errorResponse(status, codes.filter((code) => HttpErrors.codes[code].status === status))
   }
+  if (limited(method, path)) withHeaders(responses, rateLimitHeaders)
+  if (browserDoor(method, path)) withHeaders(responses, corsHeaders)
   if (annotated === undefined) return
   if (Option.isSome(annotated.security)) op.security = annotated.security.value.map((r) => ({ ...r }))
   const success = Object.keys(responses).find((status) => Number(status) < 300)
@@ -261,7 +317,9 @@ const dropUnreferenced = (spec: Json): void => {
 export const transform = (api: () => HttpApi.HttpApi.Any) => (spec: Json): Json => {
   const annotations = annotationsOf(api())
   for (const [path, item] of Object.entries(spec.paths as Json)) {
-    for (const [method, op] of Object.entries(item as Json)) completeOperation(op, annotations.get(`${method} ${path}`))
+    for (const [method, op] of Object.entries(item as Json)) {
+      completeOperation(method, path, op, annotations.get(`${method} ${path}`))
+    }
   }
   spec.info = {
     title: "Streaks API",
@@ -270,10 +328,16 @@ export const transform = (api: () => HttpApi.HttpApi.Any) => (spec: Json): Json 
     description,
     license: { name: "MIT", identifier: "MIT" }
   }
-  spec.servers = [{ url: "/", description: "This server" }]
+  spec.servers = [{
+    url: "/",
+    description: "The deployment that serves this document (production, staging or local alike)",
+    "x-internal": false
+  }]
   spec.components.securitySchemes = { ...spec.components.securitySchemes, ...securitySchemes }
   tidySchemas(spec.paths)
   tidySchemas(spec.components.schemas)
+  integerFormats(spec.paths)
+  integerFormats(spec.components.schemas)
   dropUnreferenced(spec)
   return spec
 }

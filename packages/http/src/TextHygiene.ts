@@ -1,7 +1,8 @@
 /**
- * Text hygiene for every route (docs/api.md#text-hygiene): a string in the query, the path, a JSON body
- * (object keys and nested values included) or a form body holding U+0000 or an unpaired UTF-16
- * surrogate is refused with 400 `INVALID_BODY` before anything reads it, so nothing stores or
+ * Text hygiene for every route (docs/api.md#text-hygiene): a string in the query, the path, a JSON
+ * body (object keys and nested values included) or a form body holding U+0000 or an unpaired UTF-16
+ * surrogate, and a path segment or query parameter whose percent-encoding is malformed or not
+ * UTF-8, is refused with 400 `INVALID_BODY` before anything reads it, so nothing stores or
  * compares it.
  */
 import { HttpServerRequest } from "@effect/platform"
@@ -11,49 +12,39 @@ import { Effect, Option } from "effect"
 const hasBody = (method: string) => method === "POST" || method === "PUT" || method === "PATCH" || method === "DELETE"
 
 /**
- * A path segment as text. A malformed escape (`%E0%A4%A`) is kept raw: it names nothing that can
- * exist (an unknown siteKey, id or route), so the route answers it as it answers any unknown name.
+ * The text of one percent-encoded piece of a URL, or undefined when it cannot be text: a malformed
+ * escape (`%G1`, a lone `%`), bytes that are not UTF-8 (`%ED%A0%80`, `%FF`) or, once decoded,
+ * U+0000. Never a U+FFFD in place of what was sent: two different byte strings must not become
+ * one name.
  */
-const segmentText = (segment: string): string => {
+export const decodePiece = (piece: string): string | undefined => {
+  if (!piece.includes("%")) return piece.includes("\u0000") ? undefined : piece
+  let text: string
   try {
-    return decodeURIComponent(segment)
+    text = decodeURIComponent(piece)
   } catch {
-    return segment
+    return undefined
   }
+  return Ids.isWellFormedText(text) ? text : undefined
 }
 
 /**
- * The URL with each path segment that holds a malformed escape escaped once more, so that the
- * router reads it as the raw text `segmentText` checks instead of matching no route: an unknown
- * siteKey in a webhook path answers `INVALID_SITE_KEY`, as any other unknown key does. Any other
- * URL is returned as it is.
+ * Whether every path segment and every query name and value of the URL is clean text after
+ * percent-decoding (`decodePiece`; `+` in the query is a space, as forms write it).
  */
-export const rawMalformedEscapes = (url: string): string => {
-  const q = url.indexOf("?")
-  const path = q === -1 ? url : url.slice(0, q)
-  if (!path.includes("%")) return url
-  let changed = false
-  const segments = path.split("/").map((segment) => {
-    if (!segment.includes("%")) return segment
-    try {
-      decodeURIComponent(segment)
-      return segment
-    } catch {
-      changed = true
-      return encodeURIComponent(segment)
-    }
-  })
-  return changed ? segments.join("/") + (q === -1 ? "" : url.slice(q)) : url
-}
-
-/** Whether the URL's path segments and query names and values are clean text. */
 export const cleanUrl = (url: string): boolean => {
   const q = url.indexOf("?")
   const path = q === -1 ? url : url.slice(0, q)
-  if (!path.split("/").every((segment) => Ids.isWellFormedText(segmentText(segment)))) return false
+  for (const segment of path.split("/")) if (decodePiece(segment) === undefined) return false
   if (q === -1) return true
-  for (const [name, value] of new URLSearchParams(url.slice(q + 1))) {
-    if (!Ids.isWellFormedText(name) || !Ids.isWellFormedText(value)) return false
+  const query = url.slice(q + 1)
+  if (query === "") return true
+  for (const pair of query.split("&")) {
+    const eq = pair.indexOf("=")
+    const name = eq === -1 ? pair : pair.slice(0, eq)
+    const value = eq === -1 ? "" : pair.slice(eq + 1)
+    if (decodePiece(name.replace(/\+/g, " ")) === undefined) return false
+    if (decodePiece(value.replace(/\+/g, " ")) === undefined) return false
   }
   return true
 }

@@ -208,15 +208,15 @@ layer(testServer(), { timeout: 120_000 })("error codes over real HTTP", (it) => 
       expectError(yield* getState(unknown, "m"), 400, "INVALID_SITE_KEY")
       // Not even shaped like a siteKey.
       expectError(yield* serverEvent({ ...t, siteKey: "not-a-site-key" }, { userHash: "m" }), 400, "INVALID_SITE_KEY")
-      // A malformed escape in the webhook path names no project (and must not crash the server).
-      for (const segment of ["%E0%A4%A", "site_%E0%A4%A", "%"]) {
+      // A malformed escape in the webhook path is not text: refused before anything reads it.
+      for (const segment of ["%E0%A4%A", "site_%E0%A4%A", "%", "site_%ED%A0%80"]) {
         expectError(
           yield* request(`/v1/webhook/${segment}/e`, {
             headers: { "x-streak-webhook-secret": t.webhookSecret },
             body: { event: "lesson_completed", userHash: "m" }
           }),
           400,
-          "INVALID_SITE_KEY"
+          "INVALID_BODY"
         )
       }
       expect((yield* request("/health")).status).toBe(200)

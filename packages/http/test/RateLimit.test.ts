@@ -135,24 +135,59 @@ describe("failed authentications per IP", () => {
       assert.strictEqual(yield* takeN("auth", "1.2.3.4", 100), 30)
     }).pipe(limits(30)))
 
-  it.effect("beforeAuthentication refuses an IP with no failures left, with Retry-After; 0 disables the limit", () =>
+  it.effect("authenticationFailed refuses once the address has no failures left, with Retry-After; 0 disables the limit", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimit.RateLimiter
-      for (let i = 0; i < 3; i++) {
-        yield* RateLimit.beforeAuthentication(limiter, "ip")
-        yield* RateLimit.authenticationFailed(limiter, "ip")
-      }
-      const refused = yield* Effect.flip(RateLimit.beforeAuthentication(limiter, "ip"))
+      for (let i = 0; i < 3; i++) yield* RateLimit.authenticationFailed(limiter, "ip")
+      const refused = yield* Effect.flip(RateLimit.authenticationFailed(limiter, "ip"))
       assert.strictEqual(refused.code, "RATE_LIMITED")
       assert.strictEqual(refused.retryAfterSeconds, 20)
+      assert.isTrue((yield* check("auth", "other-ip")).allowed, "another address keeps its own budget")
+    }).pipe(limits(3)))
+
+  it.effect("authenticating: a credential that verifies is served however spent its address's budget is", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimit.RateLimiter
+      const verify = (token: string) =>
+        RateLimit.authenticating(
+          limiter,
+          "203.0.113.9",
+          token === "good" ? Effect.succeed("principal") : Effect.fail({ _tag: "Unauthorized" as const }),
+          (e) => e._tag === "Unauthorized"
+        )
+      const wrong = yield* Effect.all(Array.from({ length: 100 }, () => Effect.flip(verify("bad"))))
+      assert.deepStrictEqual(
+        [...new Set(wrong.map((e) => ("code" in e ? e.code : e._tag)))].sort(),
+        ["RATE_LIMITED", "Unauthorized"]
+      )
+      assert.strictEqual(wrong.filter((e) => e._tag === "Unauthorized").length, 3)
+      for (let i = 0; i < 50; i++) assert.strictEqual(yield* verify("good"), "principal")
     }).pipe(limits(3)))
 
   it.effect("with 0 failed authentications per minute nothing is refused", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimit.RateLimiter
       for (let i = 0; i < 100; i++) yield* RateLimit.authenticationFailed(limiter, "ip")
-      yield* RateLimit.beforeAuthentication(limiter, "ip")
     }).pipe(limits(0)))
+
+  it.effect("headers name the limit nearest to refusing, in structured-field form", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimit.RateLimiter
+      for (let i = 0; i < 10; i++) yield* limiter.take("ip", "a")
+      assert.deepStrictEqual(yield* RateLimit.headers(limiter, [["ip", "a"], ["site", "s"]]), {
+        "ratelimit-policy": "\"address\";q=100;w=2",
+        ratelimit: "\"address\";r=90;t=1"
+      })
+      for (let i = 0; i < 995; i++) yield* limiter.take("site", "s")
+      assert.deepStrictEqual(yield* RateLimit.headers(limiter, [["ip", "a"], ["site", "s"]]), {
+        "ratelimit-policy": "\"site\";q=1000;w=2",
+        ratelimit: "\"site\";r=5;t=2"
+      })
+      assert.deepStrictEqual(yield* RateLimit.headers(limiter, [["credential", "api_key:k"]]), {
+        "ratelimit-policy": "\"credential\";q=200;w=2",
+        ratelimit: "\"credential\";r=200;t=0"
+      })
+    }).pipe(limits(30)))
 
   it.effect("a public door spends the site's budget only for callers that passed its authentication", () =>
     Effect.gen(function*() {
@@ -177,7 +212,11 @@ describe("failed authentications per IP", () => {
         yield* RateLimit.beforePublicDoor(limiter, guesser)
         yield* RateLimit.afterPublicDoor(limiter, { ...guesser, authenticated: false })
       }
-      assert.strictEqual((yield* Effect.flip(RateLimit.beforePublicDoor(limiter, guesser))).code, "RATE_LIMITED")
+      const spent = yield* Effect.flip(RateLimit.afterPublicDoor(limiter, { ...guesser, authenticated: false }))
+      assert.strictEqual(spent.code, "RATE_LIMITED")
+      // …and the same address passing the door's authentication is still served.
+      yield* RateLimit.beforePublicDoor(limiter, guesser)
+      yield* RateLimit.afterPublicDoor(limiter, { ...guesser, authenticated: true })
       assert.isTrue((yield* limiter.check("site", "site_b")).allowed)
     }).pipe(Effect.provide(RateLimit.layer({ ipPerSecond: 1000, sitePerSecond: 2 }))))
 })

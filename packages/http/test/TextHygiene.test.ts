@@ -1,7 +1,7 @@
 /**
  * Text hygiene of the HttpApi routes, below the error mapping: the same rule as
- * `EventInput.isCleanText` at any depth a 64 KiB body can reach, and malformed path escapes read
- * as the raw text they are.
+ * `EventInput.isCleanText` at any depth a 64 KiB body can reach, and URLs whose path or query does
+ * not percent-decode to clean text.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { EventInput } from "@streaks/core"
@@ -34,17 +34,31 @@ describe("TextHygiene", () => {
     assert.isFalse(TextHygiene.cleanJson({ meta: nested(depth, "\u0000") }))
   })
 
-  it("a malformed escape in a path segment is routed as its raw text; other URLs are kept as they are", () => {
-    assert.strictEqual(TextHygiene.rawMalformedEscapes("/v1/webhook/%E0%A4%A/e"), "/v1/webhook/%25E0%25A4%25A/e")
-    assert.strictEqual(
-      decodeURIComponent(TextHygiene.rawMalformedEscapes("/v1/webhook/site_%E0%A4%A/e?x=%41").split("/")[3]!),
-      "site_%E0%A4%A"
-    )
-    assert.strictEqual(TextHygiene.rawMalformedEscapes("/v1/webhook/%/e?x=1"), "/v1/webhook/%25/e?x=1")
-    for (const url of ["/v1/state?siteKey=%E0%A4%A", "/v1/webhook/site_%C3%A9/e", "/health"]) {
-      assert.strictEqual(TextHygiene.rawMalformedEscapes(url), url)
-    }
-    assert.isTrue(TextHygiene.cleanUrl("/v1/webhook/%E0%A4%A/e"))
-    assert.isFalse(TextHygiene.cleanUrl("/v1/webhook/%00/e"))
+  it("cleanUrl refuses a malformed escape, bytes that are not UTF-8 and U+0000, in a path segment or the query", () => {
+    for (
+      const url of [
+        "/v1/webhook/%E0%A4%A/e",
+        "/v1/webhook/site_%/e",
+        "/v1/webhook/%G1/e",
+        "/v1/webhook/%00/e",
+        "/v1/state?userHash=a%ED%A0%80",
+        "/v1/state?userHash=%FF",
+        "/v1/state?userHash=%",
+        "/v1/state?user%E0Hash=1",
+        "/v1/state?x=%00",
+        "/v1/state?flag&x=%C3",
+        "/v1/api/programs/%ED%A0%80/members/m"
+      ]
+    ) assert.isFalse(TextHygiene.cleanUrl(url), url)
+    for (
+      const url of [
+        "/health",
+        "/v1/webhook/site_%C3%A9/e",
+        "/v1/state?siteKey=s&userHash=a+b&event=%F0%9F%94%A5",
+        "/v1/state?flag&x=",
+        "/v1/state?",
+        "/v1/api/programs/p%2Fq/members/m"
+      ]
+    ) assert.isTrue(TextHygiene.cleanUrl(url), url)
   })
 })

@@ -19,10 +19,13 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
-import { Credentials, Ingest } from "@streaks/core"
+import { ClientAddress, Credentials, Ingest } from "@streaks/core"
 import type { Layer, Runtime } from "effect"
 import { Effect, Option } from "effect"
+import type { IncomingMessage } from "node:http"
+import type { TLSSocket } from "node:tls"
 import { McpConfig } from "./McpConfig.js"
+import { McpLimits } from "./McpLimits.js"
 import type * as Tools from "./Tools.js"
 
 /** Where the worker answers. */
@@ -41,12 +44,29 @@ type Headers = Readonly<Record<string, string>>
 const json = (status: number, body: unknown, headers: Headers = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers })
 
-/** The base URL of the service as the caller reaches it (see `McpConfig.baseUrl`). */
-const baseUrlOf = (config: McpConfig["Type"], request: HttpServerRequest.HttpServerRequest): string =>
-  Option.getOrElse(config.baseUrl, () => {
-    const proto = request.headers["x-forwarded-proto"]?.split(",")[0]?.trim()
-    return `${proto === "https" ? "https" : "http"}://${request.headers["host"] ?? "localhost"}`
-  })
+/**
+ * The client of the request (address and scheme): forwarding headers are believed only from the
+ * deployment's trusted proxies (`ClientAddress.TrustedProxies`, none when absent).
+ */
+const clientOf = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.map(Effect.serviceOption(ClientAddress.TrustedProxies), (trust) =>
+    ClientAddress.resolveHeaders(
+      Option.getOrElse(trust, () => ClientAddress.none),
+      Option.getOrUndefined(request.remoteAddress),
+      ((request.source as Partial<IncomingMessage> | undefined)?.socket as Partial<TLSSocket> | undefined)
+        ?.encrypted === true,
+      request.headers
+    ))
+
+/**
+ * The base URL of the service as the caller reaches it (see `McpConfig.baseUrl`): else the
+ * client's scheme (from a trusted proxy) and the `Host` header.
+ */
+const baseUrlOf = (
+  config: McpConfig["Type"],
+  request: HttpServerRequest.HttpServerRequest,
+  client: ClientAddress.Client
+): string => Option.getOrElse(config.baseUrl, () => `${client.scheme}://${request.headers["host"] ?? "localhost"}`)
 
 /** The RFC 9728 document: the worker is a resource that takes bearer tokens in the header only. */
 export const metadata = (baseUrl: string) => ({
@@ -132,13 +152,15 @@ export const handler: Effect.Effect<
 > = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const config = yield* McpConfig
+  const limits = yield* Effect.serviceOption(McpLimits)
+  const client = yield* clientOf(request)
   const origin = request.headers["origin"]
   if (origin !== undefined && !Ingest.originAllowed(origin, config.allowedOrigins)) {
     return json(403, { error: "FORBIDDEN_ORIGIN" })
   }
-  const cors = corsHeaders(origin)
   if (request.method === "OPTIONS") return preflight(origin)
-  const baseUrl = baseUrlOf(config, request)
+  const baseUrl = baseUrlOf(config, request, client)
+  let cors = corsHeaders(origin)
   if (tokenInQuery(request.url)) {
     return json(400, {
       error: "INVALID_BODY",
@@ -149,12 +171,26 @@ export const handler: Effect.Effect<
     (yield* Credentials.Credentials).authenticateMcp(request.headers["authorization"])
   )
   if (principal._tag === "Left") {
-    return principal.left._tag === "Unauthorized"
-      ? json(401, { error: "UNAUTHORIZED" }, {
-        ...cors,
-        "www-authenticate": `Bearer resource_metadata="${baseUrl}${metadataPath}"`
-      })
-      : json(503, { error: "SERVICE_UNAVAILABLE" }, cors)
+    if (principal.left._tag !== "Unauthorized") return json(503, { error: "SERVICE_UNAVAILABLE" }, cors)
+    // A token that does not verify spends the address's budget; once it is spent, 429 instead.
+    if (Option.isSome(limits)) {
+      const gate = yield* limits.value.failedAuthentication(client.address)
+      cors = { ...cors, ...gate.headers }
+      if (!gate.allowed) {
+        return json(429, { error: "RATE_LIMITED" }, { ...cors, "retry-after": String(gate.retryAfterSeconds) })
+      }
+    }
+    return json(401, { error: "UNAUTHORIZED" }, {
+      ...cors,
+      "www-authenticate": `Bearer resource_metadata="${baseUrl}${metadataPath}"`
+    })
+  }
+  if (Option.isSome(limits)) {
+    const gate = yield* limits.value.credential(`${principal.right.kind}:${principal.right.id}`)
+    cors = { ...cors, ...gate.headers }
+    if (!gate.allowed) {
+      return json(429, { error: "RATE_LIMITED" }, { ...cors, "retry-after": String(gate.retryAfterSeconds) })
+    }
   }
   if (request.method !== "POST") {
     return HttpServerResponse.empty({ status: 405, headers: { ...cors, allow: "POST, OPTIONS" } })
@@ -187,7 +223,8 @@ export const metadataHandler: Effect.Effect<
 > = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const config = yield* McpConfig
-  return json(200, metadata(baseUrlOf(config, request)), { "access-control-allow-origin": "*" })
+  const client = yield* clientOf(request)
+  return json(200, metadata(baseUrlOf(config, request, client)), { "access-control-allow-origin": "*" })
 })
 
 /** The worker's routes: `/mcp` (every method) and the protected-resource document. */

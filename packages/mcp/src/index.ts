@@ -3,6 +3,7 @@
  * HTTP and stdio), on the same core services and credentials as the customer REST API.
  */
 export * as McpConfig from "./McpConfig.js"
+export * as McpLimits from "./McpLimits.js"
 export * as Protocol from "./Protocol.js"
 export * as Stdio from "./Stdio.js"
 export * as StreamableHttp from "./StreamableHttp.js"

@@ -6,9 +6,18 @@
  * else falls through to HttpApi. It is runtime machinery, installed by `Main` through
  * `Http.layerServer`'s `front`; the library serves the same routes through HttpApi alone.
  */
-import { Aliases, type Errors, EventInput, Ids, Ingest, StateQuery } from "@streaks/core"
+import { Aliases, ClientAddress, type Errors, EventInput, Ingest, StateQuery } from "@streaks/core"
 import { Headers, HttpTraceContext } from "@effect/platform"
-import { Cors, Doors, HttpErrors, JsonLimits, type NodeServer, RateLimit } from "@streaks/http"
+import {
+  ClientAddress as HttpClientAddress,
+  Cors,
+  Doors,
+  HttpErrors,
+  JsonLimits,
+  type NodeServer,
+  RateLimit,
+  RateLimitHeaders
+} from "@streaks/http"
 import * as TextHygiene from "@streaks/http/TextHygiene"
 import {
   Cause,
@@ -25,8 +34,12 @@ import {
   Tracer
 } from "effect"
 import type { IncomingMessage, ServerResponse } from "node:http"
+import * as FastPathInputs from "./FastPathInputs.js"
 
 export type Services = Ingest.Ingest | StateQuery.StateQuery | RateLimit.RateLimiter | Aliases.Aliases
+
+/** Read when present: without it the client is always the TCP peer. */
+type Optional = ClientAddress.TrustedProxies
 
 const json = "application/json"
 
@@ -51,11 +64,11 @@ const header = (req: IncomingMessage, name: string): string | undefined => {
   return Array.isArray(v) ? v[0] : v
 }
 
-const factsOf = (req: IncomingMessage): Doors.StateFacts => ({
+const factsOf = (req: IncomingMessage, trust: ClientAddress.Trust): Doors.StateFacts => ({
   origin: header(req, "origin"),
   serverToken: header(req, "x-streak-server-token"),
   identityToken: header(req, "x-streak-identity"),
-  ip: req.socket.remoteAddress ?? "unknown"
+  ip: HttpClientAddress.ofNode(trust, req).address
 })
 
 /**
@@ -120,19 +133,6 @@ const decodeAsHttpApi = <A, I>(schema: Schema.Schema<A, I>, body: unknown): Eith
   TextHygiene.cleanJson(body)
     ? Either.mapLeft(decodeFirst(schema)(body), (e) => EventInput.invalidBody(e))
     : Either.left(EventInput.uncleanText())
-
-/**
- * The siteKey of a webhook path. A malformed escape (`%E0%A4%A`) must not throw out of the
- * request listener (that would crash the process); such a key cannot exist, so it is kept raw
- * and answered INVALID_SITE_KEY like any unknown key.
- */
-const decodeSegment = (segment: string): string => {
-  try {
-    return decodeURIComponent(segment)
-  } catch {
-    return segment
-  }
-}
 
 export interface Options {
   /**
@@ -223,6 +223,12 @@ export const make = (services: Runtime.Runtime<Services>, options: Options = {})
     door: Effect.Effect<Doors.Answer, never, Services>
   ) => Runtime.runCallback(rt)(door, { onExit: respond(res) })
 
+  // Who a request comes from: the trusted proxies of the runtime, if any.
+  const trust = Option.getOrElse(
+    Context.getOption(runtime.context, ClientAddress.TrustedProxies),
+    () => ClientAddress.none
+  )
+  const limiter = Context.get(runtime.context, RateLimit.RateLimiter)
   // Time for the body's `ts` check is the runtime's clock.
   const clock = Runtime.runSync(services)(Effect.clock)
   const ingest = (
@@ -244,13 +250,13 @@ export const make = (services: Runtime.Runtime<Services>, options: Options = {})
           res,
           decodeAsHttpApi(EventInput.EventRecord, body.right).pipe(
             Effect.flatMap(EventInput.fromEventRecord),
-            Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req))),
+            Effect.flatMap((deep) => Doors.ingest(door, deep, factsOf(req, trust))),
             Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
           )
         )
       }
       if (Either.isLeft(action)) return write(res, Doors.errorAnswer(action.left))
-      answer(rt, res, Doors.ingest(door, action.right, factsOf(req)))
+      answer(rt, res, Doors.ingest(door, action.right, factsOf(req, trust)))
     })
 
   const webhook = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, siteKey: string) =>
@@ -268,27 +274,27 @@ export const make = (services: Runtime.Runtime<Services>, options: Options = {})
         rt,
         res,
         decoded.pipe(
-          Effect.flatMap((action) => Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"))),
+          Effect.flatMap((action) =>
+            Doors.webhook(siteKey, action, header(req, "x-streak-webhook-secret"), factsOf(req, trust).ip)
+          ),
           Effect.catchTag("InvalidBody", (e) => Effect.succeed(Doors.errorAnswer(e)))
         )
       )
     })
 
   const state = (rt: Runtime.Runtime<Services>, req: IncomingMessage, res: ServerResponse, search: string) => {
-    const q = new URLSearchParams(search)
-    const siteKey = q.get("siteKey")
-    const userHash = q.get("userHash")
-    if (siteKey === null || userHash === null) return fail(res, 400, "INVALID_BODY")
-    const facts = factsOf(req)
+    const q = FastPathInputs.stateQuery(new URLSearchParams(search))
+    if (q === undefined) return fail(res, 400, "INVALID_BODY")
+    const facts = factsOf(req, trust)
     answer(
       rt,
       res,
       Doors.state(
-        { siteKey, userHash, event: q.get("event") ?? undefined, kind: q.get("kind") ?? undefined },
+        { siteKey: q.siteKey, userHash: q.userHash, event: q.event, kind: q.kind },
         {
           origin: facts.origin,
           serverToken: facts.serverToken,
-          identityToken: facts.identityToken ?? q.get("identity") ?? undefined,
+          identityToken: facts.identityToken ?? q.identity,
           ip: facts.ip
         }
       )
@@ -309,9 +315,9 @@ export const make = (services: Runtime.Runtime<Services>, options: Options = {})
       case "server":
         return ingest(rt, req, res, door)
       case "webhook": {
-        const siteKey = decodeSegment(WEBHOOK.exec(path)![1]!)
-        // Text hygiene (docs/api.md#text-hygiene): the body's strings are checked by the decoder, the path's here.
-        return Ids.isWellFormedText(siteKey) ? webhook(rt, req, res, siteKey) : fail(res, 400, "INVALID_BODY")
+        // The path is clean text (checked before): the body's strings are checked by the decoder.
+        const siteKey = decodeURIComponent(WEBHOOK.exec(path)![1]!)
+        return FastPathInputs.siteKeyOk(siteKey) ? webhook(rt, req, res, siteKey) : fail(res, 400, "INVALID_BODY")
       }
       case "state":
         return state(rt, req, res, query === -1 ? "" : req.url!.slice(query + 1))
@@ -336,7 +342,7 @@ export const make = (services: Runtime.Runtime<Services>, options: Options = {})
         "url.path": path,
         "url.scheme": "http",
         ...(req.headers["user-agent"] !== undefined ? { "user_agent.original": req.headers["user-agent"] } : {}),
-        ...(req.socket.remoteAddress !== undefined ? { "client.address": req.socket.remoteAddress } : {})
+        "client.address": HttpClientAddress.ofNode(trust, req).address
       }
     }))
     res.once("close", () => {
@@ -357,6 +363,19 @@ export const make = (services: Runtime.Runtime<Services>, options: Options = {})
     const path = query === -1 ? url : url.slice(0, query)
     const door = doorOf(req.method, path)
     if (door === undefined) return false
+    // Every answer of `POST /v1/e` says where its limits stand, a body refused before them included.
+    if (door === "browser") {
+      RateLimitHeaders.presetNode(res, limiter, factsOf(req, trust).ip, clock.unsafeCurrentTimeMillis())
+    }
+    // Text hygiene of the request line, as `HttpErrors.mapErrors` applies it on every other route.
+    if ((query !== -1 || path.includes("%")) && !TextHygiene.cleanUrl(url)) {
+      fail(res, 400, "INVALID_BODY")
+      return true
+    }
+    if (door !== "preflight" && !FastPathInputs.headersOk(req.headers)) {
+      fail(res, 400, "INVALID_BODY")
+      return true
+    }
     serve(tracing ? tracedRuntime(req, res, path) : quiet, door, req, res, path, query)
     return true
   }
@@ -371,7 +390,13 @@ export const make = (services: Runtime.Runtime<Services>, options: Options = {})
 export const front = (api: (req: IncomingMessage, res: ServerResponse) => void, options: Options = {}) =>
   Effect.map(Effect.runtime<Services>(), (all) => {
     const runtime = Runtime.make({
-      context: Context.pick(Ingest.Ingest, StateQuery.StateQuery, RateLimit.RateLimiter, Aliases.Aliases)(all.context),
+      context: Context.pick(
+        Ingest.Ingest,
+        StateQuery.StateQuery,
+        RateLimit.RateLimiter,
+        Aliases.Aliases,
+        ClientAddress.TrustedProxies
+      )(all.context as Context.Context<Services | Optional>),
       fiberRefs: all.fiberRefs,
       runtimeFlags: all.runtimeFlags
     })

@@ -3,10 +3,11 @@
  * storage → core services → HTTP server, webhook dispatcher and scheduler, as one layer.
  */
 import { SqlClient } from "@effect/sql"
-import { DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
+import { ClientAddress, DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
 import { Http, HttpConfig, Jobs, RateLimit, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
+import { McpLimits } from "@streaks/mcp/McpLimits"
 import * as StreamableHttp from "@streaks/mcp/StreamableHttp"
 import { Scheduler } from "@streaks/scheduler"
 import { PgConnection, PgStorage } from "@streaks/storage-pg"
@@ -74,8 +75,14 @@ const layerJobs = Layer.effect(
 /** `GET /widget.js`: the display widget's module, read when first asked for (a bundle inlines it). */
 const widgetRoutes = WidgetScript.layer(() => import("@streaks/widget/source").then((module) => module.default))
 
-/** The MCP worker at `/mcp` (`@streaks/mcp`), its settings from the environment. */
-const mcpRoutes = StreamableHttp.layerRoutes.pipe(Layer.provide(McpConfig.layerConfig))
+/**
+ * The MCP worker at `/mcp` (`@streaks/mcp`), its settings from the environment, under the same
+ * failed-authentication budgets and per-credential buckets as `/v1/api`.
+ */
+const mcpRoutes = StreamableHttp.layerRoutes.pipe(
+  Layer.provide(McpConfig.layerConfig),
+  Layer.provide(Layer.effect(McpLimits, Effect.map(RateLimit.RateLimiter, RateLimit.gate)))
+)
 
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
@@ -90,8 +97,10 @@ export const layer = (config: ServerConfig) => {
     Layer.provide(RateLimit.layer({
       ipPerSecond: config.rateLimitIp,
       sitePerSecond: config.rateLimitSite,
+      credentialPerSecond: config.rateLimitCredential,
       authFailuresPerMinute: config.rateLimitAuthFailures
     })),
+    Layer.provide(ClientAddress.layer(config.trustedProxies)),
     Layer.provide(HttpConfig.layer({
       adminToken: config.adminToken,
       allowInsecureWebhookUrls: config.allowInsecureWebhookUrls

@@ -2,6 +2,7 @@
  * The server's configuration, from the environment (docs/operations.md#configuration). A `.env`
  * file is not needed; every variable has a safe default for a local run.
  */
+import { ClientAddress } from "@streaks/core"
 import { Config, Duration, type Option, type Redacted } from "effect"
 
 export interface ServerConfig {
@@ -16,8 +17,12 @@ export interface ServerConfig {
   readonly dueCheckInterval: Duration.Duration
   readonly rateLimitIp: number
   readonly rateLimitSite: number
-  /** Failed authentications per minute per client IP, on every route that authenticates. */
+  /** Requests per second per credential on `/v1/api/*` and `/mcp` (burst twice this). */
+  readonly rateLimitCredential: number
+  /** Failed authentications per minute per client address, on every route that authenticates. */
   readonly rateLimitAuthFailures: number
+  /** The reverse proxies whose `Forwarded` / `X-Forwarded-*` headers are believed (default none). */
+  readonly trustedProxies: ClientAddress.Trust
   readonly allowInsecureWebhookUrls: boolean
   readonly tablePrefix: string
   /** Port of the embedded cluster (reused across restarts). */
@@ -44,7 +49,9 @@ export const config: Config.Config<ServerConfig> = Config.all({
   dueCheckInterval: Config.withDefault(Config.duration("STREAKS_DUE_CHECK_INTERVAL"), Duration.hours(1)),
   rateLimitIp: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_IP"), 50),
   rateLimitSite: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_SITE"), 500),
+  rateLimitCredential: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_CREDENTIAL"), 100),
   rateLimitAuthFailures: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_AUTH_FAILURES"), 30),
+  trustedProxies: ClientAddress.config,
   allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false),
   tablePrefix: Config.withDefault(Config.string("STREAKS_TABLE_PREFIX"), "streaks_"),
   embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329),

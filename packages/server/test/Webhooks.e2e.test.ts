@@ -4,7 +4,7 @@
  * delivery with the `standardwebhooks` npm package.
  */
 import { expect, layer } from "@effect/vitest"
-import { Calendar, Experiments } from "@streaks/core"
+import { Calendar, ClientAddress, Experiments } from "@streaks/core"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Duration, Effect, Layer, ManagedRuntime, Option, Redacted } from "effect"
@@ -26,7 +26,9 @@ const config = (url: Redacted.Redacted<string>) => ({
   dueCheckInterval: Duration.hours(1),
   rateLimitIp: 10_000,
   rateLimitSite: 10_000,
+  rateLimitCredential: 10_000,
   rateLimitAuthFailures: 10_000,
+  trustedProxies: ClientAddress.none,
   allowInsecureWebhookUrls: true,
   tablePrefix: "streaks_",
   embeddedPort: 0,

@@ -52,7 +52,8 @@ const load = async (baseUrl: string): Promise<Contract> => {
   })
   // Routes with more literal segments win (`/experiments/current` before `/experiments/{id}`).
   routes.sort((a, b) => b.literals - a.literals)
-  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  // Integer widths (`int32`, `int64`) are documentation: the schemas bound every integer besides.
+  const ajv = new Ajv2020({ strict: false, allErrors: true, formats: { int32: true, int64: true } })
   const compiled = new WeakMap<Json, ReturnType<typeof ajv.compile>>()
   return {
     document,

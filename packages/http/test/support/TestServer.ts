@@ -20,6 +20,7 @@ export interface Options {
   readonly rateLimit?: {
     readonly ipPerSecond: number
     readonly sitePerSecond: number
+    readonly credentialPerSecond?: number
     readonly authFailuresPerMinute?: number
   }
 }
