@@ -25,12 +25,14 @@ import {
   Transactor,
   UsageStore
 } from "@streaks/core/Ports"
+import { ReportStore } from "@streaks/core/ReportStore"
 import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
 import type { ConfigError } from "effect/ConfigError"
 import { makeActionLog, makeIdempotencyStore, makeUsageStore } from "./internal/actions.js"
 import { makeCatalog } from "./internal/catalog.js"
 import { makeOutbox } from "./internal/delivery.js"
+import { makeReportStore } from "./internal/reports.js"
 import { withTransaction } from "./internal/sqlite.js"
 import { makeAchievementStore, makeMemberStore, makeStreakStore } from "./internal/streaks.js"
 import * as Migrations from "./Migrations.js"
@@ -55,7 +57,8 @@ export const make = (client: SqlClient.SqlClient): Context.Context<Storage> => {
     Context.add(ActionLog, makeActionLog(sql)),
     Context.add(IdempotencyStore, makeIdempotencyStore(sql)),
     Context.add(Outbox, makeOutbox(sql)),
-    Context.add(UsageStore, makeUsageStore(sql))
+    Context.add(UsageStore, makeUsageStore(sql)),
+    Context.add(ReportStore, makeReportStore(sql))
   )
 }
 

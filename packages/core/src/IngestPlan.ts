@@ -19,7 +19,7 @@ import {
   unsafeMake
 } from "./Domain.js"
 import type { Action } from "./EventInput.js"
-import * as Experiments from "./Experiments.js"
+import { isControl } from "./ProofReport.js"
 import type { EventId, MessageId, ProgramId, UserHash } from "./Ids.js"
 import type {
   Audience,
@@ -462,7 +462,7 @@ const heard = (subject: OutboundEvents.Subject, audience: Audience | undefined):
     throw new NeedsAudience(subject.program.id)
   }
   const experiment = audience.experiments.get(subject.program.id)
-  return experiment === undefined || !Experiments.isControl(experiment.id, subject.userHash, experiment.holdoutPercent)
+  return experiment === undefined || !isControl(experiment.id, subject.userHash, experiment.holdoutPercent)
 }
 
 const recordOf = (

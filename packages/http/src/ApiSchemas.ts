@@ -3,7 +3,7 @@
  * (CONTRACT §13), customer REST (§9, §11, §12), state (spec §2.6), streak policies (§16). Shared
  * by server and client.
  */
-import { Domain, Policy } from "@streaks/core"
+import { Domain, Policy, ProofReport } from "@streaks/core"
 import { Schema } from "effect"
 
 export const IngestOk = Schema.Struct({
@@ -391,6 +391,12 @@ export const ExperimentView = Schema.Struct({
   startedAt: Schema.String,
   endedAt: Schema.optional(Schema.String)
 })
+
+/** An experiment id in a path (`exp_…`), bounded like every id. */
+export const ExperimentId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
+
+/** An experiment with its groups and Proof report (docs/api.md, "Proof report"). */
+export const ExperimentReport = ProofReport.ExperimentReport
 
 export const Health = Schema.Struct({ status: Schema.Literal("ok") })
 

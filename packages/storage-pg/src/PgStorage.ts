@@ -23,6 +23,7 @@ import {
   Transactor,
   UsageStore
 } from "@streaks/core/Ports"
+import { ReportStore } from "@streaks/core/ReportStore"
 import { StateStore } from "@streaks/core/StateStore"
 import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
@@ -30,6 +31,7 @@ import * as Migrations from "./Migrations.js"
 import { makeActionLog, makeIdempotencyStore } from "./internal/Actions.js"
 import { makeCatalog } from "./internal/Catalog.js"
 import { makeOutbox } from "./internal/Delivery.js"
+import { makeReportStore } from "./internal/ReportStore.js"
 import { makeMemberStore, makeUsageStore } from "./internal/Directory.js"
 import * as PgIngest from "./internal/Ingest.js"
 import * as Pools from "./internal/Pools.js"
@@ -77,6 +79,7 @@ export const make = (
     Context.add(IdempotencyStore, stores.idempotency),
     Context.add(Outbox, stores.outbox),
     Context.add(UsageStore, stores.usage),
+    Context.add(ReportStore, makeReportStore(ctx)),
     // Ingest's reads and writes as whole statements of their own (internal/Ingest.ts), and the
     // widgets' read in one statement (internal/Streaks.ts).
     Context.add(IngestStore, PgIngest.make(stores)),

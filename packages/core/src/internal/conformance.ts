@@ -22,6 +22,7 @@ import {
 } from "../Ports.js"
 import { StateStore } from "../StateStore.js"
 import * as StorageLayer from "../Storage.js"
+import { aggregatesSuite } from "./conformanceAggregates.js"
 import { batchSuite } from "./conformanceBatches.js"
 import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./conformanceDelivery.js"
 import {
@@ -208,4 +209,5 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     batchSuite(it)
     ingestSuite(it)
     standingSuite(it)
+    aggregatesSuite(it)
   })
