@@ -69,81 +69,86 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
         })
       }
       const w = q.windows
-      // d: each member's days from the pre-period to their last enrolment day, with e, their
-      // first day in [start, until]; per: one row per enrolled member; ph: one per member and
-      // horizon at which they matured. The control group is ProofReport.isControl in SQL.
+      // Integers only reach the statement's text (the horizons' columns are built from them).
+      const int = (n: number) => {
+        if (!Number.isSafeInteger(n)) throw new Error(`not an integer: ${n}`)
+        return String(n)
+      }
+      const rd = int(q.retentionDays)
+      const perHorizon = sql.literal(q.horizons.map((h, i) =>
+        `, bool_or(a.day >= e.e + ${int(h)} AND a.day <= e.e + ${int(h)} + ${rd} - 1) AS r${i}` +
+        `, count(*) FILTER (WHERE a.day >= e.e AND a.day < e.e + ${int(h)}) AS y${i}`
+      ).join(""))
+      const sums = sql.literal(q.horizons.map((h, i) => {
+        const matured = `e + ${int(h)} + ${rd} - 1 <= last_day`
+        return `, count(*) FILTER (WHERE ${matured}) AS n${i}, count(*) FILTER (WHERE ${matured} AND r${i}) AS k${i}` +
+          `, sum(y${i}) FILTER (WHERE ${matured}) AS sy${i}, sum(y${i} * y${i}) FILTER (WHERE ${matured}) AS syy${i}` +
+          `, sum(x) FILTER (WHERE ${matured}) AS sx${i}, sum(x * x) FILTER (WHERE ${matured}) AS sxx${i}` +
+          `, sum(x * y${i}) FILTER (WHERE ${matured}) AS sxy${i}`
+      }).join(""))
+      // m: the program's members with their zone's window; e: each one's enrolment day (both
+      // inlined where they are used, so that the planner sees their sizes and hash-joins); per: one
+      // row of counts per enrolled member (the days from the pre-period to the last enrolment
+      // day, read once, grouped by hash); then one row per group. The control group is
+      // ProofReport.isControl in SQL.
       return sql`
         WITH w AS (
           SELECT * FROM unnest(${w.map((x) => x.timezone)}::text[], ${w.map((x) => x.start)}::date[],
             ${w.map((x) => x.until)}::date[], ${w.map((x) => x.lastComplete)}::date[])
             AS w (timezone, start_day, until_day, last_day)
         ),
-        m AS (
+        m AS NOT MATERIALIZED (
           SELECT s.user_hash, w.start_day, w.until_day, w.last_day
           FROM ${t.streaks} s JOIN w ON w.timezone = s.timezone
           WHERE s.project_id = ${q.projectId} AND s.program_id = ${q.programId} AND s.ledger = 'live'
         ),
-        d AS (
-          SELECT m.user_hash, m.start_day, m.until_day, m.last_day, a.day,
-            min(a.day) FILTER (WHERE a.day >= m.start_day AND a.day <= m.until_day)
-              OVER (PARTITION BY m.user_hash) AS e
+        e AS NOT MATERIALIZED (
+          SELECT m.user_hash, min(a.day) AS e
           FROM m JOIN ${t.activity_days} a
             ON a.project_id = ${q.projectId} AND a.program_id = ${q.programId} AND a.ledger = 'live'
               AND a.user_hash = m.user_hash
-          WHERE a.day >= m.start_day - ${q.preDays}::int AND a.day <= m.until_day
+          WHERE a.day >= m.start_day AND a.day <= m.until_day
+          GROUP BY m.user_hash
         ),
         per AS (
-          SELECT user_hash,
-            (('x' || substr(encode(sha256(convert_to(${q.experimentId}::text || ':' || user_hash, 'UTF8')), 'hex'), 1, 8))
-              ::bit(32)::bigint % 100) < ${q.holdoutPercent}::int AS control,
-            bool_or(day >= e + ${q.returnAfter}::int AND day <= until_day) AS returned,
-            count(*) FILTER (WHERE day < start_day) AS x
-          FROM d WHERE e IS NOT NULL GROUP BY user_hash
+          SELECT m.user_hash, e.e, m.last_day,
+            count(*) FILTER (WHERE a.day < m.start_day) AS x,
+            bool_or(a.day >= e.e + ${q.returnAfter}::int) AS returned
+            ${perHorizon}
+          FROM m JOIN e ON e.user_hash = m.user_hash JOIN ${t.activity_days} a
+            ON a.project_id = ${q.projectId} AND a.program_id = ${q.programId} AND a.ledger = 'live'
+              AND a.user_hash = m.user_hash
+          WHERE a.day >= m.start_day - ${q.preDays}::int AND a.day <= m.until_day
+          GROUP BY m.user_hash, e.e, m.last_day
         ),
-        ph AS (
-          SELECT d.user_hash, h.h,
-            bool_or(d.day >= d.e + h.h AND d.day <= d.e + h.h + ${q.retentionDays}::int - 1) AS retained,
-            count(*) FILTER (WHERE d.day >= d.e AND d.day < d.e + h.h) AS y
-          FROM d CROSS JOIN unnest(${[...q.horizons]}::int[]) AS h (h)
-          WHERE d.e IS NOT NULL AND d.e + h.h + ${q.retentionDays}::int - 1 <= d.last_day
-          GROUP BY d.user_hash, h.h
+        g AS (
+          SELECT per.*,
+            (('x' || substr(encode(sha256(convert_to(${q.experimentId}::text || ':' || user_hash, 'UTF8')), 'hex'), 1, 8))
+              ::bit(32)::bigint % 100) < ${q.holdoutPercent}::int AS control
+          FROM per
         )
-        SELECT control, NULL::int AS horizon, count(*)::bigint AS n, (count(*) FILTER (WHERE returned))::bigint AS k,
-          0::bigint AS sy, 0::bigint AS syy, 0::bigint AS sx, 0::bigint AS sxx, 0::bigint AS sxy
-        FROM per GROUP BY control
-        UNION ALL
-        SELECT per.control, ph.h, count(*)::bigint, (count(*) FILTER (WHERE ph.retained))::bigint,
-          sum(ph.y)::bigint, sum(ph.y * ph.y)::bigint, sum(per.x)::bigint, sum(per.x * per.x)::bigint,
-          sum(per.x * ph.y)::bigint
-        FROM ph JOIN per ON per.user_hash = ph.user_hash GROUP BY per.control, ph.h`.pipe(
+        SELECT control, count(*) AS n, count(*) FILTER (WHERE returned) AS k ${sums}
+        FROM g GROUP BY control`.pipe(
         Effect.map((rows) => {
-          const blank = (): { enrolled: number; returned: number; horizons: Array<ProofReport.HorizonSums> } => ({
-            enrolled: 0,
-            returned: 0,
-            horizons: [...ProofReport.emptyGroup(q.horizons).horizons]
-          })
-          const out = { control: blank(), treatment: blank() }
-          for (const r of rows) {
-            const side = r.control === true ? out.control : out.treatment
-            if (r.horizon === null) {
-              side.enrolled = num(r.n)
-              side.returned = num(r.k)
-              continue
-            }
-            const i = q.horizons.indexOf(Number(r.horizon))
-            if (i < 0) continue
-            side.horizons[i] = {
-              horizon: Number(r.horizon),
-              matured: num(r.n),
-              retained: num(r.k),
-              sumY: num(r.sy),
-              sumY2: num(r.syy),
-              sumX: num(r.sx),
-              sumX2: num(r.sxx),
-              sumXY: num(r.sxy)
+          const group = (control: boolean) => {
+            const r = rows.find((row) => row.control === control)
+            if (r === undefined) return ProofReport.emptyGroup(q.horizons)
+            return {
+              enrolled: num(r.n),
+              returned: num(r.k),
+              horizons: q.horizons.map((horizon, i) => ({
+                horizon,
+                matured: num(r[`n${i}`]),
+                retained: num(r[`k${i}`]),
+                sumY: num(r[`sy${i}`]),
+                sumY2: num(r[`syy${i}`]),
+                sumX: num(r[`sx${i}`]),
+                sumX2: num(r[`sxx${i}`]),
+                sumXY: num(r[`sxy${i}`])
+              }))
             }
           }
-          return out
+          return { control: group(true), treatment: group(false) }
         }),
         io("ReportStore.cohorts")
       )
