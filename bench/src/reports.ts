@@ -23,7 +23,8 @@ export interface ReportsRow {
   readonly members: number
   readonly days: number
   readonly fillSeconds: number
-  readonly seconds: Readonly<Record<"overview" | "events" | "insights" | "proof", number>>
+  /** Median seconds of three answers, or the status of a failed one. */
+  readonly seconds: Readonly<Record<"overview" | "events" | "insights" | "proof", number | string>>
   readonly rssBefore: number
   readonly rssPeak: number
 }
@@ -150,24 +151,36 @@ const one = async (server: string, members: number): Promise<ReportsRow> => {
     const rssBefore = rssOf(pid)
     let rssPeak = rssBefore
     const sampler = setInterval(() => {
-      rssPeak = Math.max(rssPeak, rssOf(pid))
+      try {
+        rssPeak = Math.max(rssPeak, rssOf(pid))
+      } catch {
+        // the server has exited; the request that saw it says why
+      }
     }, 20)
-    const get = async (path: string) => {
+    // A failed answer (a 503 after the pool's statement timeout, say) is shown as such, not timed.
+    const get = async (path: string): Promise<number | string> => {
       const t = performance.now()
       const r = await fetch(`${base}/v1/api${path}`, { headers: { authorization: `Bearer ${key.key}` } })
-      const text = await r.text()
-      if (r.status !== 200) throw new Error(`${path}: ${r.status} ${text.slice(0, 200)}`)
-      return (performance.now() - t) / 1000
+      await r.text()
+      const s = (performance.now() - t) / 1000
+      return r.status === 200 ? s : `${r.status} after ${s.toFixed(1)} s`
     }
-    const timed = async (path: string) => median([await get(path), await get(path), await get(path)])
-    const seconds = {
-      overview: await timed(`/reports/overview?programId=${program.id}`),
-      events: await timed(`/reports/events?programId=${program.id}`),
-      insights: await timed(`/reports/insights?programId=${program.id}`),
-      proof: await timed(`/programs/${program.id}/experiments/current`)
+    const timed = async (path: string): Promise<number | string> => {
+      const runs = [await get(path), await get(path), await get(path)]
+      const failed = runs.find((r) => typeof r === "string")
+      return failed ?? median(runs as Array<number>)
     }
-    clearInterval(sampler)
-    return { members, days, fillSeconds, seconds, rssBefore, rssPeak }
+    try {
+      const seconds = {
+        overview: await timed(`/reports/overview?programId=${program.id}`),
+        events: await timed(`/reports/events?programId=${program.id}`),
+        insights: await timed(`/reports/insights?programId=${program.id}`),
+        proof: await timed(`/programs/${program.id}/experiments/current`)
+      }
+      return { members, days, fillSeconds, seconds, rssBefore, rssPeak }
+    } finally {
+      clearInterval(sampler)
+    }
   } finally {
     child?.kill("SIGTERM")
     rmSync(dataDir, { recursive: true, force: true })
@@ -184,11 +197,11 @@ export const run = async (server: string, members: ReadonlyArray<number>): Promi
   for (const n of members) {
     const r = await one(server, n)
     rows.push(r)
-    const s = r.seconds
+    const s = Object.values(r.seconds).map((x) => typeof x === "number" ? x.toFixed(3) : x)
     console.log(
-      `| ${n} | ${r.days} | ${r.fillSeconds.toFixed(1)} | ${s.overview.toFixed(3)} | ${s.events.toFixed(3)} | ${
-        s.insights.toFixed(3)
-      } | ${s.proof.toFixed(3)} | ${r.rssBefore.toFixed(0)} | ${r.rssPeak.toFixed(0)} |`
+      `| ${n} | ${r.days} | ${r.fillSeconds.toFixed(1)} | ${s.join(" | ")} | ${r.rssBefore.toFixed(0)} | ${
+        r.rssPeak.toFixed(0)
+      } |`
     )
   }
   console.log("")

@@ -15,6 +15,8 @@
  * - Covered programs: `programId` when given (NotFound when the principal does not reach it,
  *   whether or not it exists), else every program of every workspace the principal reaches.
  * - Checks in order: range (InvalidBody), reach (NotFound), plan pause, then the report.
+ * - Every number is an aggregate the store computes (`ActionLog`, `ReportStore`): no member's
+ *   rows are read into the service, whatever the number of members.
  */
 import { Context, DateTime, Effect, Either, Layer, Option, Schema } from "effect"
 import * as Calendar from "./Calendar.js"
