@@ -2,8 +2,12 @@
 /**
  * Part of `pnpm lint` (and a test of the `repo` project): tracked files describe the product as it
  * is. Fails on the wording of a work log: work sessions named by their number or as the present
- * one, the machine of the day, numbered rounds of work, experiments left out of the product. Words the product itself uses (an HTTP or Postgres session, `sessionId`, the bench's
- * rounds, "a miss is not kept") do not match: each pattern names the work-log sense only.
+ * one, the machine of the day, numbered rounds of work, experiments left out of the product. Words
+ * the product itself uses (an HTTP or Postgres session, `sessionId`, the bench's rounds, "a miss is
+ * not kept") do not match: each pattern names the work-log sense only. Fails too on citations of
+ * documents a reader of the repository does not have ("CONTRACT §n", "spec §n", a bare "§n"): the
+ * rule belongs in `docs/`, cited by its section link. A "§" of a public standard ("RFC 9728 §3")
+ * and license texts pass.
  */
 import { execFileSync } from "node:child_process"
 import { readdirSync, readFileSync, statSync } from "node:fs"
@@ -21,6 +25,24 @@ const ordinal = "(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|t
 
 /** A phrase as a pattern: a space matches any run of whitespace, line breaks included. */
 const phrase = (source) => new RegExp(source.replaceAll(" ", "\\s+"), "gi")
+
+/** A "§" that cites a public standard, which anyone can open: "RFC 6750 §2.3", "ISO 8601 §4". */
+const publicStandard = (text, index) =>
+  /\b(?:RFC|ISO(?:\/IEC)?|ECMA-?)\s?\d{2,5}(?:-\d+)?\s*(?:§\s?[\d.]+\s*(?:,|and)\s*)*$/.test(
+    text.slice(Math.max(0, index - 40), index)
+  )
+
+/** Citations of documents outside the repository: case matters ("ACTION OF CONTRACT" in a license is no citation). */
+export const citations = [
+  {
+    re: /\bCONTRACT(?:\.md\b|\s*§\s*\d[\d.]*)|\bspec(?:ification)?(?:'s)?\s*§\s*\d[\d.]*|§\s*\d[\d.]*/g,
+    why: "a citation of a document outside the repository: write the rule into docs/ and link its section",
+    unless: publicStandard
+  }
+]
+
+/** License texts are quoted as they are, whatever they say. */
+const license = (file) => /(?:^|\/)(?:LICEN[CS]E|COPYING|NOTICE)(?:\.\w+)?$/i.test(file)
 
 /** What a work log says and product docs do not, each with the reason it is refused. */
 export const patterns = [
@@ -83,8 +105,9 @@ const trackedFiles = () => {
 export const findingsIn = (texts) => {
   const found = []
   for (const [file, text] of texts) {
-    for (const { re, why } of patterns) {
+    for (const { re, why, unless } of [...patterns, ...(license(file) ? [] : citations)]) {
       for (const match of text.matchAll(re)) {
+        if (unless?.(text, match.index)) continue
         const line = text.slice(0, match.index).split("\n").length
         found.push({ file, line, text: match[0].replace(/\s+/g, " "), why })
       }
@@ -125,7 +148,10 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   for (const entry of stale) console.log(`reworded, delete from awaitingOwner in scripts/check-wording.mjs: ${entry}`)
   for (const problem of problems) console.error(problem)
   if (problems.length > 0) {
-    console.error(`\n${problems.length} phrase(s) of a work log: say what the product does, not how the work went.`)
+    console.error(
+      `\n${problems.length} phrase(s) refused: say what the product does, not how the work went, and cite ` +
+        "only what the repository holds."
+    )
     process.exitCode = 1
   }
 }

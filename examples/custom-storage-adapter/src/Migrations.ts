@@ -206,9 +206,10 @@ const initial: ReadonlyArray<string> = [
   `CREATE UNIQUE INDEX experiments_running ON experiments (program_id) WHERE ended_at IS NULL`
 ]
 
-// Streak policies (CONTRACT §16): a program's policy (JSON TEXT), and on each streak row its state
-// under that policy. NULL means the field is absent, which core reads as its default, so rows
-// written before stay valid. `mode` has no CHECK here, so it takes "weekly" and "monthly" as is.
+// Streak policies (docs/streak-semantics.md#streak-policies): a program's policy (JSON TEXT), and
+// on each streak row its state under that policy. NULL means the field is absent, which core reads
+// as its default, so rows written before stay valid. `mode` has no CHECK here, so it takes "weekly"
+// and "monthly" as is.
 const streakPolicies: ReadonlyArray<string> = [
   `ALTER TABLE programs ADD COLUMN policy TEXT`,
   `ALTER TABLE streaks ADD COLUMN period_days INTEGER`,

@@ -13,7 +13,7 @@ import { type LessonCompleted, memberStreak, recordLesson, type StreaksRuntime, 
 type Env = { Variables: { userId: string } }
 
 /**
- * Status and body of each failure the routes can meet. Core errors carry their spec code
+ * Status and body of each failure the routes can meet. Core errors carry their error code
  * (`InvalidBody` → "INVALID_BODY"); `StorageError` has none: the database is down → 503.
  */
 export const httpError = (error: unknown): { readonly status: ContentfulStatusCode; readonly code: string } => {

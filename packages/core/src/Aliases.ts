@@ -1,5 +1,5 @@
 /**
- * Linking an anonymous visitor to an authenticated member (CONTRACT §10): from then on the
+ * Linking an anonymous visitor to an authenticated member (docs/api.md#aliases): from then on the
  * anonymous id counts for the member, and what it already did is merged into the member's streaks.
  */
 import { Context, Effect, Layer, Option } from "effect"

@@ -157,8 +157,9 @@ export const monthEnd = (date: LocalDate): LocalDate => {
 }
 
 /**
- * The activity day of an instant (CONTRACT §16): its local date in `zone`, shifted back by
- * `dayStartHour` hours of wall time, so with 4, 02:30 on the 28th belongs to the 27th.
+ * The activity day of an instant (docs/streak-semantics.md#streak-policies): its local date in
+ * `zone`, shifted back by `dayStartHour` hours of wall time, so with 4, 02:30 on the 28th belongs
+ * to the 27th.
  */
 export const activityDay = (instant: Date | number, zone: string, dayStartHour: number): LocalDate => {
   if (dayStartHour === 0) return localDate(instant, zone)
@@ -235,7 +236,7 @@ export const weekdayLabel = (date: LocalDate): string => LABELS[EpochDay.isoWeek
 /** Day of the month, 1..31. */
 export const dayOfMonth = (date: LocalDate): number => EpochDay.fields(date)[2]
 
-/** The metering month "YYYY-MM" of an instant, always in UTC (CONTRACT §11). */
+/** The metering month "YYYY-MM" of an instant, always in UTC (docs/streak-semantics.md#metering-month). */
 export const month = (instant: Date | number): string => {
   const ms = toMs(instant)
   if (!Number.isFinite(ms)) throw new RangeError("Invalid instant")

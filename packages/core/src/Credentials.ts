@@ -1,8 +1,9 @@
 /**
- * Secrets and credentials (CONTRACT §1, §5, §7, §9, §10): the token formats, how they are hashed
- * and compared, the HS256 identity and alias tokens signed with a project's `ass_…` secret, and
- * the customer REST credentials (`svc_api_…`, `svc_oat_…`) with the programs they can reach, and
- * the operator-issued MCP tokens (`svc_mcp_…`) that the MCP worker accepts beside them (§17).
+ * Secrets and credentials (docs/api.md#secrets, #reward-values-and-identity-tokens,
+ * #customer-rest-api-v1api): the token formats, how they are hashed and compared, the HS256
+ * identity and alias tokens signed with a project's `ass_…` secret, and the customer REST
+ * credentials (`svc_api_…`, `svc_oat_…`) with the programs they can reach, and the operator-issued
+ * MCP tokens (`svc_mcp_…`) that the MCP worker accepts beside them (docs/mcp.md#tokens).
  *
  * Only hashes of compared tokens are ever stored; a token is looked up by its hash, so the
  * plaintext never reaches storage and a lookup reveals nothing about near misses.
@@ -19,7 +20,7 @@ import { CredentialStore, DirectoryStore } from "./Ports.js"
 
 export type TokenKind = "server" | "webhook" | "apiKey" | "oauth" | "mcp" | "subscription" | "signing"
 
-/** The prefix of each kind of secret (CONTRACT §1). */
+/** The prefix of each kind of secret (docs/api.md#secrets). */
 export const prefixes: Record<TokenKind, string> = {
   server: "sst_",
   webhook: "whi_",
@@ -48,7 +49,7 @@ const sha256 = (token: string): Buffer =>
     ? oneShot("sha256", token, "buffer")
     : crypto.createHash("sha256").update(token, "utf8").digest()
 
-/** SHA-256 hex of a token: enough for high-entropy secrets (CONTRACT §1), and what storage keeps. */
+/** SHA-256 hex of a token: enough for high-entropy secrets (docs/api.md#secrets), and what storage keeps. */
 export const hashToken = (token: string): string => sha256(token).toString("hex")
 
 /**
@@ -66,7 +67,7 @@ export const matches = (token: string | undefined, hash: string): boolean => {
 
 // --- Identity and alias tokens (HS256) ------------------------------------------------------------
 
-/** Alias tokens are short-lived (CONTRACT §10): at most ten minutes from issue to expiry. */
+/** Alias tokens are short-lived (docs/api.md#aliases): at most ten minutes from issue to expiry. */
 export const maxAliasTokenSeconds = 600
 /**
  * Tolerated lead of a customer's clock over ours when an alias token has no `iat` and its `exp`
@@ -77,7 +78,7 @@ export const aliasClockSkewSeconds = 30
 /** Tokens longer than this are refused before any cryptography (a JWT of these claims is ~300 bytes). */
 const maxTokenLength = 4096
 
-/** The HS256 key: the UTF-8 bytes of the whole `ass_…` string (CONTRACT §7). */
+/** The HS256 key: the UTF-8 bytes of the whole `ass_…` string (docs/api.md#reward-values-and-identity-tokens). */
 const keyOf = (signingSecret: string): Uint8Array => new TextEncoder().encode(signingSecret)
 
 const nowSeconds = Effect.map(Clock.currentTimeMillis, (ms) => Math.floor(ms / 1000))
@@ -111,9 +112,10 @@ const stringClaim = (payload: JWTPayload, name: string): string | undefined => {
 }
 
 /**
- * Whether `token` is a valid signed identity token (CONTRACT §7) for this member of this project:
- * HS256 with the project's signing secret, `sub` = userHash, `site` = siteKey, `exp` in the future.
- * Anything invalid is simply `false`: an invalid identity is treated as absent.
+ * Whether `token` is a valid signed identity token (docs/api.md#reward-values-and-identity-tokens)
+ * for this member of this project: HS256 with the project's signing secret, `sub` = userHash,
+ * `site` = siteKey, `exp` in the future. Anything invalid is simply `false`: an invalid identity is
+ * treated as absent.
  */
 export const verifyIdentityToken = (
   token: string,
@@ -129,7 +131,7 @@ export const verifyIdentityToken = (
   )
 
 /**
- * The member and anonymous id of a valid alias token (CONTRACT §10) for this project, or None.
+ * The member and anonymous id of a valid alias token (docs/api.md#aliases) for this project, or None.
  * Besides signature, `site` and `exp`, the token must be short-lived: `exp − iat` at most 600 s
  * when it has an `iat`, and in every case `exp` at most 600 s (+ {@link aliasClockSkewSeconds})
  * ahead of now, so a token without `iat` cannot outlive the limit either.
@@ -191,7 +193,7 @@ export const signAliasToken = (
 
 // --- Customer REST credentials ----------------------------------------------------------------------
 
-/** Who is calling the customer REST API, and which workspaces it reaches (CONTRACT §5, §9). */
+/** Who is calling the customer REST API, and which workspaces it reaches (docs/api.md#customer-rest-api-v1api). */
 export interface Principal {
   /** The credential itself: subscriptions it creates are removed when it is revoked. */
   readonly credential: CredentialRef
@@ -200,7 +202,7 @@ export interface Principal {
 }
 
 /**
- * Who is calling the MCP worker (CONTRACT §17): a customer credential of `Principal`, or an
+ * Who is calling the MCP worker (docs/mcp.md): a customer credential of `Principal`, or an
  * operator-issued MCP token (`mcp_token`, id `mcp_…`). It reaches programs as a `Principal` does.
  */
 export interface McpPrincipal {

@@ -1,5 +1,5 @@
 /**
- * The entities of the streak service (spec §2, CONTRACT §1): tenants, programs and their
+ * The entities of the streak service (docs/api.md#tenancy): tenants, programs and their
  * milestones, per-member streak rows, achievements, subscriptions, outbox messages, credentials,
  * experiments. Storage adapters persist these shapes; services reason about them.
  */
@@ -25,7 +25,7 @@ import {
 export const Plan = Schema.Literal("starter", "growth", "scale", "pro")
 export type Plan = typeof Plan.Type
 
-/** Active streakers per month that each plan includes (spec §8). */
+/** Active streakers per month that each plan includes (docs/api.md#get-usage). */
 export const planLimit: Record<Plan, number> = { starter: 500, growth: 2_500, scale: 10_000, pro: 50_000 }
 
 export class Workspace extends Schema.Class<Workspace>("Workspace")({
@@ -44,10 +44,10 @@ export class Project extends Schema.Class<Project>("Project")({
   siteKey: SiteKey,
   name: Schema.String,
   allowedOrigins: Schema.Array(Schema.String),
-  /** Default zone of members who never sent `tz` (CONTRACT §6). */
+  /** Default zone of members who never sent `tz` (docs/streak-semantics.md#the-rules). */
   timezone: Schema.String,
   browserCounting: BrowserCounting,
-  /** Deprecated compatibility mode: no-origin calls without a server token (spec §5 rule 1). */
+  /** Deprecated compatibility mode: no-origin calls without a server token (docs/api.md#who-may-call). */
   legacyNoOriginIngest: Schema.Boolean,
   /** SHA-256 of the server ingest token `sst_…`. */
   serverTokenHash: Schema.String,
@@ -100,7 +100,7 @@ export class Program extends Schema.Class<Program>("Program")({
   webhookSecretHash: Schema.String,
   milestones: Schema.Array(Milestone),
   settings: ProgramSettings,
-  /** How the program counts (CONTRACT §16); absent: the default policy. */
+  /** How the program counts (docs/streak-semantics.md#streak-policies); absent: the default policy. */
   policy: Schema.optional(Policy),
   createdAt: Schema.DateFromSelf
 }) {}
@@ -118,7 +118,7 @@ export const unsafeMake = <C extends abstract new(fields: never, options?: never
   fields: ConstructorParameters<C>[0]
 ): InstanceType<C> => Object.assign(Object.create(Class.prototype), fields)
 
-/** Test progress never mixes with real progress (CONTRACT §1, §3). */
+/** Test progress never mixes with real progress (docs/api.md#test-and-live). */
 export const Ledger = Schema.Literal("live", "test")
 export type Ledger = typeof Ledger.Type
 
@@ -130,13 +130,13 @@ export class StreakKey extends Schema.Class<StreakKey>("StreakKey")({
   ledger: Ledger
 }) {}
 
-/** Freezes granted to a member on one activity day (CONTRACT §16). */
+/** Freezes granted to a member on one activity day (docs/streak-semantics.md#streak-policies). */
 export const FreezeGrant = Schema.Struct({ day: LocalDate, count: Schema.Int })
 export type FreezeGrant = typeof FreezeGrant.Type
 
 /**
- * The incremental state of one streak (CONTRACT §6): enough to count an action in O(1) and to
- * index the next due instant, without reading the member's history.
+ * The incremental state of one streak (docs/streak-semantics.md#the-rules): enough to count an
+ * action in O(1) and to index the next due instant, without reading the member's history.
  */
 export class StreakRow extends Schema.Class<StreakRow>("StreakRow")({
   projectId: ProjectId,
@@ -181,7 +181,7 @@ export type EventType = typeof EventType.Type
 export const Source = Schema.Literal("widget", "api", "webhook", "automation", "mcp")
 export type Source = typeof Source.Type
 
-/** Which of the four ingest routes an action came through (CONTRACT §2). */
+/** Which of the four ingest routes an action came through (docs/api.md#order-of-checks). */
 export const Door = Schema.Literal("browser", "server", "webhook", "api")
 export type Door = typeof Door.Type
 
@@ -220,7 +220,7 @@ export const OutboundEventType = Schema.Literal(
 )
 export type OutboundEventType = typeof OutboundEventType.Type
 
-/** Who created a subscription: revoking that credential removes it (spec §5 rules 2–3). */
+/** Who created a subscription: revoking that credential removes it (docs/api.md#post-hooks-and-delete-hooksid). */
 export const CredentialRef = Schema.Struct({
   type: Schema.Literal("api_key", "oauth"),
   id: Schema.String
@@ -250,7 +250,7 @@ export class OutboxMessage extends Schema.Class<OutboxMessage>("OutboxMessage")(
   projectId: ProjectId,
   programId: ProgramId,
   type: OutboundEventType,
-  /** The exact JSON body sent (CONTRACT §8 delivery body). */
+  /** The exact JSON body sent (docs/webhooks.md#the-delivery). */
   payload: Schema.String,
   status: MessageStatus,
   attempts: Schema.Int,
@@ -300,6 +300,6 @@ export class Experiment extends Schema.Class<Experiment>("Experiment")({
   endedAt: Schema.optional(Schema.DateFromSelf)
 }) {}
 
-/** The answer stored with an idempotency key, replayed verbatim on a repeat (CONTRACT §4). */
+/** The answer stored with an idempotency key, replayed verbatim on a repeat (docs/api.md#idempotency). */
 export const StoredResponse = Schema.Struct({ status: Schema.Int, body: Schema.Unknown })
 export type StoredResponse = typeof StoredResponse.Type

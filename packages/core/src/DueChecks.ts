@@ -1,6 +1,7 @@
 /**
- * The hourly due checks (spec §3.2, CONTRACT §8, §16): claims the streak rows whose due instant
- * has passed, fires what is due (at-risk, freeze used, broken), and moves each row on.
+ * The hourly due checks (docs/streak-semantics.md#at-risk-and-broken, #streak-policies): claims the
+ * streak rows whose due instant has passed, fires what is due (at-risk, freeze used, broken), and
+ * moves each row on.
  */
 import { Context, Effect, Layer, Option } from "effect"
 import { type OutboxMessage, type Program, type Project, StreakRow, type Subscription } from "./Domain.js"
@@ -65,11 +66,11 @@ interface Tally {
 
 const tallyOf = { AtRisk: "atRisk", Broken: "broken", FreezeUsed: "freezesUsed" } as const
 
-/** The outbound event of a due event (CONTRACT §8, §16). */
+/** The outbound event of a due event (docs/streak-semantics.md#at-risk-and-broken, #streak-policies). */
 const outboundOf = (event: Streak.DueEvent, timezone: string, program: Program): OutboundEvents.Event => {
   switch (event._tag) {
     case "AtRisk":
-      // A program without a policy sends §8's body exactly.
+      // A program without a policy sends the delivery body of docs/webhooks.md#the-delivery exactly.
       return program.policy === undefined
         ? { type: "streak.at_risk", localDate: event.localDate, timezone }
         : {

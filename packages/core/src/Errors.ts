@@ -1,5 +1,5 @@
 /**
- * Tagged errors carrying the spec's error codes (spec §7, CONTRACT §2, §9, §10). Core never
+ * Tagged errors carrying the API's error codes (docs/api.md#errors). Core never
  * decides HTTP statuses; the http package maps each `code` to its status once.
  */
 import { Schema } from "effect"
@@ -10,7 +10,7 @@ const fields = { message: Schema.optional(Schema.String) }
 export class InvalidBody extends Schema.TaggedError<InvalidBody>()("InvalidBody", fields) {
   readonly code = "INVALID_BODY" as const
 }
-/** A part of the body over its size limit (spec §8). */
+/** A part of the body over its size limit (docs/api.md#order-of-checks). */
 export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>()("PayloadTooLarge", fields) {
   readonly code = "PAYLOAD_TOO_LARGE" as const
 }
@@ -51,7 +51,7 @@ export class InvalidAliasToken extends Schema.TaggedError<InvalidAliasToken>()("
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", fields) {
   readonly code = "UNAUTHORIZED" as const
 }
-/** Unknown, or outside the credential's reach: existence is never revealed (CONTRACT §9). */
+/** Unknown, or outside the credential's reach: existence is never revealed (docs/api.md#customer-rest-api-v1api). */
 export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields) {
   readonly code = "NOT_FOUND" as const
 }
@@ -68,7 +68,7 @@ export class StorageError extends Schema.TaggedError<StorageError>()("StorageErr
   cause: Schema.optional(Schema.Defect)
 }) {}
 
-/** Every error a client can cause, each with its spec code. */
+/** Every error a client can cause, each with its error code. */
 export type ClientError =
   | InvalidBody
   | PayloadTooLarge

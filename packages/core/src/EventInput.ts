@@ -1,6 +1,8 @@
 /**
- * The wire bodies of the ingest doors (spec §2.1, §2.3, §2.4; CONTRACT §1–§2) as `Schema`s shared
- * by the HTTP layer and by embedders, and their normalisation into one `Action` command.
+ * The wire bodies of the ingest doors (docs/api.md#record-an-action-post-v1e-and-post-v1servere,
+ * #record-an-action-from-an-automation-post-v1webhooksitekeye, #post-programsprogramidevents) as
+ * `Schema`s shared by the HTTP layer and by embedders, and their normalisation into one `Action`
+ * command.
  */
 import { Effect, Either, ParseResult, Schema } from "effect"
 import * as Calendar from "./Calendar.js"
@@ -58,7 +60,8 @@ export const IdempotencyKey = Schema.String.pipe(
 
 /**
  * The earliest accepted `ts`: 1970-01-01T00:00:00Z. The time-zone database is reliable from then
- * on, and everything accepted must count correctly (CONTRACT §2).
+ * on, and everything accepted must count correctly
+ * (docs/api.md#record-an-action-post-v1e-and-post-v1servere).
  */
 export const earliestMillis = 0
 
@@ -80,7 +83,7 @@ const wellFormed = Ids.isWellFormedText
 /**
  * Whether every string in a parsed JSON value (object keys included, at any depth) is text that
  * can be stored faithfully: no U+0000 and no unpaired UTF-16 surrogate. Such text is refused with
- * INVALID_BODY on every route (CONTRACT §2 "Text hygiene"): two different ids could otherwise collide.
+ * INVALID_BODY on every route (docs/api.md#text-hygiene): two different ids could otherwise collide.
  */
 export const isCleanText = (u: unknown): boolean => {
   if (typeof u === "string") return wellFormed(u)
@@ -131,7 +134,8 @@ const common = {
 }
 
 /**
- * Body of `POST /v1/e` and `POST /v1/server/e` (spec §2.1). Required: `siteKey`, `userHash`, and
+ * Body of `POST /v1/e` and `POST /v1/server/e`
+ * (docs/api.md#record-an-action-post-v1e-and-post-v1servere). Required: `siteKey`, `userHash`, and
  * `event` or its legacy alias `kind` (both present and different → INVALID_BODY).
  */
 export const EventRecord = Schema.Struct({
@@ -160,7 +164,11 @@ export const EventRecord = Schema.Struct({
 ).annotations({ identifier: "EventRecord" })
 export type EventRecord = typeof EventRecord.Type
 
-/** Body of `POST /v1/webhook/:siteKey/e` (spec §2.3): `event` and `userHash` required. */
+/**
+ * Body of `POST /v1/webhook/:siteKey/e`
+ * (docs/api.md#record-an-action-from-an-automation-post-v1webhooksitekeye): `event` and `userHash`
+ * required.
+ */
 export const WebhookEvent = Schema.Struct({
   ...common,
   event: EventKey,
@@ -168,7 +176,10 @@ export const WebhookEvent = Schema.Struct({
 }).annotations({ identifier: "WebhookEvent" })
 export type WebhookEvent = typeof WebhookEvent.Type
 
-/** Body of `POST /v1/api/programs/{programId}/events` (spec §2.4): `userHash` required. */
+/**
+ * Body of `POST /v1/api/programs/{programId}/events` (docs/api.md#post-programsprogramidevents):
+ * `userHash` required.
+ */
 export const CountAction = Schema.Struct({
   ...common,
   test: Schema.optional(Schema.Boolean)
@@ -228,7 +239,7 @@ export const checkTimestamp = (action: { readonly ts?: Date | undefined }, now: 
 
 /**
  * Refuses an action dated more than {@link maxFutureSkewMillis} after now (`Clock`). Part of body
- * validation (step 2 of CONTRACT §2), so every `from…`/`decode…` helper applies it.
+ * validation (step 2 of docs/api.md#order-of-checks), so every `from…`/`decode…` helper applies it.
  */
 export const checkNotInFuture = <A extends { readonly ts?: Date | undefined }>(
   action: A

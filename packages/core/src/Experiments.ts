@@ -1,8 +1,8 @@
 /**
- * Proof experiments, the service: start, stop and read a program's holdout experiments with
- * their report. The rules (groups, dates, the report) are the pure `ProofReport`; the counts come
- * from the store (`ReportStore.cohorts`), so reading a report costs the same whatever the
- * number of members on the server's side.
+ * Proof experiments, the service (docs/api.md#experiments-proof): start, stop and read a
+ * program's holdout experiments with their report. The rules (groups, dates, the report) are the
+ * pure `ProofReport`; the counts come from the store (`ReportStore.cohorts`), so no member's rows
+ * reach the service, whatever the number of members.
  */
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import * as Calendar from "./Calendar.js"
@@ -19,7 +19,7 @@ export const isControl = ProofReport.isControl
 
 /**
  * Whether the member is in the control group of the program's running experiment (false when none
- * runs). Outbound events are never emitted for such members.
+ * runs). Outbound events are never emitted for such members (docs/webhooks.md#event-types).
  */
 export const inControlGroup = (
   programId: Ids.ProgramId,

@@ -84,7 +84,7 @@ export const ApiKeyId = id("ApiKeyId", "key_")
 export type ApiKeyId = typeof ApiKeyId.Type
 export const OAuthGrantId = id("OAuthGrantId", "oag_")
 export type OAuthGrantId = typeof OAuthGrantId.Type
-/** An operator-issued MCP token (CONTRACT §17), stored as a grant beside the OAuth apps' ones. */
+/** An operator-issued MCP token (docs/mcp.md), stored as a grant beside the OAuth apps' ones. */
 export const McpTokenId = id("McpTokenId", "mcp_")
 export type McpTokenId = typeof McpTokenId.Type
 export const ExperimentId = id("ExperimentId", "exp_")

@@ -1,7 +1,8 @@
 /**
  * The one ingest pipeline behind the four doors (`/v1/e`, `/v1/server/e`, `/v1/webhook/:siteKey/e`,
- * customer REST count-action): the checks of CONTRACT §2 in order, then a group commit that loads
- * what the group needs (`IngestStore.load`), plans it (`IngestPlan.plan`, pure) and commits it.
+ * customer REST count-action): the checks of docs/api.md#order-of-checks in order, then a group
+ * commit that loads what the group needs (`IngestStore.load`), plans it (`IngestPlan.plan`, pure)
+ * and commits it.
  */
 import { Cause, Clock, Context, Effect, Exit, Layer, type Scope } from "effect"
 import type { Project } from "./Domain.js"
@@ -38,7 +39,7 @@ export interface RecordInput {
   readonly auth: Auth
 }
 
-/** Every client error `record` can answer with, each carrying its spec code. */
+/** Every client error `record` can answer with, each carrying its error code. */
 export type RecordError = AuthError | InvalidBody | IdempotencyKeyInProgress
 
 export class Ingest extends Context.Tag("@streaks/core/Ingest")<Ingest, {

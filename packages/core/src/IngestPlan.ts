@@ -113,7 +113,7 @@ export interface Counting {
   readonly reason?: string
 }
 
-/** The ledger and counting rule of an action (CONTRACT §3, §5 `browserCounting`). */
+/** The ledger and counting rule of an action (docs/api.md#test-and-live, #browser-counting). */
 export const counting = (project: Project, program: Program, action: Action, door: Door): Counting => {
   const ledger: Ledger = action.test || program.status === "test" ? "test" : "live"
   if (action.eventType !== "streak_interaction") return { ledger, counting: false, promote: false }
@@ -489,7 +489,8 @@ const recordOf = (
     localDate: day,
     timezone: zone,
     counted,
-    // `source` is a label of signed server events (spec §2.1); a browser cannot vouch for it.
+    // `source` is a label of signed server events
+    // (docs/api.md#record-an-action-post-v1e-and-post-v1servere); a browser cannot vouch for it.
     ...(action.source === undefined || door !== "server" ? {} : { source: action.source }),
     ...(action.externalService === undefined ? {} : { externalService: action.externalService }),
     ...(action.integrationId === undefined ? {} : { integrationId: action.integrationId }),

@@ -1,7 +1,8 @@
 /**
  * What kind of network an IP address belongs to, so that outbound webhooks reach only the public
- * internet (CONTRACT §8): loopback, private, link-local, shared (CGNAT), multicast, unspecified and
- * other reserved addresses are refused. Pure text parsing, no DNS: resolving names is the caller's.
+ * internet (docs/webhooks.md#only-the-public-internet): loopback, private, link-local, shared
+ * (CGNAT), multicast, unspecified and other reserved addresses are refused. Pure text parsing, no
+ * DNS: resolving names is the caller's.
  */
 import { Option } from "effect"
 

@@ -1,5 +1,5 @@
 /**
- * Metering of active streakers (CONTRACT §11): a member with at least one counted live action in
+ * Metering of active streakers (docs/api.md#get-usage): a member with at least one counted live action in
  * a UTC calendar month counts once for that month, per workspace. Going over the plan's limit
  * refuses nothing; it only pauses reports until the plan is raised (or the month ends).
  */

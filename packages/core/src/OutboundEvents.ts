@@ -1,5 +1,5 @@
 /**
- * Outbound events (spec §6, CONTRACT §8): the exact delivery bodies, and one outbox message per
+ * Outbound events (docs/webhooks.md): the exact delivery bodies, and one outbox message per
  * listening subscription, written inside the caller's transaction so state and events commit together.
  */
 import { Clock, Context, Effect, Layer } from "effect"
@@ -39,7 +39,10 @@ export type Event =
     readonly type: "streak.at_risk"
     readonly localDate: LocalDate
     readonly timezone: string
-    /** Programs with a policy (CONTRACT §16): freezes available, and the period's last activity day. */
+    /**
+     * Programs with a policy (docs/streak-semantics.md#streak-policies): freezes available, and the
+     * period's last activity day.
+     */
     readonly policy?: { readonly freezesAvailable: number; readonly periodEnd: LocalDate }
   }
   | {
@@ -78,7 +81,7 @@ const extra = (event: Event): Record<string, unknown> => {
     case "milestone.achieved":
       return { milestone: milestoneView(event.milestone) }
     case "reward.unlocked":
-      // The value goes out in full: the receiver is the customer's own server (CONTRACT §8).
+      // The value goes out in full: the receiver is the customer's own server (docs/api.md#reward-hiding).
       return {
         milestone: milestoneView(event.milestone),
         reward: { type: event.milestone.rewardType, value: event.milestone.rewardValue ?? null }
@@ -105,7 +108,7 @@ const extra = (event: Event): Record<string, unknown> => {
   }
 }
 
-/** The delivery body of CONTRACT §8, as an object (`JSON.stringify` it for the wire). */
+/** The delivery body (docs/webhooks.md#the-delivery), as an object (`JSON.stringify` it for the wire). */
 export const body = (id: MessageId, timestamp: Date, subject: Subject, event: Event) => ({
   id,
   type: event.type as OutboundEventType,
@@ -123,7 +126,7 @@ export const body = (id: MessageId, timestamp: Date, subject: Subject, event: Ev
 
 /**
  * Whether events about this subject fire at all: a live program, the live ledger, and a member
- * outside the control group of a running Proof experiment (spec §3.2, CONTRACT §8, §12).
+ * outside the control group of a running Proof experiment (docs/webhooks.md#event-types).
  */
 export const fires = (subject: Subject): Effect.Effect<boolean, StorageError, ExperimentStore> =>
   silent(subject)

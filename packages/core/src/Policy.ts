@@ -1,7 +1,8 @@
 /**
- * How a program counts (CONTRACT §16): the period (day, ISO week, month) and the active days it
- * needs, when a member's day starts, rest days, the freeze bank and the at-risk hour. A program
- * without a policy counts with `defaultPolicy`, exactly as CONTRACT §6 and §8 describe.
+ * How a program counts (docs/streak-semantics.md#streak-policies): the period (day, ISO week,
+ * month) and the active days it needs, when a member's day starts, rest days, the freeze bank and
+ * the at-risk hour. A program without a policy counts with `defaultPolicy`, exactly as the daily
+ * rules and due events describe (docs/streak-semantics.md#the-rules, #at-risk-and-broken).
  */
 import { Either, ParseResult, Schema } from "effect"
 

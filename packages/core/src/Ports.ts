@@ -290,7 +290,7 @@ export type IdempotencyClaim =
   | { readonly _tag: "InProgress" }
   | { readonly _tag: "Completed"; readonly response: StoredResponse }
 
-/** Idempotency keys shared by every replica (CONTRACT §4). */
+/** Idempotency keys shared by every replica (docs/api.md#idempotency). */
 export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStore")<IdempotencyStore, {
   /**
    * Claims (project, key) at `now`. MUST be atomic across concurrent callers: exactly one gets
@@ -326,7 +326,10 @@ export interface Claimed {
   readonly nextDueAt: Option.Option<Date>
 }
 
-/** Outbound messages written with the state change that caused them (CONTRACT §8). */
+/**
+ * Outbound messages written with the state change that caused them
+ * (docs/webhooks.md#at-least-once-deduplicate-by-webhook-id).
+ */
 export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
   /** Stores the messages (inside the caller's transaction); `payload` byte for byte. */
   readonly enqueue: (messages: ReadonlyArray<OutboxMessage>) => Io<void>
@@ -361,7 +364,7 @@ export interface UsageEntry {
   readonly member: string
 }
 
-/** Active streakers per workspace and UTC month (CONTRACT §11). */
+/** Active streakers per workspace and UTC month (docs/api.md#get-usage). */
 export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageStore, {
   /**
    * Marks members active, answers in input order. MUST answer `true` only the first time a member
@@ -409,7 +412,7 @@ export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<
   /** Moves a `test` program to `live`; of concurrent callers exactly one gets `true`. */
   readonly goLive: (id: ProgramId) => Io<boolean>
   readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
-  /** Sets the program's policy and its `mode` (CONTRACT §16); None for an unknown id. */
+  /** Sets the program's policy and its `mode` (docs/streak-semantics.md#streak-policies); None for an unknown id. */
   readonly setProgramPolicy: (id: ProgramId, policy: Policy, mode: StreakMode) => Io<Option.Option<Program>>
 }>() {}
 

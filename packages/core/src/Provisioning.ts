@@ -1,7 +1,8 @@
 /**
- * The operator's provisioning operations (CONTRACT §13): workspaces and plans, projects with their
- * server token and signing secret, programs with milestones and webhook ingest secret, customer
- * API keys, OAuth grants and MCP tokens. There is no dashboard, so this is how tenants come to exist.
+ * The operator's provisioning operations (docs/api.md#admin-routes): workspaces and plans, projects
+ * with their server token and signing secret, programs with milestones and webhook ingest secret,
+ * customer API keys, OAuth grants and MCP tokens. There is no dashboard, so this is how tenants come
+ * to exist.
  *
  * Every secret is generated here, returned exactly once, and stored only as a SHA-256 hash (tokens
  * that are compared) or sealed with `SecretBox` (the signing secret, an HMAC key used again later).
@@ -33,7 +34,7 @@ import { SecretBox } from "./SecretBox.js"
 export interface CreateProjectInput {
   readonly workspaceId: string
   readonly name: string
-  /** Exact `scheme://host[:port]` origins, or `https://*.example.com` wildcards (CONTRACT §5). */
+  /** Exact `scheme://host[:port]` origins, or `https://*.example.com` wildcards (docs/api.md#who-may-call). */
   readonly allowedOrigins: ReadonlyArray<string>
   /** IANA zone of members who never sent `tz`; default `UTC`. */
   readonly timezone?: string | undefined
@@ -60,7 +61,10 @@ export interface CreateProgramInput {
     readonly position?: string | undefined
     readonly mainMessage?: string | undefined
   } | undefined
-  /** How the program counts (CONTRACT §16); absent: the default policy, and none is stored. */
+  /**
+   * How the program counts (docs/streak-semantics.md#streak-policies); absent: the default policy,
+   * and none is stored.
+   */
   readonly policy?: unknown
 }
 
@@ -83,7 +87,7 @@ export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Prov
   readonly rotateWebhookSecret: (
     programId: string
   ) => Effect.Effect<{ readonly webhookSecret: string }, NotFound | StorageError>
-  /** Operator override of the program mode (the only way back from live to test, CONTRACT §3). */
+  /** Operator override of the program mode (the only way back from live to test, docs/api.md#test-and-live). */
   readonly setProgramStatus: (
     programId: string,
     status: ProgramStatus
@@ -103,7 +107,7 @@ export class Provisioning extends Context.Tag("@streaks/core/Provisioning")<Prov
   /** Disconnects the app and removes every subscription it created, atomically. */
   readonly revokeOAuthGrant: (id: string) => Effect.Effect<void, NotFound | StorageError>
   /**
-   * An MCP token over the workspaces (CONTRACT §17), with its `svc_mcp_…` token in plaintext: shown
+   * An MCP token over the workspaces (docs/mcp.md), with its `svc_mcp_…` token in plaintext: shown
    * this once. It opens the MCP worker only, never the customer REST API.
    */
   readonly createMcpToken: (
@@ -176,7 +180,7 @@ const validMilestones = (
       if (!RewardType.literals.includes(rewardType)) {
         return yield* invalid(`milestones: unknown rewardType "${rewardType}"`)
       }
-      // A coupon or link without its value would unlock nothing (CONTRACT §7).
+      // A coupon or link without its value would unlock nothing (docs/api.md#reward-values-and-identity-tokens).
       if (rewardType !== "message" && (m.rewardValue === undefined || m.rewardValue === "")) {
         return yield* invalid(`milestones: a ${rewardType} reward needs a rewardValue (target ${m.target})`)
       }

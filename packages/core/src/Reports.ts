@@ -1,8 +1,8 @@
 /**
- * Customer reports (spec §8, CONTRACT §11): overview, events and insights over a date range for
- * the programs a credential reaches. Over the plan limit they pause (200 with `paused: true`) and
- * show everything tracked meanwhile once the plan is raised: counting never stops, so the pause
- * hides numbers but loses none.
+ * Customer reports (docs/api.md#get-reportsovervieweventsinsights): overview, events and insights
+ * over a date range for the programs a credential reaches. Over the plan limit they pause (200 with
+ * `paused: true`) and show everything tracked meanwhile once the plan is raised: counting never
+ * stops, so the pause hides numbers but loses none.
  *
  * Common rules of the three reports:
  * - Only the live ledger is reported (test progress never mixes with real progress).

@@ -1,6 +1,7 @@
 /**
- * Reading a member's streak: the widget's `GET /v1/state` (spec §2.6, CONTRACT §5, §7) and the
- * customer REST member view (CONTRACT §9), on the ledger that matches the program's status.
+ * Reading a member's streak: the widget's `GET /v1/state`
+ * (docs/api.md#read-a-members-state-get-v1state) and the customer REST member view
+ * (docs/api.md#customer-rest-api-v1api), on the ledger that matches the program's status.
  */
 import { Cause, Context, Effect, Either, Exit, Layer, Option, Runtime, type Scope } from "effect"
 import * as Calendar from "./Calendar.js"
@@ -39,7 +40,7 @@ export interface StateRequest {
   readonly identityToken: string | undefined
 }
 
-/** The body of `GET /v1/state`, exactly (spec §2.6). */
+/** The body of `GET /v1/state`, exactly (docs/api.md#read-a-members-state-get-v1state). */
 export interface StateBody {
   readonly meta: { readonly apiVersion: "1"; readonly isLive: boolean }
   readonly streak: {
@@ -48,7 +49,7 @@ export interface StateBody {
     readonly best: number
     readonly todayDone: boolean
     readonly pending: boolean
-    /** Programs with a policy (CONTRACT §16): freezes available now. */
+    /** Programs with a policy (docs/streak-semantics.md#streak-policies): freezes available now. */
     readonly freezes?: number
     /** Programs with a policy: the current period. */
     readonly period?: Streak.PeriodState
@@ -75,7 +76,7 @@ export interface StateAnswer {
   readonly deprecation: boolean
 }
 
-/** The customer REST member view (CONTRACT §9); an unknown member has zeros. */
+/** The customer REST member view (docs/api.md#customer-rest-api-v1api); an unknown member has zeros. */
 export interface MemberStreak {
   readonly programId: string
   readonly userHash: string
@@ -85,7 +86,7 @@ export interface MemberStreak {
   readonly pending: boolean
   readonly lastActiveDate: string | null
   readonly isLive: boolean
-  /** Programs with a policy (CONTRACT §16). */
+  /** Programs with a policy (docs/streak-semantics.md#streak-policies). */
   readonly mode?: Policy.Mode
   readonly freezes?: number
   readonly period?: Streak.PeriodState
@@ -272,7 +273,8 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
         todayDone: evaluated.todayDone,
         pending: evaluated.pending
       }
-      // A program without a policy answers exactly as before policies existed (CONTRACT §16).
+      // A program without a policy answers exactly as before policies existed
+      // (docs/streak-semantics.md#streak-policies).
       const policy = program.policy
       const weekStart = Calendar.weekStart(evaluated.today)
       const week = policy === undefined

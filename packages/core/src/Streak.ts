@@ -1,8 +1,8 @@
 /**
- * The streak calculus of CONTRACT §6, §8 and §16 as pure functions over activity days and a
- * program's `Policy`: count one day in O(1), recompute from all days, evaluate the state at an
- * instant, explain a history period by period, and compute when (and which) due events fall due.
- * No I/O and no clock: instants are passed in.
+ * The streak calculus (docs/streak-semantics.md#the-rules, #at-risk-and-broken, #streak-policies)
+ * as pure functions over activity days and a program's `Policy`: count one day in O(1), recompute
+ * from all days, evaluate the state at an instant, explain a history period by period, and compute
+ * when (and which) due events fall due. No I/O and no clock: instants are passed in.
  */
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
@@ -302,7 +302,7 @@ export interface WeekEntry {
   readonly isCheckedIn: boolean
   /** A day of a missed period that a freeze kept the chain across (programs with a policy). */
   readonly isFrozen?: boolean
-  /** A daily rest day (CONTRACT §16; programs with a policy). */
+  /** A daily rest day (docs/streak-semantics.md#streak-policies; programs with a policy). */
   readonly isRestDay?: boolean
 }
 
@@ -313,7 +313,7 @@ export interface PeriodState extends Period {
   readonly target: number
 }
 
-/** The member-facing state at an instant (CONTRACT §6, §16). */
+/** The member-facing state at an instant (docs/streak-semantics.md#the-rules, #streak-policies). */
 export interface State {
   readonly mode: Mode
   /** The member's activity day at the instant. */
@@ -562,7 +562,7 @@ export const ledger = (
 }
 
 // ---------------------------------------------------------------------------------------------
-// Due events (CONTRACT §8, §16)
+// Due events (docs/streak-semantics.md#at-risk-and-broken, #streak-policies)
 
 /** Which due events were already emitted for this streak (kept on the streak row). */
 export interface Notified {
@@ -585,7 +585,10 @@ export type DueEvent =
   | { readonly _tag: "FreezeUsed"; readonly period: Period; readonly freezesLeft: number }
   | { readonly _tag: "Broken"; readonly endedRun: number; readonly lastActiveDate: LocalDate }
 
-/** The instant the wall clock reads `atRiskHour` within the activity day `day` (CONTRACT §16). */
+/**
+ * The instant the wall clock reads `atRiskHour` within the activity day `day`
+ * (docs/streak-semantics.md#streak-policies).
+ */
 const atRiskInstant = (day: LocalDate, zone: string, policy: Policy): number =>
   policy.atRiskHour >= policy.dayStartHour
     ? Calendar.startOfHour(day, policy.atRiskHour, zone).getTime()
@@ -775,7 +778,7 @@ export const sent = (notified: Notified, event: DueEvent): Notified => {
 
 /**
  * `notified` with every event that fell due before `now` counted as sent: after a policy change
- * the past is recomputed, and no event is emitted for it (CONTRACT §16).
+ * the past is recomputed, and no event is emitted for it (docs/streak-semantics.md#streak-policies).
  */
 export const settledAt = (summary: Summary, zone: string, now: Date | number, policy: Policy): Notified => {
   const ms = typeof now === "number" ? now : now.getTime()

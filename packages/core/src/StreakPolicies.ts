@@ -1,7 +1,7 @@
 /**
- * Streak policies at work (CONTRACT §16): changing a program's policy (its streaks recomputed from
- * their activity days, no event for the past), granting freezes to a member, and the ledger that
- * explains a member's streak period by period.
+ * Streak policies at work (docs/streak-semantics.md#streak-policies): changing a program's policy
+ * (its streaks recomputed from their activity days, no event for the past), granting freezes to a
+ * member, and the ledger that explains a member's streak period by period.
  */
 import { Context, Effect, Either, Layer, Option } from "effect"
 import * as Calendar from "./Calendar.js"
@@ -16,7 +16,7 @@ import { IngestStore } from "./IngestStore.js"
 import { DirectoryStore, MemberStore, StreakStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
 
-/** `GET …/members/{userHash}/ledger` (CONTRACT §16). */
+/** `GET …/members/{userHash}/ledger` (docs/streak-semantics.md#streak-policies). */
 export interface LedgerAnswer {
   readonly programId: string
   readonly userHash: string

@@ -1,12 +1,12 @@
 /**
- * Outbound event subscriptions of the customer REST API (CONTRACT §8, §9, §12): a URL that
- * receives a program's events, signed with the subscription's own `whsec_…` secret. A
- * subscription belongs to the workspace, remembers the credential that created it (revoking that
- * credential removes it), and creating or removing one ends the program's running Proof
- * experiment, since the experiment would otherwise compare groups under changed conditions.
- * A URL must reach the public internet: a host that is, or resolves to, a loopback, private,
- * link-local, shared, multicast or reserved address is refused (`IpAddress`), unless the operator
- * allows insecure URLs for development.
+ * Outbound event subscriptions of the customer REST API
+ * (docs/api.md#post-hooks-and-delete-hooksid): a URL that receives a program's events, signed with
+ * the subscription's own `whsec_…` secret. A subscription belongs to the workspace, remembers the
+ * credential that created it (revoking that credential removes it), and creating or removing one
+ * ends the program's running Proof experiment, since the experiment would otherwise compare groups
+ * under changed conditions. A URL must reach the public internet: a host that is, or resolves to, a
+ * loopback, private, link-local, shared, multicast or reserved address is refused (`IpAddress`),
+ * unless the operator allows insecure URLs for development.
  */
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import * as Credentials from "./Credentials.js"
@@ -98,8 +98,8 @@ const isLocalName = (host: string) => {
 
 /**
  * HTTPS only, to a host that is not a non-public IP address nor `localhost`; plain HTTP to this
- * machine, and any host, only when the operator allows insecure URLs (CONTRACT §8). Names are not
- * resolved here (see `HostResolver`).
+ * machine, and any host, only when the operator allows insecure URLs
+ * (docs/webhooks.md#only-the-public-internet). Names are not resolved here (see `HostResolver`).
  */
 export const validUrl = (url: string, options: SubscriptionOptions): Effect.Effect<string, InvalidBody> => {
   if (url.length > 2048) return Effect.fail(invalid("url must be at most 2048 characters"))

@@ -1,6 +1,7 @@
 /**
- * Payload samples for automation platforms (CONTRACT §9): the most recent deliveries of one event
- * type for a program, or one synthetic payload of the exact delivery shape when none exists yet.
+ * Payload samples for automation platforms (docs/api.md#get-programsprogramidwebhook-samplestypet):
+ * the most recent deliveries of one event type for a program, or one synthetic payload of the exact
+ * delivery shape when none exists yet.
  */
 import { Clock, Effect } from "effect"
 import * as Calendar from "./Calendar.js"

@@ -36,7 +36,7 @@ const act = (t: Tenant, userHash: string, daysAgo: number) =>
 const link = (t: Tenant, anonymousId: string, userHash: string) =>
   Effect.flatMap(Aliases, (a) => a.link({ siteKey: t.project.siteKey, anonymousId, userHash }))
 
-describe("Aliases (CONTRACT §10)", () => {
+describe("Aliases (docs/api.md#aliases)", () => {
   it.effect("linking unions the anonymous id's days into the member's, recomputes the streak and removes the anonymous rows", () =>
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live", milestones: [] } })

@@ -32,7 +32,7 @@ const sweep = (iso: string, options?: { readonly batchSize?: number }) =>
 
 const none = { atRisk: 0, broken: 0, freezesUsed: 0 }
 
-describe("DueChecks (CONTRACT §8)", () => {
+describe("DueChecks (docs/streak-semantics.md#at-risk-and-broken)", () => {
   it.effect("east of UTC (Tokyo): at-risk once at the first check after local midnight, broken once a full day later", () =>
     Effect.gen(function*() {
       const t = yield* liveTenant()

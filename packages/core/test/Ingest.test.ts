@@ -37,7 +37,7 @@ const nudges = Effect.flatMap(Nudges, Ref.get)
 const statusOf = (t: Tenant) =>
   Effect.map(Effect.flatMap(DirectoryStore, (d) => d.program(t.program.id)), (p) => Option.getOrThrow(p).status)
 
-describe("Ingest: test and live (spec §3.1)", () => {
+describe("Ingest: test and live (docs/api.md#test-and-live)", () => {
   it.effect("webhook ingest on a test program counts test progress and never makes the program live", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
@@ -133,7 +133,7 @@ describe("Ingest: test and live (spec §3.1)", () => {
     }).pipe(Effect.provide(layer)))
 })
 
-describe("Ingest: idempotency (CONTRACT §4)", () => {
+describe("Ingest: idempotency (docs/api.md#idempotency)", () => {
   it.effect("a repeat with the same idempotencyKey replays the first answer and changes nothing", () =>
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
@@ -267,7 +267,7 @@ describe("Ingest: idempotency (CONTRACT §4)", () => {
     }).pipe(Effect.provide(layer)))
 })
 
-describe("Ingest: counting (CONTRACT §2, §6)", () => {
+describe("Ingest: counting (docs/api.md#order-of-checks, docs/streak-semantics.md#the-rules)", () => {
   it.effect("a second action on the same local day is logged but moves nothing (duplicate)", () =>
     Effect.gen(function*() {
       const t = yield* tenant({ program: { status: "live" } })
@@ -350,7 +350,7 @@ describe("Ingest: counting (CONTRACT §2, §6)", () => {
     }).pipe(Effect.provide(layer)))
 })
 
-describe("Ingest: milestones and outbound events (CONTRACT §7, §8)", () => {
+describe("Ingest: milestones and outbound events (docs/streak-semantics.md#milestones, docs/webhooks.md#event-types)", () => {
   const streakOf = (t: Tenant, user: string, days: number) =>
     Effect.gen(function*() {
       for (let i = days - 1; i >= 0; i--) {

@@ -29,7 +29,7 @@ const body = (t: Tenant, extra: Record<string, unknown> = {}) => ({
   ...extra
 })
 
-describe("Ingest doors: errors and auth (CONTRACT §2, §5)", () => {
+describe("Ingest doors: errors and auth (docs/api.md#order-of-checks, docs/api.md#who-may-call)", () => {
   it.effect("an unknown or malformed siteKey is INVALID_SITE_KEY", () =>
     Effect.gen(function*() {
       const t = yield* tenant()

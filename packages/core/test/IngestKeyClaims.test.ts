@@ -14,7 +14,7 @@ const keyed = (t: Tenant, userHash: string, idempotencyKey: string) => ({
 
 const stores = [{ name: "in memory (keys claimed inside the group's transaction)", layer }]
 
-describe("Ingest: keyed actions that arrive together (CONTRACT §4)", () => {
+describe("Ingest: keyed actions that arrive together (docs/api.md#idempotency)", () => {
   for (const store of stores) {
     it.effect(`on a store ${store.name}: each key is processed once, a key sent twice at once once, and a later repeat replays`, () =>
       Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * Operator-issued MCP tokens (CONTRACT §17): created over workspaces, shown once, accepted by the
+ * Operator-issued MCP tokens (docs/mcp.md): created over workspaces, shown once, accepted by the
  * MCP worker's `authenticateMcp` beside the customer credentials, refused by the customer REST
  * `authenticate`, revocable at once, and kept apart from OAuth grants in the store they share.
  */

@@ -304,7 +304,7 @@ describe("Reports: range and reach", () => {
     }).pipe(Effect.provide(layer)))
 })
 
-describe("Reports: plan pause (CONTRACT §11)", () => {
+describe("Reports: plan pause (docs/api.md#get-usage)", () => {
   const markActive = (workspaceId: WorkspaceId, month: string, n: number) =>
     Effect.flatMap(
       UsageStore,

@@ -1,7 +1,8 @@
 /**
- * Streak calculus (CONTRACT §6, §8) on concrete members: runs, late actions, duplicates, DST,
- * odd offsets, the date line, skipped dates, travellers, and the at-risk / broken schedule.
- * Each instant's wall time is checked against Intl (`wall`) before the rule is asserted.
+ * Streak calculus (docs/streak-semantics.md#the-rules, #at-risk-and-broken) on concrete members:
+ * runs, late actions, duplicates, DST, odd offsets, the date line, skipped dates, travellers, and
+ * the at-risk / broken schedule. Each instant's wall time is checked against Intl (`wall`) before
+ * the rule is asserted.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Calendar from "../src/Calendar.js"

@@ -1,7 +1,8 @@
 /**
- * Streak policies through the services (CONTRACT §16), on the memory adapter with `TestClock`:
- * actions counted per policy, the due checks' freeze_used / broken / at-risk, freeze_earned at
- * ingest, granted freezes, the ledger, and a policy change that recomputes without events.
+ * Streak policies through the services (docs/streak-semantics.md#streak-policies), on the memory
+ * adapter with `TestClock`: actions counted per policy, the due checks' freeze_used / broken /
+ * at-risk, freeze_earned at ingest, granted freezes, the ledger, and a policy change that
+ * recomputes without events.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Schema, TestClock } from "effect"

@@ -1,8 +1,8 @@
 /**
- * Properties of the policy calculus (CONTRACT §16) over random histories and random policies:
- * counting in any arrival order equals a recomputation, best never trails current, a freeze never
- * revives a chain that had ended, filling a frozen gap gives its freeze back, and the due checks
- * announce exactly the freezes and breaks the ledger shows.
+ * Properties of the policy calculus (docs/streak-semantics.md#streak-policies) over random
+ * histories and random policies: counting in any arrival order equals a recomputation, best never
+ * trails current, a freeze never revives a chain that had ended, filling a frozen gap gives its
+ * freeze back, and the due checks announce exactly the freezes and breaks the ledger shows.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc, Schema } from "effect"

@@ -1,7 +1,8 @@
 /**
- * Time correctness of streak policies (CONTRACT §16): a day start hour across DST changes, weekly
- * periods across a year boundary, monthly periods in February of a leap year, rest days for a
- * traveller, and a weekly streak of a member who crosses the date line mid-week.
+ * Time correctness of streak policies (docs/streak-semantics.md#streak-policies): a day start hour
+ * across DST changes, weekly periods across a year boundary, monthly periods in February of a leap
+ * year, rest days for a traveller, and a weekly streak of a member who crosses the date line
+ * mid-week.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Schema } from "effect"

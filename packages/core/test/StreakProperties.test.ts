@@ -51,7 +51,7 @@ const fold = (days: ReadonlyArray<LocalDate>, tz: string): Streak.Summary => {
   return s
 }
 
-/** CONTRACT §6 read literally: walk back over existing dates while they are in D. */
+/** docs/streak-semantics.md#the-rules read literally: walk back over existing dates while they are in D. */
 const reference = (d: ReadonlySet<string>, today: LocalDate, tz: string) => {
   const runEndingAt = (x: LocalDate): number => {
     let n = 0

@@ -1,8 +1,9 @@
 /**
- * Subscription URLs reach the public internet only (SSRF guard, CONTRACT §8): a literal address that
- * is loopback, private, link-local, shared, multicast, unspecified or reserved is refused, as are
- * `localhost` names and names that resolve to such an address (through `HostResolver`); the
- * operator's insecure setting lifts the guard for development.
+ * Subscription URLs reach the public internet only (SSRF guard,
+ * docs/webhooks.md#only-the-public-internet): a literal address that is loopback, private,
+ * link-local, shared, multicast, unspecified or reserved is refused, as are `localhost` names and
+ * names that resolve to such an address (through `HostResolver`); the operator's insecure setting
+ * lifts the guard for development.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Handlers of the admin group (CONTRACT §13, §15, §16): provisioning through core `Provisioning`,
+ * Handlers of the admin group (docs/api.md#admin-routes): provisioning through core `Provisioning`,
  * a program's streak policy through `StreakPolicies`, the alias link, and the on-demand jobs.
  * Secrets appear in these answers once, at creation.
  */

@@ -1,5 +1,5 @@
 /**
- * The Streaks HTTP API as one `HttpApi`: every route of spec §4 and CONTRACT §13/§15, with its
+ * The Streaks HTTP API as one `HttpApi`: every route of docs/api.md, with its
  * security and error codes. The server implements it; TypeScript users derive a typed client
  * from it (`HttpApiClient.make(Api, { baseUrl })`).
  */
@@ -26,7 +26,7 @@ export class CurrentPrincipal extends Context.Tag("@streaks/http/CurrentPrincipa
   Credentials.Principal
 >() {}
 
-/** `X-Admin-Token` equal to the deployment's admin token (CONTRACT §5). */
+/** `X-Admin-Token` equal to the deployment's admin token (docs/api.md#admin-routes). */
 export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("@streaks/http/AdminAuth", {
   failure: Schema.Union(
     httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"),
@@ -35,7 +35,7 @@ export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("@streaks/http
   security: { adminToken: HttpApiSecurity.apiKey({ in: "header", key: "X-Admin-Token" }) }
 }) {}
 
-/** `Authorization: Bearer svc_api_…` or `svc_oat_…` (spec §5 rules 2–3). */
+/** `Authorization: Bearer svc_api_…` or `svc_oat_…` (docs/api.md#customer-rest-api-v1api). */
 export class CustomerAuth extends HttpApiMiddleware.Tag<CustomerAuth>()("@streaks/http/CustomerAuth", {
   failure: Schema.Union(
     httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"),
@@ -58,7 +58,7 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
   .annotateContext(Doc.group({
     title: "Public and ingest endpoints",
     description: "The doors that record a member's action (browser or widget, your backend, an automation's " +
-      "webhook) and the member's streak state (spec §4.1). Every door feeds the same programs: calls with the " +
+      "webhook) and the member's streak state. Every door feeds the same programs: calls with the " +
       "same siteKey, userHash and event key count toward the same streak.",
     errors: ["SERVICE_UNAVAILABLE"]
   }))
@@ -158,7 +158,7 @@ export class IngestGroup extends HttpApiGroup.make("ingest")
 export class AdminGroup extends HttpApiGroup.make("admin")
   .annotateContext(Doc.group({
     title: "Admin API",
-    description: "Provisioning and operations for the deployment's operator (CONTRACT §13, §15): workspaces, " +
+    description: "Provisioning and operations for the deployment's operator: workspaces, " +
       "projects, programs, credentials, alias links and on-demand jobs. Secrets are returned once, when created.",
     errors: ["UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"]
   }))
@@ -332,7 +332,7 @@ const experimentId = HttpApiSchema.param("experimentId", S.ExperimentId)
 export class CustomerGroup extends HttpApiGroup.make("customer")
   .annotateContext(Doc.group({
     title: "Customer REST API",
-    description: "For the customer's own systems and automation platforms (spec §4.2), with a customer API key " +
+    description: "For the customer's own systems and automation platforms, with a customer API key " +
       "or an OAuth access token. Anything outside the credential's reach answers 404, like something unknown.",
     errors: ["UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"]
   }))
@@ -502,7 +502,7 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
 export class MetaGroup extends HttpApiGroup.make("meta")
   .annotateContext(Doc.group({
     title: "Health",
-    description: "For load balancers and orchestrators (CONTRACT §15).",
+    description: "For load balancers and orchestrators.",
     errors: []
   }))
   .add(
@@ -519,7 +519,7 @@ export class MetaGroup extends HttpApiGroup.make("meta")
   )
 {}
 
-/** The status of every error code (spec §7, CONTRACT §2, §9, §10); the fast path answers with it too. */
+/** The status of every error code (docs/api.md#errors); the fast path answers with it too. */
 export const statusOf: Record<string, number> = Object.fromEntries(
   Object.entries(HttpErrors.codes).map(([code, { status }]) => [code, status])
 )

@@ -1,7 +1,8 @@
 /**
  * Request and response bodies of the HTTP API that are not core wire inputs: admin provisioning
- * (CONTRACT §13), customer REST (§9, §11, §12), state (spec §2.6), streak policies (§16). Shared
- * by server and client.
+ * (docs/api.md#admin-routes), customer REST (docs/api.md#customer-rest-api-v1api), state
+ * (docs/api.md#read-a-members-state-get-v1state), policies (docs/api.md#streak-policies). Shared by
+ * server and client.
  */
 import { Domain, Policy, ProofReport } from "@streaks/core"
 import { Schema } from "effect"
@@ -48,7 +49,7 @@ export const WeekEntry = Schema.Struct({
   }))
 })
 
-/** The current period of a program with a policy (CONTRACT §16). */
+/** The current period of a program with a policy (docs/streak-semantics.md#streak-policies). */
 export const PeriodState = Schema.Struct({
   start: Schema.String.annotations({ description: "The period's first activity day (YYYY-MM-DD)." }),
   end: Schema.String.annotations({ description: "The period's last activity day (YYYY-MM-DD)." }),
@@ -143,9 +144,10 @@ const upTo = (maximum: number, description: string) => ({
 })
 
 /**
- * A streak policy as a request gives it (CONTRACT §16). The body is passed to core as it came, so
- * that `Policy.decode` alone judges it (the rules between fields, and a misspelt field refused rather
- * than silently reset to its default); the JSON Schema here only describes it.
+ * A streak policy as a request gives it (docs/streak-semantics.md#streak-policies). The body is
+ * passed to core as it came, so that `Policy.decode` alone judges it (the rules between fields, and a
+ * misspelt field refused rather than silently reset to its default); the JSON Schema here only
+ * describes it.
  */
 export const PolicyInput = Schema.Unknown.annotations({
   identifier: "PolicyInput",
@@ -205,7 +207,10 @@ export const ProgramBody = Schema.Struct({
   policy: Schema.optional(PolicyInput)
 })
 
-/** A program's policy as answers show it: every field, the defaults filled in (CONTRACT §16). */
+/**
+ * A program's policy as answers show it: every field, the defaults filled in
+ * (docs/streak-semantics.md#streak-policies).
+ */
 export const PolicyView = Schema.Struct({
   cadence: Policy.Cadence,
   target: Schema.Int,
@@ -345,7 +350,7 @@ export const FreezesGranted = Schema.Struct({
 
 export const MemberPath = Schema.Struct({ id: Schema.String, userHash: Schema.String })
 
-/** The outbound event types a subscription may name (CONTRACT §8, §16): core's list. */
+/** The outbound event types a subscription may name (docs/webhooks.md#event-types): core's list. */
 export const EventTypes = Domain.OutboundEventType
 
 export const HookBody = Schema.Struct({

@@ -1,6 +1,7 @@
 /**
- * Browser origin rules and CORS headers of the public routes (CONTRACT §5): which origins a
- * project allows, the preflight answer (any origin) and the headers of an actual response.
+ * Browser origin rules and CORS headers of the public routes (docs/api.md#who-may-call,
+ * #cors-preflight): which origins a project allows, the preflight answer (any origin) and the
+ * headers of an actual response.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { Layer } from "effect"
@@ -106,7 +107,7 @@ export const exposeHeaders = "Retry-After, Deprecation"
 /** How long a browser may cache a preflight answer (Chromium caps this at 2 hours). */
 export const maxAgeSeconds = 7200
 
-/** Routes whose preflight `OPTIONS` is answered with 204 (CONTRACT §5). */
+/** Routes whose preflight `OPTIONS` is answered with 204 (docs/api.md#cors-preflight). */
 export const corsPaths: ReadonlyArray<string> = ["/v1/e", "/v1/state", "/v1/alias"]
 
 /**

@@ -1,6 +1,7 @@
 /**
- * Handlers of the customer REST API (`/v1/api`, CONTRACT §9, §11, §12, §16). Every program is looked
- * up through the credential's reach, so a program outside it answers 404 like an unknown one.
+ * Handlers of the customer REST API (`/v1/api`: docs/api.md#customer-rest-api-v1api). Every program
+ * is looked up through the credential's reach, so a program outside it answers 404 like an unknown
+ * one.
  */
 import { HttpApiBuilder } from "@effect/platform"
 import {

@@ -27,7 +27,7 @@ export interface Answer {
 
 type Coded = { readonly code: string; readonly retryAfterSeconds?: number }
 
-/** `{"error":CODE}` with its status, `Retry-After` where the spec asks for one. */
+/** `{"error":CODE}` with its status, `Retry-After` where docs/api.md#errors gives one. */
 export const errorAnswer = (e: Coded, headers: Readonly<Record<string, string>> = {}): Answer => ({
   status: statusOf[e.code] ?? 500,
   body: { error: e.code },
@@ -87,8 +87,9 @@ export const ingest = (
           )
         }
         const cors = facts.origin !== undefined ? Cors.actualHeaders(facts.origin, project.allowedOrigins) : {}
-        // Limits of CONTRACT §2 step 4: the IP's, then the site's budget, which only callers that pass
-        // the door's authentication spend (a failing caller spends its own IP's failures).
+        // Limits of step 4 of docs/api.md#order-of-checks: the IP's, then the site's budget, which
+        // only callers that pass the door's authentication spend (a failing caller spends its own
+        // IP's failures).
         return Effect.flatMap(RateLimiter, (limiter) => {
           const limits = { ip: facts.ip, siteKey: project.siteKey }
           const record = Effect.flatMap(
@@ -182,7 +183,7 @@ export const state = (query: StateQueryParams, facts: StateFacts): Effect.Effect
   const origin = facts.origin
   if (origin === undefined) return read({})
   // Only for the CORS headers: an unknown siteKey is the state query's to report, after its body
-  // checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY, CONTRACT §2).
+  // checks (a bad userHash is INVALID_BODY before INVALID_SITE_KEY: docs/api.md#order-of-checks).
   return Effect.flatMap(Ingest.Ingest, (service) =>
     Effect.matchCauseEffect(service.resolveProject(query.siteKey), {
       onSuccess: (project) => read(Cors.actualHeaders(origin, project.allowedOrigins)),
@@ -193,7 +194,7 @@ export const state = (query: StateQueryParams, facts: StateFacts): Effect.Effect
     }))
 }
 
-/** `POST /v1/alias`: a short-lived alias token links an anonymous visitor (CONTRACT §10). */
+/** `POST /v1/alias`: a short-lived alias token links an anonymous visitor (docs/api.md#aliases). */
 export const alias = (
   body: { readonly siteKey: string; readonly token: string },
   facts: Facts

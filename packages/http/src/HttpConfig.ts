@@ -1,6 +1,6 @@
 /**
- * Deployment settings the HTTP layer needs (CONTRACT §15): the admin token and the operator
- * switch for insecure webhook URLs. Read from the environment by `layerConfig`.
+ * Deployment settings the HTTP layer needs (docs/operations.md#configuration): the admin token and
+ * the operator switch for insecure webhook URLs. Read from the environment by `layerConfig`.
  */
 import { Config, Context, Layer, type Option, type Redacted } from "effect"
 

@@ -17,13 +17,13 @@ import type { Layer } from "effect"
 import { Cause, Effect, Option, ParseResult, Schema } from "effect"
 import * as TextHygiene from "./TextHygiene.js"
 
-/** Largest request body read (CONTRACT §2 step 1): 64 KiB. */
+/** Largest request body read (docs/api.md#order-of-checks, step 1): 64 KiB. */
 export const maxBodyBytes = 64 * 1024
 
 /**
- * Every error code a client can receive, with its status and what it means (spec §7, CONTRACT §2,
- * §9, §10). `statusOf` and the OpenAPI document both read it. A defect answers 500 `INTERNAL`,
- * which no route declares: it is a bug, not part of the contract.
+ * Every error code a client can receive, with its status and what it means (docs/api.md#errors).
+ * `statusOf` and the OpenAPI document both read it. A defect answers 500 `INTERNAL`, which no route
+ * declares: it is a bug, not part of the contract.
  */
 export const codes = {
   INVALID_BODY: {
@@ -149,7 +149,7 @@ const logged = (message: string, cause: Cause.Cause<unknown>) =>
 
 /**
  * Seconds a client should wait before retrying after `e`: its numeric `retryAfterSeconds` (core
- * `RateLimited`), or 1 for `IDEMPOTENCY_KEY_IN_PROGRESS` (CONTRACT §4); otherwise none.
+ * `RateLimited`), or 1 for `IDEMPOTENCY_KEY_IN_PROGRESS` (docs/api.md#idempotency); otherwise none.
  */
 export const retryAfterOf = (e: unknown): number | undefined => {
   if (typeof e !== "object" || e === null) return undefined

@@ -26,7 +26,7 @@ const facts = Effect.map(HttpServerRequest.HttpServerRequest, (request): Doors.S
 
 const invalid = (e: { readonly code: string }) => Effect.succeed(toResponse(Doors.errorAnswer(e)))
 
-/** The per-part limits (CONTRACT §2 step 1) on a decoded body, as the fast path applies them. */
+/** The per-part limits (docs/api.md#order-of-checks, step 1) on a decoded body, as the fast path applies them. */
 export const checkParts = (payload: unknown) =>
   JsonLimits.check(payload, (o) => new Errors.PayloadTooLarge({ message: `${o.part} is over ${o.limit} bytes` }))
 

@@ -1,7 +1,7 @@
 /**
- * Work the admin routes can trigger on demand (CONTRACT §15) and the readiness probe. The server
- * provides them from the scheduler, the webhook dispatcher and the storage adapter, so the http
- * package does not depend on those packages.
+ * Work the admin routes can trigger on demand (docs/api.md#admin-routes) and the readiness probe.
+ * The server provides them from the scheduler, the webhook dispatcher and the storage adapter, so
+ * the http package does not depend on those packages.
  */
 import type { Errors } from "@streaks/core"
 import { Context, Effect, Layer } from "effect"

@@ -1,5 +1,5 @@
 /**
- * Per-part size limits of an ingest body (CONTRACT §2 step 1, spec §8): `meta`, `details`,
+ * Per-part size limits of an ingest body (docs/api.md#order-of-checks, step 1): `meta`, `details`,
  * `performance`, `error` and `consent` are each bounded by the size of their JSON.
  */
 import { Effect, Option } from "effect"

@@ -1,4 +1,4 @@
-/** Health (process up) and readiness (storage reachable, migrations applied) of CONTRACT §15. */
+/** Health (process up) and readiness (storage reachable, migrations applied): docs/api.md#probes. */
 import { HttpApiBuilder, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
 import { Api } from "./Api.js"

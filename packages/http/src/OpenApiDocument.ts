@@ -121,9 +121,7 @@ actions through four ingest doors, read their streaks, and provision workspaces,
 - Times are ISO 8601 date-times with a zone designator ([RFC 3339](https://www.rfc-editor.org/rfc/rfc3339));
   time zones are [IANA names](https://www.iana.org/time-zones).
 - Outbound events are signed as [Standard Webhooks](https://www.standardwebhooks.com/).
-- This document: [/openapi.json](/openapi.json); the interactive page: [/docs](/docs). The repository's
-  \`docs/api.md\` describes every route, \`docs/streak-semantics.md\` how streaks count and
-  \`docs/webhooks.md\` the deliveries.`
+- This document: [/openapi.json](/openapi.json); the interactive page: [/docs](/docs).`
 
 // Codes are listed in the catalogue's order.
 const catalogue = Object.keys(HttpErrors.codes) as ReadonlyArray<HttpErrors.Code>

@@ -1,8 +1,8 @@
 /**
- * In-process token buckets (CONTRACT §2 step 4, §15): for `/v1/e` and `/v1/alias` one bucket per
- * site and one per IP, `rate` tokens/s with a burst of twice the rate; and for every route that
- * authenticates, one bucket of failed authentications per IP, checked before a credential is
- * looked up. Time from `Clock`.
+ * In-process token buckets (docs/api.md#order-of-checks, step 4; docs/operations.md#configuration):
+ * for `/v1/e` and `/v1/alias` one bucket per site and one per IP, `rate` tokens/s with a burst of
+ * twice the rate; and for every route that authenticates, one bucket of failed authentications per
+ * IP, checked before a credential is looked up. Time from `Clock`.
  */
 import { Errors } from "@streaks/core"
 import { Clock, Config, type ConfigError, Context, Effect, Layer } from "effect"
@@ -31,7 +31,7 @@ export interface Options {
 }
 
 /**
- * Defaults of CONTRACT §15 (`STREAKS_RATE_LIMIT_IP`, `STREAKS_RATE_LIMIT_SITE`,
+ * Defaults (docs/operations.md#configuration: `STREAKS_RATE_LIMIT_IP`, `STREAKS_RATE_LIMIT_SITE`,
  * `STREAKS_RATE_LIMIT_AUTH_FAILURES`).
  */
 export const defaults = { ipPerSecond: 50, sitePerSecond: 500, authFailuresPerMinute: 30 } as const
@@ -145,7 +145,7 @@ export const beforeAuthentication = (
 export const authenticationFailed = (limiter: RateLimiter["Type"], ip: string): Effect.Effect<void> =>
   Effect.asVoid(limiter.take("auth", ip))
 
-/** The codes that mean a request failed its door's authentication (CONTRACT §5). */
+/** The codes that mean a request failed its door's authentication (docs/api.md#who-may-call). */
 export const authenticationFailures: ReadonlySet<string> = new Set([
   "UNAUTHORIZED",
   "SERVER_TOKEN_REQUIRED",

@@ -1,5 +1,5 @@
 /**
- * Text hygiene for every route (CONTRACT §2): a string in the query, the path, a JSON body
+ * Text hygiene for every route (docs/api.md#text-hygiene): a string in the query, the path, a JSON body
  * (object keys and nested values included) or a form body holding U+0000 or an unpaired UTF-16
  * surrogate is refused with 400 `INVALID_BODY` before anything reads it, so nothing stores or
  * compares it.

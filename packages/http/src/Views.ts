@@ -20,7 +20,7 @@ export const settings = (s: Domain.ProgramSettings) => ({
 
 /**
  * A program's policy, whole: a program created without one shows the default policy it counts
- * with, so `policy` is always there and always complete (CONTRACT §16).
+ * with, so `policy` is always there and always complete (docs/streak-semantics.md#streak-policies).
  */
 export const policy = (p: Domain.Program) => Policy.toJson(Policy.of(p))
 

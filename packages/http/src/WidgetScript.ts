@@ -1,5 +1,5 @@
 /**
- * `GET /widget.js`: the display widget's ES module (CONTRACT §18, built by `@streaks/widget`) for
+ * `GET /widget.js`: the display widget's ES module (docs/widget.md, built by `@streaks/widget`) for
  * any page: `text/javascript`, a strong `ETag` (304 to a matching `If-None-Match`), five minutes of
  * public caching and `Access-Control-Allow-Origin: *`, since browsers fetch module scripts with CORS.
  */

@@ -1,5 +1,5 @@
 /**
- * Secrets are compared in constant time (CONTRACT §1): the admin token, server tokens and webhook
+ * Secrets are compared in constant time (docs/api.md#secrets): the admin token, server tokens and webhook
  * secrets go through `crypto.timingSafeEqual` on fixed-length digests when real requests carry
  * them; and no source file compares a secret with `===`. (Customer API keys, OAuth and MCP tokens
  * are looked up by their SHA-256 hash, so no comparison of the secret happens in the service.)

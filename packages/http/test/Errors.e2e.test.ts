@@ -12,7 +12,7 @@ import {
   webhookEvent
 } from "./support/TestServer.js"
 
-/** The exact error answer of the spec: status and body `{"error":CODE}`, nothing else. */
+/** The exact error answer of docs/api.md#errors: status and body `{"error":CODE}`, nothing else. */
 const expectError = (reply: Reply, status: number, code: string) => {
   expect({ status: reply.status, text: reply.text }).toEqual({ status, text: JSON.stringify({ error: code }) })
   expect(reply.headers.get("content-type")).toMatch(/^application\/json/)

@@ -69,6 +69,26 @@ layer(testServer(), { timeout: 120_000 })("the OpenAPI document at /openapi.json
       expect(info.description).toContain("[/docs](/docs)")
     }))
 
+  it.effect("cites nothing its reader cannot open: no section of an outside document, links absolute or served here", () =>
+    Effect.gen(function*() {
+      const text = JSON.stringify(yield* document)
+      // A "§" only of a public standard (RFC 9110 §15), never of a document the user does not have.
+      expect([...text.matchAll(/(.{0,40})§/g)].filter((m) => !/\bRFC\s?\d+\s*$/.test(m[1]!)).map((m) => m[0])).toEqual(
+        []
+      )
+      expect(text).not.toMatch(/\bCONTRACT\b|\bspec\s*§/)
+      // Markdown links: to the web, or to a path this server answers; a repository file is neither.
+      const targets = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!)
+      expect(targets.length).toBeGreaterThan(0)
+      for (const target of targets) {
+        if (/^https?:\/\//.test(target)) continue
+        expect(target, target).toMatch(/^\/[^.]*$|^\/openapi\.json$/)
+        const reply = yield* request(target)
+        expect(reply.status, target).toBe(200)
+      }
+      expect(text).not.toMatch(/\bdocs\/[\w-]+\.md\b/)
+    }))
+
   it.effect("every operation has a summary, a description, a declared tag and only security schemes that exist", () =>
     Effect.gen(function*() {
       const doc = yield* document

@@ -1,7 +1,7 @@
 /**
- * Fault isolation over real HTTP on Postgres (CONTRACT §2): concurrent actions share transactions
- * but never a fate. Poisoned actions among 200 valid ones are answered with their own code, and
- * every valid action is answered 202 and stored.
+ * Fault isolation over real HTTP on Postgres (docs/api.md#fault-isolation): concurrent actions
+ * share transactions but never a fate. Poisoned actions among 200 valid ones are answered with
+ * their own code, and every valid action is answered 202 and stored.
  */
 import { expect, layer } from "@effect/vitest"
 import { SqlClient } from "@effect/sql"

@@ -1,9 +1,10 @@
 /**
- * Streak policies over real HTTP on Postgres (CONTRACT §16): a program's policy set at creation and
- * replaced with `PUT /admin/programs/{id}/policy`, shown whole in every program answer; the ledger
- * and freezes routes of the customer API, with the member route's reach; the added fields of the
- * state and member answers, and the unchanged answers of programs without a policy. The last
- * suite runs a server whose clock the test moves, so that weeks can pass.
+ * Streak policies over real HTTP on Postgres (docs/streak-semantics.md#streak-policies): a
+ * program's policy set at creation and replaced with `PUT /admin/programs/{id}/policy`, shown whole
+ * in every program answer; the ledger and freezes routes of the customer API, with the member
+ * route's reach; the added fields of the state and member answers, and the unchanged answers of
+ * programs without a policy. The last suite runs a server whose clock the test moves, so that weeks
+ * can pass.
  */
 import { expect, layer } from "@effect/vitest"
 import { DueChecks, OutboundEvents, SecretBox, Services } from "@streaks/core"

@@ -24,7 +24,7 @@ const rewards = {
 }
 
 layer(testServer(), { timeout: 120_000 })("GET /v1/state over real HTTP", (it) => {
-  it.effect("state shape: every field of spec §2.6, exactly", () =>
+  it.effect("state shape: every field of the state answer, exactly", () =>
     Effect.gen(function*() {
       const t = yield* tenant({
         program: {

@@ -1,5 +1,5 @@
 /**
- * `GET /widget.js` (CONTRACT §18): the route of `WidgetScript` on a router of its own, answering
+ * `GET /widget.js` (docs/widget.md): the route of `WidgetScript` on a router of its own, answering
  * web requests: the module with its caching and CORS headers, 304 for a matching `If-None-Match`,
  * and 503 while the module cannot be read, until it can.
  */

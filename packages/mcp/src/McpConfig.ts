@@ -1,5 +1,5 @@
 /**
- * Deployment settings of the MCP worker (CONTRACT §17): the browser origins it answers, and the
+ * Deployment settings of the MCP worker (docs/mcp.md): the browser origins it answers, and the
  * public address it names in its `WWW-Authenticate` challenge and protected-resource document.
  * Read from the environment by `layerConfig`.
  */

@@ -1,5 +1,5 @@
 /**
- * The MCP worker over stdio (`streaks mcp --stdio`, CONTRACT §17), for a local agent that starts it
+ * The MCP worker over stdio (`streaks mcp --stdio`, docs/mcp.md), for a local agent that starts it
  * as a child process with one token (`STREAKS_MCP_TOKEN`). The token is checked at start, so a
  * wrong one stops the worker with a message before the agent talks to it, and again at every call,
  * so a token revoked meanwhile stops working at once.

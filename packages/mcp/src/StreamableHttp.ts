@@ -1,5 +1,5 @@
 /**
- * The MCP worker over Streamable HTTP (CONTRACT §17): `POST /mcp` with `Authorization: Bearer`
+ * The MCP worker over Streamable HTTP (docs/mcp.md): `POST /mcp` with `Authorization: Bearer`
  * on every request, the `Origin` rule, the RFC 9728 protected-resource document, and the routes
  * that mount all of it on the reference server's router or serve it alone.
  *

@@ -1,5 +1,5 @@
 /**
- * The tools of the MCP worker (CONTRACT §17): what an agent sees in `tools/list` (name, input and
+ * The tools of the MCP worker (docs/mcp.md): what an agent sees in `tools/list` (name, input and
  * output JSON schemas, hints) and what each call does. A call runs the core services that the
  * customer REST route answering the same question runs, in the same order; no rule lives here.
  */
@@ -30,7 +30,7 @@ export type Requirements =
   | Ports.DirectoryStore
   | Ports.StreakStore
 
-/** How a call can fail; each error carries the spec code the agent reads (a StorageError none). */
+/** How a call can fail; each error carries the error code the agent reads (a StorageError none). */
 export type ToolError =
   | Errors.InvalidBody
   | Errors.NotFound
@@ -131,7 +131,7 @@ const UserHash = Schema.String.annotations({
 
 const LocalDate = Schema.String.pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/))
 
-/** A program's policy, whole, the defaults filled in (CONTRACT §16). */
+/** A program's policy, whole, the defaults filled in (docs/streak-semantics.md#streak-policies). */
 const PolicyView = Schema.Struct({
   cadence: Policy.Cadence.annotations({ description: "The period a streak counts in: a day, an ISO week, a month" }),
   target: Integer.annotations({ description: "Active days a period needs to be kept" }),
@@ -159,7 +159,7 @@ const ProgramItem = Schema.Struct({
   policy: PolicyView.annotations({ description: "How the program counts (a program without one: daily, the default)" })
 })
 
-/** The current period (CONTRACT §16). */
+/** The current period (docs/streak-semantics.md#streak-policies). */
 const PeriodState = Schema.Struct({
   start: Schema.String.annotations({ description: "YYYY-MM-DD: the period's first activity day" }),
   end: Schema.String.annotations({ description: "YYYY-MM-DD: the period's last activity day" }),
@@ -167,7 +167,7 @@ const PeriodState = Schema.Struct({
   target: Integer.annotations({ description: "Active days the period needs to be kept" })
 })
 
-/** The customer REST member answer (CONTRACT §9, §16). */
+/** The customer REST member answer (docs/api.md#get-programsprogramidmembersuserhash). */
 const MemberStreak = Schema.Struct({
   programId: Schema.String,
   userHash: Schema.String,
@@ -184,7 +184,7 @@ const MemberStreak = Schema.Struct({
   period: Schema.optional(PeriodState).annotations({ description: "Programs with a policy only: the current period" })
 })
 
-/** The ledger answer (CONTRACT §16). */
+/** The ledger answer (docs/streak-semantics.md#streak-policies). */
 const Ledger = Schema.Struct({
   programId: Schema.String,
   userHash: Schema.String,
@@ -205,7 +205,7 @@ const Ledger = Schema.Struct({
   })).annotations({ description: "Oldest first" })
 })
 
-/** The customer REST count-action answer (CONTRACT §2, §3). */
+/** The customer REST count-action answer (docs/api.md#post-programsprogramidevents). */
 const Counted = Schema.Struct({
   counted: Schema.Boolean.annotations({ description: "Whether the action counts toward the streak" }),
   reason: Schema.optional(Schema.String).annotations({
@@ -217,7 +217,7 @@ const Counted = Schema.Struct({
   })
 })
 
-/** The usage answer (CONTRACT §11). */
+/** The usage answer (docs/api.md#get-usage). */
 const Usage = Schema.Struct({
   month: Schema.String,
   plan: Schema.Literal("starter", "growth", "scale", "pro"),

@@ -1,5 +1,5 @@
 /**
- * The tools on programs with a streak policy (CONTRACT §16, §17), through the official SDK's client
+ * The tools on programs with a streak policy (docs/mcp.md#tools), through the official SDK's client
  * linked to the worker's server in process: `explain_streak` tells a weekly streak week by week
  * (a frozen week included), `list_programs` shows each program's policy, and the member view and
  * `list_at_risk` count in weeks.

@@ -1,13 +1,14 @@
 /**
- * Runs the due checks (at-risk / broken, CONTRACT §8) every interval, plus housekeeping of
- * expired idempotency keys and old delivery attempts. Any number of replicas may run it at once:
- * `DueChecks` claims rows with `SKIP LOCKED`, so each due row is handled by one of them.
+ * Runs the due checks (at-risk / broken, docs/streak-semantics.md#at-risk-and-broken) every
+ * interval, plus housekeeping of expired idempotency keys and old delivery attempts. Any number of
+ * replicas may run it at once: `DueChecks` claims rows with `SKIP LOCKED`, so each due row is
+ * handled by one of them.
  */
 import { DueChecks, type Errors, Ports } from "@streaks/core"
 import { Clock, Duration, Effect, Layer, Schedule } from "effect"
 
 export interface Options {
-  /** Time between sweeps (CONTRACT §15 `STREAKS_DUE_CHECK_INTERVAL`, default 1 hour). */
+  /** Time between sweeps (`STREAKS_DUE_CHECK_INTERVAL`, default 1 hour: docs/operations.md#configuration). */
   readonly interval: Duration.DurationInput
   /** Rows claimed per transaction (default: DueChecks' own, 500). */
   readonly batchSize?: number

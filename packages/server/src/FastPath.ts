@@ -78,7 +78,7 @@ const readBody = (req: IncomingMessage, res: ServerResponse, then: (text: string
   })
 }
 
-/** Step 1 and 2 of CONTRACT §2 for a JSON body: parts over their limit, then not JSON at all. */
+/** Steps 1 and 2 of docs/api.md#order-of-checks for a JSON body: parts over their limit, then not JSON at all. */
 const parse = (text: string): Either.Either<unknown, readonly [number, string]> => {
   let body: unknown
   try {
@@ -264,7 +264,7 @@ export const make = (runtime: Runtime.Runtime<Services>, options: Options = {}):
         return ingest(rt, req, res, door)
       case "webhook": {
         const siteKey = decodeSegment(WEBHOOK.exec(path)![1]!)
-        // Text hygiene (CONTRACT §2): the body's strings are checked by the decoder, the path's here.
+        // Text hygiene (docs/api.md#text-hygiene): the body's strings are checked by the decoder, the path's here.
         return Ids.isWellFormedText(siteKey) ? webhook(rt, req, res, siteKey) : fail(res, 400, "INVALID_BODY")
       }
       case "state":

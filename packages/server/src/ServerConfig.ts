@@ -1,6 +1,6 @@
 /**
- * The server's configuration, from the environment (CONTRACT §15). A `.env` file is not needed;
- * every variable has a safe default for a local run.
+ * The server's configuration, from the environment (docs/operations.md#configuration). A `.env`
+ * file is not needed; every variable has a safe default for a local run.
  */
 import { Config, Duration, type Option, type Redacted } from "effect"
 

@@ -1,5 +1,5 @@
 /**
- * The reference server serves the display widget (CONTRACT §18): the composition root
+ * The reference server serves the display widget (docs/widget.md): the composition root
  * (`Main.layer`) answers `GET /widget.js` with the module that `@streaks/widget` built.
  */
 import { expect, layer } from "@effect/vitest"

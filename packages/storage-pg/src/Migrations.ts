@@ -170,7 +170,7 @@ CREATE TABLE ${p}actions (
 CREATE INDEX ${p}actions_program_ts ON ${p}actions (program_id, ledger, ts);
 CREATE INDEX ${p}actions_received ON ${p}actions (project_id, received_at);
 
--- Idempotency keys shared by every replica (CONTRACT §4).
+-- Idempotency keys shared by every replica (docs/api.md#idempotency).
 CREATE TABLE ${p}idempotency_keys (
   project_id       text NOT NULL,
   key              text NOT NULL,
@@ -337,12 +337,12 @@ const meteredMonthOnStreakRows = (p: string) => `
 ALTER TABLE ${p}streaks ADD COLUMN IF NOT EXISTS metered_month text;
 `
 
-// Streak policies (CONTRACT §16): a program's policy, and a mode that follows its cadence; the
-// streak row's state under a policy (active days in the current period, the freeze bank, granted
-// freezes, the last frozen period announced). Every column is nullable and NULL means the field is
-// absent, which core reads as its default, so existing rows stay valid and nothing is rewritten.
-// The mode's check constraint got its name from the initial CREATE TABLE (`<table>_mode_check`);
-// replacing it reads the programs table once, which is small.
+// Streak policies (docs/streak-semantics.md#streak-policies): a program's policy, and a mode that
+// follows its cadence; the streak row's state under a policy (active days in the current period,
+// the freeze bank, granted freezes, the last frozen period announced). Every column is nullable and
+// NULL means the field is absent, which core reads as its default, so existing rows stay valid and
+// nothing is rewritten. The mode's check constraint got its name from the initial CREATE TABLE
+// (`<table>_mode_check`); replacing it reads the programs table once, which is small.
 const streakPolicies = (p: string) => `
 ALTER TABLE ${p}programs DROP CONSTRAINT IF EXISTS ${p}programs_mode_check;
 ALTER TABLE ${p}programs ADD CONSTRAINT ${p}programs_mode_check CHECK (mode IN ('continuous', 'weekly', 'monthly'));

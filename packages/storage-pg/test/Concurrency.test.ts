@@ -217,7 +217,7 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       assert.deepStrictEqual(yield* on(a, Effect.flatMap(StreakStore, (s) => s.days(key))), days)
     }))
 
-  it.scoped("an idempotency key held inside a replica's transaction is InProgress at once on another replica (CONTRACT §4's 409)", () =>
+  it.scoped("an idempotency key held inside a replica's transaction is InProgress at once on another replica (the 409 of docs/api.md#idempotency)", () =>
     Effect.gen(function*() {
       const [a, b] = [yield* replica, yield* replica]
       const claim = { projectId, key: `held-${Date.now()}`, now }

@@ -1,5 +1,5 @@
 /**
- * Drains the outbox (CONTRACT §8): claims due messages (several replicas never share one), signs
+ * Drains the outbox (docs/webhooks.md): claims due messages (several replicas never share one), signs
  * and sends each, records every attempt, then marks it delivered, schedules its retry, or fails
  * it; a 410 removes the subscription. A claim is a lease: a message whose send would start too
  * close to its lease's end has the lease renewed first, and every status update is checked against

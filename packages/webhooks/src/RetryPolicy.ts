@@ -1,7 +1,8 @@
 /**
- * When a failed delivery is tried again (CONTRACT §8): immediately, then 5 s, 5 min, 30 min,
- * 2 h, 5 h, 10 h and 10 h after each failure; after that the message is failed. A receiver's
- * `Retry-After` (on any failed answer, typically 429/503) can only push the next attempt later.
+ * When a failed delivery is tried again (docs/webhooks.md#answers-retries-and-removal):
+ * immediately, then 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h after each failure; after that the
+ * message is failed. A receiver's `Retry-After` (on any failed answer, typically 429/503) can only
+ * push the next attempt later.
  */
 import { Duration, Option } from "effect"
 

@@ -1,7 +1,8 @@
 /**
- * Standard Webhooks signing (CONTRACT §8): `webhook-id`, `webhook-timestamp` (unix seconds) and
- * `webhook-signature: v1,<base64 HMAC-SHA256 of "id.timestamp.body">` with a `whsec_<base64>`
- * secret. `verify` is the helper receivers use; it needs nothing but node:crypto.
+ * Standard Webhooks signing (docs/webhooks.md#verifying-a-delivery): `webhook-id`,
+ * `webhook-timestamp` (unix seconds) and `webhook-signature: v1,<base64 HMAC-SHA256 of
+ * "id.timestamp.body">` with a `whsec_<base64>` secret. `verify` is the helper receivers use; it
+ * needs nothing but node:crypto.
  */
 import { Either } from "effect"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"

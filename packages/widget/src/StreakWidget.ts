@@ -1,12 +1,15 @@
 /**
  * `<streak-widget>`: a member's streak from `GET /v1/state` (count, week, next milestone, message,
- * unlocked rewards) in a shadow root, with its analytics events (CONTRACT §18). The build makes this
+ * unlocked rewards) in a shadow root, with its analytics events (docs/widget.md). The build makes this
  * file one dependency-free ES module; importing it defines the element.
  */
 import * as Labels from "./internal/labels.js"
 import { css } from "./internal/styles.js"
 
-/** The answer of `GET /v1/state` the widget reads (spec §2.6; policies add the optional fields). */
+/**
+ * The answer of `GET /v1/state` the widget reads (docs/api.md#read-a-members-state-get-v1state;
+ * policies add the optional fields).
+ */
 export interface State {
   readonly meta: { readonly apiVersion: string; readonly isLive: boolean }
   readonly streak: {
@@ -15,7 +18,10 @@ export interface State {
     readonly best: number
     readonly todayDone: boolean
     readonly pending: boolean
-    /** Programs with a policy (CONTRACT §16): the current period's active days and target. */
+    /**
+     * Programs with a policy (docs/streak-semantics.md#streak-policies): the current period's active
+     * days and target.
+     */
     readonly period?: { readonly done: number; readonly target: number }
   }
   readonly week: ReadonlyArray<{
@@ -33,7 +39,7 @@ export interface State {
     readonly msg: string
     readonly achieved: boolean
     readonly rewardType: string
-    /** Coupon and link values only with a valid identity token (CONTRACT §7). */
+    /** Coupon and link values only with a valid identity token (docs/api.md#reward-values-and-identity-tokens). */
     readonly rewardValue?: string
   }>
   readonly settings: {

@@ -1,5 +1,5 @@
 /**
- * The widget's budget (CONTRACT §18): `size-limit` (its `@size-limit/file` plugin, brotli), as
+ * The widget's budget (docs/widget.md): `size-limit` (its `@size-limit/file` plugin, brotli), as
  * configured in package.json, passes at 6 KB; and the build is one module with nothing imported.
  */
 import { describe, expect, it } from "@effect/vitest"

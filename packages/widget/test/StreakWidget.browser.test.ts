@@ -1,5 +1,5 @@
 /**
- * `<streak-widget>` in headless Chromium (CONTRACT §18): the module served by a real Streaks
+ * `<streak-widget>` in headless Chromium (docs/widget.md): the module served by a real Streaks
  * server on Postgres at `/widget.js`, on pages of another localhost origin that the project allows
  * (and of one it does not). Analytics are checked as the browser sent them and as the server's
  * reports count them.

@@ -78,7 +78,7 @@ export const makeActionLog = (sql: SqlClient.SqlClient): ActionLog["Type"] => {
   }
 }
 
-/** CONTRACT §4: a record lives 24 h from first receipt; an unfinished claim expires after 30 s. */
+/** A record lives 24 h from first receipt; an unfinished claim expires after 30 s (docs/api.md#idempotency). */
 const recordLifetimeMs = 24 * 60 * 60 * 1000
 const claimLifetimeMs = 30 * 1000
 

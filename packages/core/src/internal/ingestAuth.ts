@@ -1,6 +1,7 @@
 /**
- * Who may call which ingest door (CONTRACT §2 steps 3, 5, 6 and §5): origin allowed-lists, the
- * server token, the webhook secret of the counting program, and the program an action feeds.
+ * Who may call which ingest door (docs/api.md#order-of-checks, steps 3, 5 and 6): origin
+ * allowed-lists, the server token, the webhook secret of the counting program, and the program an
+ * action feeds.
  */
 import { Effect, Either, Exit, Option } from "effect"
 import * as Credentials from "../Credentials.js"
@@ -22,7 +23,7 @@ import type { DirectoryStore } from "../Ports.js"
 import { normalizeOrigin } from "../Provisioning.js"
 import * as Finished from "../Finished.js"
 
-/** How a call reached the pipeline, with the credentials its door carries (CONTRACT §5). */
+/** How a call reached the pipeline, with the credentials its door carries (docs/api.md#who-may-call). */
 export type Auth =
   | { readonly door: "browser"; readonly origin: string | undefined; readonly serverToken: string | undefined }
   | { readonly door: "server"; readonly serverToken: string | undefined }
@@ -36,7 +37,10 @@ const SITE_KEY = /^site_\S{1,59}$/
 // providing a service copies the whole context.
 type Directory = DirectoryStore["Type"]
 
-/** The project of a siteKey, else INVALID_SITE_KEY (step 3 of CONTRACT §2, also `/v1/state` and aliases). */
+/**
+ * The project of a siteKey, else INVALID_SITE_KEY (step 3 of docs/api.md#order-of-checks, also
+ * `/v1/state` and aliases).
+ */
 export const resolveProject = (
   directory: Directory,
   siteKey: string
@@ -82,9 +86,9 @@ const allowed = { deprecation: false } as const
 const deprecated = { deprecation: true } as const
 
 /**
- * The browser rule of `/v1/e` and `/v1/state` (spec §5 rule 1): an `Origin` must be allowed; a call
- * without one must carry the project's server token, unless the deprecated `legacyNoOriginIngest`
- * lets it through (then the answer says `deprecation`).
+ * The browser rule of `/v1/e` and `/v1/state` (docs/api.md#who-may-call): an `Origin` must be
+ * allowed; a call without one must carry the project's server token, unless the deprecated
+ * `legacyNoOriginIngest` lets it through (then the answer says `deprecation`).
  */
 export const browserAuth = (
   project: Project,
@@ -136,10 +140,10 @@ export type AuthError =
   | NotFound
 
 /**
- * Steps 3, 5 and 6 of CONTRACT §2 for one door: the program the action feeds, or the first failure.
- * Plain `flatMap`s over checks that are values, not a generator: every action runs this. Checks
- * fail with finished exits and a cached program is one, so on a warm cache the answer is a
- * finished `Exit` (see `Finished`).
+ * Steps 3, 5 and 6 of docs/api.md#order-of-checks for one door: the program the action feeds, or
+ * the first failure. Plain `flatMap`s over checks that are values, not a generator: every action
+ * runs this. Checks fail with finished exits and a cached program is one, so on a warm cache the
+ * answer is a finished `Exit` (see `Finished`).
  */
 export const authorize = (
   directory: Directory,

@@ -187,7 +187,7 @@ export const makeIdempotency = (s: MemoryState, { run }: Runner): Context.Tag.Se
   }
   const complete = (projectId: string, key: string, response: StoredResponse, now: Date): void => {
     const k = pair(projectId, key)
-    // The lifetime counts from first receipt (CONTRACT §4), so completing keeps `claimedAt`.
+    // The lifetime counts from first receipt (docs/api.md#idempotency), so completing keeps `claimedAt`.
     j.set(s.idempotency, k, { claimedAt: s.idempotency.get(k)?.claimedAt ?? now.getTime(), response })
   }
   return {

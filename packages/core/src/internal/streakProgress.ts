@@ -26,8 +26,9 @@ export const nowDate: Effect.Effect<Date> = Effect.map(Clock.currentTimeMillis, 
 export const defaultZone = "UTC"
 
 /**
- * The zone of a member (CONTRACT §6): their stored zone, else the project's, else UTC. Stored
- * values are re-checked so that a bad row degrades to a default instead of failing every action.
+ * The zone of a member (docs/streak-semantics.md#the-rules): their stored zone, else the project's,
+ * else UTC. Stored values are re-checked so that a bad row degrades to a default instead of failing
+ * every action.
  */
 export const memberZone = (stored: Option.Option<string>, project: Project): string => {
   if (Option.isSome(stored) && Calendar.isValidZone(stored.value)) return stored.value

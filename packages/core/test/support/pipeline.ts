@@ -218,7 +218,7 @@ export const daysOf = (t: Tenant, userHash: string, ledger: Ledger, program: Pro
       (days): Array<string> => days.map(String)
     ))
 
-/** The spec code of the failure of `effect` (every client error carries one). */
+/** The error code of the failure of `effect` (every client error carries one). */
 export const codeOf = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.map(Effect.flip(effect), (e) => (e as { readonly code?: string }).code)
 

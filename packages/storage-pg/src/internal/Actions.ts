@@ -9,7 +9,7 @@ import type { ActionLog, ActionQuery, IdempotencyClaim, IdempotencyStore } from 
 import { Effect } from "effect"
 import { type Ctx, io, jsonParam, lastPerKey, toLocalDate, toOptionalString } from "./Sql.js"
 
-/** CONTRACT §4: a record lives 24 h from first receipt; an unfinished claim expires after 30 s. */
+/** A record lives 24 h from first receipt; an unfinished claim expires after 30 s (docs/api.md#idempotency). */
 const recordLifetime = "24 hours"
 const claimLifetime = "30 seconds"
 
@@ -119,9 +119,9 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
   // in a lock space of this schema's own), and touches the key's row only if it got it. So a key
   // claimed inside a transaction that is still running (`claimWithin`: its row not yet committed)
   // answers InProgress at once to every other claim, which would otherwise wait on that row until
-  // the transaction ends (CONTRACT §4 wants the 409 at once). Outside a transaction the lock lasts
-  // the statement. Two keys whose hashes collide while both are held give a spurious InProgress,
-  // as rare as a 32-bit collision among the keys in flight.
+  // the transaction ends (docs/api.md#idempotency: the 409 comes at once). Outside a transaction
+  // the lock lasts the statement. Two keys whose hashes collide while both are held give a spurious
+  // InProgress, as rare as a 32-bit collision among the keys in flight.
   const lockSpace = `${prefix}idempotency_keys`
 
   // One statement for many keys (in the caller's order, which takes the row locks): a new key is

@@ -2,7 +2,7 @@
 
 const rules = new Intl.PluralRules("en")
 
-// `streak.mode` of the state answer: "continuous" counts days (CONTRACT §6, §16).
+// `streak.mode` of the state answer: "continuous" counts days (docs/streak-semantics.md#the-rules, #streak-policies).
 const units: Record<string, string> = { weekly: "week", monthly: "month" }
 
 /** The unit alone: "day", "days", "week", "weeks", ... */

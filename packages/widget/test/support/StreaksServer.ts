@@ -80,7 +80,10 @@ export interface TenantOptions {
     readonly mainMessage: string
   }
   readonly milestones?: ReadonlyArray<{ target: number; msg: string; rewardType?: string; rewardValue?: string }>
-  /** The program's streak policy (CONTRACT §16); without one the program counts as §6 says. */
+  /**
+   * The program's streak policy (docs/streak-semantics.md#streak-policies); without one it counts by
+   * the daily rules (docs/streak-semantics.md#the-rules).
+   */
   readonly policy?: {
     readonly cadence?: "daily" | "weekly" | "monthly"
     readonly target?: number
