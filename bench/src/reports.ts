@@ -192,7 +192,9 @@ const one = async (server: string, members: number): Promise<ReportsRow> => {
 /** Runs every size in turn and prints the growth table. */
 export const run = async (server: string, members: ReadonlyArray<number>): Promise<ReadonlyArray<ReportsRow>> => {
   const rows: Array<ReportsRow> = []
-  console.log("| members | activity days | fill s | overview s | events s | insights s | Proof s | server RSS before MB | peak during MB |")
+  console.log(
+    "| members | activity days | fill s | overview s | events s | insights s | Proof s | server RSS before MB | peak during MB |"
+  )
   console.log("|---|---|---|---|---|---|---|---|---|")
   for (const n of members) {
     const r = await one(server, n)

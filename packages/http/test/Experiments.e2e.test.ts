@@ -43,7 +43,7 @@ const seedMember = (t: Tenant, userHash: string, zone: string, days: ReadonlyArr
     const key = new Domain.StreakKey({
       projectId: Ids.unsafe("ProjectId", t.projectId),
       programId: Ids.unsafe("ProgramId", t.programId),
-      userHash: Ids.unsafe("UserHash", userHash),
+      userHash: userHash as Ids.UserHash,
       ledger: "live"
     })
     const [row] = yield* streaks.lock([{ key, timezone: zone }])

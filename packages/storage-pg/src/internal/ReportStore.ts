@@ -75,17 +75,21 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
         return String(n)
       }
       const rd = int(q.retentionDays)
-      const perHorizon = sql.literal(q.horizons.map((h, i) =>
-        `, bool_or(a.day >= e.e + ${int(h)} AND a.day <= e.e + ${int(h)} + ${rd} - 1) AS r${i}` +
-        `, count(*) FILTER (WHERE a.day >= e.e AND a.day < e.e + ${int(h)}) AS y${i}`
-      ).join(""))
-      const sums = sql.literal(q.horizons.map((h, i) => {
-        const matured = `e + ${int(h)} + ${rd} - 1 <= last_day`
-        return `, count(*) FILTER (WHERE ${matured}) AS n${i}, count(*) FILTER (WHERE ${matured} AND r${i}) AS k${i}` +
-          `, sum(y${i}) FILTER (WHERE ${matured}) AS sy${i}, sum(y${i} * y${i}) FILTER (WHERE ${matured}) AS syy${i}` +
-          `, sum(x) FILTER (WHERE ${matured}) AS sx${i}, sum(x * x) FILTER (WHERE ${matured}) AS sxx${i}` +
-          `, sum(x * y${i}) FILTER (WHERE ${matured}) AS sxy${i}`
-      }).join(""))
+      const perHorizon = sql.literal(
+        q.horizons.map((h, i) =>
+          `, bool_or(a.day >= e.e + ${int(h)} AND a.day <= e.e + ${int(h)} + ${rd} - 1) AS r${i}` +
+          `, count(*) FILTER (WHERE a.day >= e.e AND a.day < e.e + ${int(h)}) AS y${i}`
+        ).join("")
+      )
+      const sums = sql.literal(
+        q.horizons.map((h, i) => {
+          const matured = `e + ${int(h)} + ${rd} - 1 <= last_day`
+          return `, count(*) FILTER (WHERE ${matured}) AS n${i}, count(*) FILTER (WHERE ${matured} AND r${i}) AS k${i}` +
+            `, sum(y${i}) FILTER (WHERE ${matured}) AS sy${i}, sum(y${i} * y${i}) FILTER (WHERE ${matured}) AS syy${i}` +
+            `, sum(x) FILTER (WHERE ${matured}) AS sx${i}, sum(x * x) FILTER (WHERE ${matured}) AS sxx${i}` +
+            `, sum(x * y${i}) FILTER (WHERE ${matured}) AS sxy${i}`
+        }).join("")
+      )
       // m: the program's members with their zone's window; e: each one's enrolment day (both
       // inlined where they are used, so that the planner sees their sizes and hash-joins); per: one
       // row of counts per enrolled member (the days from the pre-period to the last enrolment
