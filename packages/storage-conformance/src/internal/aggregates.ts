@@ -5,23 +5,14 @@
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect } from "effect"
-import type { LocalDate } from "../Calendar.js"
-import * as Calendar from "../Calendar.js"
-import type { StreakKey } from "../Domain.js"
-import { ExperimentStore, StreakStore } from "../Ports.js"
-import * as ProofReport from "../ProofReport.js"
-import { ReportStore } from "../ReportStore.js"
-import {
-  day,
-  freshId,
-  makeExperiment,
-  makeKey,
-  makeRow,
-  makeUserHash,
-  seedProgram,
-  seedTenant
-} from "./conformanceFixtures.js"
-import type { It } from "./conformanceKit.js"
+import type { LocalDate } from "@streaks/core/Calendar"
+import * as Calendar from "@streaks/core/Calendar"
+import type { StreakKey } from "@streaks/core/Domain"
+import { ExperimentStore, StreakStore } from "@streaks/core/Ports"
+import * as ProofReport from "@streaks/core/ProofReport"
+import { ReportStore } from "@streaks/core/ReportStore"
+import { day, freshId, makeExperiment, makeKey, makeRow, makeUserHash, seedProgram, seedTenant } from "../Fixtures.js"
+import type { It } from "./kit.js"
 
 /** Stores a streak row for `key` in `zone` with these days (and optional summary fields). */
 const seedMember = (
