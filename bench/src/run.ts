@@ -14,6 +14,7 @@ import { join, resolve } from "node:path"
 import pg from "pg"
 import * as Load from "./load.js"
 import * as Measure from "./measure.js"
+import * as Reports from "./reports.js"
 import * as Sweep from "./sweep.js"
 import * as Targets from "./targets.js"
 import * as Db from "./db.js"
@@ -33,6 +34,11 @@ const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1))
 const GENERATOR = Load.choose(process.env.BENCH_LOAD)
 /** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
 const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
+/**
+ * `BENCH_REPORTS=10000,100000,1000000` (or `1` for 10k and 100k) first runs the reports scenario
+ * (`reports.ts`) at those member counts; alone unless `BENCH_ONLY` also names other parts.
+ */
+const REPORTS = Reports.sizes(process.env.BENCH_REPORTS)
 const ADMIN = "bench-admin-token"
 
 /**
@@ -187,6 +193,10 @@ const main = async () => {
       })
     }
     console.log(`# server: node ${SERVER}${NODE_FLAGS.length > 0 ? ` (${NODE_FLAGS.join(" ")})` : ""}`)
+    if (REPORTS.length > 0) {
+      await Reports.run(SERVER, REPORTS)
+      if (process.env.BENCH_ONLY === undefined) return
+    }
 
     const basePort = await freePort()
     const baseline = start("bench/src/baseline.ts", { DATABASE_URL: db.url, PORT: String(basePort) })

@@ -25,6 +25,7 @@ import {
   Transactor,
   UsageStore
 } from "@streaks/core/Ports"
+import { ReportStore } from "@streaks/core/ReportStore"
 import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
 import type { ConfigError } from "effect/ConfigError"
@@ -34,6 +35,7 @@ import { makeCatalog } from "./internal/catalog.js"
 import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
 import { makeMemberStore } from "./internal/memberStore.js"
 import { makeOutbox } from "./internal/outbox.js"
+import { makeReportStore } from "./internal/reportStore.js"
 import { withTransaction } from "./internal/sqlite.js"
 import { makeStreakStore } from "./internal/streakStore.js"
 import { makeUsageStore } from "./internal/usageStore.js"
@@ -59,7 +61,8 @@ export const make = (client: SqlClient.SqlClient): Context.Context<Storage> => {
     Context.add(ActionLog, makeActionLog(sql)),
     Context.add(IdempotencyStore, makeIdempotencyStore(sql)),
     Context.add(Outbox, makeOutbox(sql)),
-    Context.add(UsageStore, makeUsageStore(sql))
+    Context.add(UsageStore, makeUsageStore(sql)),
+    Context.add(ReportStore, makeReportStore(sql))
   )
 }
 

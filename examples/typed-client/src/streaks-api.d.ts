@@ -652,7 +652,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Every experiment of the program with its report
+         * @description Running and ended experiments, newest first, each as `GET …/experiments/{experimentId}` answers it.
+         */
+        get: operations["customer.listExperiments"];
         put?: never;
         /**
          * Start an experiment (Proof)
@@ -673,10 +677,30 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * The program's running experiment and its results
-         * @description Member counts and 7-day retention of the control and treatment groups.
+         * The program's running experiment and its report
+         * @description The groups' enrolled and returning members, and the Proof report: per horizon (1, 7, 14 and 30 days after enrolment) each group's matured and retained members, the difference of the retention rates with its 95 % interval, the relative lift, the p-value, the minimum detectable effect and CUPED; and the sample-ratio check of the enrolled counts.
          */
         get: operations["customer.currentExperiment"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/programs/{programId}/experiments/{experimentId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * One experiment of the program, running or ended, with its report
+         * @description The same answer as `…/experiments/current`, for any experiment of the program.
+         */
+        get: operations["customer.experiment"];
         put?: never;
         post?: never;
         delete?: never;
@@ -696,7 +720,7 @@ export interface paths {
         put?: never;
         /**
          * Stop the program's running experiment
-         * @description Its results stay readable.
+         * @description Answers the experiment with its end and final report; it stays readable.
          */
         post: operations["customer.stopExperiment"];
         delete?: never;
@@ -5344,6 +5368,162 @@ export interface operations {
             };
         };
     };
+    "customer.listExperiments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                programId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        experiments: {
+                            id: string;
+                            programId: string;
+                            holdoutPercent: components["schemas"]["Int"];
+                            startedAt: string;
+                            endedAt?: string;
+                            control: {
+                                members: components["schemas"]["Int"];
+                                retained: components["schemas"]["Int"];
+                                retention7d: number | null;
+                            };
+                            treatment: {
+                                members: components["schemas"]["Int"];
+                                retained: components["schemas"]["Int"];
+                                retention7d: number | null;
+                            };
+                            report: {
+                                horizons: {
+                                    horizon: components["schemas"]["Int"];
+                                    control: {
+                                        n: components["schemas"]["Int"];
+                                        retained: components["schemas"]["Int"];
+                                        rate: number | null;
+                                    };
+                                    treatment: {
+                                        n: components["schemas"]["Int"];
+                                        retained: components["schemas"]["Int"];
+                                        rate: number | null;
+                                    };
+                                    difference: {
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
+                                    } | null;
+                                    relative: {
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
+                                    } | null;
+                                    pValue: number | null;
+                                    mde: number | null;
+                                    cuped: {
+                                        control: number;
+                                        treatment: number;
+                                        difference: {
+                                            estimate: number;
+                                            lower: number;
+                                            upper: number;
+                                        };
+                                        varianceReduction: number | null;
+                                    } | null;
+                                }[];
+                                srm: {
+                                    control: components["schemas"]["Int"];
+                                    treatment: components["schemas"]["Int"];
+                                    chiSquare: number | null;
+                                    pValue: number | null;
+                                    mismatch: boolean | null;
+                                };
+                            };
+                        }[];
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
     "customer.startExperiment": {
         parameters: {
             query?: never;
@@ -5554,7 +5734,223 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": unknown;
+                    "application/json": {
+                        id: string;
+                        programId: string;
+                        holdoutPercent: components["schemas"]["Int"];
+                        startedAt: string;
+                        endedAt?: string;
+                        control: {
+                            members: components["schemas"]["Int"];
+                            retained: components["schemas"]["Int"];
+                            retention7d: number | null;
+                        };
+                        treatment: {
+                            members: components["schemas"]["Int"];
+                            retained: components["schemas"]["Int"];
+                            retention7d: number | null;
+                        };
+                        report: {
+                            horizons: {
+                                horizon: components["schemas"]["Int"];
+                                control: {
+                                    n: components["schemas"]["Int"];
+                                    retained: components["schemas"]["Int"];
+                                    rate: number | null;
+                                };
+                                treatment: {
+                                    n: components["schemas"]["Int"];
+                                    retained: components["schemas"]["Int"];
+                                    rate: number | null;
+                                };
+                                difference: {
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
+                                } | null;
+                                relative: {
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
+                                } | null;
+                                pValue: number | null;
+                                mde: number | null;
+                                cuped: {
+                                    control: number;
+                                    treatment: number;
+                                    difference: {
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
+                                    };
+                                    varianceReduction: number | null;
+                                } | null;
+                            }[];
+                            srm: {
+                                control: components["schemas"]["Int"];
+                                treatment: components["schemas"]["Int"];
+                                chiSquare: number | null;
+                                pValue: number | null;
+                                mismatch: boolean | null;
+                            };
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.experiment": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                programId: string;
+                /** @description a string at most 64 character(s) long */
+                experimentId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        programId: string;
+                        holdoutPercent: components["schemas"]["Int"];
+                        startedAt: string;
+                        endedAt?: string;
+                        control: {
+                            members: components["schemas"]["Int"];
+                            retained: components["schemas"]["Int"];
+                            retention7d: number | null;
+                        };
+                        treatment: {
+                            members: components["schemas"]["Int"];
+                            retained: components["schemas"]["Int"];
+                            retention7d: number | null;
+                        };
+                        report: {
+                            horizons: {
+                                horizon: components["schemas"]["Int"];
+                                control: {
+                                    n: components["schemas"]["Int"];
+                                    retained: components["schemas"]["Int"];
+                                    rate: number | null;
+                                };
+                                treatment: {
+                                    n: components["schemas"]["Int"];
+                                    retained: components["schemas"]["Int"];
+                                    rate: number | null;
+                                };
+                                difference: {
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
+                                } | null;
+                                relative: {
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
+                                } | null;
+                                pValue: number | null;
+                                mde: number | null;
+                                cuped: {
+                                    control: number;
+                                    treatment: number;
+                                    difference: {
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
+                                    };
+                                    varianceReduction: number | null;
+                                } | null;
+                            }[];
+                            srm: {
+                                control: components["schemas"]["Int"];
+                                treatment: components["schemas"]["Int"];
+                                chiSquare: number | null;
+                                pValue: number | null;
+                                mismatch: boolean | null;
+                            };
+                        };
+                    };
                 };
             };
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
@@ -5705,6 +6101,60 @@ export interface operations {
                         holdoutPercent: components["schemas"]["Int"];
                         startedAt: string;
                         endedAt?: string;
+                        control: {
+                            members: components["schemas"]["Int"];
+                            retained: components["schemas"]["Int"];
+                            retention7d: number | null;
+                        };
+                        treatment: {
+                            members: components["schemas"]["Int"];
+                            retained: components["schemas"]["Int"];
+                            retention7d: number | null;
+                        };
+                        report: {
+                            horizons: {
+                                horizon: components["schemas"]["Int"];
+                                control: {
+                                    n: components["schemas"]["Int"];
+                                    retained: components["schemas"]["Int"];
+                                    rate: number | null;
+                                };
+                                treatment: {
+                                    n: components["schemas"]["Int"];
+                                    retained: components["schemas"]["Int"];
+                                    rate: number | null;
+                                };
+                                difference: {
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
+                                } | null;
+                                relative: {
+                                    estimate: number;
+                                    lower: number;
+                                    upper: number;
+                                } | null;
+                                pValue: number | null;
+                                mde: number | null;
+                                cuped: {
+                                    control: number;
+                                    treatment: number;
+                                    difference: {
+                                        estimate: number;
+                                        lower: number;
+                                        upper: number;
+                                    };
+                                    varianceReduction: number | null;
+                                } | null;
+                            }[];
+                            srm: {
+                                control: components["schemas"]["Int"];
+                                treatment: components["schemas"]["Int"];
+                                chiSquare: number | null;
+                                pValue: number | null;
+                                mismatch: boolean | null;
+                            };
+                        };
                     };
                 };
             };

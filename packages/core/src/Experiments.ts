@@ -1,30 +1,21 @@
 /**
- * Proof experiments (docs/api.md#experiments-proof): a holdout of a program's members who receive
- * no outbound events, to measure what the events are worth. Membership of the control group is a
- * stable hash of (experiment, member), so no per-member row is written and every replica agrees.
- *
- * Retention, as reported by `current` and `stop`, on the live ledger only: a member *takes part*
- * when they have an active day on or after the start (the start's local date in the member's
- * zone) up to the end (or today); they are *retained* when they were active on some day at least
- * 7 days after their first active day since the start. `retention7d` = retained / members of the
- * group (null for an empty group). Members who joined less than 7 days ago count as not (yet)
- * retained, in both groups alike, so the comparison stays fair while the experiment runs.
+ * Proof experiments, the service (docs/api.md#experiments-proof): start, stop and read a
+ * program's holdout experiments with their report. The rules (groups, dates, the report) are the
+ * pure `ProofReport`; the counts come from the store (`ReportStore.cohorts`), so no member's rows
+ * reach the service, whatever the number of members.
  */
 import { Context, DateTime, Effect, Layer, Option } from "effect"
-import { createHash } from "node:crypto"
 import * as Calendar from "./Calendar.js"
-import { Experiment, StreakKey, type StreakRow } from "./Domain.js"
+import { Experiment } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
-import { DirectoryStore, ExperimentStore, StreakStore } from "./Ports.js"
+import * as Policy from "./Policy.js"
+import { DirectoryStore, ExperimentStore } from "./Ports.js"
+import * as ProofReport from "./ProofReport.js"
+import { ReportStore } from "./ReportStore.js"
 
-/**
- * Whether the member is in the control group: the first 4 bytes of
- * SHA-256(`${experimentId}:${userHash}`), as an unsigned integer, mod 100 < holdoutPercent.
- * Stable across processes and versions; a new experiment reshuffles the groups.
- */
-export const isControl = (experimentId: string, userHash: string, holdoutPercent: number): boolean =>
-  createHash("sha256").update(`${experimentId}:${userHash}`, "utf8").digest().readUInt32BE(0) % 100 < holdoutPercent
+/** Whether the member is in the control group (see `ProofReport.isControl`). */
+export const isControl = ProofReport.isControl
 
 /**
  * Whether the member is in the control group of the program's running experiment (false when none
@@ -40,91 +31,54 @@ export const inControlGroup = (
       Option.match({ onNone: () => false, onSome: (e) => isControl(e.id, userHash, e.holdoutPercent) })
     ))
 
-export interface GroupResult {
-  /** Members with an active day since the start. */
-  readonly members: number
-  /** Of those, members active again at least 7 days after their first active day since the start. */
-  readonly retained: number
-  /** `retained / members`, or null when the group is empty. */
-  readonly retention7d: number | null
-}
-
-export interface ExperimentResult {
-  readonly experiment: Experiment
-  /** Held out: never receives outbound events. */
-  readonly control: GroupResult
-  /** Everyone else: receives outbound events as usual. */
-  readonly treatment: GroupResult
-}
-
 export class Experiments extends Context.Tag("@streaks/core/Experiments")<Experiments, {
   /**
    * Starts an experiment on the program now. `holdoutPercent` must be an integer in 1..50; a
    * second experiment while one runs is refused with InvalidBody (message says why; the HTTP
-   * answer stays 400 `INVALID_BODY`, the only client error code the contract gives this route).
+   * answer stays 400 `INVALID_BODY`, the only client error code this route has).
    */
   readonly start: (
     programId: string,
     holdoutPercent: number
   ) => Effect.Effect<Experiment, InvalidBody | NotFound | StorageError>
-  /** The running experiment with its groups so far; NotFound when none runs. */
-  readonly current: (programId: string) => Effect.Effect<ExperimentResult, NotFound | StorageError>
-  /** Ends the running experiment now and returns its final groups; NotFound when none runs. */
-  readonly stop: (programId: string) => Effect.Effect<ExperimentResult, NotFound | StorageError>
+  /** The running experiment with its groups and report; NotFound when none runs. */
+  readonly current: (programId: string) => Effect.Effect<ProofReport.ExperimentReport, NotFound | StorageError>
+  /** One experiment of the program, running or ended; NotFound when the program has no such experiment. */
+  readonly get: (
+    programId: string,
+    experimentId: string
+  ) => Effect.Effect<ProofReport.ExperimentReport, NotFound | StorageError>
+  /** Every experiment of the program with its report, newest first. */
+  readonly history: (programId: string) => Effect.Effect<ReadonlyArray<ProofReport.ExperimentReport>, StorageError>
+  /** Ends the running experiment now and returns it with its final report; NotFound when none runs. */
+  readonly stop: (programId: string) => Effect.Effect<ProofReport.ExperimentReport, NotFound | StorageError>
 }>() {}
 
 const noneRunning = new NotFound({ message: "no running experiment" })
+const noSuchExperiment = new NotFound({ message: "experiment not found" })
 const now = Effect.map(DateTime.now, DateTime.toDateUtc)
-
-type Outcome = "none" | "joined" | "retained"
-
-const group = (outcomes: ReadonlyArray<Outcome>): GroupResult => {
-  const members = outcomes.filter((o) => o !== "none").length
-  const retained = outcomes.filter((o) => o === "retained").length
-  return { members, retained, retention7d: members === 0 ? null : retained / members }
-}
 
 export const make = Effect.gen(function*() {
   const directory = yield* DirectoryStore
   const experiments = yield* ExperimentStore
-  const streaks = yield* StreakStore
+  const reports = yield* ReportStore
 
-  /** One member's part in the experiment, from their active days in [start, until] (local dates). */
-  const outcome = (experiment: Experiment, until: Date, row: StreakRow): Effect.Effect<Outcome, StorageError> => {
-    const from = Calendar.localDate(experiment.startedAt, row.timezone)
-    // `lastActiveDay` is the latest active day: a member idle since before the start needs no read.
-    if (row.lastActiveDay === undefined || row.lastActiveDay < from) return Effect.succeed("none")
-    const key = new StreakKey({
-      projectId: row.projectId,
-      programId: row.programId,
-      userHash: row.userHash,
-      ledger: "live"
-    })
-    return Effect.map(streaks.days(key, { from, to: Calendar.localDate(until, row.timezone) }), (days) => {
-      const first = days[0]
-      const last = days[days.length - 1]
-      if (first === undefined || last === undefined) return "none"
-      return last >= Calendar.addDays(first, 7) ? "retained" : "joined"
-    })
-  }
-
-  const results = (experiment: Experiment, until: Date): Effect.Effect<ExperimentResult, StorageError> =>
+  const report = (experiment: Experiment): Effect.Effect<ProofReport.ExperimentReport, StorageError> =>
     Effect.gen(function*() {
-      const rows = yield* streaks.rows({ programId: experiment.programId, ledger: "live" })
-      const outcomes = yield* Effect.forEach(
-        rows,
-        (row) =>
-          Effect.map(
-            outcome(experiment, until, row),
-            (o) => [isControl(experiment.id, row.userHash, experiment.holdoutPercent), o] as const
-          ),
-        { concurrency: 8 }
+      const at = yield* now
+      const program = yield* directory.program(experiment.programId)
+      const dayStartHour = Option.match(program, { onNone: () => 0, onSome: (p) => Policy.of(p).dayStartHour })
+      const zones = yield* reports.zones(experiment.projectId, experiment.programId)
+      const windows = zones.filter(Calendar.isValidZone).map((zone) =>
+        ProofReport.windowOf(experiment, zone, dayStartHour, at)
       )
-      return {
-        experiment,
-        control: group(outcomes.filter(([c]) => c).map(([, o]) => o)),
-        treatment: group(outcomes.filter(([c]) => !c).map(([, o]) => o))
-      }
+      const cohorts = windows.length === 0
+        ? {
+          control: ProofReport.emptyGroup(ProofReport.horizons),
+          treatment: ProofReport.emptyGroup(ProofReport.horizons)
+        }
+        : yield* reports.cohorts(ProofReport.cohortQuery(experiment, windows))
+      return ProofReport.experimentReport(experiment, cohorts)
     })
 
   return Experiments.of({
@@ -152,8 +106,22 @@ export const make = Effect.gen(function*() {
       Effect.gen(function*() {
         const running = yield* experiments.running(Ids.unsafe("ProgramId", programId))
         if (Option.isNone(running)) return yield* noneRunning
-        return yield* results(running.value, yield* now)
+        return yield* report(running.value)
       }),
+
+    get: (programId, experimentId) =>
+      Effect.gen(function*() {
+        const all = yield* experiments.history(Ids.unsafe("ProgramId", programId))
+        const found = all.find((e) => e.id === experimentId)
+        if (found === undefined) return yield* noSuchExperiment
+        return yield* report(found)
+      }),
+
+    history: (programId) =>
+      Effect.flatMap(
+        experiments.history(Ids.unsafe("ProgramId", programId)),
+        (all) => Effect.forEach(all, report, { concurrency: 2 })
+      ),
 
     stop: (programId) =>
       Effect.gen(function*() {
@@ -164,12 +132,12 @@ export const make = Effect.gen(function*() {
         const experiment = ended.value.endedAt === undefined
           ? new Experiment({ ...ended.value, endedAt: at })
           : ended.value
-        return yield* results(experiment, experiment.endedAt ?? at)
+        return yield* report(experiment)
       })
   })
 })
 
-export const layer: Layer.Layer<Experiments, never, DirectoryStore | ExperimentStore | StreakStore> = Layer.effect(
+export const layer: Layer.Layer<Experiments, never, DirectoryStore | ExperimentStore | ReportStore> = Layer.effect(
   Experiments,
   make
 )

@@ -5,6 +5,7 @@
 import { Context, Effect, Layer } from "effect"
 import { makeCatalog } from "./internal/memoryCatalog.js"
 import { makeOutbox } from "./internal/memoryOutbox.js"
+import { makeReports } from "./internal/memoryReports.js"
 import { makeRunner, makeState } from "./internal/memoryState.js"
 import { makeAchievements, makeActionLog, makeIdempotency, makeStreaks } from "./internal/memoryStreaks.js"
 import { makeMembers, makeUsage } from "./internal/memoryTenancy.js"
@@ -20,6 +21,7 @@ import {
   Transactor,
   UsageStore
 } from "./Ports.js"
+import { ReportStore } from "./ReportStore.js"
 import * as StorageLayer from "./Storage.js"
 
 /**
@@ -43,7 +45,8 @@ export const make: Effect.Effect<Context.Context<Storage>> = Effect.sync(() => {
     Context.add(ActionLog, makeActionLog(state, runner)),
     Context.add(IdempotencyStore, makeIdempotency(state, runner)),
     Context.add(Outbox, makeOutbox(state, runner)),
-    Context.add(UsageStore, makeUsage(state, runner))
+    Context.add(UsageStore, makeUsage(state, runner)),
+    Context.add(ReportStore, makeReports(state, runner))
   )
 })
 

@@ -15,7 +15,7 @@ import {
   type Project,
   type Subscription
 } from "./Domain.js"
-import { isControl } from "./Experiments.js"
+import { isControl } from "./ProofReport.js"
 import type { MessageId, ProgramId, UserHash } from "./Ids.js"
 
 /** One event about one member's streak, with what its type adds to `data`. */

@@ -31,6 +31,7 @@ import {
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { Policy } from "./Policy.js"
+import type { ReportStore } from "./ReportStore.js"
 import type { UsageEntry } from "./Usage.js"
 import type {
   ApiKeyId,
@@ -406,6 +407,7 @@ export type Storage =
   | IdempotencyStore
   | Outbox
   | UsageStore
+  | ReportStore
 
 // Stores core builds on the `Catalog` (`Storage.layer`): services read and write tenancy through
 // them; an adapter does not implement them.
@@ -467,6 +469,8 @@ export class ExperimentStore extends Context.Tag("@streaks/core/ExperimentStore"
   readonly running: (programId: ProgramId) => Io<Option.Option<Experiment>>
   /** Ends the running experiment of the program at `at`; None if none was running. */
   readonly end: (programId: ProgramId, at: Date) => Io<Option.Option<Experiment>>
+  /** Every experiment of the program, running or ended, newest start first. */
+  readonly history: (programId: ProgramId) => Io<ReadonlyArray<Experiment>>
 }>() {}
 
 /** Every store services use: the ports and what `Storage.layer` builds on them. */

@@ -15,18 +15,20 @@
  * - Covered programs: `programId` when given (NotFound when the principal does not reach it,
  *   whether or not it exists), else every program of every workspace the principal reaches.
  * - Checks in order: range (InvalidBody), reach (NotFound), plan pause, then the report.
+ * - Every number is an aggregate the store computes (`ActionLog`, `ReportStore`): no member's
+ *   rows are read into the service, whatever the number of members.
  */
 import { Context, DateTime, Effect, Either, Layer, Option, Schema } from "effect"
 import * as Calendar from "./Calendar.js"
 import * as Credentials from "./Credentials.js"
 import * as EpochDay from "./internal/epochDay.js"
-import { type Program, StreakKey, type StreakRow } from "./Domain.js"
+import type { Program } from "./Domain.js"
 import { InvalidBody, type NotFound, type StorageError } from "./Errors.js"
 import * as Metering from "./Metering.js"
 import type { UsageStore } from "./Ports.js"
-import { ActionLog, type ActionQuery, DirectoryStore, StreakStore } from "./Ports.js"
-import { summaryOf } from "./internal/streakProgress.js"
+import { ActionLog, type ActionQuery, DirectoryStore } from "./Ports.js"
 import * as Policy from "./Policy.js"
+import { ReportStore } from "./ReportStore.js"
 import * as Streak from "./Streak.js"
 
 /** The query of a report: `from`/`to` are inclusive "YYYY-MM-DD" dates; `programId` narrows. */
@@ -179,7 +181,7 @@ const compareLabel = (a: string | null, b: string | null): number =>
 export const make = Effect.gen(function*() {
   const directory = yield* DirectoryStore
   const actions = yield* ActionLog
-  const streaks = yield* StreakStore
+  const aggregates = yield* ReportStore
   // One definition of "over the plan" (Metering's), on the same stores.
   const metering = yield* Metering.make
 
@@ -251,43 +253,42 @@ export const make = Effect.gen(function*() {
         (rows) => rows.filter((row) => row.date >= r.from && row.date <= r.to)
       )
 
-  /** Whether the streak of `row` has an active day in the range (one extra read at most). */
-  const activeIn = (row: StreakRow, r: DateRange): Effect.Effect<boolean, StorageError> => {
-    const last = row.lastActiveDay
-    if (last === undefined || last < r.from) return Effect.succeed(false)
-    if (last <= r.to) return Effect.succeed(true)
-    const key = new StreakKey({
-      projectId: row.projectId,
-      programId: row.programId,
-      userHash: row.userHash,
-      ledger: row.ledger
-    })
-    return Effect.map(
-      streaks.days(key, { from: r.from as Calendar.LocalDate, to: r.to as Calendar.LocalDate }),
-      (days) => days.length > 0
-    )
-  }
-
   const overview = (principal: Credentials.Principal, range: Range) =>
     report(principal, range, (programs, r, now) =>
       Effect.gen(function*() {
-        const members = new Set<string>()
-        const lengths = streakBuckets.map(() => 0)
-        for (const program of programs) {
-          for (const row of yield* streaks.rows({ programId: program.id, ledger: "live" })) {
-            const member = `${row.projectId}:${row.userHash}`
-            if (!members.has(member) && (yield* activeIn(row, r))) members.add(member)
-            const policy = Policy.of(program)
-            const { current } = Streak.evaluate(summaryOf(row, policy), now, row.timezone, policy)
-            const bucket = bucketOf(current)
-            if (bucket >= 0) lengths[bucket]! += 1
+        const programIds = programs.map((p) => p.id)
+        if (programIds.length === 0) {
+          return {
+            paused: false as const,
+            range: r,
+            activeStreakers: 0,
+            countedActions: 0,
+            streakLengths: streakBuckets.map((length) => ({ length, members: 0 }))
           }
         }
-        const counts = yield* countsInRange(programs, r)
+        const [activeStreakers, groups, counts] = yield* Effect.all([
+          aggregates.activeMembers({
+            programIds,
+            from: r.from as Calendar.LocalDate,
+            to: r.to as Calendar.LocalDate
+          }),
+          aggregates.streakSummaries(programIds),
+          countsInRange(programs, r)
+        ], { concurrency: 3 })
+        // Rows that share a summary and a zone share their current length: one evaluation per group.
+        const policies = new Map(programs.map((p) => [p.id as string, Policy.of(p)]))
+        const lengths = streakBuckets.map(() => 0)
+        for (const group of groups) {
+          const policy = policies.get(group.programId)
+          if (policy === undefined) continue
+          const { current } = Streak.evaluate(Streak.fromRow(group.summary, policy), now, group.timezone, policy)
+          const bucket = bucketOf(current)
+          if (bucket >= 0) lengths[bucket]! += group.members
+        }
         return {
           paused: false as const,
           range: r,
-          activeStreakers: members.size,
+          activeStreakers,
           countedActions: counts.reduce((sum, c) => sum + c.counted, 0),
           streakLengths: streakBuckets.map((length, i) => ({ length, members: lengths[i]! }))
         }
@@ -338,8 +339,8 @@ export const make = Effect.gen(function*() {
   return Reports.of({ overview, events, insights })
 })
 
-/** Reports on the storage ports (Metering's rules are built in, on the same stores). */
-export const layer: Layer.Layer<Reports, never, DirectoryStore | ActionLog | StreakStore | UsageStore> = Layer.effect(
+/** Reports on the storage ports and the store's aggregates (Metering's rules are built in, on the same stores). */
+export const layer: Layer.Layer<Reports, never, DirectoryStore | ActionLog | ReportStore | UsageStore> = Layer.effect(
   Reports,
   make
 )

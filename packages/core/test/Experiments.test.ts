@@ -93,9 +93,9 @@ describe("Experiments", () => {
       const refused = yield* Effect.flip(experiments.start(a.program.id, 20))
       assert.strictEqual(refused._tag, "InvalidBody")
       assert.include(refused.message ?? "", "already running")
-      assert.strictEqual((yield* experiments.current(a.program.id)).experiment.id, first.id)
+      assert.strictEqual((yield* experiments.current(a.program.id)).id, first.id)
       const stopped = yield* experiments.stop(a.program.id)
-      assert.isDefined(stopped.experiment.endedAt)
+      assert.isDefined(stopped.endedAt)
       assert.strictEqual((yield* Effect.flip(experiments.current(a.program.id)))._tag, "NotFound")
       assert.strictEqual((yield* Effect.flip(experiments.stop(a.program.id)))._tag, "NotFound")
       const second = yield* experiments.start(a.program.id, 20)
@@ -189,7 +189,7 @@ describe("Experiments", () => {
 
       const stopped = yield* experiments.stop(a.program.id)
       assert.deepStrictEqual(stopped.control, result.control)
-      assert.strictEqual(stopped.experiment.endedAt?.getTime(), Date.UTC(2026, 2, 25))
+      assert.strictEqual(stopped.endedAt, new Date(Date.UTC(2026, 2, 25)).toISOString())
     }).pipe(Effect.provide(layer)))
 
   it.effect("an empty group has a null retention rate", () =>
@@ -199,5 +199,101 @@ describe("Experiments", () => {
         Effect.zipRight(e.start(a.program.id, 5), e.current(a.program.id)))
       assert.deepStrictEqual(result.control, { members: 0, retained: 0, retention7d: null })
       assert.deepStrictEqual(result.treatment, { members: 0, retained: 0, retention7d: null })
+    }).pipe(Effect.provide(layer)))
+})
+
+describe("Experiments: the Proof report", () => {
+  // A name of the wanted group under this experiment (the groups are a hash: search a few names).
+  const nameIn = (experimentId: string, control: boolean, prefix: string) => {
+    for (let i = 0;; i++) if (isControl(experimentId, `${prefix}${i}`, 50) === control) return `${prefix}${i}`
+  }
+
+  it.effect("enrolment per zone, maturity against the last complete day, retention windows, pre-period and SRM", () =>
+    Effect.gen(function*() {
+      const a = yield* tenant()
+      const experiments = yield* Experiments
+      yield* TestClock.setTime(Date.UTC(2026, 2, 1))
+      const started = yield* experiments.start(a.program.id, 50)
+      const [ctlA, ctlE, trtB, trtL] = [
+        nameIn(started.id, true, "a"),
+        nameIn(started.id, true, "e"),
+        nameIn(started.id, false, "b"),
+        nameIn(started.id, false, "l")
+      ]
+      // Control A: enrolled 03-01; back on 03-02 (h=1) and 03-09 (h=7); two days in the pre-period.
+      yield* seed(a.program, ctlA, ["2026-02-20", "2026-02-25", "2026-03-01", "2026-03-02", "2026-03-09"])
+      // Control E: enrolled 03-15, too late to mature at any horizon by 03-19.
+      yield* seed(a.program, ctlE, ["2026-03-15"])
+      // Treatment B: enrolled 03-05, never back.
+      yield* seed(a.program, trtB, ["2026-03-05"])
+      // Treatment L in Los Angeles: the start instant is 02-28 there, so 02-28 enrols them.
+      yield* seed(a.program, trtL, ["2026-02-28", "2026-03-01"], { zone: "America/Los_Angeles" })
+      // Neither active since the start, nor on the live ledger: in no cohort.
+      yield* seed(a.program, nameIn(started.id, true, "c"), ["2026-02-27"])
+      yield* seed(a.program, nameIn(started.id, false, "d"), ["2026-03-03"], { ledger: "test" })
+
+      yield* TestClock.setTime(Date.UTC(2026, 2, 20, 12))
+      const result = yield* experiments.current(a.program.id)
+      assert.deepStrictEqual(result.control, { members: 2, retained: 1, retention7d: 0.5 })
+      assert.deepStrictEqual(result.treatment, { members: 2, retained: 0, retention7d: 0 })
+      assert.deepStrictEqual(result.report.horizons.map((h) => h.horizon), [1, 7, 14, 30])
+      const [h1, h7, h14, h30] = result.report.horizons
+      // Last complete day 03-19: h = 1 needs e ≤ 03-12, h = 7 needs e ≤ 03-06, h = 14 needs e ≤ 02-27.
+      assert.deepStrictEqual(h1!.control, { n: 1, retained: 1, rate: 1 })
+      // L (enrolled 02-28 in their zone) is back on 03-01; B is not.
+      assert.deepStrictEqual(h1!.treatment, { n: 2, retained: 1, rate: 0.5 })
+      assert.deepStrictEqual(h7!.control, { n: 1, retained: 1, rate: 1 })
+      assert.deepStrictEqual(h7!.treatment, { n: 2, retained: 0, rate: 0 })
+      assert.deepStrictEqual(h14!.treatment, { n: 0, retained: 0, rate: null })
+      assert.deepStrictEqual(h30!.control, { n: 0, retained: 0, rate: null })
+      // Both groups matured at h = 1 and 7: the statistics are there; at 14 and 30 they are null.
+      assert.isNotNull(h1!.difference)
+      assert.closeTo(h1!.difference!.estimate, -0.5, 1e-12)
+      assert.isNull(h14!.difference)
+      assert.isNull(h14!.pValue)
+      assert.isNull(h14!.mde)
+      // Relative lift (0 − 1) / 1 at h = 7.
+      assert.closeTo(h7!.relative!.estimate, -1, 1e-12)
+      // CUPED needs two matured members per group: control has one.
+      assert.isNull(h1!.cuped)
+      assert.deepStrictEqual(
+        { control: result.report.srm.control, treatment: result.report.srm.treatment },
+        { control: 2, treatment: 2 }
+      )
+      assert.strictEqual(result.report.srm.chiSquare, 0)
+      assert.strictEqual(result.report.srm.pValue, 1)
+      assert.isFalse(result.report.srm.mismatch)
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("CUPED per horizon uses the pre-period days; an experiment's report stays readable after it ends", () =>
+    Effect.gen(function*() {
+      const a = yield* tenant()
+      const experiments = yield* Experiments
+      yield* TestClock.setTime(Date.UTC(2026, 2, 1))
+      const started = yield* experiments.start(a.program.id, 50)
+      const members: Array<readonly [string, ReadonlyArray<string>]> = []
+      for (const [i, control] of [[0, true], [1, true], [2, true], [3, false], [4, false], [5, false]] as const) {
+        const name = nameIn(started.id, control, `m${i}_`)
+        // i pre-period days, then enrolment on 03-01 and i more days after it.
+        const pre = Array.from({ length: i }, (_, k) => `2026-02-${String(10 + k).padStart(2, "0")}`)
+        const after = Array.from({ length: i }, (_, k) => `2026-03-${String(2 + k).padStart(2, "0")}`)
+        members.push([name, [...pre, "2026-03-01", ...after]])
+      }
+      for (const [name, days] of members) yield* seed(a.program, name, days)
+      yield* TestClock.setTime(Date.UTC(2026, 3, 15))
+      yield* experiments.stop(a.program.id)
+      yield* TestClock.setTime(Date.UTC(2026, 5, 1))
+      const got = yield* experiments.get(a.program.id, started.id)
+      assert.strictEqual(got.endedAt, new Date(Date.UTC(2026, 3, 15)).toISOString())
+      const h7 = got.report.horizons[1]!
+      assert.strictEqual(h7.control.n, 3)
+      assert.strictEqual(h7.treatment.n, 3)
+      // y = active days in [03-01, 03-08) = 1 + i: perfectly explained by x = i, so CUPED removes all variance.
+      assert.isNotNull(h7.cuped)
+      assert.closeTo(h7.cuped!.varianceReduction!, 1, 1e-9)
+      assert.closeTo(h7.cuped!.difference.estimate, 0, 1e-9)
+      const history = yield* experiments.history(a.program.id)
+      assert.deepStrictEqual(history.map((e) => e.id), [started.id])
+      assert.strictEqual((yield* Effect.flip(experiments.get(a.program.id, "exp_unknown")))._tag, "NotFound")
     }).pipe(Effect.provide(layer)))
 })

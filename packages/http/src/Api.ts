@@ -336,6 +336,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
 
 const programId = HttpApiSchema.param("programId", S.text(S.bounds.id))
 const userHash = HttpApiSchema.param("userHash", S.text(S.bounds.userHash))
+const experimentId = HttpApiSchema.param("experimentId", S.ExperimentId)
 
 export class CustomerGroup extends HttpApiGroup.make("customer")
   .annotateContext(Doc.group({
@@ -464,18 +465,42 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       }))
   )
   .add(
-    HttpApiEndpoint.get("currentExperiment")`/programs/${programId}/experiments/current`.addSuccess(Schema.Unknown)
+    HttpApiEndpoint.get("currentExperiment")`/programs/${programId}/experiments/current`
+      .addSuccess(S.ExperimentReport)
       .annotateContext(Doc.route({
-        summary: "The program's running experiment and its results",
-        description: "Member counts and 7-day retention of the control and treatment groups.",
+        summary: "The program's running experiment and its report",
+        description: "The groups' enrolled and returning members, and the Proof report: per horizon (1, 7, 14 and " +
+          "30 days after enrolment) each group's matured and retained members, the difference of the retention " +
+          "rates with its 95 % interval, the relative lift, the p-value, the minimum detectable effect and CUPED; " +
+          "and the sample-ratio check of the enrolled counts.",
         errors: ["NOT_FOUND"]
       }))
   )
   .add(
-    HttpApiEndpoint.post("stopExperiment")`/programs/${programId}/experiments/current/stop`.addSuccess(S.ExperimentView)
+    HttpApiEndpoint.get("listExperiments")`/programs/${programId}/experiments`
+      .addSuccess(Schema.Struct({ experiments: Schema.Array(S.ExperimentReport) }))
+      .annotateContext(Doc.route({
+        summary: "Every experiment of the program with its report",
+        description:
+          "Running and ended experiments, newest first, each as `GET …/experiments/{experimentId}` answers it.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("experiment")`/programs/${programId}/experiments/${experimentId}`
+      .addSuccess(S.ExperimentReport)
+      .annotateContext(Doc.route({
+        summary: "One experiment of the program, running or ended, with its report",
+        description: "The same answer as `…/experiments/current`, for any experiment of the program.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("stopExperiment")`/programs/${programId}/experiments/current/stop`
+      .addSuccess(S.ExperimentReport)
       .annotateContext(Doc.route({
         summary: "Stop the program's running experiment",
-        description: "Its results stay readable.",
+        description: "Answers the experiment with its end and final report; it stays readable.",
         errors: ["NOT_FOUND"]
       }))
   )

@@ -4,7 +4,7 @@
  * (docs/api.md#read-a-members-state-get-v1state), policies (docs/api.md#streak-policies). Shared by
  * server and client.
  */
-import { Domain, Policy, Provisioning } from "@streaks/core"
+import { Domain, Policy, ProofReport, Provisioning } from "@streaks/core"
 import { Schema } from "effect"
 
 /**
@@ -465,6 +465,12 @@ export const ExperimentView = Schema.Struct({
   startedAt: Schema.String,
   endedAt: Schema.optional(Schema.String)
 })
+
+/** An experiment id in a path (`exp_…`), bounded like every id. */
+export const ExperimentId = Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))
+
+/** An experiment with its groups and Proof report (docs/api.md, "Proof report"). */
+export const ExperimentReport = ProofReport.ExperimentReport
 
 export const Health = Schema.Struct({ status: Schema.Literal("ok") })
 

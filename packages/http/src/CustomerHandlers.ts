@@ -127,9 +127,14 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           Effect.map(experiments.start(program.id, payload.holdoutPercent), Views.experiment)))
       .handle("currentExperiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
-          Effect.map(experiments.current(program.id), Views.experimentResult)))
+          experiments.current(program.id)))
+      .handle("listExperiments", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          Effect.map(experiments.history(program.id), (all) => ({ experiments: all }))))
+      .handle("experiment", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          experiments.get(program.id, path.experimentId)))
       .handle("stopExperiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
-          Effect.map(experiments.stop(program.id), (r) =>
-            Views.experiment(r.experiment))))
+          experiments.stop(program.id)))
   }))

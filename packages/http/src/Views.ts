@@ -1,7 +1,7 @@
 /**
  * How domain values are shown over HTTP: never a hash or a sealed secret, dates as ISO strings.
  */
-import type { Domain, Experiments } from "@streaks/core"
+import type { Domain } from "@streaks/core"
 import { Policy } from "@streaks/core"
 
 export const milestone = (m: Domain.Milestone) => ({
@@ -58,9 +58,4 @@ export const experiment = (e: Domain.Experiment) => ({
   holdoutPercent: e.holdoutPercent,
   startedAt: e.startedAt.toISOString(),
   ...(e.endedAt !== undefined ? { endedAt: e.endedAt.toISOString() } : {})
-})
-
-export const experimentResult = (r: Experiments.ExperimentResult) => ({
-  ...experiment(r.experiment),
-  groups: { control: r.control, treatment: r.treatment }
 })

@@ -249,7 +249,7 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
       expect(back.body).toMatchObject({ paused: false, activeStreakers: 4, countedActions: 4 })
     }).pipe(Effect.orDie))
 
-  it.effect("experiments: start, read with groups, stop; a running one ends when a subscription is created or deleted", () =>
+  it.effect("experiments: start, read with groups and report, stop; a running one ends when a subscription is created or deleted", () =>
     Effect.gen(function*() {
       const t = yield* withKey()
       yield* live(t)
@@ -262,8 +262,8 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
       for (const m of members) yield* serverEvent(t, { userHash: m })
       const current = yield* api(t.apiKey, `/programs/${t.programId}/experiments/current`)
       const control = members.filter((m) => Experiments.isControl(started.body.id, m, 50)).length
-      expect(current.body.groups.control.members).toBe(control)
-      expect(current.body.groups.treatment.members).toBe(members.length - control)
+      expect(current.body.control.members).toBe(control)
+      expect(current.body.treatment.members).toBe(members.length - control)
       const stopped = yield* api(t.apiKey, `/programs/${t.programId}/experiments/current/stop`, { method: "POST" })
       expect(stopped.body.endedAt).toBeDefined()
       expect((yield* api(t.apiKey, `/programs/${t.programId}/experiments/current`)).status).toBe(404)

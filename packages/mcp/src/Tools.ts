@@ -7,10 +7,12 @@ import {
   Credentials,
   Errors,
   EventInput,
+  Experiments,
   Ingest,
   Metering,
   Policy,
   Ports,
+  ProofReport,
   StateQuery,
   Streak,
   StreakPolicies
@@ -20,6 +22,7 @@ import { Clock, Effect, JSONSchema, Option, type ParseResult, Schema } from "eff
 /** What the tools need from their context: core services and two storage ports (reach, at-risk rows). */
 export type Requirements =
   | Credentials.Credentials
+  | Experiments.Experiments
   | StateQuery.StateQuery
   | StreakPolicies.StreakPolicies
   | Ingest.Ingest
@@ -396,6 +399,33 @@ const getUsage = tool({
     })
 })
 
+const getExperimentReport = tool({
+  name: "get_experiment_report",
+  title: "Get a Proof experiment's report",
+  description: "A Proof experiment of the program (a holdout group that receives no outbound events) with its " +
+    "report, as the customer REST API answers it: the groups' enrolled members; per horizon (1, 7, 14, 30 days " +
+    "after a member's first active day since the start) matured and retained members per group, the difference " +
+    "of retention rates (treatment − control) with a 95 % interval, the relative lift, the p-value, the minimum " +
+    "detectable effect and CUPED; and a sample-ratio check (mismatch: the groups are not the size they should " +
+    "be). Default: the running experiment.",
+  input: Schema.Struct({
+    programId: ProgramId,
+    experimentId: Schema.optional(Schema.String.pipe(Schema.minLength(1), Schema.maxLength(64))).annotations({
+      description: "An experiment id (exp_…) of the program, running or ended (default: the running one)"
+    })
+  }),
+  output: ProofReport.ExperimentReport,
+  readOnly: true,
+  run: (caller, { experimentId, programId }) =>
+    Effect.gen(function*() {
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const experiments = yield* Experiments.Experiments
+      return yield* (experimentId === undefined
+        ? experiments.current(program.id)
+        : experiments.get(program.id, experimentId))
+    })
+})
+
 /** Every tool, in the order `tools/list` gives them. */
 export const all: ReadonlyArray<Tool> = [
   listPrograms,
@@ -403,7 +433,8 @@ export const all: ReadonlyArray<Tool> = [
   explainStreak,
   recordAction,
   listAtRisk,
-  getUsage
+  getUsage,
+  getExperimentReport
 ]
 
 const byName = new Map(all.map((t) => [t.descriptor.name, t]))

@@ -7,7 +7,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
-import { Credentials, OutboxSignal, Provisioning, SecretBox, Services } from "@streaks/core"
+import { Credentials, Experiments, OutboxSignal, Provisioning, SecretBox, Services } from "@streaks/core"
 import * as MemoryStorage from "@streaks/core/MemoryStorage"
 import { Effect, Layer, TestClock } from "effect"
 import * as Protocol from "../src/Protocol.js"
@@ -61,7 +61,7 @@ const texts = (result: Record<string, unknown>) =>
   (result["content"] as ReadonlyArray<{ readonly type: string; readonly text?: string }>).map((c) => c.text)
 
 describe("tools/list", () => {
-  it.scoped("lists the six tools, each with an object input and output schema; only record_action writes", () =>
+  it.scoped("lists the seven tools, each with an object input and output schema; only record_action writes", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
       const client = yield* connect(t.mcpToken)
@@ -72,7 +72,8 @@ describe("tools/list", () => {
         "explain_streak",
         "record_action",
         "list_at_risk",
-        "get_usage"
+        "get_usage",
+        "get_experiment_report"
       ])
       for (const tool of tools) {
         assert.strictEqual(tool.inputSchema.type, "object", tool.name)
@@ -129,6 +130,43 @@ describe("list_at_risk", () => {
     }).pipe(Effect.provide(layer)))
 })
 
+describe("get_experiment_report", () => {
+  it.scoped("answers the running experiment, or the one named, with its report; none running is NOT_FOUND", () =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(NOW - 20 * DAY)
+      const t = yield* tenant()
+      const client = yield* connect(t.mcpToken)
+      const none = yield* call(client, "get_experiment_report", { programId: t.program.id })
+      assert.deepStrictEqual([none.isError, texts(none)], [true, ["NOT_FOUND"]])
+      const experiments = yield* Experiments.Experiments
+      const started = yield* experiments.start(t.program.id, 20)
+      for (const ago of [19, 17]) {
+        yield* TestClock.setTime(NOW - ago * DAY)
+        for (let m = 0; m < 12; m++) {
+          const done = yield* call(client, "record_action", { programId: t.program.id, userHash: `m${m}` })
+          assert.isUndefined(done.isError)
+        }
+      }
+      yield* TestClock.setTime(NOW)
+      const result = yield* call(client, "get_experiment_report", { programId: t.program.id })
+      assert.isUndefined(result.isError)
+      const report = result.structuredContent as Record<string, any>
+      assert.strictEqual(report["id"], started.id)
+      assert.deepStrictEqual(report, yield* experiments.current(t.program.id))
+      assert.strictEqual(report["report"].srm.control + report["report"].srm.treatment, 12)
+      assert.deepStrictEqual(report["report"].horizons.map((h: { horizon: number }) => h.horizon), [1, 7, 14, 30])
+      // Enrolled 19 days ago and back 2 days later: retained at h = 1 (everyone matured), not at 7.
+      const h1 = report["report"].horizons[0]
+      assert.strictEqual(h1.control.n + h1.treatment.n, 12)
+      assert.strictEqual(h1.control.retained + h1.treatment.retained, 12)
+      yield* experiments.stop(t.program.id)
+      const named = yield* call(client, "get_experiment_report", { programId: t.program.id, experimentId: started.id })
+      assert.strictEqual((named.structuredContent as Record<string, unknown>)["endedAt"], new Date(NOW).toISOString())
+      const unknown = yield* call(client, "get_experiment_report", { programId: t.program.id, experimentId: "exp_x" })
+      assert.deepStrictEqual(texts(unknown), ["NOT_FOUND"])
+    }).pipe(Effect.provide(layer)))
+})
+
 describe("errors", () => {
   it.scoped("a program of another workspace and an unknown one both answer NOT_FOUND, and nothing else", () =>
     Effect.gen(function*() {
@@ -141,7 +179,8 @@ describe("errors", () => {
             ["get_member_streak", { programId, userHash: "m1" }],
             ["explain_streak", { programId, userHash: "m1" }],
             ["record_action", { programId, userHash: "m1" }],
-            ["list_at_risk", { programId }]
+            ["list_at_risk", { programId }],
+            ["get_experiment_report", { programId }]
           ] as const
         ) {
           const result = yield* call(client, name, args)

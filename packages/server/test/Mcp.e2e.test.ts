@@ -173,7 +173,8 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           "explain_streak",
           "record_action",
           "list_at_risk",
-          "get_usage"
+          "get_usage",
+          "get_experiment_report"
         ])
         for (const tool of tools) {
           expect(tool.inputSchema.type).toBe("object")
@@ -228,6 +229,16 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       expect((yield* call(client, "get_usage")).structuredContent).toEqual((yield* rest(key, "/usage")).body)
       expect((yield* call(client, "get_usage", { month: "2025-01" })).structuredContent)
         .toEqual((yield* rest(key, "/usage?month=2025-01")).body)
+
+      // The Proof report: the tool's answer is the REST one, running or named.
+      const started = (yield* rest(key, `/programs/${t.programId}/experiments`, { holdoutPercent: 20 })).body
+      const viaTool = (yield* call(client, "get_experiment_report", { programId: t.programId })).structuredContent
+      expect(viaTool).toEqual((yield* rest(key, `/programs/${t.programId}/experiments/current`)).body)
+      expect(
+        (yield* call(client, "get_experiment_report", { programId: t.programId, experimentId: started.id }))
+          .structuredContent
+      ).toEqual((yield* rest(key, `/programs/${t.programId}/experiments/${started.id}`)).body)
+      expect((viaTool as any).report.horizons).toHaveLength(4)
 
       // At risk: alive but today not kept; each listed with the current the member view shows.
       const atRisk = (yield* call(client, "list_at_risk", { programId: t.programId })).structuredContent as any

@@ -98,7 +98,8 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
         "explain_streak",
         "record_action",
         "list_at_risk",
-        "get_usage"
+        "get_usage",
+        "get_experiment_report"
       ])
       const call = (name: string, args: Record<string, unknown> = {}) =>
         Effect.promise(() => client.callTool({ name, arguments: args }))

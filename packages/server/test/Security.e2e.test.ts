@@ -194,6 +194,10 @@ const probes = (victim: Tenant) => {
       body: { holdoutPercent: 20 }
     }],
     "GET /v1/api/programs/{programId}/experiments/current": [{ path: `/programs/${v.programId}/experiments/current` }],
+    "GET /v1/api/programs/{programId}/experiments": [{ path: `/programs/${v.programId}/experiments` }],
+    "GET /v1/api/programs/{programId}/experiments/{experimentId}": [{
+      path: `/programs/${v.programId}/experiments/${v.experimentId}`
+    }],
     "POST /v1/api/programs/{programId}/experiments/current/stop": [{
       path: `/programs/${v.programId}/experiments/current/stop`,
       method: "POST"
@@ -238,66 +242,70 @@ const connectMcp = (token: string) =>
     ))
 
 layer(server, { timeout: 180_000 })("security probes", (it) => {
-  it.scoped("no credential of workspace A reaches workspace B through any customer route or MCP tool (0 leaks, nothing changed)", () =>
-    Effect.gen(function*() {
-      const a = yield* tenant("alpha")
-      const b = yield* tenant("bravo")
-      const before = yield* standing(b)
-      const document = (yield* http("/openapi.json")).body as { paths: Record<string, Record<string, unknown>> }
-      const routes = Object.entries(document.paths).flatMap(([path, methods]) =>
-        path.startsWith("/v1/api/") ? Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`) : []
-      )
-      const table = probes(b)
-      expect(routes.filter((r) => table[r] === undefined), "customer routes without a probe").toEqual([])
-      const findings: Array<string> = []
-      let calls = 0
-      for (const [kind, token] of Object.entries(a.credentials)) {
-        for (const route of routes) {
-          for (const probe of table[route]!) {
-            const reply = yield* rest(token, probe.path, {
-              ...(probe.method !== undefined ? { method: probe.method } : {}),
-              ...(probe.body !== undefined ? { body: probe.body } : {})
-            })
+  it.scoped(
+    "no credential of workspace A reaches workspace B through any customer route or MCP tool (0 leaks, nothing changed)",
+    () =>
+      Effect.gen(function*() {
+        const a = yield* tenant("alpha")
+        const b = yield* tenant("bravo")
+        const before = yield* standing(b)
+        const document = (yield* http("/openapi.json")).body as { paths: Record<string, Record<string, unknown>> }
+        const routes = Object.entries(document.paths).flatMap(([path, methods]) =>
+          path.startsWith("/v1/api/") ? Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`) : []
+        )
+        const table = probes(b)
+        expect(routes.filter((r) => table[r] === undefined), "customer routes without a probe").toEqual([])
+        const findings: Array<string> = []
+        let calls = 0
+        for (const [kind, token] of Object.entries(a.credentials)) {
+          for (const route of routes) {
+            for (const probe of table[route]!) {
+              const reply = yield* rest(token, probe.path, {
+                ...(probe.method !== undefined ? { method: probe.method } : {}),
+                ...(probe.body !== undefined ? { body: probe.body } : {})
+              })
+              calls++
+              const leaked = leaks(reply.text, b)
+              if (leaked.length > 0) {
+                findings.push(`${kind} ${route} ${probe.path}: ${reply.status} shows ${leaked.join(", ")}`)
+              }
+              const targetsVictim = probe.path.includes(b.ids.programId) || probe.path.includes(b.ids.subscriptionId) ||
+                (probe.body as { programId?: string } | undefined)?.programId === b.ids.programId
+              if (targetsVictim && reply.status < 400) {
+                findings.push(`${kind} ${route} ${probe.path}: answered ${reply.status}`)
+              }
+              if (kind === "mcp" && reply.status !== 401) findings.push(`mcp token on REST ${route}: ${reply.status}`)
+              if (reply.status >= 500) findings.push(`${kind} ${route} ${probe.path}: ${reply.status} ${reply.text}`)
+            }
+          }
+        }
+        // MCP: every tool, with each of A's credentials, on B's program where the tool takes one.
+        for (const [kind, token] of Object.entries(a.credentials)) {
+          const client = yield* connectMcp(token)
+          const { tools } = yield* Effect.promise(() => client.listTools())
+          for (const tool of tools) {
+            const properties = Object.keys(
+              (tool.inputSchema as { properties?: Record<string, unknown> }).properties ?? {}
+            )
+            const args: Record<string, unknown> = {}
+            if (properties.includes("programId")) args["programId"] = b.ids.programId
+            if (properties.includes("userHash")) args["userHash"] = b.ids.member
+            const result = yield* Effect.promise(() => client.callTool({ name: tool.name, arguments: args }))
             calls++
-            const leaked = leaks(reply.text, b)
-            if (leaked.length > 0) {
-              findings.push(`${kind} ${route} ${probe.path}: ${reply.status} shows ${leaked.join(", ")}`)
+            const text = JSON.stringify(result)
+            const leaked = leaks(text, b)
+            if (leaked.length > 0) findings.push(`${kind} MCP ${tool.name}: shows ${leaked.join(", ")}`)
+            if (properties.includes("programId") && result["isError"] !== true) {
+              findings.push(`${kind} MCP ${tool.name}: no error on B's program`)
             }
-            const targetsVictim = probe.path.includes(b.ids.programId) || probe.path.includes(b.ids.subscriptionId) ||
-              (probe.body as { programId?: string } | undefined)?.programId === b.ids.programId
-            if (targetsVictim && reply.status < 400) {
-              findings.push(`${kind} ${route} ${probe.path}: answered ${reply.status}`)
-            }
-            if (kind === "mcp" && reply.status !== 401) findings.push(`mcp token on REST ${route}: ${reply.status}`)
-            if (reply.status >= 500) findings.push(`${kind} ${route} ${probe.path}: ${reply.status} ${reply.text}`)
           }
         }
-      }
-      // MCP: every tool, with each of A's credentials, on B's program where the tool takes one.
-      for (const [kind, token] of Object.entries(a.credentials)) {
-        const client = yield* connectMcp(token)
-        const { tools } = yield* Effect.promise(() => client.listTools())
-        for (const tool of tools) {
-          const properties = Object.keys(
-            (tool.inputSchema as { properties?: Record<string, unknown> }).properties ?? {}
-          )
-          const args: Record<string, unknown> = {}
-          if (properties.includes("programId")) args["programId"] = b.ids.programId
-          if (properties.includes("userHash")) args["userHash"] = b.ids.member
-          const result = yield* Effect.promise(() => client.callTool({ name: tool.name, arguments: args }))
-          calls++
-          const text = JSON.stringify(result)
-          const leaked = leaks(text, b)
-          if (leaked.length > 0) findings.push(`${kind} MCP ${tool.name}: shows ${leaked.join(", ")}`)
-          if (properties.includes("programId") && result["isError"] !== true) {
-            findings.push(`${kind} MCP ${tool.name}: no error on B's program`)
-          }
-        }
-      }
-      expect(findings).toEqual([])
-      expect(calls).toBeGreaterThan(3 * routes.length)
-      expect(yield* standing(b)).toEqual(before)
-    }))
+        expect(findings).toEqual([])
+        expect(calls).toBeGreaterThan(3 * routes.length)
+        expect(yield* standing(b)).toEqual(before)
+      }),
+    120_000
+  )
 
   it.effect("no plaintext secret appears in the log or in a dump of every table", () =>
     Effect.gen(function*() {

@@ -22,6 +22,7 @@ import {
 } from "@streaks/core/Ports"
 import { StateStore } from "@streaks/core/StateStore"
 import * as StorageLayer from "@streaks/core/Storage"
+import { aggregatesSuite } from "./internal/aggregates.js"
 import { batchSuite } from "./internal/batches.js"
 import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./internal/delivery.js"
 import {
@@ -215,4 +216,5 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     batchSuite(it)
     ingestSuite(it)
     standingSuite(it)
+    aggregatesSuite(it)
   })

@@ -23,6 +23,7 @@ import {
   Transactor,
   UsageStore
 } from "@streaks/core/Ports"
+import { ReportStore } from "@streaks/core/ReportStore"
 import { StateStore } from "@streaks/core/StateStore"
 import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
@@ -35,6 +36,7 @@ import * as PgIngest from "./internal/ingestStore.js"
 import { makeMemberStore } from "./internal/memberStore.js"
 import { makeOutbox } from "./internal/outbox.js"
 import * as Pools from "./internal/pools.js"
+import { makeReportStore } from "./internal/reportStore.js"
 import { type Ctx, makeQuery, makeTables } from "./internal/sql.js"
 import { makeStateStore } from "./internal/stateStore.js"
 import { makeStreakStore } from "./internal/streakStore.js"
@@ -81,6 +83,7 @@ export const make = (
     Context.add(IdempotencyStore, stores.idempotency),
     Context.add(Outbox, stores.outbox),
     Context.add(UsageStore, stores.usage),
+    Context.add(ReportStore, makeReportStore(ctx)),
     // Ingest's reads and writes as whole statements of their own (internal/ingestStore.ts), and
     // the widgets' read in one statement (internal/stateStore.ts).
     Context.add(IngestStore, PgIngest.make(stores)),

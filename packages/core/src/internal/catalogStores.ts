@@ -94,5 +94,10 @@ export const experiments = (catalog: CatalogApi): ExperimentStore["Type"] =>
   ExperimentStore.of({
     start: (experiment) => catalog.insert("experiment", experiment),
     running: (programId) => first(catalog.find("experiment", { programId, endedAt: null })),
-    end: (programId, at) => first(catalog.update("experiment", { programId, endedAt: null }, { endedAt: at }))
+    end: (programId, at) => first(catalog.update("experiment", { programId, endedAt: null }, { endedAt: at })),
+    history: (programId) =>
+      Effect.map(
+        catalog.find("experiment", { programId }),
+        (found) => [...found].sort((a, b) => b.startedAt.getTime() - a.startedAt.getTime() || (a.id < b.id ? 1 : -1))
+      )
   })

@@ -1,0 +1,161 @@
+/**
+ * `ReportStore` on Postgres: each aggregate is one statement over the streak rows and activity
+ * days of the programs asked about, read through their primary keys (project, program, …), so
+ * only those programs' rows are read and only counts and sums come back.
+ */
+import type { FreezeGrant } from "@streaks/core/Domain"
+import type { ProgramId } from "@streaks/core/Ids"
+import * as ProofReport from "@streaks/core/ProofReport"
+import type { ReportStore } from "@streaks/core/ReportStore"
+import { Effect } from "effect"
+import { type Ctx, io, opt, toOptionalLocalDate } from "./sql.js"
+
+const num = (value: unknown): number => value === null || value === undefined ? 0 : Number(value)
+
+export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
+  // The programs' (project, program) pairs: the leading columns of both tables' primary keys.
+  const programsOf = (ids: ReadonlyArray<string>) =>
+    sql`(project_id, program_id) IN (SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[...ids]}::text[]))`
+
+  return {
+    activeMembers: (q) =>
+      q.programIds.length === 0
+        ? Effect.succeed(0)
+        : sql`SELECT count(*)::bigint AS n FROM (
+              SELECT DISTINCT project_id, user_hash FROM ${t.activity_days}
+              WHERE ${programsOf(q.programIds)} AND ledger = 'live' AND day >= ${q.from}::date AND day <= ${q.to}::date
+            ) AS members`.pipe(
+          Effect.map((rows) => num(rows[0]?.n)),
+          io("ReportStore.activeMembers")
+        ),
+
+    streakSummaries: (programIds) =>
+      programIds.length === 0
+        ? Effect.succeed([])
+        : sql`SELECT program_id, timezone, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run,
+              period_days, freezes, grants, count(*)::bigint AS members
+            FROM ${t.streaks} WHERE ${programsOf(programIds)} AND ledger = 'live'
+            GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants`.pipe(
+          Effect.map((rows) =>
+            rows.map((r) => ({
+              programId: r.program_id as ProgramId,
+              timezone: r.timezone as string,
+              summary: {
+                ...opt("lastActiveDay", toOptionalLocalDate(r.last_active_day)),
+                run: r.run as number,
+                best: 0,
+                ...opt("periodDays", r.period_days as number | null),
+                ...opt("freezes", r.freezes as number | null),
+                ...opt("grants", r.grants as ReadonlyArray<FreezeGrant> | null)
+              },
+              members: num(r.members)
+            }))
+          ),
+          io("ReportStore.streakSummaries")
+        ),
+
+    zones: (projectId, programId) =>
+      sql`SELECT DISTINCT timezone FROM ${t.streaks}
+          WHERE project_id = ${projectId} AND program_id = ${programId} AND ledger = 'live'`.pipe(
+        Effect.map((rows) => rows.map((r) => r.timezone as string)),
+        io("ReportStore.zones")
+      ),
+
+    cohorts: (q) => {
+      if (q.windows.length === 0) {
+        return Effect.succeed({
+          control: ProofReport.emptyGroup(q.horizons),
+          treatment: ProofReport.emptyGroup(q.horizons)
+        })
+      }
+      const w = q.windows
+      // Integers only reach the statement's text (the horizons' columns are built from them).
+      const int = (n: number) => {
+        if (!Number.isSafeInteger(n)) throw new Error(`not an integer: ${n}`)
+        return String(n)
+      }
+      const rd = int(q.retentionDays)
+      const perHorizon = sql.literal(
+        q.horizons.map((h, i) =>
+          `, bool_or(a.day >= e.e + ${int(h)} AND a.day <= e.e + ${int(h)} + ${rd} - 1) AS r${i}` +
+          `, count(*) FILTER (WHERE a.day >= e.e AND a.day < e.e + ${int(h)}) AS y${i}`
+        ).join("")
+      )
+      const sums = sql.literal(
+        q.horizons.map((h, i) => {
+          const matured = `e + ${int(h)} + ${rd} - 1 <= last_day`
+          return `, count(*) FILTER (WHERE ${matured}) AS n${i}, count(*) FILTER (WHERE ${matured} AND r${i}) AS k${i}` +
+            `, sum(y${i}) FILTER (WHERE ${matured}) AS sy${i}, sum(y${i} * y${i}) FILTER (WHERE ${matured}) AS syy${i}` +
+            `, sum(x) FILTER (WHERE ${matured}) AS sx${i}, sum(x * x) FILTER (WHERE ${matured}) AS sxx${i}` +
+            `, sum(x * y${i}) FILTER (WHERE ${matured}) AS sxy${i}`
+        }).join("")
+      )
+      // m: the program's members with their zone's window; e: each one's enrolment day (both
+      // inlined where they are used, so that the planner sees their sizes and hash-joins); per: one
+      // row of counts per enrolled member (the days from the pre-period to the last enrolment
+      // day, read once, grouped by hash); then one row per group. The control group is
+      // ProofReport.isControl in SQL.
+      return sql`
+        WITH w AS (
+          SELECT * FROM unnest(${w.map((x) => x.timezone)}::text[], ${w.map((x) => x.start)}::date[],
+            ${w.map((x) => x.until)}::date[], ${w.map((x) => x.lastComplete)}::date[])
+            AS w (timezone, start_day, until_day, last_day)
+        ),
+        m AS NOT MATERIALIZED (
+          SELECT s.user_hash, w.start_day, w.until_day, w.last_day
+          FROM ${t.streaks} s JOIN w ON w.timezone = s.timezone
+          WHERE s.project_id = ${q.projectId} AND s.program_id = ${q.programId} AND s.ledger = 'live'
+        ),
+        e AS NOT MATERIALIZED (
+          SELECT m.user_hash, min(a.day) AS e
+          FROM m JOIN ${t.activity_days} a
+            ON a.project_id = ${q.projectId} AND a.program_id = ${q.programId} AND a.ledger = 'live'
+              AND a.user_hash = m.user_hash
+          WHERE a.day >= m.start_day AND a.day <= m.until_day
+          GROUP BY m.user_hash
+        ),
+        per AS (
+          SELECT m.user_hash, e.e, m.last_day,
+            count(*) FILTER (WHERE a.day < m.start_day) AS x,
+            bool_or(a.day >= e.e + ${q.returnAfter}::int) AS returned
+            ${perHorizon}
+          FROM m JOIN e ON e.user_hash = m.user_hash JOIN ${t.activity_days} a
+            ON a.project_id = ${q.projectId} AND a.program_id = ${q.programId} AND a.ledger = 'live'
+              AND a.user_hash = m.user_hash
+          WHERE a.day >= m.start_day - ${q.preDays}::int AND a.day <= m.until_day
+          GROUP BY m.user_hash, e.e, m.last_day
+        ),
+        g AS (
+          SELECT per.*,
+            (('x' || substr(encode(sha256(convert_to(${q.experimentId}::text || ':' || user_hash, 'UTF8')), 'hex'), 1, 8))
+              ::bit(32)::bigint % 100) < ${q.holdoutPercent}::int AS control
+          FROM per
+        )
+        SELECT control, count(*) AS n, count(*) FILTER (WHERE returned) AS k ${sums}
+        FROM g GROUP BY control`.pipe(
+        Effect.map((rows) => {
+          const group = (control: boolean) => {
+            const r = rows.find((row) => row.control === control)
+            if (r === undefined) return ProofReport.emptyGroup(q.horizons)
+            return {
+              enrolled: num(r.n),
+              returned: num(r.k),
+              horizons: q.horizons.map((horizon, i) => ({
+                horizon,
+                matured: num(r[`n${i}`]),
+                retained: num(r[`k${i}`]),
+                sumY: num(r[`sy${i}`]),
+                sumY2: num(r[`syy${i}`]),
+                sumX: num(r[`sx${i}`]),
+                sumX2: num(r[`sxx${i}`]),
+                sumXY: num(r[`sxy${i}`])
+              }))
+            }
+          }
+          return { control: group(true), treatment: group(false) }
+        }),
+        io("ReportStore.cohorts")
+      )
+    }
+  }
+}
