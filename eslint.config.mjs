@@ -24,11 +24,26 @@ export const pureDomain = [
   "packages/core/src/EventInput.ts",
   "packages/core/src/IpAddress.ts",
   "packages/core/src/Tokens.ts",
-  "packages/core/src/Usage.ts"
+  "packages/core/src/Usage.ts",
+  "packages/core/src/ProofStatistics.ts",
+  "packages/core/src/ProofReport.ts",
+  "packages/core/src/OutboundEvents.ts"
 ]
 
 /** The packages a pure module may import: data, dates and cryptography, no I/O. */
-const purePackages = ["effect", "date-fns", "date-fns-tz", "jose", "node:buffer", "node:crypto"]
+const purePackages = [
+  "effect",
+  "date-fns",
+  "date-fns-tz",
+  "jose",
+  "node:buffer",
+  "node:crypto",
+  // distribution functions of ProofStatistics
+  "@stdlib/stats-base-dists-normal-cdf",
+  "@stdlib/stats-base-dists-normal-quantile",
+  "@stdlib/math-base-special-gammainc",
+  "@stdlib/stats-base-dists-t-quantile"
+]
 
 export default tseslint.config(
   {
