@@ -2,7 +2,33 @@
 // @effect/eslint-plugin, configured as the Effect monorepo configures it.
 import * as effectEslint from "@effect/eslint-plugin"
 import js from "@eslint/js"
+import { fileURLToPath } from "node:url"
 import tseslint from "typescript-eslint"
+import { plugin as streaks } from "./scripts/eslint-pure-domain.mjs"
+
+/**
+ * Core's pure domain (docs/architecture.md#the-pure-domain-and-the-services): the modules that
+ * decide without acting. Each may import only modules of this list and the packages below; the
+ * `streaks/pure-domain` rule refuses anything else, and scripts/test/PureDomain.test.ts shows it
+ * failing. A module joins the list when its imports allow it.
+ */
+export const pureDomain = [
+  "packages/core/src/Calendar.ts",
+  "packages/core/src/internal/epochDay.ts",
+  "packages/core/src/internal/zoneDate.ts",
+  "packages/core/src/Streak.ts",
+  "packages/core/src/Policy.ts",
+  "packages/core/src/Domain.ts",
+  "packages/core/src/Ids.ts",
+  "packages/core/src/Errors.ts",
+  "packages/core/src/EventInput.ts",
+  "packages/core/src/IpAddress.ts",
+  "packages/core/src/Tokens.ts",
+  "packages/core/src/Usage.ts"
+]
+
+/** The packages a pure module may import: data, dates and cryptography, no I/O. */
+const purePackages = ["effect", "date-fns", "date-fns-tz", "jose", "node:buffer", "node:crypto"]
 
 export default tseslint.config(
   {
@@ -70,6 +96,16 @@ export default tseslint.config(
           "importDeclaration.sortNamedImports": "maintain",
           "exportDeclaration.sortNamedExports": "maintain"
         }
+      }]
+    }
+  },
+  {
+    files: pureDomain,
+    plugins: { streaks },
+    rules: {
+      "streaks/pure-domain": ["error", {
+        pure: pureDomain.map((file) => fileURLToPath(new URL(file, import.meta.url))),
+        packages: purePackages
       }]
     }
   }

@@ -2,6 +2,7 @@
 export default [
   "packages/*/vitest.config.ts",
   "examples/*/vitest.config.ts",
+  "integrations/*/vitest.config.ts",
   "bench/vitest.config.ts",
   "scripts/vitest.config.ts"
 ]

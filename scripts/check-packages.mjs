@@ -15,7 +15,7 @@ import { fileURLToPath } from "node:url"
 const root = fileURLToPath(new URL("..", import.meta.url))
 
 /** The library packages, in dependency order. */
-const packages = ["core", "storage-pg", "http", "webhooks", "scheduler", "mcp", "server"]
+const packages = ["core", "storage-conformance", "storage-pg", "http", "webhooks", "scheduler", "mcp", "server"]
 
 /**
  * The environment for package-manager children: without the `npm_*` variables that a parent
@@ -54,8 +54,10 @@ const entrypoints = (dir) =>
  */
 const checkPackages = (out) => {
   mkdirSync(out, { recursive: true })
-  // One build of every package (their references chain them); each pack's prepack then finds it done.
-  execFileSync(process.execPath, [binOf("typescript", "tsc"), "-b", "packages/server/tsconfig.build.json"], {
+  // One build of every package (the server's references chain the others, the test kit is apart);
+  // each pack's prepack then finds it done.
+  const builds = ["packages/server/tsconfig.build.json", "packages/storage-conformance/tsconfig.build.json"]
+  execFileSync(process.execPath, [binOf("typescript", "tsc"), "-b", ...builds], {
     cwd: root,
     stdio: "pipe"
   })
@@ -105,7 +107,7 @@ const main = () => {
     for (const result of results) {
       const size = `${(result.bytes / 1024).toFixed(1)} KiB`
       console.log(
-        `${result.name.padEnd(20)} ${basename(result.tarball).padEnd(32)} ${size.padStart(10)}  ${
+        `${result.name.padEnd(30)} ${basename(result.tarball).padEnd(40)} ${size.padStart(10)}  ${
           result.failures.length === 0 ? "publint ok, attw ok" : "FAILED"
         }`
       )

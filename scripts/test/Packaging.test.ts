@@ -1,9 +1,10 @@
 /**
  * The library packages as a user outside this repository gets them. `scripts/check-packages.mjs`
  * builds and packs each one as published (`pnpm pack` applies `publishConfig`) and lints the
- * tarball with publint and attw; then core, storage-pg and http are installed from their tarballs
- * with plain npm into a project in the OS temp dir, where a plain `.mjs` embeds the engine and a
- * `.ts` file type-checks against the published declarations.
+ * tarball with publint and attw; then core, storage-conformance, storage-pg and http are installed
+ * from their tarballs with plain npm into a project in the OS temp dir, where a plain `.mjs` embeds
+ * the engine and a `.ts` file type-checks against the published declarations (an adapter's
+ * conformance test among them). Core ships no test runner: vitest comes with the test kit alone.
  */
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
@@ -14,8 +15,8 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
-const libraries = ["core", "storage-pg", "http", "webhooks", "scheduler", "mcp", "server"]
-const installed = ["core", "storage-pg", "http"]
+const libraries = ["core", "storage-conformance", "storage-pg", "http", "webhooks", "scheduler", "mcp", "server"]
+const installed = ["core", "storage-conformance", "storage-pg", "http"]
 /** Files every tarball carries: the build with its maps, the sources they point to, the notices. */
 const shipped = ["dist/index.js", "dist/index.js.map", "dist/index.d.ts", "src/index.ts", "README.md", "LICENSE"]
 
@@ -87,11 +88,12 @@ console.log(JSON.stringify(result))
 await runtime.dispose()
 `
 
-/** Uses of the published types that must compile, and two misuses that must not. */
+/** Uses of the published types that must compile, and misuses that must not. */
 const checkTs = `import { EventInput, Ids, Ingest, OutboundEvents, SecretBox, Services, Storage } from "@streaks/core"
 import * as MemoryStorage from "@streaks/core/MemoryStorage"
-import type * as Ports from "@streaks/core/Ports"
+import * as Ports from "@streaks/core/Ports"
 import { Api } from "@streaks/http"
+import { Fixtures, StorageConformance } from "@streaks/storage-conformance"
 import { PgStorage } from "@streaks/storage-pg"
 import { Effect, Layer } from "effect"
 
@@ -104,6 +106,10 @@ export const services: Layer.Layer<Services.Services> = Services.layer.pipe(
 )
 export const onPostgres: Layer.Layer<Storage.Complete, unknown, unknown> = PgStorage.layer()
 export const api = Api.Api
+StorageConformance.storageConformance("memory", MemoryStorage.layer)
+export const tenant = Fixtures.seedTenant().pipe(Effect.provide(storage))
+// @ts-expect-error the suite takes a layer of every port, not a single one
+StorageConformance.storageConformance("partial", Layer.effect(Ports.Transactor, Effect.never))
 
 export const record = (siteKey: string, programId: string) =>
   Effect.gen(function*() {
@@ -190,6 +196,9 @@ layer(outside, { timeout: "10 minutes" })("the published packages", (it) => {
         assert.deepStrictEqual(manifest.exports["."], { types: "./dist/index.d.ts", import: "./dist/index.js" })
         assert.strictEqual(manifest.exports["./internal/*"], null)
         assert.notInclude(JSON.stringify(manifest.dependencies), "workspace:")
+        const runners = Object.keys({ ...manifest.dependencies, ...manifest.peerDependencies })
+          .filter((dep) => dep === "vitest" || dep === "@effect/vitest")
+        assert.deepStrictEqual(runners, name === "storage-conformance" ? ["@effect/vitest", "vitest"] : [], name)
         for (const file of shipped) {
           assert.doesNotThrow(() => readFileSync(join(dir, file)), `${name} ships ${file}`)
         }

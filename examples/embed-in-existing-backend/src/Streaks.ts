@@ -13,7 +13,7 @@ import { Effect, Layer, ManagedRuntime } from "effect"
 export type StreaksRuntime = ManagedRuntime.ManagedRuntime<Services.Services, unknown>
 
 /**
- * Every core service on `storage` (`layerMemory`, `PgStorage.layer()`, your own adapter's ports
+ * Every core service on `storage` (`MemoryStorage.layer`, `PgStorage.layer()`, your own adapter's ports
  * completed with `Storage.layer`).
  * `secretBox` seals the project's signing secret; the default key lives only as long as the
  * process, which is fine while nothing reads sealed secrets back (identity tokens of the widget

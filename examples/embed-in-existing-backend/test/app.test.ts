@@ -3,14 +3,14 @@
  * the Hono app (`app.request`, no port), with Streaks on the in-memory adapter.
  */
 import { Errors } from "@streaks/core"
+import * as MemoryStorage from "@streaks/core/MemoryStorage"
 import { DirectoryStore } from "@streaks/core/Ports"
-import { layerMemory } from "@streaks/core/testing"
 import { Effect, Layer } from "effect"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { httpError, makeApp } from "../src/app.js"
 import { makeRuntime, provisionTenant, type StreaksRuntime, type Tenant } from "../src/Streaks.js"
 
-const runtime = makeRuntime(layerMemory)
+const runtime = makeRuntime(MemoryStorage.layer)
 let tenant: Tenant
 let app: ReturnType<typeof makeApp>
 
@@ -118,7 +118,7 @@ describe("errors become HTTP statuses", () => {
     // Same in-memory store, but every program lookup fails as a database that went away would.
     const down = () => Effect.fail(new Errors.StorageError({ message: "connection refused" }))
     const failing = Layer.effect(DirectoryStore, Effect.map(DirectoryStore, (real) => ({ ...real, program: down })))
-    const brokenRuntime: StreaksRuntime = makeRuntime(Layer.provideMerge(failing, layerMemory))
+    const brokenRuntime: StreaksRuntime = makeRuntime(Layer.provideMerge(failing, MemoryStorage.layer))
     try {
       const t = await brokenRuntime.runPromise(provisionTenant)
       const res = await streakOf("member-1", makeApp(brokenRuntime, t))

@@ -16,14 +16,14 @@ import {
   Services,
   StateQuery
 } from "@streaks/core"
-import { layerMemory } from "@streaks/core/testing"
+import * as MemoryStorage from "@streaks/core/MemoryStorage"
 import { Effect, Layer, TestClock } from "effect"
 
 /** Every core service on a fresh in-memory store (provided per test: each test starts empty). */
 const StreaksTest = Services.layer.pipe(
   Layer.provide(OutboundEvents.layerNoop),
   Layer.provide(SecretBox.layerEphemeral),
-  Layer.provide(layerMemory)
+  Layer.provide(MemoryStorage.layer)
 )
 
 const setClock = (iso: string) => TestClock.setTime(new Date(iso).getTime())

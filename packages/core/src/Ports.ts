@@ -1,7 +1,7 @@
 /**
  * The storage ports: everything the services need from a database, as `Context.Tag`s with
  * required methods. Each method's MUST rules are part of the contract and are checked by
- * `storageConformance` (see `@streaks/core/testing`); every failure is a typed `StorageError`.
+ * `storageConformance` (see `@streaks/storage-conformance`); every failure is a typed `StorageError`.
  */
 import type { Effect, Option, Schema } from "effect"
 import { Context } from "effect"
@@ -31,6 +31,7 @@ import {
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { Policy } from "./Policy.js"
+import type { UsageEntry } from "./Usage.js"
 import type {
   ApiKeyId,
   MessageId,
@@ -357,11 +358,8 @@ export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
   readonly purgeAttempts: (before: Date) => Io<number>
 }>() {}
 
-export interface UsageEntry {
-  readonly workspaceId: WorkspaceId
-  readonly month: string
-  readonly member: string
-}
+/** One member active in one UTC month of a workspace (defined with the rules that make it, in `Usage`). */
+export type { UsageEntry } from "./Usage.js"
 
 /** Active streakers per workspace and UTC month (docs/api.md#get-usage). */
 export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageStore, {

@@ -1,6 +1,6 @@
 /**
  * Every core service as one layer, for embedders and the server: provide a storage adapter
- * (`layerMemory`, `PgStorage.layer`, your own), a `SecretBox` and an `OutboxSignal`.
+ * (`MemoryStorage.layer`, `PgStorage.layer`, your own), a `SecretBox` and an `OutboxSignal`.
  */
 import { Layer } from "effect"
 import * as Aliases from "./Aliases.js"

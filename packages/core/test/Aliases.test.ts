@@ -6,7 +6,7 @@ import { StreakKey } from "../src/Domain.js"
 import type { UserHash } from "../src/Ids.js"
 import { AchievementStore, UsageStore } from "../src/Ports.js"
 import { StateQuery } from "../src/StateQuery.js"
-import type { Tenant } from "../src/testing.js"
+import type { Tenant } from "@streaks/storage-conformance/Fixtures"
 import {
   api,
   at,

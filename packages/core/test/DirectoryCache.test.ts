@@ -2,8 +2,9 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Fiber, Option, TestClock } from "effect"
 import * as DirectoryCache from "../src/DirectoryCache.js"
 import * as Finished from "../src/Finished.js"
+import * as MemoryStorage from "../src/MemoryStorage.js"
 import { DirectoryStore } from "../src/Ports.js"
-import { layerMemory, makeProgram, makeProject, seedTenant } from "../src/testing.js"
+import { makeProgram, makeProject, seedTenant } from "@streaks/storage-conformance/Fixtures"
 
 /**
  * The store in context with its program-by-event-key lookups counted; `pause` has each one wait
@@ -44,7 +45,7 @@ describe("DirectoryCache", () => {
       assert.strictEqual(Option.getOrThrow(yield* cache.programByEventKey(project.id, program.eventKey)).status, "test")
       yield* TestClock.adjust(Duration.millis(1))
       assert.strictEqual(Option.getOrThrow(yield* cache.programByEventKey(project.id, program.eventKey)).status, "live")
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 
   it.scoped("a hit is a finished exit, which the hot paths go on from without a fiber; a miss is not", () =>
     Effect.gen(function*() {
@@ -57,7 +58,7 @@ describe("DirectoryCache", () => {
       yield* TestClock.adjust(Duration.seconds(1))
       assert.isUndefined(Finished.exitOf(cache.projectBySiteKey(project.siteKey)), "expired")
       assert.isUndefined(Finished.exitOf(cache.programByEventKey(project.id, program.eventKey)))
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 
   it.scoped("a write through the cache is seen at once by every cached read", () =>
     Effect.gen(function*() {
@@ -71,7 +72,7 @@ describe("DirectoryCache", () => {
         Option.getOrThrow(yield* cache.programByEventKey(project.id, program.eventKey)).webhookSecretHash,
         "new-hash"
       )
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 
   it.scoped("a miss is not kept: a project created elsewhere is found at once", () =>
     Effect.gen(function*() {
@@ -81,7 +82,7 @@ describe("DirectoryCache", () => {
       assert.isTrue(Option.isNone(yield* cache.projectBySiteKey(project.siteKey)))
       yield* store.createProject(project)
       assert.strictEqual(Option.getOrThrow(yield* cache.projectBySiteKey(project.siteKey)).id, project.id)
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 
   it.scoped("a zero ttl turns the cache off", () =>
     Effect.gen(function*() {
@@ -91,7 +92,7 @@ describe("DirectoryCache", () => {
       yield* cache.program(program.id)
       yield* store.setProgramStatus(program.id, "live")
       assert.strictEqual(Option.getOrThrow(yield* cache.program(program.id)).status, "live")
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 
   it.scoped("a key in use is read afresh in the background before it expires, and no caller waits for it", () =>
     Effect.gen(function*() {
@@ -115,7 +116,7 @@ describe("DirectoryCache", () => {
       yield* TestClock.adjust(Duration.millis(400))
       const later = Finished.exitOf(lookup())
       assert.strictEqual(later && Exit.isSuccess(later) ? Option.getOrThrow(later.value).status : undefined, "live")
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 
   it.scoped("callers that miss the same key at once share one lookup", () =>
     Effect.gen(function*() {
@@ -132,7 +133,7 @@ describe("DirectoryCache", () => {
       // A caller that comes later, once the first lookup is kept, reads nothing.
       yield* cache.programByEventKey(project.id, program.eventKey)
       assert.strictEqual(counted.loads, 1)
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 
   it.scoped("a caller after a write does not join a lookup that read before it", () =>
     Effect.gen(function*() {
@@ -149,5 +150,5 @@ describe("DirectoryCache", () => {
       assert.isTrue(Option.isNone(yield* Fiber.join(before)), "read before the program existed")
       assert.strictEqual(Option.getOrThrow(yield* Fiber.join(after)).id, program.id)
       assert.strictEqual(counted.loads, 2)
-    }).pipe(Effect.provide(layerMemory)))
+    }).pipe(Effect.provide(MemoryStorage.layer)))
 })

@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
 import { DueChecks } from "../src/DueChecks.js"
-import type { Tenant } from "../src/testing.js"
+import type { Tenant } from "@streaks/storage-conformance/Fixtures"
 import {
   api,
   at,

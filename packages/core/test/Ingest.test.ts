@@ -1,7 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Ref, TestClock } from "effect"
 import { DirectoryStore, IdempotencyStore, UsageStore } from "../src/Ports.js"
-import type { Tenant } from "../src/testing.js"
+import type { Tenant } from "@streaks/storage-conformance/Fixtures"
 import {
   api,
   at,

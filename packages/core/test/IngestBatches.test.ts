@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Ref, TestClock } from "effect"
-import type { Tenant } from "../src/testing.js"
+import type { Tenant } from "@streaks/storage-conformance/Fixtures"
 import { at, daysOf, layerPoisoned, logged, POISON, rowOf, server, tenant, Transactions } from "./support/pipeline.js"
 
 const NOON = at("2026-05-10T12:00:00Z")

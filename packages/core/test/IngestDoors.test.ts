@@ -3,7 +3,7 @@ import { Effect, TestClock } from "effect"
 import * as Credentials from "../src/Credentials.js"
 import type { UserHash } from "../src/Ids.js"
 import { Ingest, originAllowed } from "../src/Ingest.js"
-import { seedProgram, type Tenant } from "../src/testing.js"
+import { seedProgram, type Tenant } from "@streaks/storage-conformance/Fixtures"
 import {
   api,
   at,

@@ -1,6 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, TestClock } from "effect"
-import type { Tenant } from "../src/testing.js"
+import type { Tenant } from "@streaks/storage-conformance/Fixtures"
 import { at, layer, logged, rowOf, server, tenant } from "./support/pipeline.js"
 
 const NOON = at("2026-05-10T12:00:00Z")

@@ -8,7 +8,7 @@ import * as Ingest from "../src/Ingest.js"
 import * as IngestPlan from "../src/IngestPlan.js"
 import type { Snapshot } from "../src/IngestStore.js"
 import * as Streak from "../src/Streak.js"
-import { makeKey, makeProgram, makeProject, makeRow, makeWorkspace } from "../src/testing.js"
+import { makeKey, makeProgram, makeProject, makeRow, makeWorkspace } from "@streaks/storage-conformance/Fixtures"
 import { at, base, daysOf, rowOf, server, tenant } from "./support/pipeline.js"
 
 const workspace = makeWorkspace()

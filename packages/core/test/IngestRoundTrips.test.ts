@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Ref, TestClock } from "effect"
 import * as Ingest from "../src/Ingest.js"
 import * as IngestStore from "../src/IngestStore.js"
-import { makeMilestone } from "../src/testing.js"
+import { makeMilestone } from "@streaks/storage-conformance/Fixtures"
 import { at, base, liveTenant, rowOf, server } from "./support/pipeline.js"
 
 const NOON = at("2026-05-10T12:00:00Z")

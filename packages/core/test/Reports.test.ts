@@ -6,7 +6,7 @@ import type { Program } from "../src/Domain.js"
 import type { WorkspaceId } from "../src/Ids.js"
 import { DirectoryStore, UsageStore } from "../src/Ports.js"
 import * as Reports from "../src/Reports.js"
-import { seedProgram, type Tenant } from "../src/testing.js"
+import { seedProgram, type Tenant } from "@streaks/storage-conformance/Fixtures"
 import * as Pipeline from "./support/pipeline.js"
 
 const layer = Reports.layer.pipe(Layer.provideMerge(Pipeline.layer))

@@ -7,7 +7,7 @@ import * as Ingest from "../src/Ingest.js"
 import * as StateQuery from "../src/StateQuery.js"
 import type { StateRequest } from "../src/StateQuery.js"
 import { StateStore } from "../src/StateStore.js"
-import { makeMilestone, type Tenant } from "../src/testing.js"
+import { makeMilestone, type Tenant } from "@streaks/storage-conformance/Fixtures"
 import {
   api,
   at,

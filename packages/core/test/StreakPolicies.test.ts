@@ -15,7 +15,7 @@ import * as Policy from "../src/Policy.js"
 import { StreakStore } from "../src/Ports.js"
 import { StateQuery } from "../src/StateQuery.js"
 import { StreakPolicies } from "../src/StreakPolicies.js"
-import type { Tenant } from "../src/testing.js"
+import type { Tenant } from "@streaks/storage-conformance/Fixtures"
 import { at, codeOf, drainOutbox, layer, liveTenant, rowOf, server } from "./support/pipeline.js"
 
 const policy = (fields: Record<string, unknown>) => Schema.decodeSync(Policy.Policy)(fields)

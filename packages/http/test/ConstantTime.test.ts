@@ -92,7 +92,7 @@ describe("source audit", () => {
     for (
       const file of [
         "packages/http/src/Auth.ts",
-        "packages/core/src/Credentials.ts",
+        "packages/core/src/Tokens.ts",
         "packages/webhooks/src/Signature.ts"
       ]
     ) {

@@ -8,13 +8,13 @@ import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { InMemoryTransport } from "@modelcontextprotocol/sdk/inMemory.js"
 import { Credentials, OutboundEvents, Provisioning, SecretBox, Services } from "@streaks/core"
-import { layerMemory } from "@streaks/core/testing"
+import * as MemoryStorage from "@streaks/core/MemoryStorage"
 import { Effect, Layer, TestClock } from "effect"
 import * as Protocol from "../src/Protocol.js"
 import type * as Tools from "../src/Tools.js"
 
 const layer = Services.layer.pipe(
-  Layer.provideMerge(Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, OutboundEvents.layerNoop))
+  Layer.provideMerge(Layer.mergeAll(MemoryStorage.layer, SecretBox.layerEphemeral, OutboundEvents.layerNoop))
 )
 
 /** Tuesday 2026-03-10, 12:00 UTC. */

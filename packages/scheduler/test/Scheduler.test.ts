@@ -1,12 +1,13 @@
 import { assert, describe, it } from "@effect/vitest"
 import type { Domain } from "@streaks/core"
 import { EventInput, Ingest, OutboundEvents, Ports, SecretBox, Services } from "@streaks/core"
-import { layerMemory, makeSubscription, seedTenant } from "@streaks/core/testing"
+import * as MemoryStorage from "@streaks/core/MemoryStorage"
+import { makeSubscription, seedTenant } from "@streaks/storage-conformance/Fixtures"
 import { Effect, Layer, TestClock } from "effect"
 import * as Scheduler from "../src/Scheduler.js"
 
 const services = Services.layer.pipe(
-  Layer.provideMerge(Layer.mergeAll(layerMemory, SecretBox.layerEphemeral, OutboundEvents.layerNoop))
+  Layer.provideMerge(Layer.mergeAll(MemoryStorage.layer, SecretBox.layerEphemeral, OutboundEvents.layerNoop))
 )
 
 /** A live program whose subscription listens to at-risk and broken; one member acted at `at` in `zone`. */

@@ -29,7 +29,7 @@ import * as StateQuery from "../../src/StateQuery.js"
 import * as StreakPolicies from "../../src/StreakPolicies.js"
 import * as MemoryStorage from "../../src/MemoryStorage.js"
 import * as Storage from "../../src/Storage.js"
-import { makeExperiment, makeSubscription, seedTenant, type Tenant } from "../../src/testing.js"
+import { makeExperiment, makeSubscription, seedTenant, type Tenant } from "@streaks/storage-conformance/Fixtures"
 
 export const SERVER_TOKEN = "sst_server_token_for_tests"
 export const WEBHOOK_SECRET = "whi_webhook_secret_for_tests"

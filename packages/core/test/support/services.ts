@@ -6,11 +6,11 @@
 import { Effect, Layer } from "effect"
 import * as Credentials from "../../src/Credentials.js"
 import * as Experiments from "../../src/Experiments.js"
+import * as MemoryStorage from "../../src/MemoryStorage.js"
 import * as Metering from "../../src/Metering.js"
 import * as Provisioning from "../../src/Provisioning.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as Subscriptions from "../../src/Subscriptions.js"
-import { layerMemory } from "../../src/testing.js"
 
 export const layer = Layer.mergeAll(
   Credentials.layer,
@@ -18,7 +18,7 @@ export const layer = Layer.mergeAll(
   Metering.layer,
   Experiments.layer,
   Subscriptions.layer
-).pipe(Layer.provideMerge(Layer.merge(layerMemory, SecretBox.layerEphemeral)))
+).pipe(Layer.provideMerge(Layer.merge(MemoryStorage.layer, SecretBox.layerEphemeral)))
 
 /** A workspace with one project, one program and one API key (the usual starting point). */
 export const tenant = (

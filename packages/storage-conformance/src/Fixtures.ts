@@ -5,7 +5,7 @@
  */
 import { Array as Arr, Effect, type Option } from "effect"
 import { randomBytes } from "node:crypto"
-import * as Calendar from "../Calendar.js"
+import * as Calendar from "@streaks/core/Calendar"
 import {
   Achievement,
   ActionRecord,
@@ -23,10 +23,10 @@ import {
   StreakRow,
   Subscription,
   Workspace
-} from "../Domain.js"
-import type { StorageError } from "../Errors.js"
-import * as Ids from "../Ids.js"
-import { AchievementStore, DirectoryStore, type Member, MemberStore, StreakStore } from "../Ports.js"
+} from "@streaks/core/Domain"
+import type { StorageError } from "@streaks/core/Errors"
+import * as Ids from "@streaks/core/Ids"
+import { AchievementStore, DirectoryStore, type Member, MemberStore, StreakStore } from "@streaks/core/Ports"
 
 type Fields<C extends abstract new(...args: any) => any> = ConstructorParameters<C>[0]
 type Overrides<C extends abstract new(...args: any) => any> = Partial<Fields<C>>

@@ -5,9 +5,9 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Exit, Option } from "effect"
-import { StreakKey, StreakRow } from "../Domain.js"
-import type { ProjectId, UserHash } from "../Ids.js"
-import { IngestStore, type LoadRequest, noChanges } from "../IngestStore.js"
+import { StreakKey, StreakRow } from "@streaks/core/Domain"
+import type { ProjectId, UserHash } from "@streaks/core/Ids"
+import { IngestStore, type LoadRequest, noChanges } from "@streaks/core/IngestStore"
 import {
   AchievementStore,
   ActionLog,
@@ -18,7 +18,7 @@ import {
   SubscriptionStore,
   Transactor,
   UsageStore
-} from "../Ports.js"
+} from "@streaks/core/Ports"
 import {
   achievementsOf,
   at,
@@ -34,8 +34,8 @@ import {
   randomHex,
   rowOf,
   seedTenant
-} from "./conformanceFixtures.js"
-import { Boom, concurrently, type It, perOrigin, plain, SECOND } from "./conformanceKit.js"
+} from "../Fixtures.js"
+import { Boom, concurrently, type It, perOrigin, plain, SECOND } from "./kit.js"
 
 const response = { status: 202, body: { ok: true, counted: true } }
 

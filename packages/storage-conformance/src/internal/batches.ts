@@ -5,10 +5,10 @@
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import type { UserHash } from "../Ids.js"
-import { ActionLog, MemberStore, Transactor, UsageStore } from "../Ports.js"
-import { epoch, makeAction, makeUserHash, makeWorkspace, seedTenant } from "./conformanceFixtures.js"
-import { concurrently, countTrue, type It, sortBy } from "./conformanceKit.js"
+import type { UserHash } from "@streaks/core/Ids"
+import { ActionLog, MemberStore, Transactor, UsageStore } from "@streaks/core/Ports"
+import { epoch, makeAction, makeUserHash, makeWorkspace, seedTenant } from "../Fixtures.js"
+import { concurrently, countTrue, type It, sortBy } from "./kit.js"
 
 export const batchSuite = (it: It) =>
   describe("batched calls", () => {

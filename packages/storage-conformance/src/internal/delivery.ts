@@ -5,7 +5,7 @@
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { OutboxMessage, type Subscription } from "../Domain.js"
+import { OutboxMessage, type Subscription } from "@streaks/core/Domain"
 import {
   ActionLog,
   CredentialStore,
@@ -15,7 +15,7 @@ import {
   type Settlement,
   SubscriptionStore,
   Transactor
-} from "../Ports.js"
+} from "@streaks/core/Ports"
 import {
   at,
   day,
@@ -31,7 +31,7 @@ import {
   seedProgram,
   seedTenant,
   type Tenant
-} from "./conformanceFixtures.js"
+} from "../Fixtures.js"
 import {
   ancient,
   Boom,
@@ -44,7 +44,7 @@ import {
   MINUTE,
   plain,
   SECOND
-} from "./conformanceKit.js"
+} from "./kit.js"
 
 const ids = (items: ReadonlyArray<{ readonly id: string }>) => items.map((i) => i.id).sort()
 
@@ -324,7 +324,7 @@ const retire = (messages: ReadonlyArray<OutboxMessage>, leases: ReadonlyArray<Da
 const ownOf = (mine: ReadonlyArray<OutboxMessage>) => (claimed: ReadonlyArray<OutboxMessage>) =>
   claimed.filter((m) => mine.some((x) => x.id === m.id))
 
-/** Instants of the outbox tests that `conformanceKit`'s `ancient` does not name. */
+/** Instants of the outbox tests that `kit`'s `ancient` does not name. */
 const past = {
   settle: new Date("1999-01-01T00:00:00.000Z"),
   roundTrip: new Date("1999-02-01T00:00:00.000Z"),

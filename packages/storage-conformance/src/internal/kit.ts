@@ -6,17 +6,17 @@
 import { describe, type Vitest } from "@effect/vitest"
 import { Context, Data, Effect } from "effect"
 import type { TestContext } from "vitest"
-import type { OutboxMessage, StreakRow } from "../Domain.js"
-import type { StorageError } from "../Errors.js"
-import { Outbox, type Storage, StreakStore, Transactor } from "../Ports.js"
-import type { Complete } from "../Storage.js"
-import { withoutDue } from "./conformanceFixtures.js"
+import type { OutboxMessage, StreakRow } from "@streaks/core/Domain"
+import type { StorageError } from "@streaks/core/Errors"
+import { Outbox, type Storage, StreakStore, Transactor } from "@streaks/core/Ports"
+import type { Complete } from "@streaks/core/Storage"
+import { withoutDue } from "../Fixtures.js"
 
 /** Where an `IngestStore` or `StateStore` comes from: the adapter's own, or lifted from its ports by `Storage.layer`. */
 export type Origin = "own" | "lifted"
 
 /** Which `IngestStore` and `StateStore` the suite runs against. */
-export class Origins extends Context.Tag("@streaks/core/testing/Origins")<Origins, {
+export class Origins extends Context.Tag("@streaks/storage-conformance/Origins")<Origins, {
   readonly ingest: Origin
   readonly state: Origin
 }>() {}

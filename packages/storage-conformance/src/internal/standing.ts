@@ -6,12 +6,12 @@
  */
 import { assert } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import { StreakKey, StreakRow } from "../Domain.js"
-import type { UserHash } from "../Ids.js"
-import { AchievementStore, MemberStore, StreakStore } from "../Ports.js"
-import { StateStore } from "../StateStore.js"
-import { day, makeAchievement, makeUserHash, seedTenant } from "./conformanceFixtures.js"
-import { type It, perOrigin } from "./conformanceKit.js"
+import { StreakKey, StreakRow } from "@streaks/core/Domain"
+import type { UserHash } from "@streaks/core/Ids"
+import { AchievementStore, MemberStore, StreakStore } from "@streaks/core/Ports"
+import { StateStore } from "@streaks/core/StateStore"
+import { day, makeAchievement, makeUserHash, seedTenant } from "../Fixtures.js"
+import { type It, perOrigin } from "./kit.js"
 
 const dates = (...days: ReadonlyArray<string>) => days.map(day)
 

@@ -4,9 +4,9 @@
  */
 import { assert, describe } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option } from "effect"
-import { type StreakKey, StreakRow } from "../Domain.js"
-import { AchievementStore, StreakStore, Transactor } from "../Ports.js"
-import { StateStore } from "../StateStore.js"
+import { type StreakKey, StreakRow } from "@streaks/core/Domain"
+import { AchievementStore, StreakStore, Transactor } from "@streaks/core/Ports"
+import { StateStore } from "@streaks/core/StateStore"
 import {
   achievementsOf,
   at,
@@ -19,19 +19,8 @@ import {
   seedProgram,
   seedTenant,
   withoutDue
-} from "./conformanceFixtures.js"
-import {
-  ancient,
-  Boom,
-  concurrently,
-  countTrue,
-  drainStreaks,
-  type It,
-  MINUTE,
-  plain,
-  SECOND,
-  sortBy
-} from "./conformanceKit.js"
+} from "../Fixtures.js"
+import { ancient, Boom, concurrently, countTrue, drainStreaks, type It, MINUTE, plain, SECOND, sortBy } from "./kit.js"
 
 /**
  * Where the policy-field test claims its due rows: after every other claim test's instants

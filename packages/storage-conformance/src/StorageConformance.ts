@@ -1,10 +1,10 @@
 /**
  * `storageConformance`: the one suite every storage adapter runs, so that all adapters keep the
- * MUST rules of `Ports.ts` (each port's suite lives in `conformance<Area>.ts`).
+ * MUST rules of `@streaks/core/Ports` (each area's suite lives in `internal/<area>.ts`).
  */
 import { assert, describe, layer } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Option } from "effect"
-import { IngestStore } from "../IngestStore.js"
+import { IngestStore } from "@streaks/core/IngestStore"
 import {
   AchievementStore,
   ActionLog,
@@ -19,11 +19,11 @@ import {
   SubscriptionStore,
   Transactor,
   UsageStore
-} from "../Ports.js"
-import { StateStore } from "../StateStore.js"
-import * as StorageLayer from "../Storage.js"
-import { batchSuite } from "./conformanceBatches.js"
-import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./conformanceDelivery.js"
+} from "@streaks/core/Ports"
+import { StateStore } from "@streaks/core/StateStore"
+import * as StorageLayer from "@streaks/core/Storage"
+import { batchSuite } from "./internal/batches.js"
+import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./internal/delivery.js"
 import {
   achievementsOf,
   day,
@@ -41,11 +41,11 @@ import {
   randomHex,
   rowOf,
   seedTenant
-} from "./conformanceFixtures.js"
-import { ingestSuite } from "./conformanceIngest.js"
-import { Boom, type It, type Origin, Origins } from "./conformanceKit.js"
-import { standingSuite } from "./conformanceStanding.js"
-import { achievementSuite, streakSuite, transactorSuite } from "./conformanceStreaks.js"
+} from "./Fixtures.js"
+import { ingestSuite } from "./internal/ingest.js"
+import { Boom, type It, type Origin, Origins } from "./internal/kit.js"
+import { standingSuite } from "./internal/standing.js"
+import { achievementSuite, streakSuite, transactorSuite } from "./internal/streaks.js"
 import {
   catalogSuite,
   credentialSuite,
@@ -53,7 +53,7 @@ import {
   experimentSuite,
   memberSuite,
   usageSuite
-} from "./conformanceTenancy.js"
+} from "./internal/tenancy.js"
 
 const rollbackSuite = (it: It) =>
   describe("Transactor rollback", () => {

@@ -5,8 +5,8 @@
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
-import { ApiKey, Program, ProgramSettings } from "../Domain.js"
-import * as Policy from "../Policy.js"
+import { ApiKey, Program, ProgramSettings } from "@streaks/core/Domain"
+import * as Policy from "@streaks/core/Policy"
 import {
   Catalog,
   type CatalogKind,
@@ -19,7 +19,7 @@ import {
   type Selection,
   Transactor,
   UsageStore
-} from "../Ports.js"
+} from "@streaks/core/Ports"
 import {
   at,
   epoch,
@@ -37,8 +37,8 @@ import {
   randomHex,
   seedProgram,
   seedTenant
-} from "./conformanceFixtures.js"
-import { Boom, concurrently, countTrue, DAY, HOUR, type It, plain } from "./conformanceKit.js"
+} from "../Fixtures.js"
+import { Boom, concurrently, countTrue, DAY, HOUR, type It, plain } from "./kit.js"
 
 const ids = (items: ReadonlyArray<{ readonly id: string }>) => items.map((i) => i.id).sort()
 

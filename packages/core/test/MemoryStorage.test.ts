@@ -1,3 +1,0 @@
-import { layerMemory, storageConformance } from "@streaks/core/testing"
-
-storageConformance("memory", layerMemory)
