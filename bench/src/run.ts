@@ -7,7 +7,7 @@
  * Prints requests/s, p50/p99 latency, server RSS, server and Postgres CPU per request, WAL bytes per
  * request and the ratio to the baseline; last, a verdict on each of the issue's targets (`targets.ts`).
  */
-import { execFileSync, spawn, type ChildProcess } from "node:child_process"
+import { execFileSync, type ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
@@ -19,6 +19,8 @@ import * as Sweep from "./sweep.js"
 import * as Targets from "./targets.js"
 import * as Db from "./db.js"
 import * as Fill from "./fill.js"
+import * as Scale from "./scale.js"
+import { ADMIN, admin, freePort, type Served, start, waitFor } from "./processes.js"
 
 const root = resolve(import.meta.dirname, "../..")
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -39,7 +41,6 @@ const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",")
  * (`reports.ts`) at those member counts; alone unless `BENCH_ONLY` also names other parts.
  */
 const REPORTS = Reports.sizes(process.env.BENCH_REPORTS)
-const ADMIN = "bench-admin-token"
 
 /**
  * The server measured: the production bundle (`pnpm build`, built here first) unless
@@ -92,63 +93,20 @@ const SLICE_LOG = process.env.BENCH_SLICE_LOG !== undefined
  */
 const SLICE = BUFFERS || GENERATOR !== Load.wrk ? 0 : Math.max(0, Number(process.env.BENCH_SLICE ?? 1))
 
+/**
+ * `BENCH_SCALE=1m` (or `10m`, `1m,10m`): the scale scenario instead of the usual fill. The database
+ * grows to each size in turn (`Scale.fill`), and at each the ingest and state rounds run on it, then
+ * its size on disk, a due sweep of a tenth of the streak rows and the time of a migration on it are
+ * read; last, a growth table. Off by default: the 1M fill alone takes minutes.
+ */
+const SCALE = process.env.BENCH_SCALE === undefined || process.env.BENCH_SCALE === ""
+  ? undefined
+  : Scale.sizesOf(process.env.BENCH_SCALE)
+
 /** `BENCH_STEADY=1`: each ingest round pays every streaks page's full-page image first (`Fill.payImages`). */
 const STEADY = process.env.BENCH_STEADY !== undefined
 /** `BENCH_TZ`, `BENCH_CROSSING`, `BENCH_IDEMPOTENCY`: what the actions do besides extending a run (`Fill.Mix`). */
 const MIX = Fill.mixOf(process.env)
-
-const start = (
-  file: string,
-  env: Record<string, string>,
-  args: Array<string> = [],
-  flags: Array<string> = []
-): ChildProcess =>
-  spawn(process.execPath, [...flags, ...(file.endsWith(".ts") ? ["--import", "tsx"] : []), file, ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    // `BENCH_LOGS=1` shows the servers' output; otherwise it is dropped (an unread pipe would fill
-    // up and stall a chatty child).
-    stdio: process.env.BENCH_LOGS !== undefined ? ["ignore", "inherit", "inherit"] : "ignore"
-  })
-
-const waitFor = async (url: string) => {
-  for (let i = 0; i < 300; i++) {
-    try {
-      const r = await fetch(url)
-      if (r.status < 500) return
-    } catch {
-      // not up yet
-    }
-    await new Promise((r) => setTimeout(r, 100))
-  }
-  throw new Error(`${url} did not come up`)
-}
-
-const freePort = async (): Promise<number> => {
-  const net = await import("node:net")
-  return new Promise((ok) => {
-    const s = net.createServer().listen(0, "127.0.0.1", () => {
-      const port = (s.address() as import("node:net").AddressInfo).port
-      s.close(() => ok(port))
-    })
-  })
-}
-
-/** Where a server of the project listens, and its process. */
-interface Served {
-  readonly url: string
-  readonly pid?: number | undefined
-}
-
-const admin = async (base: string, path: string, body?: unknown) => {
-  const r = await fetch(`${base}${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-admin-token": ADMIN },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {})
-  })
-  if (r.status >= 300) throw new Error(`${path}: ${r.status} ${await r.text()}`)
-  return r.json() as Promise<any>
-}
 
 const main = async () => {
   const db = await Db.open()
@@ -232,30 +190,39 @@ const main = async () => {
     })()
 
     const workspace = await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
-    const project = await admin(url, "/admin/projects", {
-      workspaceId: workspace.id,
-      name: "bench",
-      allowedOrigins: []
-    })
-    const programs: Array<Fill.Program> = []
-    for (let i = 0; i < Fill.PROGRAMS; i++) {
-      const program = await admin(url, "/admin/programs", {
-        projectId: project.id,
-        name: `p${i}`,
-        eventKey: `e${i}`,
-        milestones: [{ target: 3, msg: "3" }, { target: 7, msg: "7", rewardType: "coupon", rewardValue: "C" }]
-      })
-      await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
-      const milestone = (target: number): string =>
-        program.milestones.find((m: { target: number }) => m.target === target).id
-      programs.push({ id: program.id, reached: milestone(3), next: milestone(7) })
+    /** A project and its live programs, each with milestones at 3 days (reached) and 7 (a reward). */
+    const provision = async (name: string, count: number) => {
+      const project = await admin(url, "/admin/projects", { workspaceId: workspace.id, name, allowedOrigins: [] })
+      const programs: Array<Fill.Program> = []
+      for (let i = 0; i < count; i++) {
+        const program = await admin(url, "/admin/programs", {
+          projectId: project.id,
+          name: `p${i}`,
+          eventKey: `e${i}`,
+          milestones: [{ target: 3, msg: "3" }, { target: 7, msg: "7", rewardType: "coupon", rewardValue: "C" }]
+        })
+        await admin(url, `/admin/programs/${program.id}/status`, { status: "live" })
+        const milestone = (target: number): string =>
+          program.milestones.find((m: { target: number }) => m.target === target).id
+        programs.push({ id: program.id, reached: milestone(3), next: milestone(7) })
+      }
+      return { project, programs }
     }
-    await Fill.populate(sql, workspace.id, project.id, programs, MIX)
+    const { programs, project } = await provision("bench", SCALE === undefined ? Fill.PROGRAMS : Scale.PROGRAMS)
+    // With `BENCH_SCALE`, the rounds act on the first of `Scale.PROJECTS` projects.
+    const scaled: Array<Scale.Project> = [{ id: project.id, siteKey: project.siteKey, programs }]
+    for (let i = 1; SCALE !== undefined && i < Scale.PROJECTS; i++) {
+      const other = await provision(`bench-${i}`, Scale.PROGRAMS)
+      scaled.push({ id: other.project.id, siteKey: other.project.siteKey, programs: other.programs })
+    }
+    if (SCALE === undefined) await Fill.populate(sql, workspace.id, project.id, programs, MIX)
     const siteKey: string = project.siteKey
     const token: string = project.serverToken
     // Each request acts for a random member in a random program (drawn by the load generator).
-    const draw = { members: Fill.MEMBERS, events: Fill.PROGRAMS }
+    const draw = { members: Fill.MEMBERS, events: programs.length }
     const event = Fill.eventTemplate(siteKey, MIX)
+    /** With `BENCH_SCALE`, the size each run's name starts with. */
+    let sizeLabel = ""
 
     /** Each round: the baseline, ours and, with `BENCH_AGAINST`, the other build. */
     interface Round {
@@ -278,7 +245,7 @@ const main = async () => {
       const mine: Array<number> = []
       const theirs: Array<number> = []
       for (let round = 1; round <= ROUNDS; round++) {
-        const name = (n: string) => ROUNDS > 1 ? `${n}, round ${round}` : n
+        const name = (n: string) => `${sizeLabel}${ROUNDS > 1 ? `${n}, round ${round}` : n}`
         const base = baseOf(name)
         const ours = oursOf(name, { url, pid: server.pid })
         const against = other === undefined ? undefined : oursOf((n) => `${name(n)} [against]`, other)
@@ -303,66 +270,131 @@ const main = async () => {
         mine.push(o!.rps / b!.rps)
         if (a !== undefined) theirs.push(a.rps / b!.rps)
       }
-      ratios.push([what, mine])
-      if (other !== undefined) ratios.push([`${what} [against]`, theirs])
+      ratios.push([`${sizeLabel}${what}`, mine])
+      if (other !== undefined) ratios.push([`${sizeLabel}${what} [against]`, theirs])
       return part
     }
-    /** What the targets are judged by: the service's figures (not the other build's). */
-    let figures: Targets.Figures = {}
-    if (ONLY.has("ingest")) {
-      const ingest = await rounds(
-        "ingest",
-        (name, at) => ({
-          name: name("streaks POST /v1/server/e (full ingest)"),
-          ...at,
-          traffic: {
-            ...draw,
-            method: "POST",
-            path: "/v1/server/e",
-            body: event,
-            headers: { "content-type": "application/json", "x-streak-server-token": token }
+    /** The ingest and state rounds; `rewind` puts back what an ingest round changed. */
+    const ingestAndState = async (rewind: () => Promise<void>) => {
+      let figures: Targets.Figures = {}
+      let stateP99s: Array<number> = []
+      if (ONLY.has("ingest")) {
+        const ingest = await rounds(
+          "ingest",
+          (name, at) => ({
+            name: name("streaks POST /v1/server/e (full ingest)"),
+            ...at,
+            traffic: {
+              ...draw,
+              method: "POST",
+              path: "/v1/server/e",
+              body: event,
+              headers: { "content-type": "application/json", "x-streak-server-token": token }
+            }
+          }),
+          (name) => ({
+            name: name("baseline POST /e (bare node:http + pg upsert)"),
+            url: baseUrl,
+            pid: baseline.pid,
+            traffic: {
+              ...draw,
+              method: "POST",
+              path: "/e",
+              body: event,
+              headers: { "content-type": "application/json" }
+            }
+          }),
+          async () => {
+            await rewind()
+            await Fill.checkpoint(sql)
+            if (STEADY) await Fill.payImages(sql)
           }
-        }),
-        (name) => ({
-          name: name("baseline POST /e (bare node:http + pg upsert)"),
-          url: baseUrl,
-          pid: baseline.pid,
-          traffic: { ...draw, method: "POST", path: "/e", body: event, headers: { "content-type": "application/json" } }
-        }),
-        async () => {
-          await Fill.rewind(sql, programs, MIX)
-          await Fill.checkpoint(sql)
-          if (STEADY) await Fill.payImages(sql)
-        }
-      )
-      figures = {
-        ingest: {
-          ratios: ingest.map((r) => r.ours.rps / r.base.rps),
-          p99s: ingest.map((r) => r.ours.p99),
-          baselineP99s: ingest.map((r) => r.base.p99),
-          rssMb: ingest.flatMap((r) => r.ours.rssMb === undefined ? [] : [r.ours.rssMb])
+        )
+        figures = {
+          ingest: {
+            ratios: ingest.map((r) => r.ours.rps / r.base.rps),
+            p99s: ingest.map((r) => r.ours.p99),
+            baselineP99s: ingest.map((r) => r.base.p99),
+            rssMb: ingest.flatMap((r) => r.ours.rssMb === undefined ? [] : [r.ours.rssMb])
+          }
         }
       }
+
+      const query = `siteKey=${siteKey}&userHash={member}&event={event}`
+      if (ONLY.has("state")) {
+        const state = await rounds(
+          "state",
+          (name, at) => ({
+            name: name("streaks GET /v1/state"),
+            ...at,
+            traffic: { ...draw, method: "GET", path: `/v1/state?${query}`, headers: { "x-streak-server-token": token } }
+          }),
+          (name) => ({
+            name: name("baseline GET /state (bare SELECT)"),
+            url: baseUrl,
+            pid: baseline.pid,
+            traffic: { ...draw, method: "GET", path: `/state?${query}`, headers: {} }
+          }),
+          () => Fill.checkpoint(sql)
+        )
+        figures = { ...figures, state: { ratios: state.map((r) => r.ours.rps / r.base.rps) } }
+        stateP99s = state.map((r) => r.ours.p99)
+      }
+      return { figures, stateP99s }
     }
 
-    const query = `siteKey=${siteKey}&userHash={member}&event={event}`
-    if (ONLY.has("state")) {
-      const state = await rounds(
-        "state",
-        (name, at) => ({
-          name: name("streaks GET /v1/state"),
-          ...at,
-          traffic: { ...draw, method: "GET", path: `/v1/state?${query}`, headers: { "x-streak-server-token": token } }
-        }),
-        (name) => ({
-          name: name("baseline GET /state (bare SELECT)"),
-          url: baseUrl,
-          pid: baseline.pid,
-          traffic: { ...draw, method: "GET", path: `/state?${query}`, headers: {} }
-        }),
-        () => Fill.checkpoint(sql)
-      )
-      figures = { ...figures, state: { ratios: state.map((r) => r.ours.rps / r.base.rps) } }
+    /** What the targets are judged by: the service's figures (not the other build's). */
+    let figures: Targets.Figures = {}
+    /** With `BENCH_SCALE`: one line of the growth table per size. */
+    const growth: Array<string> = []
+    if (SCALE === undefined) {
+      figures = (await ingestAndState(() => Fill.rewind(sql, programs, MIX))).figures
+    } else {
+      let filled = 0
+      for (const size of SCALE) {
+        const perProject = size / Scale.PROJECTS
+        console.log(`# scale: growing to ${size} members (${Scale.PROJECTS} projects of ${perProject})`)
+        const fillSeconds = await Scale.fill(sql, workspace.id, scaled, filled, perProject)
+        filled = perProject
+        const since = new Date()
+        sizeLabel = `${size / 1_000_000}M: `
+        draw.members = perProject
+        const measured = await ingestAndState(() => Scale.rewind(sql, scaled, since))
+        // What the rounds left, put back, so that every size is measured on the fill's state.
+        await Scale.rewind(sql, scaled, since)
+        const tables = await Scale.sizes(sql)
+        console.log("")
+        console.log(`| ${sizeLabel}table | rows | heap MB | indexes MB | bytes per member |`)
+        console.log("|---|---|---|---|---|")
+        for (const t of tables) {
+          console.log(
+            `| ${t.table} | ${t.rows} | ${Scale.megabytes(t.heap)} | ${Scale.megabytes(t.indexes)} | ${
+              Math.round((t.heap + t.indexes) / size)
+            } |`
+          )
+        }
+        console.log("")
+        const heap = tables.reduce((n, t) => n + t.heap, 0)
+        const indexes = tables.reduce((n, t) => n + t.indexes, 0)
+        const dueRows = await Scale.makeDue(sql)
+        const sweep = await Sweep.dueOn(db.url)
+        await Scale.rewind(sql, scaled, since)
+        const migration = await Scale.timeMigrations(db.url)
+        console.log(`# ${sizeLabel}migrations applied on the filled database: ${migration.applied.join(", ")}`)
+        const ratio = (xs: ReadonlyArray<number> | undefined) =>
+          xs === undefined || xs.length === 0 ? "-" : `${Targets.median(xs).toFixed(2)}×`
+        growth.push(
+          `| ${size} | ${fillSeconds.toFixed(0)} | ${ratio(measured.figures.ingest?.ratios)} | ${
+            ratio(measured.figures.state?.ratios)
+          } | ${measured.stateP99s.length === 0 ? "-" : Targets.median(measured.stateP99s).toFixed(1)} | ${dueRows} | ${
+            sweep.seconds.toFixed(1)
+          } | ${(sweep.seconds * 1e6 / Math.max(1, dueRows)).toFixed(0)} | ${Math.round(heap / size)} | ${
+            Math.round(indexes / size)
+          } | ${Scale.megabytes(heap + indexes)} | ${migration.upgradeSeconds.toFixed(2)} | ${
+            migration.nothingPendingMillis.toFixed(0)
+          } |`
+        )
+      }
     }
 
     console.log("")
@@ -428,6 +460,18 @@ const main = async () => {
     children.length = 0
 
     console.log("")
+    if (SCALE !== undefined) {
+      console.log(
+        `Growth: ${Scale.PROJECTS} projects of ${Scale.PROGRAMS} programs, every member with a streak in each program of its project and ${Scale.DAYS} active days in each (ratios: median over the rounds)`
+      )
+      console.log("")
+      console.log(
+        "| members | fill s | ingest ratio | state ratio | state p99 ms | due rows (10 %) | sweep s | sweep µs per due row | heap bytes per member | index bytes per member | database MB | migration 0008 s | migrate, nothing pending, ms |"
+      )
+      console.log("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+      for (const line of growth) console.log(line)
+      return
+    }
     if (ONLY.has("sweep")) {
       const sweep = await Sweep.run(db.url, { rows: 1_000_000, due: 100_000 })
       console.log(`| due sweep | rows | due | seconds | at-risk fired |`)

@@ -56,3 +56,24 @@ export const run = (url: string, options: { readonly rows: number; readonly due:
     return { rows: options.rows, due: options.due, dueSeconds, atRisk: first.atRisk, emptyMillis }
   }).pipe(Effect.provide(layer), Effect.runPromise)
 }
+
+/**
+ * One `DueChecks.run()` over the rows already due in the `streaks_` tables (`BENCH_SCALE`): how
+ * long the sweep takes, and how many at-risk events it fired.
+ */
+export const dueOn = (url: string): Promise<{ readonly seconds: number; readonly atRisk: number }> => {
+  const layer = Services.layer.pipe(
+    Layer.provideMerge(Layer.mergeAll(
+      PgStorage.layer(),
+      SecretBox.layer(Redacted.make("bench")),
+      OutboxSignal.layerNoop
+    )),
+    Layer.provideMerge(PgConnection.layerUrl(url, { maxConnections: 10 }))
+  )
+  return Effect.gen(function*() {
+    const due = yield* DueChecks.DueChecks
+    const t0 = performance.now()
+    const result = yield* due.run()
+    return { seconds: (performance.now() - t0) / 1000, atRisk: result.atRisk }
+  }).pipe(Effect.provide(layer), Effect.runPromise)
+}

@@ -218,13 +218,21 @@ const streakPolicies: ReadonlyArray<string> = [
   `ALTER TABLE streaks ADD COLUMN frozen_notified_through TEXT`
 ]
 
+// A program's running experiment is unique within its project, as on Postgres, where every unique
+// index of a tenant table starts with project_id (docs/scaling.md#the-layout-rules).
+const runningExperimentPerProject: ReadonlyArray<string> = [
+  `DROP INDEX experiments_running`,
+  `CREATE UNIQUE INDEX experiments_running ON experiments (project_id, program_id) WHERE ended_at IS NULL`
+]
+
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
   "0001_initial": statements(initial),
-  "0002_streak_policies": statements(streakPolicies)
+  "0002_streak_policies": statements(streakPolicies),
+  "0003_running_experiment_per_project": statements(runningExperimentPerProject)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

@@ -35,7 +35,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0003_achieved_on_streak_rows": ddl(achievedOnStreakRows(prefix)),
   "0004_byte_order_keys": ddl(byteOrderKeys(prefix)),
   "0005_metered_month_on_streak_rows": ddl(meteredMonthOnStreakRows(prefix)),
-  "0006_streak_policies": ddl(streakPolicies(prefix))
+  "0006_streak_policies": ddl(streakPolicies(prefix)),
+  "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -352,6 +353,41 @@ ALTER TABLE ${p}streaks
   ADD COLUMN IF NOT EXISTS freezes integer,
   ADD COLUMN IF NOT EXISTS grants jsonb,
   ADD COLUMN IF NOT EXISTS frozen_notified_through date;
+`
+
+// Distribution by project (docs/scaling.md#the-layout-rules): co-located tables must agree on the
+// collation of their distribution column, and an id joined across tables must compare the same way
+// on both sides. 0004 gave the per-action keys "C"; every other id column (`id`, `*_id`,
+// `user_hash`, `member`, `key`) of every table under the prefix gets it here, "C" because ids are
+// opaque bytes (bytewise comparison is also the cheaper one). Run as a catalog walk so that tables
+// of migrations numbered before this one get it too. A collation change rewrites no table, only
+// the indexes on the column. A program's running experiment becomes unique within its project,
+// so that every unique index of a tenant table starts with project_id; program ids are unique
+// across projects anyway (`Catalog.insert`).
+const oneCollationForIds = (p: string) => `
+DO $$
+DECLARE
+  t record;
+BEGIN
+  FOR t IN
+    SELECT c.relname AS name,
+      string_agg(format('ALTER COLUMN %I TYPE text COLLATE "C"', a.attname), ', ' ORDER BY a.attnum) AS changes
+    FROM pg_attribute a
+    JOIN pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p')
+    JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+    LEFT JOIN pg_collation co ON co.oid = a.attcollation
+    WHERE left(c.relname, ${p.length}) = '${p}' AND c.relname <> '${p}migrations'
+      AND a.attnum > 0 AND NOT a.attisdropped AND a.atttypid = 'text'::regtype
+      AND (a.attname IN ('id', 'user_hash', 'member', 'key') OR a.attname LIKE '%\\_id')
+      AND co.collname IS DISTINCT FROM 'C'
+    GROUP BY c.relname
+  LOOP
+    EXECUTE format('ALTER TABLE %I %s', t.name, t.changes);
+  END LOOP;
+END
+$$;
+DROP INDEX IF EXISTS ${p}experiments_running;
+CREATE UNIQUE INDEX ${p}experiments_running ON ${p}experiments (project_id, program_id) WHERE ended_at IS NULL;
 `
 
 const checkPrefix = (prefix: string) =>

@@ -11,7 +11,9 @@ import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import * as Distribution from "./Distribution.js"
 import * as EmbeddedPostgres from "./EmbeddedPostgres.js"
+import * as Migrations from "./Migrations.js"
 import * as PgConnection from "./PgConnection.js"
 
 /** The database a test runs on, for tests that need a raw URL (a second process, psql, ...). */
@@ -67,7 +69,9 @@ export const layer: Layer.Layer<
 const onServer = (adminUrl: string, database: string) =>
   Effect.acquireRelease(
     Effect.as(
-      admin(adminUrl, (sql) => sql`create database ${sql(database)}`),
+      admin(adminUrl, (sql) => sql`create database ${sql(database)}`).pipe(
+        Effect.zipRight(citus(adminUrl, database))
+      ),
       {
         database,
         url: Redacted.make(withDatabase(adminUrl, database)),
@@ -91,6 +95,41 @@ const admin = <A>(
       PgClient.layer({ url: Redacted.make(adminUrl), maxConnections: 1, applicationName: "streaks-test-admin" })
     )
   )
+
+/**
+ * `STREAKS_TEST_CITUS_WORKERS=host:port,…` (`DATABASE_URL` on a Citus coordinator whose
+ * `citus.enable_create_database_propagation` is on): each test database gets the extension on
+ * every node and the workers, then the migrations under the default prefix and the tables
+ * distributed (`Distribution.run`), so that a test of the service runs on a distributed schema.
+ * docs/scaling.md#running-the-tests-on-citus.
+ */
+const citus = (adminUrl: string, database: string) =>
+  Effect.gen(function*() {
+    const workers = yield* Config.string("STREAKS_TEST_CITUS_WORKERS").pipe(
+      Config.withDefault(""),
+      Effect.orDie,
+      Effect.map((text) => text.split(",").map((w) => w.trim()).filter((w) => w !== ""))
+    )
+    if (workers.length === 0) return
+    const here = withDatabase(adminUrl, database)
+    for (const worker of workers) {
+      const url = new URL(here)
+      url.host = worker
+      yield* admin(url.toString(), (sql) => sql`create extension if not exists citus`)
+    }
+    const coordinator = new URL(here)
+    yield* admin(here, (sql) =>
+      Effect.gen(function*() {
+        yield* sql`create extension if not exists citus`
+        yield* sql`select citus_set_coordinator_host(${coordinator.hostname}, ${Number(coordinator.port || 5432)})`
+        for (const worker of workers) {
+          const [host, port] = worker.split(":")
+          yield* sql`select citus_add_node(${host!}, ${Number(port ?? 5432)})`
+        }
+        yield* Migrations.run().pipe(Effect.orDie)
+        yield* Distribution.run()
+      }).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+  })
 
 const embedded = (database: string) =>
   Effect.gen(function*() {

@@ -4,7 +4,8 @@
  * and written by four statements built from that description.
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { Fragment, Statement } from "@effect/sql/Statement"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Fragment } from "@effect/sql/Statement"
 import type { CredentialRef } from "@streaks/core/Domain"
 import type { StorageError } from "@streaks/core/Errors"
 import type { Catalog, CatalogKind, CatalogRecords } from "@streaks/core/Ports"
@@ -160,6 +161,11 @@ const kinds: { readonly [K in CatalogKind]: Kind<CatalogRecords[K]> } = {
   }
 }
 
+// RETURNING has no order; a plain UPDATE or DELETE, unlike one wrapped in a data-modifying CTE,
+// is one Citus can plan on a reference table. Sorted as `find` sorts: by id, bytewise.
+const byId = (rows: ReadonlyArray<Row>): ReadonlyArray<Row> =>
+  [...rows].sort((a, b) => Buffer.compare(Buffer.from(String(a.id)), Buffer.from(String(b.id))))
+
 const valuesOf = (field: Field, value: unknown): ReadonlyArray<unknown> =>
   value === undefined ? field.columns.map(() => null) : field.encode(value)
 
@@ -193,8 +199,12 @@ export const makeCatalog = ({ query, prefix, sql, t }: Ctx): Catalog["Type"] => 
   // lock space of the table's own) serialises concurrent inserts of one id, and the insert that
   // follows sees a committed one (its own snapshot, taken after the lock). In a transaction of its
   // own unless the caller has one; inserts are rare (provisioning).
-  const insertNew = (kind: Kind<unknown>, record: Record<string, unknown>, statement: Statement<Row>) => {
-    const insert = Effect.map(query(statement), (rows) => rows.length > 0)
+  const insertNew = (
+    kind: Kind<unknown>,
+    record: Record<string, unknown>,
+    statement: Effect.Effect<ReadonlyArray<Row>, SqlError>
+  ) => {
+    const insert = Effect.map(statement, (rows) => rows.length > 0)
     if (!kind.idInProject) return insert
     const lock = query(sql`SELECT pg_advisory_xact_lock(hashtext(${`${prefix}${kind.table}`}), hashtext(${record.id}))`)
     const locked = Effect.zipRight(lock, insert)
@@ -211,14 +221,20 @@ export const makeCatalog = ({ query, prefix, sql, t }: Ctx): Catalog["Type"] => 
     const table = t[kind.table]
     // Every unique index of the table arbitrates (DO NOTHING without a target): the primary key, a
     // project's site key, a program's running experiment.
+    const add = query(
+      sql`INSERT INTO ${table} (${columns}) VALUES (${values}) ON CONFLICT DO NOTHING RETURNING 1 AS ok`
+    )
+    // Two plain statements rather than one `INSERT … SELECT … WHERE NOT EXISTS`, which Citus cannot
+    // plan on a reference table (docs/scaling.md#citus-by-project); the lock keeps them atomic.
     return insertNew(
       kind,
       record,
       kind.idInProject
-        ? sql`INSERT INTO ${table} (${columns}) SELECT ${values}
-            WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE id = ${record.id})
-            ON CONFLICT DO NOTHING RETURNING 1 AS ok`
-        : sql`INSERT INTO ${table} (${columns}) VALUES (${values}) ON CONFLICT DO NOTHING RETURNING 1 AS ok`
+        ? Effect.flatMap(
+          query(sql`SELECT 1 AS taken FROM ${table} WHERE id = ${record.id} LIMIT 1`),
+          (taken) => taken.length > 0 ? Effect.succeed([]) : add
+        )
+        : add
     )
   }
 
@@ -242,19 +258,15 @@ export const makeCatalog = ({ query, prefix, sql, t }: Ctx): Catalog["Type"] => 
     })
     if (set.length === 0) return find(kind, selection)
     return Effect.map(
-      query(sql`WITH changed AS (
-          UPDATE ${t[kind.table]} SET ${sql.csv(set)} WHERE ${where(kind, selection)} RETURNING *
-        )
-        SELECT * FROM changed ORDER BY id COLLATE "C"`),
-      (rows) => rows.map(kind.decode)
+      query(sql`UPDATE ${t[kind.table]} SET ${sql.csv(set)} WHERE ${where(kind, selection)} RETURNING *`),
+      (rows) => byId(rows).map(kind.decode)
     )
   }
 
   const remove = (kind: Kind<unknown>, selection: object) =>
     Effect.map(
-      query(sql`WITH removed AS (DELETE FROM ${t[kind.table]} WHERE ${where(kind, selection)} RETURNING *)
-        SELECT * FROM removed ORDER BY id COLLATE "C"`),
-      (rows) => rows.map(kind.decode)
+      query(sql`DELETE FROM ${t[kind.table]} WHERE ${where(kind, selection)} RETURNING *`),
+      (rows) => byId(rows).map(kind.decode)
     )
 
   const kindOf = (kind: CatalogKind) => kinds[kind] as unknown as Kind<unknown>

@@ -1,0 +1,232 @@
+/**
+ * The fill and the readings of `BENCH_SCALE` (`run.ts`): a database grown in steps to 1M or 10M
+ * members, and at each size its size on disk, a due sweep, and the time of a migration on it.
+ */
+import { SqlClient } from "@effect/sql"
+import { Migrations, PgConnection } from "@streaks/storage-pg"
+import { Effect } from "effect"
+import type pg from "pg"
+
+/** Projects of the fill; the first is the one the ingest and state rounds act on. */
+export const PROJECTS = 4
+/** Programs per project; each member has a streak in every program of its project. */
+export const PROGRAMS = 2
+/** Active days per streak (a run of this many days ending yesterday): 10 days per member. */
+export const DAYS = 5
+
+/** `BENCH_SCALE=1m`, `10m`, `1m,10m`, `200k`: the sizes (members in all), ascending. */
+export const sizesOf = (text: string): ReadonlyArray<number> =>
+  [
+    ...new Set(
+      text.split(",").map((part) => {
+        const match = /^\s*(\d+(?:\.\d+)?)\s*([km]?)\s*$/i.exec(part)
+        if (match === null) throw new Error(`BENCH_SCALE: ${JSON.stringify(part)} is not a size such as 1m or 200k`)
+        const unit = match[2]!.toLowerCase() === "m" ? 1_000_000 : match[2]!.toLowerCase() === "k" ? 1_000 : 1
+        return Math.round(Number(match[1]) * unit / PROJECTS) * PROJECTS
+      })
+    )
+  ].sort((a, b) => a - b)
+
+/** A project of the fill as the admin API made it: its programs' ids and the milestone each member reached. */
+export interface Project {
+  readonly id: string
+  readonly siteKey: string
+  readonly programs: ReadonlyArray<{ readonly id: string; readonly reached: string }>
+}
+
+const today = "(now() at time zone 'UTC')::date"
+
+/**
+ * Adds members `from` … `to - 1` of every project, each as the usual fill's members are (active
+ * yesterday, the 3-day milestone reached, metered this month, nothing due during the rounds), with
+ * a run of `DAYS` days in each program: the streak rows, their active days, the achievement, the
+ * member's zone, the usage mark, one action in the log per active day, and the baseline's own
+ * rows for the same days. Each table takes one `INSERT … SELECT` from `generate_series`, so no row
+ * crosses the network (as fast as COPY). Then vacuum, analyse and a checkpoint.
+ */
+export const fill = async (
+  client: pg.Client,
+  workspaceId: string,
+  projects: ReadonlyArray<Project>,
+  from: number,
+  to: number
+): Promise<number> => {
+  const started = Date.now()
+  const pairs = projects.flatMap((project) =>
+    project.programs.map((program, i) => ({ project: project.id, site: project.siteKey, program, event: `e${i}` }))
+  )
+  const params = [
+    pairs.map((p) => p.project),
+    pairs.map((p) => p.program.id),
+    pairs.map((p) => p.program.reached),
+    pairs.map((p) => p.site),
+    pairs.map((p) => p.event),
+    from,
+    to
+  ]
+  const source =
+    `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) p (project, program, reached, site, event),
+    generate_series($6::int, $7::int - 1) g, (select ${today} as today) t`
+  const steps: ReadonlyArray<readonly [string, string]> = [
+    [
+      "streaks",
+      `insert into streaks_streaks (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+         at_risk_notified_for, due_at, updated_at, achieved, metered_month)
+       select p.project, p.program, 'm' || g, 'live', today - 1, ${DAYS}, ${DAYS}, 'UTC', today,
+         (today + 1)::timestamp at time zone 'UTC', now(), array[p.reached], to_char(today, 'YYYY-MM')
+       from ${source}`
+    ],
+    [
+      "activity days",
+      `insert into streaks_activity_days (project_id, program_id, user_hash, ledger, day)
+       select p.project, p.program, 'm' || g, 'live', today - d from ${source}, generate_series(1, ${DAYS}) d`
+    ],
+    [
+      "achievements",
+      `insert into streaks_achievements (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+       select p.project, p.program, 'm' || g, 'live', p.reached, now() - interval '3 days' from ${source}`
+    ],
+    [
+      "action log",
+      `insert into streaks_actions (project_id, id, program_id, user_hash, event, event_type, door, ledger, ts,
+         received_at, local_date, timezone, counted)
+       select p.project, 'act_' || md5(p.program || g || d), p.program, 'm' || g, p.event, 'streak_interaction',
+         'server', 'live', (today - d)::timestamp at time zone 'UTC' + interval '12 hours',
+         (today - d)::timestamp at time zone 'UTC' + interval '12 hours', today - d, 'UTC', true
+       from ${source}, generate_series(1, ${DAYS}) d`
+    ],
+    [
+      "baseline",
+      `insert into bench_daily_activity (site_key, user_hash, event, day, count)
+       select p.site, 'm' || g, p.event, today - d, 1 from ${source}, generate_series(1, ${DAYS}) d`
+    ]
+  ]
+  for (const [what, statement] of steps) {
+    const t0 = Date.now()
+    const { rowCount } = await client.query(statement, params)
+    console.log(`# fill ${what}: ${rowCount} rows in ${((Date.now() - t0) / 1000).toFixed(1)} s`)
+  }
+  // One row per member, whatever its programs: the member's zone and the month's usage mark.
+  const members = [projects.map((p) => p.id), from, to]
+  const memberSource = `unnest($1::text[]) p (project), generate_series($2::int, $3::int - 1) g`
+  await client.query(
+    `insert into streaks_members (project_id, user_hash, timezone) select p.project, 'm' || g, 'UTC' from ${memberSource}`,
+    members
+  )
+  await client.query(
+    `insert into streaks_usage (workspace_id, month, member)
+     select $4, to_char(${today}, 'YYYY-MM'), p.project || ':m' || g from ${memberSource}`,
+    [...members, workspaceId]
+  )
+  await client.query("vacuum analyze")
+  await client.query("checkpoint").catch(() => undefined)
+  return (Date.now() - started) / 1000
+}
+
+/**
+ * Puts back what a round changed, by the streak rows it moved (those active today), through their
+ * keys: their days of today, and back to yesterday's run. The action log and the baseline's table
+ * lose what was received after `since`.
+ */
+export const rewind = async (client: pg.Client, projects: ReadonlyArray<Project>, since: Date) => {
+  const started = Date.now()
+  const reached = projects.flatMap((p) => p.programs)
+  await client.query(
+    `delete from streaks_activity_days a using streaks_streaks s
+     where s.last_active_day = ${today} and a.day = ${today} and a.project_id = s.project_id
+       and a.program_id = s.program_id and a.user_hash = s.user_hash and a.ledger = s.ledger`
+  )
+  const { rowCount } = await client.query(
+    `update streaks_streaks s set last_active_day = ${today} - 1, run = ${DAYS}, best = ${DAYS}, achieved = array[p.reached]
+     from unnest($1::text[], $2::text[]) p (id, reached)
+     where s.program_id = p.id and s.last_active_day = ${today}`,
+    [reached.map((p) => p.id), reached.map((p) => p.reached)]
+  )
+  await client.query("delete from streaks_actions where received_at >= $1", [since])
+  await client.query(`delete from bench_daily_activity where day = ${today}`)
+  await client.query("vacuum streaks_streaks, streaks_activity_days")
+  console.log(`# rewind: ${rowCount} streaks put back to yesterday in ${((Date.now() - started) / 1000).toFixed(1)} s`)
+}
+
+/** A tenant table's size on disk: its heap (with TOAST) and its indexes, bytes. */
+export interface TableSize {
+  readonly table: string
+  readonly rows: number
+  readonly heap: number
+  readonly indexes: number
+}
+
+export const sizes = async (client: pg.Client): Promise<ReadonlyArray<TableSize>> => {
+  const { rows } = await client.query<{ table: string; rows: string; heap: string; indexes: string }>(
+    `select c.relname as table, c.reltuples::bigint as rows, pg_table_size(c.oid) as heap, pg_indexes_size(c.oid) as indexes
+     from pg_class c join pg_namespace n on n.oid = c.relnamespace and n.nspname = current_schema()
+     where c.relkind = 'r' and c.relname like 'streaks\\_%' order by pg_total_relation_size(c.oid) desc`
+  )
+  return rows.map((r) => ({ table: r.table, rows: Number(r.rows), heap: Number(r.heap), indexes: Number(r.indexes) }))
+}
+
+/**
+ * Marks a tenth of the streak rows due, with today's at-risk not yet sent (as after a member's
+ * zone passes the at-risk hour), and returns how many.
+ */
+export const makeDue = async (client: pg.Client): Promise<number> => {
+  const { rowCount } = await client.query(
+    `update streaks_streaks set due_at = now() - interval '1 minute', at_risk_notified_for = null
+     where substr(user_hash, 2)::int % 10 = 0`
+  )
+  await client.query("analyze streaks_streaks")
+  return rowCount ?? 0
+}
+
+/**
+ * The time of migration 0008 on the filled database: its changes are put back (the id columns it
+ * gave "C" return to the database's collation, the running-experiment index to its old key, its
+ * row in the migrations table deleted), then `Migrations.run()` applies it again, as a deployment
+ * that upgrades does. Then a run with nothing pending, as every replica's start pays.
+ */
+export const timeMigrations = (url: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    // The id columns that 0004 made "C" stay so; 0008 gave the others theirs.
+    yield* sql.unsafe(`DO $$
+      DECLARE t record;
+      BEGIN
+        FOR t IN
+          SELECT c.relname AS name,
+            string_agg(format('ALTER COLUMN %I TYPE text COLLATE "default"', a.attname), ', ') AS changes
+          FROM pg_attribute a
+          JOIN pg_class c ON c.oid = a.attrelid AND c.relkind = 'r'
+          JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
+          WHERE c.relname LIKE 'streaks\\_%' AND c.relname <> 'streaks_migrations' AND a.attnum > 0
+            AND NOT a.attisdropped AND a.atttypid = 'text'::regtype
+            AND (a.attname IN ('id', 'user_hash', 'member', 'key') OR a.attname LIKE '%\\_id')
+            AND (c.relname, a.attname) NOT IN (
+              ('streaks_members', 'project_id'), ('streaks_members', 'user_hash'),
+              ('streaks_aliases', 'project_id'), ('streaks_aliases', 'anonymous_id'), ('streaks_aliases', 'user_hash'),
+              ('streaks_streaks', 'project_id'), ('streaks_streaks', 'program_id'), ('streaks_streaks', 'user_hash'),
+              ('streaks_activity_days', 'project_id'), ('streaks_activity_days', 'program_id'),
+              ('streaks_activity_days', 'user_hash'), ('streaks_achievements', 'project_id'),
+              ('streaks_achievements', 'program_id'), ('streaks_achievements', 'user_hash'),
+              ('streaks_achievements', 'milestone_id'), ('streaks_actions', 'program_id'),
+              ('streaks_usage', 'workspace_id'), ('streaks_usage', 'member'))
+          GROUP BY c.relname
+        LOOP
+          EXECUTE format('ALTER TABLE %I %s', t.name, t.changes);
+        END LOOP;
+      END $$;
+      DROP INDEX streaks_experiments_running;
+      CREATE UNIQUE INDEX streaks_experiments_running ON streaks_experiments (program_id) WHERE ended_at IS NULL;
+      DELETE FROM streaks_migrations WHERE migration_id = 8;`)
+    const t0 = performance.now()
+    const applied = yield* Migrations.run()
+    const upgradeSeconds = (performance.now() - t0) / 1000
+    const t1 = performance.now()
+    yield* Migrations.run()
+    const nothingPendingMillis = performance.now() - t1
+    return { applied: applied.map(([id, name]) => `${id}_${name}`), upgradeSeconds, nothingPendingMillis }
+  }).pipe(
+    Effect.provide(PgConnection.layerUrl(url, { maxConnections: 1, statementTimeout: 0 })),
+    Effect.runPromise
+  )
+
+export const megabytes = (bytes: number) => (bytes / 1024 / 1024).toFixed(0)
