@@ -101,11 +101,19 @@ layer(testServer(), { timeout: 120_000 })("Proof report over real HTTP on Postgr
       expect(body.report.srm).toMatchObject({ control, treatment: 90 - control, mismatch: false })
       expect(body.control.members + body.treatment.members).toBe(90)
       expect(body.report.horizons.map((h: { horizon: number }) => h.horizon)).toEqual([1, 7, 14, 30])
-      // Matured at 30 only when e + 36 ≤ yesterday (the start + 39): enrolled in the first 4 days.
+      // Matured at h when e + h + 6 ≤ yesterday in the member's zone. The start was 40 × 24 hours
+      // ago, so yesterday is the start + 39 there, or + 38 where a DST change fell in between.
+      const enrolledOn = (i: number) =>
+        Calendar.addDays(Calendar.localDate(experiment.startedAt, zones[i % 3]!), i % 37)
+      const maturedAt = (h: number) =>
+        members.filter((m, i) =>
+          Calendar.addDays(enrolledOn(i), h + 6) <= Calendar.addDays(Calendar.localDate(now, m.timezone), -1)
+        ).length
       const h30 = body.report.horizons[3]
-      expect(h30.control.n + h30.treatment.n).toBe(members.filter((_, i) => i % 37 <= 3).length)
+      expect(h30.control.n + h30.treatment.n).toBe(maturedAt(30))
+      expect(maturedAt(30)).toBeGreaterThan(0)
       const h1 = body.report.horizons[0]
-      expect(h1.control.n + h1.treatment.n).toBe(members.filter((_, i) => i % 37 <= 32).length)
+      expect(h1.control.n + h1.treatment.n).toBe(maturedAt(1))
       for (const key of ["difference", "relative"]) {
         expect(h1[key].lower).toBeLessThanOrEqual(h1[key].estimate)
         expect(h1[key].estimate).toBeLessThanOrEqual(h1[key].upper)
