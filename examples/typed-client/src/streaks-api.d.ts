@@ -5373,6 +5373,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
             };
             cookie?: never;
@@ -5382,6 +5383,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5453,6 +5464,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5467,6 +5488,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5481,6 +5512,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5492,9 +5533,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5800,6 +5851,16 @@ export interface operations {
             /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
             400: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5814,6 +5875,16 @@ export interface operations {
             /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5828,6 +5899,16 @@ export interface operations {
             /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
             404: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -5839,9 +5920,19 @@ export interface operations {
                     };
                 };
             };
-            /** @description `RATE_LIMITED`: Too many requests from this address or for this site; retry after `Retry-After` seconds. */
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
             429: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     /** @description Seconds to wait before retrying. */
                     "Retry-After"?: number;
                     [name: string]: unknown;
@@ -5876,6 +5967,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
+                /** @description a string at most 64 character(s) long */
                 programId: string;
                 /** @description a string at most 64 character(s) long */
                 experimentId: string;
@@ -5887,6 +5979,16 @@ export interface operations {
             /** @description Success */
             200: {
                 headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
                     [name: string]: unknown;
                 };
                 content: {
