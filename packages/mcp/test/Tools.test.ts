@@ -61,7 +61,7 @@ const texts = (result: Record<string, unknown>) =>
   (result["content"] as ReadonlyArray<{ readonly type: string; readonly text?: string }>).map((c) => c.text)
 
 describe("tools/list", () => {
-  it.scoped("lists the seven tools, each with an object input and output schema; only record_action writes", () =>
+  it.scoped("lists the eight tools, each with an object input and output schema; only record_action writes", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
       const client = yield* connect(t.mcpToken)
@@ -70,6 +70,7 @@ describe("tools/list", () => {
         "list_programs",
         "get_member_streak",
         "explain_streak",
+        "simulate_policy",
         "record_action",
         "list_at_risk",
         "get_usage",
@@ -178,6 +179,7 @@ describe("errors", () => {
           const [name, args] of [
             ["get_member_streak", { programId, userHash: "m1" }],
             ["explain_streak", { programId, userHash: "m1" }],
+            ["simulate_policy", { programId, policy: {} }],
             ["record_action", { programId, userHash: "m1" }],
             ["list_at_risk", { programId }],
             ["get_experiment_report", { programId }]

@@ -306,6 +306,33 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
 
     rows: (which) => rows(which).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
 
+    // A range of the primary key (project, program, user hash), and for each row a range of the
+    // days' primary key; the days come as one text per row, cheaper to carry than a row per day.
+    histories: (page) => {
+      const from = page.from === undefined ? sql`` : sql` AND d.day >= ${page.from}::date`
+      const to = page.to === undefined ? sql`` : sql` AND d.day <= ${page.to}::date`
+      const after = page.after === undefined ? sql`` : sql` AND s.user_hash > ${page.after}`
+      return query(
+        sql`SELECT s.user_hash, s.timezone, s.grants,
+          (SELECT string_agg(to_char(d.day, 'YYYY-MM-DD'), ',' ORDER BY d.day) FROM ${t.activity_days} d
+            WHERE d.project_id = s.project_id AND d.program_id = s.program_id AND d.user_hash = s.user_hash
+              AND d.ledger = s.ledger${from}${to}) AS days
+        FROM ${t.streaks} s
+        WHERE s.project_id = ${page.projectId} AND s.program_id = ${page.programId} AND s.ledger = ${page.ledger}${after}
+        ORDER BY s.user_hash LIMIT ${Math.max(1, page.limit)}`
+      ).pipe(
+        Effect.map((found) =>
+          found.map((r) => ({
+            userHash: r.user_hash as UserHash,
+            timezone: r.timezone as string,
+            grants: (r.grants as ReadonlyArray<{ day: LocalDate; count: number }> | null) ?? [],
+            days: typeof r.days === "string" && r.days !== "" ? (r.days.split(",") as Array<LocalDate>) : []
+          }))
+        ),
+        io("StreakStore.histories")
+      )
+    },
+
     // The row goes with its days and achievements, and so does the copy of its achieved ids.
     remove: (key) =>
       query(sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}),
