@@ -175,6 +175,10 @@ const probes = (victim: Tenant) => {
       path: `/programs/${v.programId}/members/${v.member}/freezes`,
       body: { count: 1 }
     }],
+    "POST /v1/api/programs/{programId}/simulations": [{
+      path: `/programs/${v.programId}/simulations`,
+      body: { policy: { cadence: "weekly" } }
+    }],
     "POST /v1/api/hooks": [{
       path: "/hooks",
       body: { programId: v.programId, url: "http://127.0.0.1:9/x", eventTypes: ["milestone.achieved"] }
