@@ -107,8 +107,21 @@ export const startOfDay = (date: LocalDate, zone: string): Date => new Date(dayS
 /** False for a date the zone skipped entirely (Pacific/Apia 2011-12-30). */
 export const dayExists = (date: LocalDate, zone: string): boolean => dayStart(date, zone).exists
 
+// The calculus steps from day to day (`addDays(d, 1)` on every gap it judges), over a few hundred
+// distinct dates at a time: each date's successor is remembered rather than parsed and formatted.
+const nextDays = new Map<string, LocalDate>()
+
 /** Pure calendar arithmetic: `n` days after `date` (negative for before); n must be an integer. */
-export const addDays = (date: LocalDate, n: number): LocalDate => ofEpochDay(EpochDay.toEpochDay(date) + n)
+export const addDays = (date: LocalDate, n: number): LocalDate => {
+  if (n !== 1) return ofEpochDay(EpochDay.toEpochDay(date) + n)
+  let next = nextDays.get(date)
+  if (next === undefined) {
+    next = ofEpochDay(EpochDay.toEpochDay(date) + 1)
+    if (nextDays.size >= MAX_MEMO) nextDays.clear()
+    nextDays.set(date, next)
+  }
+  return next
+}
 
 /** Calendar days from `from` to `to` (negative when `to` is earlier). */
 export const daysBetween = (from: LocalDate, to: LocalDate): number =>
@@ -141,10 +154,19 @@ const LABELS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] as const
 /** The ISO weekday of a date: 1 (Monday) .. 7 (Sunday). */
 export const isoWeekday = (date: LocalDate): number => EpochDay.isoWeekday(EpochDay.toEpochDay(date))
 
+// A weekly streak asks for the week of every active day it counts.
+const mondays = new Map<string, LocalDate>()
+
 /** The Monday of the ISO week containing `date`. */
 export const weekStart = (date: LocalDate): LocalDate => {
-  const n = EpochDay.toEpochDay(date)
-  return ofEpochDay(n - EpochDay.isoWeekday(n) + 1)
+  let monday = mondays.get(date)
+  if (monday === undefined) {
+    const n = EpochDay.toEpochDay(date)
+    monday = ofEpochDay(n - EpochDay.isoWeekday(n) + 1)
+    if (mondays.size >= MAX_MEMO) mondays.clear()
+    mondays.set(date, monday)
+  }
+  return monday
 }
 
 /** The first day of the month of `date`. */
