@@ -15,7 +15,7 @@ import * as Policy from "@streaks/core/Policy"
 import * as Simulation from "@streaks/core/Simulation"
 import { Schema } from "effect"
 import * as Db from "./db.js"
-import { cpuOf, rssOf } from "./meters.js"
+import { cpuOf, postgresCpu, postgresCpuSince, rssOf } from "./meters.js"
 
 const root = resolve(import.meta.dirname, "../..")
 const ADMIN = "bench-admin-token"
@@ -138,6 +138,8 @@ export interface CallRow {
   /** Seconds of each call. */
   readonly seconds: ReadonlyArray<number>
   readonly serverCpuSeconds: number
+  /** CPU seconds of every Postgres process on the host per call (others' work included). */
+  readonly postgresCpuSeconds: number
   readonly rssBefore: number
   readonly rssPeak: number
 }
@@ -198,6 +200,7 @@ const one = async (server: string, members: number): Promise<CallRow> => {
     try {
       const seconds: Array<number> = []
       const cpuBefore = cpuOf(pid)
+      const postgresBefore = postgresCpu()
       const runs = Math.max(1, Number(process.env.BENCH_SIMULATION_RUNS ?? 2))
       for (let i = 0; i < runs; i++) {
         const t = performance.now()
@@ -219,6 +222,7 @@ const one = async (server: string, members: number): Promise<CallRow> => {
         fillSeconds,
         seconds,
         serverCpuSeconds: (cpuOf(pid) - cpuBefore) / runs,
+        postgresCpuSeconds: postgresCpuSince(postgresBefore) / runs,
         rssBefore,
         rssPeak
       }
@@ -246,16 +250,18 @@ export const run = async (server: string, members: ReadonlyArray<number>): Promi
   }
   console.log("")
   console.log(
-    "| members | activity days | fill s | call s (each run) | days/s | server CPU s per call | server RSS before MB | peak during MB |"
+    "| members | activity days | fill s | call s (each run) | days/s | server CPU s per call | Postgres CPU s per call | server RSS before MB | peak during MB |"
   )
-  console.log("|---|---|---|---|---|---|---|---|")
+  console.log("|---|---|---|---|---|---|---|---|---|")
   for (const n of members) {
     const r = await one(server, n)
     const best = Math.min(...r.seconds)
     console.log(
       `| ${n} | ${r.days} | ${r.fillSeconds.toFixed(1)} | ${r.seconds.map((s) => s.toFixed(2)).join(", ")} | ${
         (r.days / best / 1e6).toFixed(2)
-      }M | ${r.serverCpuSeconds.toFixed(2)} | ${r.rssBefore.toFixed(0)} | ${r.rssPeak.toFixed(0)} |`
+      }M | ${r.serverCpuSeconds.toFixed(2)} | ${r.postgresCpuSeconds.toFixed(2)} | ${r.rssBefore.toFixed(0)} | ${
+        r.rssPeak.toFixed(0)
+      } |`
     )
   }
   console.log("")
