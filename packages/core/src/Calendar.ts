@@ -107,20 +107,23 @@ export const startOfDay = (date: LocalDate, zone: string): Date => new Date(dayS
 /** False for a date the zone skipped entirely (Pacific/Apia 2011-12-30). */
 export const dayExists = (date: LocalDate, zone: string): boolean => dayStart(date, zone).exists
 
-// The calculus steps from day to day (`addDays(d, 1)` on every gap it judges), over a few hundred
-// distinct dates at a time: each date's successor is remembered rather than parsed and formatted.
-const nextDays = new Map<string, LocalDate>()
+// The calculus steps over a few hundred distinct dates at a time, by a day (the next period, a
+// gap it judges) or by a week (a weekly period's end): those shifts are remembered per date rather
+// than parsed and formatted at every step.
+const SHIFTS = 7
+const shifted = Array.from({ length: 2 * SHIFTS + 1 }, () => new Map<string, LocalDate>())
 
 /** Pure calendar arithmetic: `n` days after `date` (negative for before); n must be an integer. */
 export const addDays = (date: LocalDate, n: number): LocalDate => {
-  if (n !== 1) return ofEpochDay(EpochDay.toEpochDay(date) + n)
-  let next = nextDays.get(date)
-  if (next === undefined) {
-    next = ofEpochDay(EpochDay.toEpochDay(date) + 1)
-    if (nextDays.size >= MAX_MEMO) nextDays.clear()
-    nextDays.set(date, next)
+  if (n === 0 || n > SHIFTS || n < -SHIFTS) return ofEpochDay(EpochDay.toEpochDay(date) + n)
+  const memo = shifted[n + SHIFTS]!
+  let to = memo.get(date)
+  if (to === undefined) {
+    to = ofEpochDay(EpochDay.toEpochDay(date) + n)
+    if (memo.size >= MAX_MEMO) memo.clear()
+    memo.set(date, to)
   }
-  return next
+  return to
 }
 
 /** Calendar days from `from` to `to` (negative when `to` is earlier). */

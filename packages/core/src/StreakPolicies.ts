@@ -4,7 +4,7 @@
  * member, the ledger that explains a member's streak period by period, and the simulation of a
  * policy over the program's history (docs/operations.md#trying-a-policy-before-shipping-it).
  */
-import { Context, Effect, Either, Fiber, Layer, Option } from "effect"
+import { Context, Effect, Either, Fiber, Layer, Option, Scheduler } from "effect"
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
 import { type FreezeGrant, type Ledger, type Program, type Project, StreakKey, type StreakRow } from "./Domain.js"
@@ -47,6 +47,12 @@ const RECOMPUTE_BATCH = 500
 
 /** Members a simulation reads per page of histories: the memory it holds is about two pages. */
 export const simulationPage = 2000
+
+/**
+ * A few turns of the event loop (not of Effect's queue of fibers alone), so that a forked read
+ * reaches its socket before a long replay takes the thread.
+ */
+const sendTurns = Effect.yieldNow().pipe(Effect.withScheduler(Scheduler.timer(0)), Effect.repeatN(2))
 
 /** `POST …/simulations`: a whole policy, and the span of activity days to replay (both optional, inclusive). */
 export interface SimulationRequest {
@@ -269,11 +275,12 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
       let answer: SimulationAnswer = { actual: Simulation.empty, proposed: Simulation.empty }
       let histories = yield* page(undefined)
       while (histories.length > 0) {
-        // The store reads the next page while this one is replayed.
+        // The store reads the next page while this one is replayed: the replay holds the thread,
+        // so the read is sent first, in a few turns of the event loop.
         const next = histories.length < simulationPage
           ? undefined
           : yield* Effect.fork(page(histories[histories.length - 1]!.userHash))
-        if (next !== undefined) yield* Effect.yieldNow()
+        if (next !== undefined) yield* sendTurns
         answer = {
           actual: Simulation.combine(answer.actual, Simulation.outcome(histories, actual)),
           proposed: Simulation.combine(answer.proposed, Simulation.outcome(histories, proposed))

@@ -626,7 +626,8 @@ export const streakSuite = (it: It) =>
         // Days given out of order, in two calls; another ledger's and another program's rows and days.
         yield* streaks.addDays(keys.map((key) => ({ key, day: day("2024-03-05") })))
         yield* streaks.addDays(keys.map((key) => ({ key, day: day("2024-03-01") })))
-        yield* streaks.addDays([{ key: keys[1]!, day: day("2024-03-03") }])
+        // Days far apart too (a year's end between them).
+        yield* streaks.addDays([{ key: keys[1]!, day: day("2024-03-03") }, { key: keys[1]!, day: day("2023-12-31") }])
         const test = makeKey(tenant.program, { userHash: hashes[0]!, ledger: "test" })
         const elsewhere = makeKey(other, { userHash: hashes[0]! })
         yield* streaks.save([makeRow(test), makeRow(elsewhere)])
@@ -654,7 +655,7 @@ export const streakSuite = (it: It) =>
           userHash: hashes[1]!,
           timezone: "UTC",
           grants,
-          days: [day("2024-03-01"), day("2024-03-03"), day("2024-03-05")]
+          days: [day("2023-12-31"), day("2024-03-01"), day("2024-03-03"), day("2024-03-05")]
         })
         assert.deepStrictEqual(all.get(empty.userHash)!.days, [])
         // A range keeps the days inside it, both ends inclusive, either end alone.
@@ -665,7 +666,11 @@ export const streakSuite = (it: It) =>
         ])
         assert.deepStrictEqual(ranged.find((h) => h.userHash === hashes[0])!.days, [day("2024-03-05")])
         const upTo = yield* streaks.histories({ ...page, limit: 10, to: day("2024-03-03") })
-        assert.deepStrictEqual(upTo.find((h) => h.userHash === hashes[1])!.days, [day("2024-03-01"), day("2024-03-03")])
+        assert.deepStrictEqual(upTo.find((h) => h.userHash === hashes[1])!.days, [
+          day("2023-12-31"),
+          day("2024-03-01"),
+          day("2024-03-03")
+        ])
         const since = yield* streaks.histories({ ...page, limit: 10, from: day("2024-03-02") })
         assert.deepStrictEqual(since.find((h) => h.userHash === hashes[0])!.days, [day("2024-03-05")])
         // The other ledger has its own rows.

@@ -10,6 +10,7 @@ import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { StorageError } from "@streaks/core/Errors"
 import type { StreakStore } from "@streaks/core/Ports"
+import * as Calendar from "@streaks/core/Calendar"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
@@ -21,6 +22,25 @@ type Row = Record<string, unknown>
 /** A row's granted freezes as JSON text for a `jsonb[]` element; NULL when it has none recorded. */
 const grantsJson = (row: StreakRow): string | null =>
   row.grants === undefined ? null : JSON.stringify(row.grants.map((g) => ({ day: g.day, count: g.count })))
+
+const EPOCH = Calendar.unsafeLocalDate("1970-01-01")
+
+/**
+ * Dates from ascending day numbers since 1970-01-01 ("19723,19725"): each from the one before, so
+ * that the short steps between a member's days take `Calendar`'s remembered shifts.
+ */
+const daysOfNumbers = (text: string): Array<LocalDate> => {
+  const parts = text.split(",")
+  const out = new Array<LocalDate>(parts.length)
+  let before = Number(parts[0])
+  out[0] = Calendar.addDays(EPOCH, before)
+  for (let i = 1; i < parts.length; i++) {
+    const n = Number(parts[i])
+    out[i] = Calendar.addDays(out[i - 1]!, n - before)
+    before = n
+  }
+  return out
+}
 
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
@@ -307,14 +327,15 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
     rows: (which) => rows(which).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
 
     // A range of the primary key (project, program, user hash), and for each row a range of the
-    // days' primary key; the days come as one text per row, cheaper to carry than a row per day.
+    // days' primary key. The days come as one text per row, day numbers since 1970-01-01 (cheaper
+    // for Postgres to write than formatted dates, and independent of the session's DateStyle).
     histories: (page) => {
       const from = page.from === undefined ? sql`` : sql` AND d.day >= ${page.from}::date`
       const to = page.to === undefined ? sql`` : sql` AND d.day <= ${page.to}::date`
       const after = page.after === undefined ? sql`` : sql` AND s.user_hash > ${page.after}`
       return query(
         sql`SELECT s.user_hash, s.timezone, s.grants,
-          (SELECT string_agg(to_char(d.day, 'YYYY-MM-DD'), ',' ORDER BY d.day) FROM ${t.activity_days} d
+          (SELECT string_agg((d.day - DATE '1970-01-01')::text, ',' ORDER BY d.day) FROM ${t.activity_days} d
             WHERE d.project_id = s.project_id AND d.program_id = s.program_id AND d.user_hash = s.user_hash
               AND d.ledger = s.ledger${from}${to}) AS days
         FROM ${t.streaks} s
@@ -326,7 +347,7 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
             userHash: r.user_hash as UserHash,
             timezone: r.timezone as string,
             grants: (r.grants as ReadonlyArray<{ day: LocalDate; count: number }> | null) ?? [],
-            days: typeof r.days === "string" && r.days !== "" ? (r.days.split(",") as Array<LocalDate>) : []
+            days: typeof r.days === "string" && r.days !== "" ? daysOfNumbers(r.days) : []
           }))
         ),
         io("StreakStore.histories")
