@@ -84,6 +84,21 @@ const mcpRoutes = StreamableHttp.layerRoutes.pipe(
   Layer.provide(Layer.effect(McpLimits, Effect.map(RateLimit.RateLimiter, RateLimit.gate)))
 )
 
+/** The rate limiter with the configured limits, shared by every route of one process. */
+export const layerRateLimit = (config: ServerConfig) =>
+  RateLimit.layer({
+    ipPerSecond: config.rateLimitIp,
+    sitePerSecond: config.rateLimitSite,
+    credentialPerSecond: config.rateLimitCredential,
+    authFailuresPerMinute: config.rateLimitAuthFailures
+  })
+
+/** The MCP worker's limits on their own (`streaks mcp`): the same budgets as under `serve`. */
+export const layerMcpLimits = (config: ServerConfig) =>
+  Layer.effect(McpLimits, Effect.map(RateLimit.RateLimiter, RateLimit.gate)).pipe(
+    Layer.provide(layerRateLimit(config))
+  )
+
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
@@ -94,12 +109,7 @@ export const layer = (config: ServerConfig) => {
     (api) => FastPath.front(api)
   ).pipe(
     Layer.provide(layerJobs),
-    Layer.provide(RateLimit.layer({
-      ipPerSecond: config.rateLimitIp,
-      sitePerSecond: config.rateLimitSite,
-      credentialPerSecond: config.rateLimitCredential,
-      authFailuresPerMinute: config.rateLimitAuthFailures
-    })),
+    Layer.provide(layerRateLimit(config)),
     Layer.provide(ClientAddress.layer(config.trustedProxies)),
     Layer.provide(HttpConfig.layer({
       adminToken: config.adminToken,
