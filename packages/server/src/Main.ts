@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { ClientAddress, DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
-import { Http, HttpConfig, Jobs, RateLimit, WidgetScript } from "@streaks/http"
+import { AccessLog, Http, HttpConfig, Jobs, RateLimit, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
 import { McpLimits } from "@streaks/mcp/McpLimits"
@@ -106,7 +106,11 @@ export const layer = (config: ServerConfig) => {
   const http = Http.layerServer(
     { port: config.port, host: config.host },
     Layer.mergeAll(mcpRoutes, widgetRoutes),
-    (api) => FastPath.front(api)
+    (api) =>
+      Effect.flatMap(
+        FastPath.front(api),
+        (handler) => config.accessLog ? AccessLog.handler(handler) : Effect.succeed(handler)
+      )
   ).pipe(
     Layer.provide(layerJobs),
     Layer.provide(layerRateLimit(config)),
