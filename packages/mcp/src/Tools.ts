@@ -369,7 +369,12 @@ const listAtRisk = tool({
       // Each row is judged in its own zone, as the due checks that send `streak.at_risk` judge it.
       // `pending`: alive, the current period not kept, and not a rest day (nothing is owed on one).
       const members = rows.flatMap((row) => {
-        const state = Streak.evaluate(Streak.fromRow(row, policy), now, row.timezone, policy)
+        const state = Streak.evaluate(
+          Streak.fromRow(row, policy, Streak.windowsOf(program)),
+          now,
+          row.timezone,
+          policy
+        )
         return state.pending
           ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.period.end as string }]
           : []
