@@ -5,7 +5,7 @@
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
 import type { Pause, Program, Repair, StreakRow } from "./Domain.js"
-import { type Forgiven, forgivenessOf, rowOf, summaryOf } from "./internal/streakProgress.js"
+import { type Forgiven, forgivenessOf, notifiedOf, rowOf, summaryOf } from "./internal/streakProgress.js"
 import type * as Policy from "./Policy.js"
 import * as Streak from "./Streak.js"
 
@@ -97,8 +97,8 @@ export const outageProblem = (start: Date, end: Date, now: Date): string | undef
 
 /**
  * The row recomputed from its days with `forgiven` (its repairs and pauses) under `program`'s
- * windows. Events the new history would have owed before `now` count as sent: the past is
- * recomputed, and nothing is announced for it (a `streak.broken` already sent stays sent).
+ * windows. What was sent stays sent; a `streak.broken` sent for a run that the new history keeps
+ * alive is let go, so that the run's next break is announced (never the same break twice).
  */
 export const recomputed = (
   row: StreakRow,
@@ -109,7 +109,11 @@ export const recomputed = (
   forgiven: Forgiven
 ): { readonly row: StreakRow; readonly summary: Streak.Summary } => {
   const summary = Streak.fromDays(days, row.timezone, policy, row.grants ?? [], forgivenessOf(forgiven, program))
-  const notified = Streak.settledAt(summary, row.timezone, now, policy)
+  const sent = notifiedOf(row)
+  const stillBroken = Streak.settledAt(summary, row.timezone, now, policy).brokenAfter === summary.lastActiveDay
+  const notified = sent.brokenAfter !== undefined && sent.brokenAfter === summary.lastActiveDay && !stillBroken
+    ? { ...sent, brokenAfter: undefined }
+    : sent
   return { row: rowOf(row, summary, row.timezone, notified, now, policy, forgiven), summary }
 }
 
