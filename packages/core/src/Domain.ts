@@ -122,6 +122,24 @@ export const Outage = Schema.Struct({
 export type Outage = typeof Outage.Type
 type OutageEncoded = typeof Outage.Encoded
 
+/** A program's outage windows as adapters store them (JSON, instants as ISO text). */
+export const OutagesJson = Schema.Array(Schema.Struct({
+  id: Schema.String,
+  start: Schema.Date,
+  end: Schema.Date,
+  reason: Schema.String,
+  restored: Schema.Int,
+  createdAt: Schema.Date
+}))
+
+/** Outage windows as JSON text, for an adapter's column. */
+export const outagesToJson = (outages: ReadonlyArray<Outage>): string =>
+  JSON.stringify(Schema.encodeSync(OutagesJson)(outages))
+
+/** Outage windows read back from an adapter's column (parsed JSON or its text). */
+export const outagesFromJson = (stored: unknown): ReadonlyArray<Outage> =>
+  Schema.decodeUnknownSync(OutagesJson)(typeof stored === "string" ? JSON.parse(stored) : stored)
+
 /**
  * An instance of a domain class from fields already known to be valid (built from checked parts,
  * or read back from storage), without running the class's constructor. With validation off, a
