@@ -516,7 +516,8 @@ export const evaluate = (
     judgeEnded(c, lastStart, summary.periodDays, policy, zone, f)
     gap(c, lastStart, start, summary.grants, policy, zone, f)
     if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, start, periodEnd(start, policy)), policy)
-    return stateAt(summary, policy, today, start, c.run, false, c.freezes, 0, rest)
+    // A repaired period after the last active day may have made the chain longer than ever.
+    return stateAt(summary, policy, today, start, c.run, false, c.freezes, 0, rest, c.best)
   }
   if (policy.cadence !== "daily" || policy.restDays.length > 0 || policy.freezes.max > 0) {
     return stateAt(summary, policy, today, start, summary.run, false, summary.freezes, 0, false)
@@ -553,12 +554,13 @@ const stateAt = (
   todayDone: boolean,
   freezes: number,
   done: number,
-  settled: boolean
+  settled: boolean,
+  best: number = summary.best
 ): State => ({
   mode: modeOf(policy),
   today,
   current,
-  best: Math.max(summary.best, current),
+  best: Math.max(best, current),
   todayDone,
   pending: current > 0 && !settled,
   freezes,

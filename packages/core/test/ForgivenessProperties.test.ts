@@ -131,11 +131,15 @@ describe("forgiveness: properties", () => {
       assert.isAtLeast(state.best, state.current)
       const ledger = Streak.ledger(days, grants, state.today, zone, policy, f)
       let chain = 0
+      let longest = 0
       for (const p of ledger) {
         if (p.status === "kept" || p.status === "repaired") chain++
         else if (p.status === "missed") chain = 0
+        longest = Math.max(longest, chain)
       }
       assert.strictEqual(chain, state.current)
+      // The longest chain of the ledger is the best (a repaired period can only lengthen one).
+      assert.strictEqual(longest, state.best)
       // Paused periods are never owed.
       const current = ledger[ledger.length - 1]
       if (current?.status === "paused") assert.isFalse(state.pending)
