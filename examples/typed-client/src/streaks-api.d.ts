@@ -1609,6 +1609,8 @@ export interface operations {
                             isFrozen?: boolean;
                             /** @description Programs with a policy only: one of the policy's rest days (daily cadence). */
                             isRestDay?: boolean;
+                            /** @description Members with a pause only: the day is inside one of the member's pauses. */
+                            isPaused?: boolean;
                         }[];
                         milestones: {
                             id: string;

@@ -113,6 +113,9 @@ export const WeekEntry = Schema.Struct({
   })),
   isRestDay: Schema.optional(Schema.Boolean.annotations({
     description: "Programs with a policy only: one of the policy's rest days (daily cadence)."
+  })),
+  isPaused: Schema.optional(Schema.Boolean.annotations({
+    description: "Members with a pause only: the day is inside one of the member's pauses."
   }))
 })
 
