@@ -17,15 +17,8 @@ import { IngestStore } from "./IngestStore.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import { OutboxSignal } from "./OutboxSignal.js"
 import * as Policy from "./Policy.js"
-import {
-  DirectoryStore,
-  ExperimentStore,
-  MemberStore,
-  Outbox,
-  StreakStore,
-  SubscriptionStore,
-  Transactor
-} from "./Ports.js"
+import type { ExperimentStore, SubscriptionStore } from "./Ports.js"
+import { DirectoryStore, MemberStore, Outbox, StreakStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
 
 /** `POST …/members/{userHash}/repairs` */

@@ -24,7 +24,10 @@ const DAY_MS = 24 * 60 * 60 * 1000
 export const allowanceMs = 30 * DAY_MS
 
 /** The answer of a check: what was asked, or why it is refused. */
-export type Check<A> = { readonly _tag: "Allowed"; readonly value: A } | { readonly _tag: "Refused"; readonly why: string }
+export type Check<A> = { readonly _tag: "Allowed"; readonly value: A } | {
+  readonly _tag: "Refused"
+  readonly why: string
+}
 
 const allowed = <A>(value: A): Check<A> => ({ _tag: "Allowed", value })
 const refused = <A>(why: string): Check<A> => ({ _tag: "Refused", why })

@@ -376,14 +376,18 @@ const planOne = (
       next = after.summary
       // A late day may complete a period and earn a freeze that the history had not.
       earned = policy.freezes.earnEvery > 0 && after.earned >
-        Streak.replay(known, zone, policy, summary.grants, summary.forgiveness).earned
+          Streak.replay(known, zone, policy, summary.grants, summary.forgiveness).earned
     }
   }
   if (next === undefined) {
     // Nothing moved, but the member's zone did: due instants follow it.
     const state = before.row.timezone === zone
       ? before
-      : { ...before, row: rowOf(before.key, summary, zone, notifiedOf(before.row), now, policy, before.row), changed: true }
+      : {
+        ...before,
+        row: rowOf(before.key, summary, zone, notifiedOf(before.row), now, policy, before.row),
+        changed: true
+      }
     return { ...nothing, state, body: answerBody(door, true, c.reason, true), record: record(false) }
   }
 

@@ -34,7 +34,8 @@ const sweep = (iso: string) =>
 
 const none = { atRisk: 0, broken: 0, freezesUsed: 0 }
 
-const member = (t: Tenant, userHash: string) => Effect.flatMap(StateQuery, (q) => q.memberStreak(t.program.id, userHash))
+const member = (t: Tenant, userHash: string) =>
+  Effect.flatMap(StateQuery, (q) => q.memberStreak(t.program.id, userHash))
 
 const statuses = (t: Tenant, userHash: string, from: string, to: string) =>
   Effect.map(
@@ -70,7 +71,10 @@ describe("repairs", () => {
       assert.deepStrictEqual(before, ["streak.broken"])
 
       yield* TestClock.setTime(at("2026-03-05T12:00:00Z"))
-      const repaired = yield* (yield* Forgiveness).repair(t.program.id, "u1", { period: "2026-03-04", reason: "support" })
+      const repaired = yield* (yield* Forgiveness).repair(t.program.id, "u1", {
+        period: "2026-03-04",
+        reason: "support"
+      })
       assert.strictEqual(repaired.userHash, "u1")
       const answer = yield* member(t, "u1")
       assert.deepStrictEqual([answer.current, answer.best, answer.pending, answer.todayDone], [4, 4, true, false])

@@ -440,9 +440,10 @@ const date = (description: string) =>
 
 const instant = (description: string) => text(bounds.date + 32).annotations({ description, format: "date-time" })
 
-const reason = (description: string) => Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)).annotations({
-  description
-})
+const reason = (description: string) =>
+  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)).annotations({
+    description
+  })
 
 export const RepairBody = Schema.Struct({
   period: date("Any activity day (YYYY-MM-DD) of the missed period to repair."),

@@ -89,21 +89,27 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           Effect.flatMap(
             forgiveness.repair(program.id, path.userHash, payload),
-            (repaired) => stateQuery.memberStreak(program.id, repaired.userHash)
+            (repaired) =>
+              stateQuery.memberStreak(program.id, repaired.userHash)
           )))
       .handle("createPause", ({ path, payload }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) => forgiveness.addPause(program.id, path.userHash, payload)))
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.addPause(program.id, path.userHash, payload)))
       .handle("pauses", ({ path }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) => forgiveness.pauses(program.id, path.userHash)))
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.pauses(program.id, path.userHash)))
       .handle("deletePause", ({ path }) =>
         Effect.flatMap(
           reach(path.programId),
-          ({ program }) => forgiveness.removePause(program.id, path.userHash, path.pauseId)
+          ({ program }) =>
+            forgiveness.removePause(program.id, path.userHash, path.pauseId)
         ))
       .handle("createOutage", ({ path, payload }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) => forgiveness.addOutage(program.id, payload)))
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.addOutage(program.id, payload)))
       .handle("outages", ({ path }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) => forgiveness.outages(program.id)))
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.outages(program.id)))
       .handle("createHook", ({ payload }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal

@@ -183,7 +183,9 @@ layer(server, { timeout: 120_000 })("forgiveness end to end", (it) => {
       const created = yield* p.api("/outages", { body: window })
       expect(created.status).toBe(201)
       expect(created.body).toMatchObject({ ...window, restored: 2 })
-      const listed = yield* call(base, `/admin/programs/${p.programId}/outages`, { headers: { "x-admin-token": ADMIN } })
+      const listed = yield* call(base, `/admin/programs/${p.programId}/outages`, {
+        headers: { "x-admin-token": ADMIN }
+      })
       expect(listed.body).toEqual({ outages: [created.body] })
       expect((yield* p.api("/outages")).body).toEqual({ outages: [created.body] })
       yield* until(() => p.receiver.deliveries.length >= 3, 3_000)

@@ -316,7 +316,10 @@ if ("skip" in chromium) {
           await settled(page, "ready")
           return {
             days: await page.locator("streak-widget [part=day]").evaluateAll((days) =>
-              days.map((d) => ({ ...(d as HTMLElement).dataset, spoken: d.querySelector(".sr")!.textContent ?? "" }))
+              days.map((d): Record<string, string | undefined> => ({
+                ...(d as HTMLElement).dataset,
+                spoken: d.querySelector(".sr")!.textContent ?? ""
+              }))
             ),
             events: await page.evaluate(() => (window as any).streakStates)
           }
