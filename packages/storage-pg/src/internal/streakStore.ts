@@ -13,6 +13,7 @@ import type { StreakStore } from "@streaks/core/Ports"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
+import { makeDistributed, makeRotation } from "./claimsByProject.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
 import { achievedIds, achievementsOfK, decodeStreakRow, keyArraysOf, streakColumns } from "./streakRows.js"
 
@@ -87,8 +88,11 @@ export interface LockedRow {
   readonly meteredMonth: string | undefined
 }
 
-export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & StreakExtras => {
+export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras => {
+  const { query, sql, t } = ctx
   const cols = sql.literal(streakColumns)
+  const distributed = makeDistributed(ctx)
+  const rotation = makeRotation(ctx)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
 
@@ -327,10 +331,23 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
     claimDue: (now, limit) =>
       limit <= 0 ?
         Effect.succeed([]) :
-        // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
-        // column (no index, a sort of every due row) over the table's.
-        query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
-          ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
-          .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue"))
+        Effect.flatMap(distributed, (byProject) =>
+          byProject
+            // On Citus: one project's due rows per statement (internal/claimsByProject.ts), oldest
+            // first within each project and in the batch.
+            ? rotation(limit, (projectId, n) =>
+              query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.project_id = ${projectId} AND s.due_at <= ${now}
+                ORDER BY s.due_at LIMIT ${n} FOR UPDATE SKIP LOCKED`)).pipe(
+                Effect.map((rows) =>
+                  rows.map(decodeStreakRow).sort((a, b) => a.dueAt!.getTime() - b.dueAt!.getTime())
+                )
+              )
+            // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
+            // column (no index, a sort of every due row) over the table's.
+            : query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
+              ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
+              .pipe(Effect.map((rows) =>
+                rows.map(decodeStreakRow)
+              ))).pipe(io("StreakStore.claimDue"))
   }
 }
