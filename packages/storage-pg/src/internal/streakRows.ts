@@ -55,7 +55,7 @@ interface Forgiveness {
   readonly pauses?: ReadonlyArray<Pause>
 }
 
-const forgivenOf = (f: Forgiveness | null | undefined) =>
+export const forgivenOf = (f: Forgiveness | null | undefined) =>
   f === null || f === undefined ? {} : {
     ...(f.repairs === undefined || f.repairs.length === 0 ? {} : { repairs: f.repairs }),
     ...(f.pauses === undefined || f.pauses.length === 0 ? {} : { pauses: f.pauses })
