@@ -13,6 +13,7 @@ import { DirectoryStore } from "../src/Ports.js"
 import { StateQuery } from "../src/StateQuery.js"
 import * as Streak from "../src/Streak.js"
 import { StreakPolicies } from "../src/StreakPolicies.js"
+import * as WebhookSamples from "../src/WebhookSamples.js"
 import type { Tenant } from "@streaks/storage-conformance/Fixtures"
 import { at, codeOf, daysOf, drainOutbox, layer, liveTenant, rowOf, server } from "./support/pipeline.js"
 
@@ -288,5 +289,19 @@ describe("outage windows", () => {
         reason: "r"
       })
       assert.strictEqual(ok.end, "2026-03-12T00:00:00.000Z")
+    }).pipe(Effect.provide(layer)))
+})
+
+describe("webhook samples", () => {
+  it.effect("streak.repaired has a sample of the delivery's shape: the period and the new current", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({}))
+      yield* TestClock.setTime(at("2026-03-05T12:00:00Z"))
+      const [sample] = (yield* WebhookSamples.samples(t.project, t.program, "streak.repaired")) as ReadonlyArray<
+        { readonly type: string; readonly data: Record<string, unknown> }
+      >
+      assert.strictEqual(sample!.type, "streak.repaired")
+      assert.deepStrictEqual(sample!.data.period, { start: "2026-03-04", end: "2026-03-04" })
+      assert.deepStrictEqual([sample!.data.current, sample!.data.streak], [8, { current: 8, best: 8 }])
     }).pipe(Effect.provide(layer)))
 })
