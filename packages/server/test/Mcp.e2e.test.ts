@@ -172,6 +172,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           "get_member_streak",
           "explain_streak",
           "record_action",
+          "repair_streak",
           "list_at_risk",
           "get_usage",
           "get_experiment_report"
