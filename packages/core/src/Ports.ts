@@ -15,8 +15,11 @@ import {
   type EventType,
   Experiment,
   type FreezeGrant,
+  type Pause,
+  type Repair,
   type Ledger,
   OAuthGrant,
+  type Outage,
   type OutboundEventType,
   type OutboxMessage,
   type Plan,
@@ -228,6 +231,9 @@ export interface StreakHistory {
   readonly grants: ReadonlyArray<FreezeGrant>
   /** Active days in the asked range, ascending. */
   readonly days: ReadonlyArray<LocalDate>
+  /** The row's repairs and pauses (docs/streak-semantics.md#forgiveness); absent when it has none. */
+  readonly repairs?: ReadonlyArray<Repair> | undefined
+  readonly pauses?: ReadonlyArray<Pause> | undefined
 }
 
 /** Streak rows, their active days and their achievements: the heart of the per-action path. */
@@ -467,6 +473,8 @@ export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<
   readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
   /** Sets the program's policy and its `mode` (docs/streak-semantics.md#streak-policies); None for an unknown id. */
   readonly setProgramPolicy: (id: ProgramId, policy: Policy, mode: StreakMode) => Io<Option.Option<Program>>
+  /** Replaces a program's outage windows (docs/streak-semantics.md#forgiveness): the program after. */
+  readonly setProgramOutages: (id: ProgramId, outages: ReadonlyArray<Outage>) => Io<Option.Option<Program>>
 }>() {}
 
 /** Webhook subscriptions, on the `Catalog`. */

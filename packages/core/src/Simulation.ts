@@ -92,6 +92,9 @@ export interface History {
   readonly grants: ReadonlyArray<Streak.Grant>
   /** Active days, ascending. */
   readonly days: ReadonlyArray<LocalDate>
+  /** The member's repairs and pauses (docs/streak-semantics.md#forgiveness); absent: none. */
+  readonly repairs?: ReadonlyArray<{ readonly period: LocalDate }> | undefined
+  readonly pauses?: ReadonlyArray<Streak.Period> | undefined
 }
 
 /** The days a replay keeps (both ends inclusive, either optional). */
@@ -108,6 +111,8 @@ export interface Settings {
   /** The instant the state is read at. */
   readonly now: Date | number
   readonly window?: Window | undefined
+  /** The program's outage windows (`Streak.windowsOf`); absent: none. */
+  readonly outages?: ReadonlyArray<Streak.Window> | undefined
 }
 
 const inWindow = (days: ReadonlyArray<LocalDate>, window: Window | undefined): ReadonlyArray<LocalDate> => {
@@ -134,16 +139,21 @@ export const outcome = (histories: Iterable<History>, settings: Settings): Outco
   const tally = Streak.tally()
   const counts = new Map<number, number>()
   const targets = settings.milestoneTargets
+  const outages = settings.outages ?? []
   let members = 0
   let alive = 0
   let milestones = 0
   for (const h of histories) {
     const days = inWindow(h.days, settings.window)
+    const forgiveness = h.repairs === undefined && h.pauses === undefined && outages.length === 0
+      ? undefined
+      : Streak.forgivenessOfRow({ run: 0, best: 0, repairs: h.repairs, pauses: h.pauses }, outages)
     const { best, current } = Streak.replayAt(
       days,
       h.timezone,
       settings.policy,
       h.grants,
+      forgiveness,
       readAt(h.timezone, settings),
       tally
     )

@@ -13,6 +13,7 @@ import * as Policy from "../src/Policy.js"
 import * as Simulation from "../src/Simulation.js"
 import { StateQuery } from "../src/StateQuery.js"
 import { StreakPolicies } from "../src/StreakPolicies.js"
+import { Forgiveness } from "../src/Forgiveness.js"
 import { at, codeOf, layer, liveTenant, server } from "./support/pipeline.js"
 
 const d = Calendar.unsafeLocalDate
@@ -209,9 +210,18 @@ const policyArb: fc.Arbitrary<Policy.Policy> = fc
       target: r.cadence === "daily" ? 1 : r.target,
       dayStartHour: r.dayStartHour,
       restDays: r.cadence === "daily" ? r.restDays : [],
-      freezes: { initial: Math.min(r.initial, r.max), max: r.max, earnEvery: r.earnEvery }
+      freezes: { initial: Math.min(r.initial, r.max), max: r.max, earnEvery: r.earnEvery },
+      repairWindowDays: 365,
+      repairsPer30Days: 10
     })
   )
+
+/** Forgiveness after the actions: an outage window, a repair and a pause of member 0 (each maybe). */
+const forgivenessArb = fc.record({
+  outage: fc.option(fc.record({ hour: fc.integer({ min: 0, max: 90 * 24 }), hours: fc.integer({ min: 1, max: 48 }) })),
+  repair: fc.option(fc.integer({ min: 0, max: 90 })),
+  pause: fc.option(fc.record({ from: fc.integer({ min: 60, max: 90 }), days: fc.integer({ min: 1, max: 20 }) }))
+})
 
 interface Action {
   readonly user: number
@@ -243,9 +253,9 @@ const historyArb = fc
 
 describe("simulation through the services", () => {
   it.effect.prop(
-    "under the current policy it replays to the stored state: alive, the histogram and milestones as state reads say, breaks and freezes as ledgers show",
-    [policyArb, historyArb, fc.integer({ min: 0, max: 20 * 24 })],
-    ([current, history, hoursAfter]) =>
+    "under the current policy it replays to the stored state, forgiveness included: alive, the histogram and milestones as state reads say, breaks and freezes as ledgers show",
+    [policyArb, historyArb, fc.integer({ min: 0, max: 20 * 24 }), forgivenessArb],
+    ([current, history, hoursAfter, forgiven]) =>
       Effect.gen(function*() {
         const milestones = [2, 5, 9].map((target) =>
           new Milestone({
@@ -267,6 +277,29 @@ describe("simulation through the services", () => {
             tz: zone
           })
         }
+        // Forgiveness as support and operators give it: refused ones (a period not missed) change nothing.
+        const forgiveness = yield* Forgiveness
+        const base = Calendar.startOfActivityDay(BASE, "UTC", 0).getTime()
+        if (forgiven.outage !== null) {
+          const start = base + forgiven.outage.hour * 3_600_000
+          yield* Effect.either(forgiveness.addOutage(t.program.id, {
+            start: new Date(start).toISOString(),
+            end: new Date(Math.min(start + forgiven.outage.hours * 3_600_000, end)).toISOString(),
+            reason: "down"
+          }))
+        }
+        if (forgiven.repair !== null) {
+          yield* Effect.either(forgiveness.repair(t.program.id, "m0", {
+            period: Calendar.addDays(BASE, forgiven.repair),
+            reason: "support"
+          }))
+        }
+        if (forgiven.pause !== null) {
+          yield* Effect.either(forgiveness.addPause(t.program.id, "m0", {
+            start: Calendar.addDays(BASE, forgiven.pause.from),
+            end: Calendar.addDays(BASE, Math.min(forgiven.pause.from + forgiven.pause.days, 110))
+          }))
+        }
         yield* TestClock.setTime(end + hoursAfter * 3_600_000)
 
         const policies = yield* StreakPolicies
@@ -285,8 +318,9 @@ describe("simulation through the services", () => {
           let before: string | undefined
           for (const p of ledger.periods) {
             if (p.status === "frozen") frozen++
-            if (p.status === "missed" && (before === "kept" || before === "frozen")) broken++
-            if (p.status !== "rest") before = p.status
+            if (p.status === "missed" && (before === "kept" || before === "frozen" || before === "repaired")) broken++
+            // Paused and forgiven periods count as rest: they neither add to a chain nor end it.
+            if (p.status !== "rest" && p.status !== "paused" && p.status !== "forgiven") before = p.status
           }
         }
         const histogram = [...lengths].map(([length, members]) => ({ length, members })).sort((a, b) =>

@@ -173,6 +173,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           "explain_streak",
           "simulate_policy",
           "record_action",
+          "repair_streak",
           "list_at_risk",
           "get_usage",
           "get_experiment_report"

@@ -98,6 +98,7 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
         "explain_streak",
         "simulate_policy",
         "record_action",
+        "repair_streak",
         "list_at_risk",
         "get_usage",
         "get_experiment_report"

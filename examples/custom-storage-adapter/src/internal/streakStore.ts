@@ -31,6 +31,8 @@ const streakRow: Codec<StreakRow> = {
     freezes: number("freezes"),
     grants: json("grants"),
     frozenNotifiedThrough: text("frozen_notified_through"),
+    repairs: json("repairs"),
+    pauses: json("pauses"),
     dueAt: instant("due_at"),
     updatedAt: instant("updated_at")
   }
@@ -108,7 +110,14 @@ export const makeStreakStore = (sql: SqlClient.SqlClient): StreakStore["Type"] =
         const to = page.to === undefined ? sql`` : sql` AND day <= ${page.to}`
         return Effect.map(
           sql`SELECT day FROM activity_days WHERE ${isKey(sql, row)}${from}${to} ORDER BY day`,
-          (rows) => ({ userHash: row.userHash, timezone: row.timezone, grants: row.grants ?? [], days: days(rows) })
+          (rows) => ({
+            userHash: row.userHash,
+            timezone: row.timezone,
+            grants: row.grants ?? [],
+            days: days(rows),
+            ...(row.repairs === undefined || row.repairs.length === 0 ? {} : { repairs: row.repairs }),
+            ...(row.pauses === undefined || row.pauses.length === 0 ? {} : { pauses: row.pauses })
+          })
         )
       })
     }).pipe(port(sql, "StreakStore.histories")),

@@ -93,7 +93,9 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
           grants: r.grants ?? [],
           days: [...(s.days.get(keyOf(r)) ?? [])]
             .filter((d) => (page.from === undefined || d >= page.from) && (page.to === undefined || d <= page.to))
-            .sort()
+            .sort(),
+          ...(r.repairs === undefined || r.repairs.length === 0 ? {} : { repairs: r.repairs }),
+          ...(r.pauses === undefined || r.pauses.length === 0 ? {} : { pauses: r.pauses })
         }))
       }),
     remove: (key) =>

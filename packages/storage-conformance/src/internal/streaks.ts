@@ -385,6 +385,38 @@ export const streakSuite = (it: It) =>
       })
     })
 
+    it.effect("a row's repairs and pauses round-trip through save, rows and lock; saved over, they go and come", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const key = makeKey(program)
+        const repairs = [
+          { period: day("2024-03-04"), at: "2024-03-05T12:00:00.000Z", reason: "support ticket #12 — «ünïcode»" },
+          { period: day("2024-02-26"), at: "2024-03-06T09:30:00.000Z", reason: "bought" }
+        ]
+        const pauses = [
+          { id: "pau_1", start: day("2024-03-10"), end: day("2024-03-20") },
+          { id: "pau_2", start: day("2024-04-01"), end: day("2024-04-01") }
+        ]
+        const row = makeRow(key, { lastActiveDay: day("2024-03-06"), run: 3, best: 3, repairs, pauses })
+        yield* streaks.save([row])
+        const read = Option.getOrThrow(yield* rowOf(key))
+        assert.deepStrictEqual([read.repairs, read.pauses], [repairs, pauses])
+        const [locked] = yield* tx.withTransaction(streaks.lock([{ key, timezone: "UTC" }]))
+        assert.deepStrictEqual([locked!.repairs, locked!.pauses], [repairs, pauses])
+        const [listed] = (yield* streaks.rows({ programId: program.id, ledger: "live" })).filter((r) =>
+          r.userHash === key.userHash
+        )
+        assert.deepStrictEqual([listed!.repairs, listed!.pauses], [repairs, pauses])
+        yield* streaks.save([makeRow(key, { lastActiveDay: day("2024-03-06"), run: 3, best: 3, pauses: [pauses[0]!] })])
+        const after = Option.getOrThrow(yield* rowOf(key))
+        assert.deepStrictEqual([after.repairs ?? [], after.pauses], [[], [pauses[0]!]])
+        yield* streaks.save([makeRow(key, { lastActiveDay: day("2024-03-06"), run: 3, best: 3 })])
+        const bare = Option.getOrThrow(yield* rowOf(key))
+        assert.deepStrictEqual([bare.repairs ?? [], bare.pauses ?? []], [[], []])
+      }))
+
     it.effect("addDays is true only for the first insert of (key, day), and days are kept per key", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
@@ -605,7 +637,7 @@ export const streakSuite = (it: It) =>
         assert.deepStrictEqual(yield* streaks.rows({ programId: (yield* seedProgram(tenant)).id, ledger: "live" }), [])
       }))
 
-    it.effect("histories pages a program's rows on one ledger by user hash in byte order, each with its days ascending", () =>
+    it.effect("histories pages a program's rows on one ledger by user hash in byte order, each with its days ascending, grants, repairs and pauses", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore
         const tenant = yield* seedTenant()
@@ -614,13 +646,15 @@ export const streakSuite = (it: It) =>
         const hashes = ["user_B", "user_a", "user__", "user_A1", "user_b"].map((h) => h as Ids.UserHash)
         const keys = hashes.map((userHash) => makeKey(tenant.program, { userHash }))
         const grants = [{ day: day("2024-03-02"), count: 2 }]
+        const repairs = [{ period: day("2024-03-04"), at: "2024-03-05T10:00:00.000Z", reason: "support" }]
+        const pauses = [{ id: "pau_1", start: day("2024-03-10"), end: day("2024-03-12") }]
         yield* streaks.save(keys.map((key, i) =>
           makeRow(key, {
             timezone: i === 0 ? "Europe/Paris" : "UTC",
             lastActiveDay: day("2024-03-05"),
             run: 1,
             best: 1,
-            ...(i === 1 ? { grants } : {})
+            ...(i === 1 ? { grants, repairs, pauses } : {})
           })
         ))
         // Days given out of order, in two calls; another ledger's and another program's rows and days.
@@ -655,7 +689,9 @@ export const streakSuite = (it: It) =>
           userHash: hashes[1]!,
           timezone: "UTC",
           grants,
-          days: [day("2023-12-31"), day("2024-03-01"), day("2024-03-03"), day("2024-03-05")]
+          days: [day("2023-12-31"), day("2024-03-01"), day("2024-03-03"), day("2024-03-05")],
+          repairs,
+          pauses
         })
         assert.deepStrictEqual(all.get(empty.userHash)!.days, [])
         // A range keeps the days inside it, both ends inclusive, either end alone.

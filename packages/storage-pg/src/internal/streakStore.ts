@@ -16,7 +16,7 @@ import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
 import { makeDistributed, makeRotation } from "./claimsByProject.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
-import { achievedIds, achievementsOfK, decodeStreakRow, keyArraysOf, streakColumns } from "./streakRows.js"
+import { achievedIds, achievementsOfK, decodeStreakRow, forgivenOf, keyArraysOf, streakColumns } from "./streakRows.js"
 
 type Row = Record<string, unknown>
 
@@ -42,6 +42,15 @@ const daysOfNumbers = (text: string): Array<LocalDate> => {
   }
   return out
 }
+
+/** A row's repairs and pauses as JSON text (migration 0011); NULL when it has neither. */
+const forgivenessJson = (row: StreakRow): string | null =>
+  (row.repairs === undefined || row.repairs.length === 0) && (row.pauses === undefined || row.pauses.length === 0)
+    ? null
+    : JSON.stringify({
+      repairs: (row.repairs ?? []).map((r) => ({ period: r.period, at: r.at, reason: r.reason })),
+      pauses: (row.pauses ?? []).map((p) => ({ id: p.id, start: p.start, end: p.end }))
+    })
 
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
@@ -194,7 +203,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     const rows = lastPerKey(all, keyOf)
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
-            updated_at, metered_month)
+            updated_at, metered_month, forgiveness)
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
@@ -206,14 +215,14 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${
       rows.map((r) => r.updatedAt.toISOString())
     }::timestamptz[],
-            ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[])
+            ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[], ${rows.map(forgivenessJson)}::jsonb[])
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
             broken_notified_after = excluded.broken_notified_after, period_days = excluded.period_days,
             freezes = excluded.freezes, grants = excluded.grants,
             frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
-            updated_at = excluded.updated_at,
+            updated_at = excluded.updated_at, forgiveness = excluded.forgiveness,
             metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)`
   }
   type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
@@ -338,7 +347,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
       const to = page.to === undefined ? sql`` : sql` AND d.day <= ${page.to}::date`
       const after = page.after === undefined ? sql`` : sql` AND s.user_hash > ${page.after}`
       return query(
-        sql`SELECT s.user_hash, s.timezone, s.grants,
+        sql`SELECT s.user_hash, s.timezone, s.grants, s.forgiveness,
           (SELECT string_agg((d.day - DATE '1970-01-01')::text, ',' ORDER BY d.day) FROM ${t.activity_days} d
             WHERE d.project_id = s.project_id AND d.program_id = s.program_id AND d.user_hash = s.user_hash
               AND d.ledger = s.ledger${from}${to}) AS days
@@ -351,7 +360,8 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             userHash: r.user_hash as UserHash,
             timezone: r.timezone as string,
             grants: (r.grants as ReadonlyArray<{ day: LocalDate; count: number }> | null) ?? [],
-            days: typeof r.days === "string" && r.days !== "" ? daysOfNumbers(r.days) : []
+            days: typeof r.days === "string" && r.days !== "" ? daysOfNumbers(r.days) : [],
+            ...forgivenOf(r.forgiveness as Parameters<typeof forgivenOf>[0])
           }))
         ),
         io("StreakStore.histories")
