@@ -225,6 +225,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/programs/{id}/outages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a program's outage windows
+         * @description Every outage window declared for the program, oldest first.
+         */
+        get: operations["admin.outages"];
+        put?: never;
+        /**
+         * Declare an outage window
+         * @description The service or the product was down for everyone between `start` and `end` (in the past or ongoing, at most 7 days). A period that would be missed and whose last chance day overlaps the window is forgiven (it neither adds nor breaks nor uses a freeze); streaks it broke are restored, and each live member so restored gets one `streak.repaired`; `restored` counts them. While a window is open no `streak.at_risk` or `streak.broken` fires for the program. A window may be declared after the fact.
+         */
+        post: operations["admin.createOutage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/programs/{id}/webhook-secret": {
         parameters: {
             query?: never;
@@ -345,26 +369,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/users": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Create a user
-         * @description A person who signs in, with a role in each workspace named: `owner` (everything, users included), `admin` (everything but users) or `viewer` (read only). With a `password` (at least 12 characters) the user can sign in at once; without one the answer holds `inviteUrl`, a one-time link valid for 72 hours where the user sets it. E-mail addresses are unique, compared case-insensitively.
-         */
-        post: operations["admin.createUser"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/admin/mcp-tokens": {
         parameters: {
             query?: never;
@@ -445,26 +449,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/admin/audit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Read the whole audit log
-         * @description Every write made with a credential, newest first, a page at a time: `from` (inclusive) and `to` (exclusive) bound `at`; pass `nextCursor` as `cursor` for the next page (`limit` 1 to 200, default 50).
-         */
-        get: operations["admin.audit"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/v1/api/me": {
         parameters: {
             query?: never;
@@ -474,7 +458,7 @@ export interface paths {
         };
         /**
          * The credential and its workspace
-         * @description An API key answers its workspace; an OAuth token the workspaces of the user who connected the app; a session the signed-in user, their workspaces with their role in each, and the session's `csrfToken`, to send as `X-CSRF-Token` on every state-changing request.
+         * @description An API key answers its workspace; an OAuth token the workspaces of the user who connected the app.
          */
         get: operations["customer.me"];
         put?: never;
@@ -585,7 +569,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/api/hooks": {
+    "/v1/api/programs/{programId}/members/{userHash}/repairs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Repair a missed period
+         * @description Makes a missed period whole, as a support agent or a paid restore would: it counts as kept and the ledger shows it `repaired`; `streak.repaired` is sent. Only a period `missed` in the ledger, within the policy's `repairWindowDays` after its last day, and within `repairsPer30Days` repairs in the last 30 days; otherwise nothing changes. A `streak.broken` already sent stays sent.
+         */
+        post: operations["customer.repairStreak"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/programs/{programId}/members/{userHash}/pauses": {
         parameters: {
             query?: never;
             header?: never;
@@ -593,10 +597,74 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Every subscription of your workspaces
-         * @description Oldest first, without secrets, each with the credential kind and id that created it (`api_key`, `oauth`, or `user` for a signed-in person).
+         * List a member's pauses
+         * @description The member's pauses, by start day.
          */
-        get: operations["customer.listHooks"];
+        get: operations["customer.pauses"];
+        put?: never;
+        /**
+         * Pause a member's streak
+         * @description A vacation: periods wholly inside the pause neither add to the streak nor break it nor use a freeze, nothing is owed and no `streak.at_risk` fires inside it. At most 90 days counting both ends, ending on or after the member's today.
+         */
+        post: operations["customer.createPause"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/programs/{programId}/members/{userHash}/pauses/{pauseId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Remove a pause
+         * @description Only before its start day; from its start day on it stays.
+         */
+        delete: operations["customer.deletePause"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/programs/{programId}/outages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a program's outage windows
+         * @description Every outage window declared for the program, oldest first.
+         */
+        get: operations["customer.outages"];
+        put?: never;
+        /**
+         * Declare an outage window
+         * @description The service or the product was down for everyone between `start` and `end` (in the past or ongoing, at most 7 days). A period that would be missed and whose last chance day overlaps the window is forgiven (it neither adds nor breaks nor uses a freeze); streaks it broke are restored, and each live member so restored gets one `streak.repaired`; `restored` counts them. While a window is open no `streak.at_risk` or `streak.broken` fires for the program. A window may be declared after the fact.
+         */
+        post: operations["customer.createOutage"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/hooks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
         put?: never;
         /**
          * Subscribe a URL to outbound events
@@ -773,170 +841,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/api/api-keys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The API keys of your workspaces (session only)
-         * @description Unrevoked keys of the signed-in user's workspaces, without their secrets. An API key or OAuth token answers 403.
-         */
-        get: operations["customer.listApiKeys"];
-        put?: never;
-        /**
-         * Create an API key (session only)
-         * @description A key of one of your workspaces where you are owner or admin; `key` is shown this once.
-         */
-        post: operations["customer.createApiKey"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api/api-keys/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /**
-         * Revoke an API key (session only)
-         * @description The key stops working at once and the subscriptions it created are removed.
-         */
-        delete: operations["customer.revokeApiKey"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api/connected-apps": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Apps connected to your workspaces (session only)
-         * @description The OAuth apps that reach any of the signed-in user's workspaces.
-         */
-        get: operations["customer.connectedApps"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api/connected-apps/{grantId}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        post?: never;
-        /**
-         * Disconnect an app (session only)
-         * @description The app's tokens stop reaching your workspaces at once (a grant left with no workspace is revoked) and the subscriptions it created in them are removed.
-         */
-        delete: operations["customer.disconnectApp"];
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api/programs/{programId}/webhook-secret": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Rotate a program's webhook ingest secret (session only)
-         * @description A new `whi_…` secret, shown this once; the old one stops working at once.
-         */
-        post: operations["customer.rotateWebhookSecret"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api/hooks/{id}/deliveries": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Recent deliveries of a subscription
-         * @description Its 50 newest messages, newest first, each with its attempts: time, the receiver's status code, duration and error.
-         */
-        get: operations["customer.hookDeliveries"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api/hooks/{id}/deliveries/{messageId}/redeliver": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /**
-         * Send a delivery again
-         * @description The message is queued again at once, with the same `webhook-id`, so a receiver that saw it can deduplicate. A message still pending is left in the queue as it is.
-         */
-        post: operations["customer.redeliver"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/v1/api/audit": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * The audit log of your workspaces
-         * @description Every write made with a credential in the workspaces this credential reaches, newest first, a page at a time (see `GET /admin/audit`).
-         */
-        get: operations["customer.audit"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/health": {
         parameters: {
             query?: never;
@@ -1084,6 +988,18 @@ export interface components {
              * @default 0
              */
             atRiskHour: number;
+            /**
+             * Format: int32
+             * @description Days after a missed period's last day during which it may be repaired (0: no repairs).
+             * @default 0
+             */
+            repairWindowDays: number;
+            /**
+             * Format: int32
+             * @description Repairs a member may have within any 30 days.
+             * @default 1
+             */
+            repairsPer30Days: number;
         };
         Policy: {
             /** @enum {string} */
@@ -1097,6 +1013,8 @@ export interface components {
                 earnEvery: components["schemas"]["Int"];
             };
             atRiskHour: components["schemas"]["Int"];
+            repairWindowDays: components["schemas"]["Int"];
+            repairsPer30Days: components["schemas"]["Int"];
         };
         CountAction: {
             userHash: string;
@@ -1691,6 +1609,8 @@ export interface operations {
                             isFrozen?: boolean;
                             /** @description Programs with a policy only: one of the policy's rest days (daily cadence). */
                             isRestDay?: boolean;
+                            /** @description Members with a pause only: the day is inside one of the member's pauses. */
+                            isPaused?: boolean;
                         }[];
                         milestones: {
                             id: string;
@@ -2035,7 +1955,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2154,7 +2074,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2261,7 +2181,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2390,7 +2310,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2545,7 +2465,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2682,7 +2602,243 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "admin.outages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        outages: {
+                            id: string;
+                            start: string;
+                            end: string;
+                            reason: string;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Streaks the window restored when it was declared (each live member so restored got one `streak.repaired`).
+                             */
+                            restored: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "admin.createOutage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    start: string;
+                    end: string;
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        start: string;
+                        end: string;
+                        reason: string;
+                        /**
+                         * int
+                         * Format: int64
+                         * @description Streaks the window restored when it was declared (each live member so restored got one `streak.repaired`).
+                         */
+                        restored: number;
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2793,7 +2949,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2919,7 +3075,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3037,7 +3193,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3144,7 +3300,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3246,7 +3402,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3353,7 +3509,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3376,143 +3532,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "admin.createUser": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    email: string;
-                    name: string;
-                    workspaces: {
-                        workspaceId: string;
-                        /** @enum {string} */
-                        role: "owner" | "admin" | "viewer";
-                    }[];
-                    password?: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            201: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        email: string;
-                        inviteUrl?: string;
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `CONFLICT`: The e-mail address is already taken by another user. */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "CONFLICT";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "PAYLOAD_TOO_LARGE";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -3592,7 +3611,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3699,7 +3718,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3795,7 +3814,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3878,111 +3897,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "admin.audit": {
-        parameters: {
-            query?: {
-                /** @description a string at most 40 character(s) long */
-                from?: string;
-                /** @description a string at most 40 character(s) long */
-                to?: string;
-                /** @description a string at most 256 character(s) long */
-                cursor?: string;
-                /** @description a string at most 3 character(s) long */
-                limit?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        entries: {
-                            id: string;
-                            at: string;
-                            workspaceId: string | null;
-                            actor: {
-                                kind: string;
-                                id: string;
-                            };
-                            clientAddress: string;
-                            action: string;
-                            target: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        nextCursor?: string;
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4077,22 +3992,6 @@ export interface operations {
                             type: "oauth";
                             id: string;
                         };
-                    } | {
-                        credential: {
-                            /** @enum {string} */
-                            kind: "session";
-                            userId: string;
-                            email: string;
-                        };
-                        workspaces: {
-                            id: string;
-                            name: string;
-                            /** @enum {string} */
-                            plan: "starter" | "growth" | "scale" | "pro";
-                            /** @enum {string} */
-                            role: "owner" | "admin" | "viewer";
-                        }[];
-                        csrfToken: string;
                     };
                 };
             };
@@ -4120,7 +4019,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -4139,30 +4038,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -4276,7 +4151,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -4295,30 +4170,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -4429,7 +4280,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -4448,30 +4299,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -4686,7 +4513,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -4705,30 +4532,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -4846,10 +4649,10 @@ export interface operations {
                             start: string;
                             end: string;
                             /**
-                             * @description kept: the period had its target of active days; frozen: missed, a freeze carried the streak across; rest: a rest day without activity; missed: not kept; current: today's period, not kept yet.
+                             * @description kept: the period had its target of active days; frozen: missed, a freeze carried the streak across; rest: a rest day without activity; missed: not kept; current: today's period, not kept yet; repaired: missed, then repaired (counts as kept); paused: inside one of the member's pauses; forgiven: missed on a last chance day that an outage window overlapped (counts as rest).
                              * @enum {string}
                              */
-                            status: "kept" | "frozen" | "rest" | "missed" | "current";
+                            status: "kept" | "frozen" | "rest" | "missed" | "current" | "repaired" | "paused" | "forgiven";
                             activeDays: components["schemas"]["Int"];
                             target: components["schemas"]["Int"];
                         }[];
@@ -4880,7 +4683,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -4899,30 +4702,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -5065,7 +4844,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -5084,30 +4863,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -5203,11 +4958,254 @@ export interface operations {
             };
         };
     };
-    "customer.listHooks": {
+    "customer.repairStreak": {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+                /** @description a string at most 256 character(s) long */
+                userHash: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    period: string;
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The member's streak after the repair. */
+            200: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        programId: string;
+                        userHash: string;
+                        current: components["schemas"]["Int"];
+                        best: components["schemas"]["Int"];
+                        todayDone: boolean;
+                        pending: boolean;
+                        lastActiveDate: string | null;
+                        isLive: boolean;
+                        /** @description Programs with a policy only: `continuous` (daily cadence), `weekly` or `monthly`. */
+                        mode?: string;
+                        /**
+                         * int
+                         * Format: int64
+                         * @description Programs with a policy only: freezes available now.
+                         */
+                        freezes?: number;
+                        /** @description Programs with a policy only: the current period. */
+                        period?: {
+                            /** @description The period's first activity day (YYYY-MM-DD). */
+                            start: string;
+                            /** @description The period's last activity day (YYYY-MM-DD). */
+                            end: string;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Active days in the period so far.
+                             */
+                            done: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Active days the period needs to be kept.
+                             */
+                            target: number;
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_REPAIRABLE`: The period is not `missed` in the ledger, its repair window is over, or the member used the repairs of the last 30 days; nothing changed. */
+            409: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_REPAIRABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.pauses": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+                /** @description a string at most 256 character(s) long */
+                userHash: string;
+            };
             cookie?: never;
         };
         requestBody?: never;
@@ -5229,16 +5227,10 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        hooks: {
+                        pauses: {
                             id: string;
-                            programId: string;
-                            url: string;
-                            eventTypes: string[];
-                            createdAt: string;
-                            createdBy: {
-                                kind: string;
-                                id: string;
-                            };
+                            start: string;
+                            end: string;
                         }[];
                     };
                 };
@@ -5267,7 +5259,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -5291,8 +5283,8 @@ export interface operations {
                     };
                 };
             };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
                 headers: {
                     /**
                      * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
@@ -5309,7 +5301,730 @@ export interface operations {
                 content: {
                     "application/json": {
                         /** @enum {string} */
-                        error: "FORBIDDEN";
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.createPause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+                /** @description a string at most 256 character(s) long */
+                userHash: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    start: string;
+                    end: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        start: string;
+                        end: string;
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAUSE_OVERLAPS`: The pause overlaps another of the member's pauses. */
+            409: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAUSE_OVERLAPS";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.deletePause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+                /** @description a string at most 256 character(s) long */
+                userHash: string;
+                /** @description a string at most 64 character(s) long */
+                pauseId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            204: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAUSE_STARTED`: The pause has started: it can no longer be removed. */
+            409: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAUSE_STARTED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.outages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        outages: {
+                            id: string;
+                            start: string;
+                            end: string;
+                            reason: string;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Streaks the window restored when it was declared (each live member so restored got one `streak.repaired`).
+                             */
+                            restored: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.createOutage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    start: string;
+                    end: string;
+                    reason: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        start: string;
+                        end: string;
+                        reason: string;
+                        /**
+                         * int
+                         * Format: int64
+                         * @description Streaks the window restored when it was declared (each live member so restored got one `streak.repaired`).
+                         */
+                        restored: number;
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -5369,7 +6084,7 @@ export interface operations {
                 "application/json": {
                     programId: string;
                     url: string;
-                    eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned")[];
+                    eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned" | "streak.repaired")[];
                 };
             };
         };
@@ -5394,7 +6109,7 @@ export interface operations {
                         id: string;
                         programId: string;
                         url: string;
-                        eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned")[];
+                        eventTypes: ("milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned" | "streak.repaired")[];
                         secret: string;
                         createdAt: string;
                     };
@@ -5424,7 +6139,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -5443,30 +6158,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -5615,7 +6306,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -5634,30 +6325,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -5732,7 +6399,7 @@ export interface operations {
     "customer.webhookSamples": {
         parameters: {
             query: {
-                type: "milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned";
+                type: "milestone.achieved" | "reward.unlocked" | "streak.at_risk" | "streak.broken" | "streak.freeze_used" | "streak.freeze_earned" | "streak.repaired";
             };
             header?: never;
             path: {
@@ -5786,7 +6453,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -5805,30 +6472,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -5962,7 +6605,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -5981,30 +6624,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -6137,7 +6756,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -6156,30 +6775,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -6368,7 +6963,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -6387,30 +6982,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -6550,7 +7121,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -6569,30 +7140,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -6803,7 +7350,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -6822,30 +7369,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -7034,7 +7557,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -7053,30 +7576,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -7263,7 +7762,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**
@@ -7282,30 +7781,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -7330,1538 +7805,6 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.listApiKeys": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        apiKeys: {
-                            id: string;
-                            name: string;
-                            workspaceId: string;
-                            createdAt: string;
-                        }[];
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.createApiKey": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": {
-                    name: string;
-                    workspaceId: string;
-                };
-            };
-        };
-        responses: {
-            /** @description Success */
-            201: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        id: string;
-                        key: string;
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
-            404: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
-            413: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "PAYLOAD_TOO_LARGE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.revokeApiKey": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description a string at most 64 character(s) long */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            204: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
-            404: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.connectedApps": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        apps: {
-                            grantId: string;
-                            appName: string;
-                            clientId: string | null;
-                            workspaceIds: string[];
-                            createdAt: string;
-                            lastUsedAt: string | null;
-                        }[];
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.disconnectApp": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description a string at most 64 character(s) long */
-                grantId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            204: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
-            404: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.rotateWebhookSecret": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description a string at most 64 character(s) long */
-                programId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        webhookSecret: string;
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
-            404: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.hookDeliveries": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description a string at most 64 character(s) long */
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        deliveries: {
-                            messageId: string;
-                            type: string;
-                            /** @enum {string} */
-                            status: "pending" | "delivered" | "failed";
-                            createdAt: string;
-                            attempts: {
-                                attempt: components["schemas"]["Int"];
-                                at: string;
-                                statusCode: components["schemas"]["Int"] | null;
-                                durationMs: number;
-                                error: string | null;
-                            }[];
-                        }[];
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
-            404: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.redeliver": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                /** @description a string at most 64 character(s) long */
-                id: string;
-                /** @description a string at most 64 character(s) long */
-                messageId: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            202: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        messageId: string;
-                        /** @enum {string} */
-                        status: "pending";
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
-            404: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "NOT_FOUND";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
-            429: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "RATE_LIMITED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
-            503: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "SERVICE_UNAVAILABLE";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-        };
-    };
-    "customer.audit": {
-        parameters: {
-            query?: {
-                /** @description a string at most 40 character(s) long */
-                from?: string;
-                /** @description a string at most 40 character(s) long */
-                to?: string;
-                /** @description a string at most 256 character(s) long */
-                cursor?: string;
-                /** @description a string at most 3 character(s) long */
-                limit?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description Success */
-            200: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        entries: {
-                            id: string;
-                            at: string;
-                            workspaceId: string | null;
-                            actor: {
-                                kind: string;
-                                id: string;
-                            };
-                            clientAddress: string;
-                            action: string;
-                            target: string;
-                            details: {
-                                [key: string]: unknown;
-                            };
-                        }[];
-                        nextCursor?: string;
-                    };
-                };
-            };
-            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
-            400: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "INVALID_BODY";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
-            401: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "UNAUTHORIZED";
-                        /** @description A human-readable detail; do not parse it. */
-                        message?: string;
-                    };
-                };
-            };
-            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
-            403: {
-                headers: {
-                    /**
-                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
-                     * @example "credential";q=200;w=2
-                     */
-                    "RateLimit-Policy"?: string;
-                    /**
-                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
-                     * @example "credential";r=199;t=1
-                     */
-                    RateLimit?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        error: "FORBIDDEN";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };

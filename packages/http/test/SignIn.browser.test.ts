@@ -48,7 +48,7 @@ layer(testServer(), { timeout: 120_000 })("the sign-in page in Chromium", (it) =
               ])
               const me = JSON.parse(await page.locator("body").innerText())
               const cookies = await context.cookies()
-              const scriptSees = await page.evaluate(() => document.cookie)
+              const scriptSees = String(await page.evaluate("document.cookie"))
               await context.close()
               return { alert, afterWrong, cookiesAfterWrong, me, cookies, scriptSees }
             }),
