@@ -10,6 +10,7 @@ import {
   type Achievement,
   type ActionRecord,
   ApiKey,
+  type AuditEntry,
   type CredentialRef,
   type DeliveryAttempt,
   type EventType,
@@ -17,6 +18,7 @@ import {
   type FreezeGrant,
   type Pause,
   type Repair,
+  Invite,
   type Ledger,
   OAuthGrant,
   type Outage,
@@ -26,11 +28,13 @@ import {
   Program,
   type ProgramStatus,
   Project,
+  Session,
   type StoredResponse,
   type StreakMode,
   type StreakKey,
   type StreakRow,
   Subscription,
+  User,
   Workspace
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
@@ -69,6 +73,9 @@ export interface CatalogRecords {
   readonly apiKey: ApiKey
   readonly grant: OAuthGrant
   readonly experiment: Experiment
+  readonly user: User
+  readonly session: Session
+  readonly invite: Invite
 }
 
 export type CatalogKind = keyof CatalogRecords
@@ -85,7 +92,10 @@ export const catalogSchemas: {
   subscription: Subscription,
   apiKey: ApiKey,
   grant: OAuthGrant,
-  experiment: Experiment
+  experiment: Experiment,
+  user: User,
+  session: Session,
+  invite: Invite
 }
 
 /** The fields of each kind that a selection may name: a store keeps them where it can match them. */
@@ -94,9 +104,12 @@ export interface CatalogFields {
   readonly project: "id" | "siteKey" | "workspaceId"
   readonly program: "id" | "projectId" | "eventKey" | "status"
   readonly subscription: "id" | "programId" | "workspaceId"
-  readonly apiKey: "id" | "tokenHash" | "revokedAt"
+  readonly apiKey: "id" | "tokenHash" | "revokedAt" | "workspaceId"
   readonly grant: "id" | "tokenHash" | "revokedAt"
   readonly experiment: "id" | "programId" | "endedAt"
+  readonly user: "id" | "emailKey"
+  readonly session: "id" | "tokenHash" | "userId"
+  readonly invite: "id" | "tokenHash" | "userId" | "usedAt"
 }
 
 /**
@@ -119,7 +132,7 @@ export type CatalogChanges<K extends CatalogKind> = Partial<Omit<CatalogRecords[
  * subscription, credential and experiment stores on these four calls (`Storage.layer`).
  *
  * Uniqueness rules `insert` MUST keep, also among concurrent callers: the `id` of every kind; a
- * project's `siteKey`; one experiment without `endedAt` per `programId`.
+ * project's `siteKey`; one experiment without `endedAt` per `programId`; a user's `emailKey`.
  */
 export class Catalog extends Context.Tag("@streaks/core/Catalog")<Catalog, {
   /** Stores a new record exactly (every field round-trips); `false`, storing nothing, when it breaks a uniqueness rule. */
@@ -418,7 +431,24 @@ export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
   ) => Io<ReadonlyArray<OutboxMessage>>
   /** Deletes delivery attempts older than `before`; returns how many. */
   readonly purgeAttempts: (before: Date) => Io<number>
+  /**
+   * The subscription's messages of any status, newest first by creation (then id), at most
+   * `limit`, each with its recorded attempts in attempt order.
+   */
+  readonly ofSubscription: (subscriptionId: SubscriptionId, limit: number) => Io<ReadonlyArray<MessageHistory>>
+  /**
+   * Makes the subscription's message `id` due again at `now`: a delivered or failed message becomes
+   * `pending` with `nextAttemptAt = now` (attempts and their records kept, so the next attempt has
+   * the next number); a pending one is left as it is. `false` when the subscription has no such message.
+   */
+  readonly redeliver: (subscriptionId: SubscriptionId, id: MessageId, now: Date) => Io<boolean>
 }>() {}
+
+/** A message and the attempts made to deliver it. */
+export interface MessageHistory {
+  readonly message: OutboxMessage
+  readonly attempts: ReadonlyArray<DeliveryAttempt>
+}
 
 /** One member active in one UTC month of a workspace (defined with the rules that make it, in `Usage`). */
 export type { UsageEntry } from "./Usage.js"
@@ -435,6 +465,29 @@ export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageSto
   readonly activeCount: (workspaceId: WorkspaceId, month: string) => Io<number>
 }>() {}
 
+/** Which audit entries a read is about, newest first (docs/accounts.md#audit-log). */
+export interface AuditQuery {
+  /** Entries of these workspaces only; absent: every entry (the operator's read). */
+  readonly workspaceIds?: ReadonlyArray<WorkspaceId> | undefined
+  /** Inclusive lower bound of `at`. */
+  readonly from?: Date | undefined
+  /** Exclusive upper bound of `at`. */
+  readonly to?: Date | undefined
+  /** Entries strictly older than this one in the order (`at` descending, then `id` descending). */
+  readonly before?: { readonly at: Date; readonly id: string } | undefined
+  readonly limit: number
+}
+
+/**
+ * The audit log: an append-only record of every write by a credential. `append` called inside
+ * `Transactor.withTransaction` MUST commit or roll back with the change it records.
+ */
+export class AuditLog extends Context.Tag("@streaks/core/AuditLog")<AuditLog, {
+  readonly append: (entries: ReadonlyArray<AuditEntry>) => Io<void>
+  /** At most `limit` entries matching the query, ordered by `at` then `id`, both descending. */
+  readonly list: (query: AuditQuery) => Io<ReadonlyArray<AuditEntry>>
+}>() {}
+
 /** Every port: what a storage adapter implements (`Storage.layer` builds the rest of `Stores` on it). */
 export type Storage =
   | Transactor
@@ -447,6 +500,7 @@ export type Storage =
   | Outbox
   | UsageStore
   | ReportStore
+  | AuditLog
 
 // Stores core builds on the `Catalog` (`Storage.layer`): services read and write tenancy through
 // them; an adapter does not implement them.
@@ -485,6 +539,8 @@ export class SubscriptionStore extends Context.Tag("@streaks/core/SubscriptionSt
   readonly remove: (id: SubscriptionId) => Io<Option.Option<Subscription>>
   /** Subscriptions of the program that listen to `type`. */
   readonly forEvent: (programId: ProgramId, type: OutboundEventType) => Io<ReadonlyArray<Subscription>>
+  /** Every subscription of these workspaces, by id. */
+  readonly ofWorkspaces: (workspaceIds: ReadonlyArray<WorkspaceId>) => Io<ReadonlyArray<Subscription>>
   /** Removes every subscription of the workspace created with the credential; returns them. */
   readonly removeCreatedBy: (workspaceIds: ReadonlyArray<WorkspaceId>, credential: CredentialRef) => Io<
     ReadonlyArray<Subscription>
@@ -501,6 +557,15 @@ export class CredentialStore extends Context.Tag("@streaks/core/CredentialStore"
   readonly createGrant: (grant: OAuthGrant) => Io<void>
   readonly grantByHash: (tokenHash: string) => Io<Option.Option<OAuthGrant>>
   readonly revokeGrant: (id: OAuthGrant["id"], at: Date) => Io<Option.Option<OAuthGrant>>
+  /** The unrevoked API keys of these workspaces, by id. */
+  readonly apiKeysOfWorkspaces: (workspaceIds: ReadonlyArray<WorkspaceId>) => Io<ReadonlyArray<ApiKey>>
+  /** Every unrevoked grant (OAuth apps' and MCP tokens'), by id. */
+  readonly liveGrants: Io<ReadonlyArray<OAuthGrant>>
+  /** Sets the workspaces an unrevoked grant reaches; None if unknown or revoked. */
+  readonly setGrantWorkspaces: (
+    id: OAuthGrant["id"],
+    workspaceIds: ReadonlyArray<WorkspaceId>
+  ) => Io<Option.Option<OAuthGrant>>
 }>() {}
 
 /** Holdout experiments, on the `Catalog`. */

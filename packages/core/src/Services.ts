@@ -3,13 +3,17 @@
  * (`MemoryStorage.layer`, `PgStorage.layer`, your own), a `SecretBox` and an `OutboxSignal`.
  */
 import { Layer } from "effect"
+import * as Accounts from "./Accounts.js"
 import * as Aliases from "./Aliases.js"
+import * as Audit from "./Audit.js"
+import * as Connections from "./Connections.js"
 import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
 import * as Forgiveness from "./Forgiveness.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
+import * as Passwords from "./Passwords.js"
 import * as Provisioning from "./Provisioning.js"
 import * as Reports from "./Reports.js"
 import * as StateQuery from "./StateQuery.js"
@@ -29,6 +33,9 @@ export type Services =
   | Reports.Reports
   | StreakPolicies.StreakPolicies
   | Forgiveness.Forgiveness
+  | Audit.Audit
+  | Accounts.Accounts
+  | Connections.Connections
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -50,8 +57,10 @@ export const layerWith = (options: Options) =>
     Subscriptions.layer,
     Reports.layer,
     StreakPolicies.layer,
-    Forgiveness.layer
-  )
+    Forgiveness.layer,
+    Accounts.layer.pipe(Layer.provide(Passwords.layer)),
+    Connections.layer
+  ).pipe(Layer.provideMerge(Audit.layer))
 
 /** Every core service, with the default batching. */
 export const layer = layerWith({})

@@ -173,6 +173,7 @@ export const Plan = Schema.Literal("starter", "growth", "scale", "pro")
 
 export const WorkspaceBody = Schema.Struct({ name: nonEmpty(bounds.name), plan: Plan })
 export const WorkspaceView = Schema.Struct({ id: Schema.String, name: Schema.String, plan: Plan })
+export const RoleName = Schema.Literal("owner", "admin", "viewer")
 export const PlanBody = Schema.Struct({ plan: Plan })
 
 export const ProjectBody = Schema.Struct({
@@ -338,6 +339,97 @@ export const GrantBody = Schema.Struct({
   appName: nonEmpty(bounds.name)
 })
 export const GrantCreated = Schema.Struct({ id: Schema.String, accessToken: Schema.String })
+export const UserBody = Schema.Struct({
+  email: nonEmpty(254),
+  name: nonEmpty(bounds.name),
+  workspaces: Schema.Array(Schema.Struct({ workspaceId: text(bounds.id), role: RoleName })).pipe(
+    Schema.minItems(1),
+    Schema.maxItems(bounds.workspaces)
+  ),
+  /** At least 12 characters (checked by the service, which answers INVALID_BODY). */
+  password: Schema.optional(text(256))
+})
+export const UserCreated = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  /** The one-time link where the user sets a password (72 hours), when no password was given. */
+  inviteUrl: Schema.optional(Schema.String)
+})
+export const ApiKeyBody = Schema.Struct({ name: nonEmpty(bounds.name), workspaceId: text(bounds.id) })
+export const ApiKeyList = Schema.Struct({
+  apiKeys: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    workspaceId: Schema.String,
+    createdAt: Schema.String
+  }))
+})
+export const ConnectedApps = Schema.Struct({
+  apps: Schema.Array(Schema.Struct({
+    grantId: Schema.String,
+    appName: Schema.String,
+    /** The OAuth client the grant was issued to; null for an app the operator connected. */
+    clientId: Schema.NullOr(Schema.String),
+    /** Of the app's workspaces, those the signed-in user belongs to. */
+    workspaceIds: Schema.Array(Schema.String),
+    createdAt: Schema.String,
+    /** Not recorded: always null. */
+    lastUsedAt: Schema.NullOr(Schema.String)
+  }))
+})
+export const Actor = Schema.Struct({ kind: Schema.String, id: Schema.String })
+export const HookList = Schema.Struct({
+  hooks: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    programId: Schema.String,
+    url: Schema.String,
+    eventTypes: Schema.Array(Schema.String),
+    createdAt: Schema.String,
+    createdBy: Actor
+  }))
+})
+export const Deliveries = Schema.Struct({
+  deliveries: Schema.Array(Schema.Struct({
+    messageId: Schema.String,
+    type: Schema.String,
+    status: Schema.Literal("pending", "delivered", "failed"),
+    createdAt: Schema.String,
+    attempts: Schema.Array(Schema.Struct({
+      attempt: Schema.Int,
+      at: Schema.String,
+      /** The receiver's HTTP status; null when no answer came (timeout, refused connection). */
+      statusCode: Schema.NullOr(Schema.Int),
+      durationMs: Schema.Number,
+      error: Schema.NullOr(Schema.String)
+    }))
+  }))
+})
+export const Redelivery = Schema.Struct({ messageId: Schema.String, status: Schema.Literal("pending") })
+export const MessageIdPath = Schema.Struct({ id: text(bounds.id), messageId: text(bounds.id) })
+const instantParam = text(40).pipe(
+  Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "an ISO 8601 date-time"),
+  Schema.annotations({ description: "An ISO 8601 date-time." })
+)
+export const AuditParams = Schema.Struct({
+  from: Schema.optional(instantParam),
+  to: Schema.optional(instantParam),
+  cursor: Schema.optional(text(256)),
+  limit: Schema.optional(text(3).pipe(Schema.compose(Schema.NumberFromString), Schema.int(), Schema.between(1, 200)))
+})
+export const AuditPage = Schema.Struct({
+  entries: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    at: Schema.String,
+    workspaceId: Schema.NullOr(Schema.String),
+    actor: Actor,
+    clientAddress: Schema.String,
+    action: Schema.String,
+    target: Schema.String,
+    details: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  })),
+  /** Pass as `cursor` for the next, older page; absent on the last one. */
+  nextCursor: Schema.optional(Schema.String)
+})
 export const McpTokenBody = Schema.Struct({
   name: nonEmpty(bounds.name),
   workspaceIds: Schema.Array(text(bounds.id)).pipe(Schema.minItems(1), Schema.maxItems(bounds.workspaces))
@@ -361,6 +453,12 @@ export const Me = Schema.Union(
   Schema.Struct({
     workspaces: Schema.Array(WorkspaceView),
     credential: Schema.Struct({ type: Schema.Literal("oauth"), id: Schema.String })
+  }),
+  Schema.Struct({
+    credential: Schema.Struct({ kind: Schema.Literal("session"), userId: Schema.String, email: Schema.String }),
+    workspaces: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, plan: Plan, role: RoleName })),
+    /** Send it as `X-CSRF-Token` on every state-changing request made with the session. */
+    csrfToken: Schema.String
   })
 )
 
@@ -703,6 +801,27 @@ export const examples = {
     daily: {
       summary: "Daily, days starting at 04:00, weekends never break the streak",
       value: { cadence: "daily", dayStartHour: 4, restDays: [6, 7] }
+    }
+  },
+  userBody: {
+    invite: {
+      summary: "An owner, invited to set a password",
+      value: { email: "ada@example.com", name: "Ada", workspaces: [{ workspaceId: "ws_01hz3k", role: "owner" }] }
+    },
+    password: {
+      summary: "A viewer with a password",
+      value: {
+        email: "grace@example.com",
+        name: "Grace",
+        workspaces: [{ workspaceId: "ws_01hz3k", role: "viewer" }],
+        password: "correct horse battery staple"
+      }
+    }
+  },
+  userCreated: {
+    invited: {
+      summary: "Invited",
+      value: { id: "usr_01hz3m", email: "ada@example.com", inviteUrl: "https://streaks.example.com/invite?token=ivt_…" }
     }
   }
 } as const
