@@ -95,6 +95,9 @@ export const MessageId = id("MessageId", "msg_")
 export type MessageId = typeof MessageId.Type
 export const SiteKey = id("SiteKey", "site_")
 export type SiteKey = typeof SiteKey.Type
+/** A history import (docs/operations.md#bringing-your-history). */
+export const ImportId = id("ImportId", "imp_")
+export type ImportId = typeof ImportId.Type
 
 const USER_HASH_MAX = 256
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
@@ -134,6 +137,7 @@ export interface Kinds {
   readonly EventId: typeof EventId
   readonly MessageId: typeof MessageId
   readonly SiteKey: typeof SiteKey
+  readonly ImportId: typeof ImportId
 }
 
 type Kind = keyof Kinds

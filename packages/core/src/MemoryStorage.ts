@@ -3,6 +3,8 @@
  * Used by tests, examples and embedders that need no database; it passes `storageConformance`.
  */
 import { Context, Effect, Layer } from "effect"
+import { ImportStore } from "./ImportStore.js"
+import { makeImports } from "./internal/memoryImports.js"
 import { makeCatalog } from "./internal/memoryCatalog.js"
 import { makeOutbox } from "./internal/memoryOutbox.js"
 import { makeReports } from "./internal/memoryReports.js"
@@ -46,7 +48,8 @@ export const make: Effect.Effect<Context.Context<Storage>> = Effect.sync(() => {
     Context.add(IdempotencyStore, makeIdempotency(state, runner)),
     Context.add(Outbox, makeOutbox(state, runner)),
     Context.add(UsageStore, makeUsage(state, runner)),
-    Context.add(ReportStore, makeReports(state, runner))
+    Context.add(ReportStore, makeReports(state, runner)),
+    Context.add(ImportStore, makeImports(state, runner))
   )
 })
 

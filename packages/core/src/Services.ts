@@ -7,6 +7,7 @@ import * as Aliases from "./Aliases.js"
 import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
+import * as Imports from "./Imports.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
 import * as Provisioning from "./Provisioning.js"
@@ -27,6 +28,7 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
   | StreakPolicies.StreakPolicies
+  | Imports.Imports
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -47,7 +49,8 @@ export const layerWith = (options: Options) =>
     Experiments.layer,
     Subscriptions.layer,
     Reports.layer,
-    StreakPolicies.layer
+    StreakPolicies.layer,
+    Imports.layer
   )
 
 /** Every core service, with the default batching. */

@@ -43,6 +43,7 @@ import {
   rowOf,
   seedTenant
 } from "./Fixtures.js"
+import { importSuite } from "./internal/imports.js"
 import { ingestSuite } from "./internal/ingest.js"
 import { Boom, type It, type Origin, Origins } from "./internal/kit.js"
 import { standingSuite } from "./internal/standing.js"
@@ -217,4 +218,5 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     ingestSuite(it)
     standingSuite(it)
     aggregatesSuite(it)
+    importSuite(it)
   })

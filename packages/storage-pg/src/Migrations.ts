@@ -36,7 +36,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0004_byte_order_keys": ddl(byteOrderKeys(prefix)),
   "0005_metered_month_on_streak_rows": ddl(meteredMonthOnStreakRows(prefix)),
   "0006_streak_policies": ddl(streakPolicies(prefix)),
-  "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix))
+  "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix)),
+  "0012_history_imports": ddl(historyImports(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -388,6 +389,42 @@ END
 $$;
 DROP INDEX IF EXISTS ${p}experiments_running;
 CREATE UNIQUE INDEX ${p}experiments_running ON ${p}experiments (project_id, program_id) WHERE ended_at IS NULL;
+`
+
+// History imports (docs/operations.md#bringing-your-history): each job with its progress (the
+// last committed line, so an interrupted import resumes), the identity of every imported line
+// (its idempotency key, else member and instant: a re-run finds them all), and the members a job
+// touched, recomputed once at its end. Keyed by project first, as every tenant table.
+const historyImports = (p: string) => `
+CREATE TABLE ${p}imports (
+  project_id      text COLLATE "C" NOT NULL,
+  id              text COLLATE "C" NOT NULL,
+  program_id      text COLLATE "C" NOT NULL,
+  source          text NOT NULL,
+  status          text NOT NULL CHECK (status IN ('running', 'finished', 'failed')),
+  received        bigint NOT NULL DEFAULT 0,
+  imported        bigint NOT NULL DEFAULT 0,
+  duplicates      bigint NOT NULL DEFAULT 0,
+  rejected        jsonb NOT NULL DEFAULT '[]',
+  committed_line  bigint NOT NULL DEFAULT 0,
+  started_at      timestamptz NOT NULL,
+  finished_at     timestamptz,
+  PRIMARY KEY (project_id, id)
+);
+CREATE INDEX ${p}imports_id ON ${p}imports (id);
+CREATE INDEX ${p}imports_resumable ON ${p}imports (program_id, source) WHERE status = 'running';
+CREATE TABLE ${p}import_identities (
+  project_id  text COLLATE "C" NOT NULL,
+  program_id  text COLLATE "C" NOT NULL,
+  identity    text COLLATE "C" NOT NULL,
+  PRIMARY KEY (project_id, program_id, identity)
+);
+CREATE TABLE ${p}import_members (
+  project_id  text COLLATE "C" NOT NULL,
+  import_id   text COLLATE "C" NOT NULL,
+  user_hash   text COLLATE "C" NOT NULL,
+  PRIMARY KEY (project_id, import_id, user_hash)
+);
 `
 
 const checkPrefix = (prefix: string) =>

@@ -6,6 +6,7 @@ import { Effect, Exit, FiberRef } from "effect"
 import type { LocalDate } from "../Calendar.js"
 import type { Achievement, ActionRecord, DeliveryAttempt, OutboxMessage, StoredResponse, StreakRow } from "../Domain.js"
 import type { MessageId, MilestoneId, UserHash } from "../Ids.js"
+import type { ImportJob } from "../ImportStore.js"
 import type { CatalogKind, CatalogRecords } from "../Ports.js"
 
 /**
@@ -94,6 +95,12 @@ export interface MemoryState {
   readonly attempts: Map<MessageId, ReadonlyArray<DeliveryAttempt>>
   /** (workspaceId, month) → members. */
   readonly usage: Map<string, Set<string>>
+  /** Import jobs by id. */
+  readonly imports: Map<string, ImportJob>
+  /** (programId, identity) of every imported line. */
+  readonly importIdentities: Set<string>
+  /** Import id → members it touched. */
+  readonly importMembers: Map<string, Set<UserHash>>
 }
 
 export const makeState = (): MemoryState => ({
@@ -116,7 +123,10 @@ export const makeState = (): MemoryState => ({
   idempotency: new Map(),
   messages: new Map(),
   attempts: new Map(),
-  usage: new Map()
+  usage: new Map(),
+  imports: new Map(),
+  importIdentities: new Set(),
+  importMembers: new Map()
 })
 
 /** A composite map key; JSON keeps parts apart whatever characters they contain. */

@@ -31,7 +31,10 @@ export const tableNames = [
   "api_keys",
   "oauth_grants",
   "usage",
-  "experiments"
+  "experiments",
+  "imports",
+  "import_identities",
+  "import_members"
 ] as const
 export type TableName = (typeof tableNames)[number]
 
