@@ -3,12 +3,13 @@
  * is looked up through the credential's reach, so a program outside it answers 404 like an unknown
  * one.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import {
   Credentials,
   Errors,
   EventInput,
   Experiments,
+  Imports,
   Ingest,
   Metering,
   Reports,
@@ -17,11 +18,22 @@ import {
   Subscriptions,
   WebhookSamples
 } from "@streaks/core"
-import { Effect } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { Api, CurrentPrincipal } from "./Api.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { checkParts } from "./IngestHandlers.js"
+import * as JsonLimits from "./JsonLimits.js"
 import * as Views from "./Views.js"
+
+/** The format of an import body by its content type, else undefined. */
+export const importFormat = (contentType: string | undefined): Imports.Format | undefined => {
+  const type = contentType?.split(";")[0]?.trim().toLowerCase()
+  return type === "application/x-ndjson" ? "ndjson" : type === "text/csv" ? "csv" : undefined
+}
+
+/** An imported line's parts are limited as an action body's (413 there: PAYLOAD_TOO_LARGE here). */
+export const lineLimits = (u: unknown): string | undefined =>
+  Option.isSome(JsonLimits.oversize(u)) ? "PAYLOAD_TOO_LARGE" : undefined
 
 export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
   Effect.gen(function*() {
@@ -34,6 +46,7 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
     const reports = yield* Reports.Reports
     const policies = yield* StreakPolicies.StreakPolicies
     const config = yield* HttpConfig
+    const imports = yield* Imports.Imports
 
     const reach = (programId: string) =>
       Effect.flatMap(CurrentPrincipal, (principal) => Credentials.reach(principal, programId))
@@ -134,6 +147,28 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("experiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           experiments.get(program.id, path.experimentId)))
+      .handle("startImport", ({ path }) =>
+        Effect.gen(function*() {
+          const { program } = yield* reach(path.programId)
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const format = importFormat(request.headers["content-type"])
+          if (format === undefined) {
+            return yield* new Errors.InvalidBody({ message: "content-type: send application/x-ndjson or text/csv" })
+          }
+          const job = yield* imports.start(program.id)
+          const loaded = yield* imports.load(job, Imports.lines(Stream.decodeText(
+            Stream.mapError(request.stream, () => new Errors.InvalidBody({ message: "body: could not be read" }))
+          )), {
+            format,
+            checkLine: lineLimits
+          })
+          // The recomputation outlives the request: the import is followed with its id.
+          yield* Effect.forkDaemon(imports.finish(loaded))
+          return { importId: job.id }
+        }))
+      .handle("import", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          Effect.map(imports.get(program.id, path.importId), Imports.view)))
       .handle("stopExperiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           experiments.stop(program.id)))
