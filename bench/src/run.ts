@@ -19,6 +19,7 @@ import * as Sweep from "./sweep.js"
 import * as Targets from "./targets.js"
 import * as Db from "./db.js"
 import * as Fill from "./fill.js"
+import * as Imports from "./imports.js"
 import * as Scale from "./scale.js"
 import { ADMIN, admin, freePort, type Served, start, waitFor } from "./processes.js"
 
@@ -41,6 +42,11 @@ const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",")
  * (`reports.ts`) at those member counts; alone unless `BENCH_ONLY` also names other parts.
  */
 const REPORTS = Reports.sizes(process.env.BENCH_REPORTS)
+/**
+ * `BENCH_IMPORT=500000` (`1`: 500k) first runs the history-import scenario (`imports.ts`) with that
+ * many actions; alone unless `BENCH_ONLY` also names other parts.
+ */
+const IMPORT = Imports.sizeOf(process.env.BENCH_IMPORT)
 
 /**
  * The server measured: the production bundle (`pnpm build`, built here first) unless
@@ -144,6 +150,11 @@ const main = async () => {
     console.log(`# database: ${db.description}`)
     const mix = Fill.describe(MIX)
     if (mix !== undefined) console.log(`# traffic: ${mix}`)
+    // The import scenario runs the sources (tsx) on databases of its own.
+    if (IMPORT !== undefined) {
+      Imports.print(await Imports.run(IMPORT))
+      if (process.env.BENCH_ONLY === undefined && REPORTS.length === 0) return
+    }
     if (process.env.BENCH_SERVER === undefined) {
       execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], {
         cwd: root,

@@ -6,6 +6,7 @@
 import type { Effect, Option } from "effect"
 import { Context } from "effect"
 import type { LocalDate } from "./Calendar.js"
+import type { Achievement } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { ProgramId, ProjectId, UserHash } from "./Ids.js"
 import type { MemberZone } from "./Ports.js"
@@ -90,6 +91,12 @@ export class ImportStore extends Context.Tag("@streaks/core/ImportStore")<Import
     after: UserHash | undefined,
     limit: number
   ) => Io<ReadonlyArray<UserHash>>
+  /**
+   * Records the milestones an import found reached (inside the caller's transaction), in one
+   * statement where the store allows: an achievement recorded already is kept as it was. Reads
+   * of achievements (`AchievementStore.achieved`, `StateStore`) see them as any other.
+   */
+  readonly achieve: (achievements: ReadonlyArray<Achievement>) => Io<void>
   /** Sets the job's status and `finishedAt`. */
   readonly finish: (id: string, status: ImportStatus, at: Date) => Io<void>
 }>() {}

@@ -29,6 +29,17 @@ export type Format = "ndjson" | "csv"
 /** Lines per batch written to the store (one transaction, one COPY on Postgres). */
 export const defaultBatchLines = 5000
 
+/** A line longer than an action's body may be (64 KiB) is refused as ingest refuses such a body. */
+export const maxLineChars = 64 * 1024
+
+/** A batch of lines once checked. */
+interface CheckedBatch {
+  readonly accepted: ReadonlyArray<Extract<Checked, { _tag: "Action" }>>
+  readonly rejected: ReadonlyArray<ImportRejection>
+  readonly received: number
+  readonly lastLine: number
+}
+
 /** Members recomputed per transaction at the end of an import. */
 const RECOMPUTE_BATCH = 500
 
@@ -226,27 +237,32 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
       return job
     })
 
-  /** Resolves, dates and writes one batch of lines. */
-  const loadBatch = (
-    job: ImportJob,
-    program: Program,
-    project: Project,
+  /** One batch of lines checked (pure, no I/O): its accepted actions and its rejections. */
+  const checkBatch = (
     batch: ReadonlyArray<Line>,
     parse: (text: string) => Either.Either<unknown, InvalidBody>,
-    options: RunOptions
-  ) =>
+    options: RunOptions,
+    now: Date
+  ): CheckedBatch => {
+    const rejected: Array<ImportRejection> = []
+    const accepted: Array<Extract<Checked, { _tag: "Action" }>> = []
+    let received = 0
+    for (const l of batch) {
+      if (l.text.trim() === "") continue
+      received++
+      const checked = l.text.length > maxLineChars
+        ? { _tag: "Rejected" as const, rejection: { line: l.line, error: "PAYLOAD_TOO_LARGE" } }
+        : checkLine(parse(l.text), l.line, now, options.checkLine)
+      if (checked._tag === "Rejected") rejected.push(checked.rejection)
+      else accepted.push(checked)
+    }
+    return { accepted, rejected, received, lastLine: batch[batch.length - 1]!.line }
+  }
+
+  /** Resolves the members of a checked batch, dates its actions and writes it with the progress. */
+  const writeBatch = (job: ImportJob, program: Program, project: Project, checked: CheckedBatch) =>
     Effect.gen(function*() {
-      const now = yield* nowDate
-      const rejected: Array<ImportRejection> = []
-      const accepted: Array<Extract<Checked, { _tag: "Action" }>> = []
-      let received = 0
-      for (const l of batch) {
-        if (l.text.trim() === "") continue
-        received++
-        const checked = checkLine(parse(l.text), l.line, now, options.checkLine)
-        if (checked._tag === "Rejected") rejected.push(checked.rejection)
-        else accepted.push(checked)
-      }
+      const { accepted, received, rejected } = checked
       const found = accepted.length === 0 ? [] : yield* members.lookup(
         accepted.map((a) => ({ projectId: project.id, userHash: a.action.userHash }))
       )
@@ -278,7 +294,7 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
         zones: [...changed.values()],
         received,
         rejected: rejected.slice(0, Math.max(0, maxRejections - job.rejected.length)),
-        committedLine: batch[batch.length - 1]!.line
+        committedLine: checked.lastLine
       })
     })
 
@@ -303,9 +319,12 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
           return l.line > job.committedLine
         }),
         Stream.grouped(options.batchLines ?? defaultBatchLines),
-        Stream.runForEach((chunk) =>
+        Stream.mapEffect((chunk) => Effect.map(nowDate, (now) => checkBatch([...chunk], parse, options, now))),
+        // The next batch is read and checked while the store writes this one.
+        Stream.buffer({ capacity: 1 }),
+        Stream.runForEach((checked) =>
           Effect.gen(function*() {
-            current = yield* loadBatch(current, program, project, [...chunk], parse, options)
+            current = yield* writeBatch(current, program, project, checked)
             if (options.onProgress !== undefined) yield* options.onProgress(current)
           })
         )
@@ -352,7 +371,7 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
         }
       })
       yield* streaks.save(rows)
-      if (reached.length > 0) yield* achievements.add(reached)
+      if (reached.length > 0) yield* store.achieve(reached)
     }))
 
   const finish = (job: ImportJob) =>

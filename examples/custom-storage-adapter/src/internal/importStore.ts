@@ -83,6 +83,16 @@ export const makeImportStore = (sql: SqlClient.SqlClient): ImportStore["Type"] =
         Effect.map((rows) => rows.map((r) => String(r.user_hash) as UserHash)),
         port(sql, "ImportStore.members")
       ),
+    achieve: (achievements) =>
+      Effect.forEach(achievements, (a) =>
+        insertNew(sql, "achievements", {
+          project_id: a.projectId,
+          program_id: a.programId,
+          user_hash: a.userHash,
+          ledger: a.ledger,
+          milestone_id: a.milestoneId,
+          achieved_at: a.achievedAt.getTime()
+        }), { discard: true }).pipe(port(sql, "ImportStore.achieve")),
     finish: (id, status, at) =>
       sql`UPDATE imports SET status = ${status}, finished_at = ${at.getTime()} WHERE id = ${id}`.pipe(
         Effect.asVoid,

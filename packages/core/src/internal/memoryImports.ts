@@ -72,6 +72,18 @@ export const makeImports = (s: MemoryState, { run }: Runner): Context.Tag.Servic
           .sort()
           .slice(0, limit)
       ),
+    achieve: (achievements) =>
+      run(() => {
+        for (const a of achievements) {
+          const k = keyOf(a)
+          let byMilestone = s.achievements.get(k)
+          if (byMilestone === undefined) {
+            byMilestone = new Map()
+            j.set(s.achievements, k, byMilestone)
+          }
+          if (!byMilestone.has(a.milestoneId)) j.set(byMilestone, a.milestoneId, a)
+        }
+      }),
     finish: (id, status, at) =>
       run(() => {
         const job = s.imports.get(id)

@@ -7,8 +7,19 @@ import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import { type ImportBatch, type ImportJob, ImportStore, maxRejections } from "@streaks/core/ImportStore"
-import { StreakStore } from "@streaks/core/Ports"
-import { day, epoch, freshId, makeKey, makeUserHash, memberOf, seedTenant } from "../Fixtures.js"
+import { AchievementStore, StreakStore } from "@streaks/core/Ports"
+import { StateStore } from "@streaks/core/StateStore"
+import {
+  day,
+  epoch,
+  freshId,
+  makeAchievement,
+  makeKey,
+  makeRow,
+  makeUserHash,
+  memberOf,
+  seedTenant
+} from "../Fixtures.js"
 import type { It } from "./kit.js"
 
 const newJob = (projectId: ProjectId, programId: ProgramId, source = ""): ImportJob => ({
@@ -124,6 +135,27 @@ export const importSuite = (it: It) =>
         assert.deepStrictEqual(page, sorted.slice(0, 2))
         assert.deepStrictEqual(yield* imports.members(job.id, page[1], 10), sorted.slice(2))
         assert.deepStrictEqual(yield* imports.members(job.id, sorted[4], 10), [])
+      }))
+
+    it.effect("achieve records milestones once, keeps one recorded before, and every read sees them", () =>
+      Effect.gen(function*() {
+        const imports = yield* ImportStore
+        const streaks = yield* StreakStore
+        const achievements = yield* AchievementStore
+        const state = yield* StateStore
+        const { program } = yield* seedTenant()
+        const key = makeKey(program)
+        const [first, second] = program.milestones
+        yield* streaks.save([makeRow(key, { run: 3, best: 3, lastActiveDay: day("2024-03-03") })])
+        const earlier = makeAchievement(key, first!.id)
+        yield* achievements.add([earlier])
+        const later = new Date(epoch.getTime() + 86_400_000)
+        yield* imports.achieve([makeAchievement(key, first!.id, later), makeAchievement(key, second!.id, later)])
+        const [stored] = yield* achievements.achieved([key])
+        assert.deepStrictEqual(stored!.map((a) => a.milestoneId).sort(), [first!.id, second!.id].sort())
+        assert.strictEqual(stored!.find((a) => a.milestoneId === first!.id)!.achievedAt.getTime(), earlier.achievedAt.getTime())
+        const [standing] = yield* state.standing([{ ...key }], day("2024-03-01"), day("2024-03-03"))
+        assert.deepStrictEqual([...standing!.achieved].sort(), [first!.id, second!.id].sort())
       }))
 
     it.effect("rejections are kept up to the cap", () =>

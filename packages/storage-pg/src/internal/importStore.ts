@@ -15,6 +15,7 @@ import { pipeline } from "node:stream/promises"
 import { Readable } from "node:stream"
 import type * as Pools from "./pools.js"
 import { type Ctx, io, lastPerKey, storageError, toDate, toOptionalDate } from "./sql.js"
+import { keyArraysOf } from "./streakRows.js"
 
 type Row = Record<string, unknown>
 
@@ -183,6 +184,23 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
           AND user_hash > ${after ?? ""} ORDER BY user_hash LIMIT ${limit}`),
         (rows) => rows.map((r) => String(r.user_hash) as UserHash)
       ).pipe(io("ImportStore.members")),
+    // Two statements for a whole page of members: the inserts, then each touched row's copy of its
+    // achieved ids (migration 0003) rebuilt from the table, which now holds them.
+    achieve: (achievements) =>
+      achievements.length === 0 ? Effect.void : Effect.gen(function*() {
+        yield* query(sql`INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+          SELECT * FROM unnest(${achievements.map((a) => a.projectId)}::text[], ${achievements.map((a) => a.programId)}::text[],
+            ${achievements.map((a) => a.userHash)}::text[], ${achievements.map((a) => a.ledger)}::text[],
+            ${achievements.map((a) => a.milestoneId)}::text[], ${achievements.map((a) => a.achievedAt)}::timestamptz[])
+          ON CONFLICT DO NOTHING`)
+        const keys = lastPerKey(achievements, (a) => `${a.projectId}\u0000${a.programId}\u0000${a.userHash}\u0000${a.ledger}`)
+        yield* query(sql`UPDATE ${t.streaks} s SET achieved = ARRAY(SELECT a.milestone_id FROM ${t.achievements} a
+            WHERE a.project_id = s.project_id AND a.program_id = s.program_id AND a.user_hash = s.user_hash
+              AND a.ledger = s.ledger)
+          FROM unnest(${keyArraysOf(sql, keys)}) AS k (project_id, program_id, user_hash, ledger)
+          WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
+            AND s.ledger = k.ledger`)
+      }).pipe(io("ImportStore.achieve")),
     finish: (id, status, at) =>
       query(sql`UPDATE ${t.imports} SET status = ${status}, finished_at = ${at} WHERE id = ${id}`).pipe(
         Effect.asVoid,
