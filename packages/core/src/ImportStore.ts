@@ -65,6 +65,8 @@ export interface ImportBatch {
   readonly zones: ReadonlyArray<MemberZone>
   /** Added to the job's counts. */
   readonly received: number
+  /** Lines found duplicates before the batch was written (see `known`), added to the job's count. */
+  readonly duplicates: number
   readonly rejected: ReadonlyArray<ImportRejection>
   /** The job's `committedLine` once the batch is written. */
   readonly committedLine: number
@@ -81,10 +83,16 @@ export class ImportStore extends Context.Tag("@streaks/core/ImportStore")<Import
    * action whose identity the program has not stored yet (also earlier in the batch): stores the
    * identity, adds the day on the live ledger unless it is active already, and records the
    * member as touched by the import; the others count as duplicates. Stores the zones, adds
-   * `received`, the new identities to `imported`, the rest to `duplicates`, appends the
+   * `received`, the new identities to `imported`, the rest and `duplicates` to `duplicates`, appends the
    * rejections (up to `maxRejections` in all) and sets `committedLine`. Answers the job after it.
    */
   readonly load: (batch: ImportBatch) => Io<ImportJob>
+  /** Whether each identity is stored for the program already, in input order. */
+  readonly known: (
+    projectId: ProjectId,
+    programId: ProgramId,
+    identities: ReadonlyArray<string>
+  ) => Io<ReadonlyArray<boolean>>
   /** Members touched by the import whose canonical id sorts after `after`, ascending, at most `limit`. */
   readonly members: (
     importId: string,

@@ -262,7 +262,20 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
   /** Resolves the members of a checked batch, dates its actions and writes it with the progress. */
   const writeBatch = (job: ImportJob, program: Program, project: Project, checked: CheckedBatch) =>
     Effect.gen(function*() {
-      const { accepted, received, rejected } = checked
+      const { received, rejected } = checked
+      // Lines whose identity is stored already, or came earlier in the batch, change nothing (a
+      // replayed action in ingest moves no day and no zone): they are counted and set aside first.
+      const identities = checked.accepted.map((a) => identityOf(a.action))
+      const known = identities.length === 0
+        ? []
+        : yield* store.known(project.id, program.id, identities)
+      const seen = new Set<string>()
+      const accepted = checked.accepted.filter((_, i) => {
+        const identity = identities[i]!
+        if (known[i] === true || seen.has(identity)) return false
+        seen.add(identity)
+        return true
+      })
       const found = accepted.length === 0 ? [] : yield* members.lookup(
         accepted.map((a) => ({ projectId: project.id, userHash: a.action.userHash }))
       )
@@ -293,6 +306,7 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
         actions,
         zones: [...changed.values()],
         received,
+        duplicates: checked.accepted.length - accepted.length,
         rejected: rejected.slice(0, Math.max(0, maxRejections - job.rejected.length)),
         committedLine: checked.lastLine
       })

@@ -58,13 +58,15 @@ export const makeImports = (s: MemoryState, { run }: Runner): Context.Tag.Servic
           ...job,
           received: job.received + batch.received,
           imported: job.imported + imported,
-          duplicates: job.duplicates + batch.actions.length - imported,
+          duplicates: job.duplicates + batch.duplicates + batch.actions.length - imported,
           rejected: room === 0 ? job.rejected : [...job.rejected, ...batch.rejected.slice(0, room)],
           committedLine: batch.committedLine
         }
         j.set(s.imports, job.id, next)
         return next
       }),
+    known: (_projectId, programId, identities) =>
+      run(() => identities.map((identity) => s.importIdentities.has(pair(programId, identity)))),
     members: (importId, after, limit) =>
       run(() =>
         [...(s.importMembers.get(importId) ?? [])]

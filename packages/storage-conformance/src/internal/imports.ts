@@ -43,6 +43,7 @@ const batchOf = (job: ImportJob, fields: Partial<ImportBatch>): ImportBatch => (
   actions: [],
   zones: [],
   received: 0,
+  duplicates: 0,
   rejected: [],
   committedLine: 0,
   ...fields
@@ -85,13 +86,20 @@ export const importSuite = (it: It) =>
             { userHash: b, identity: "k:three", day: day("2024-03-03") }
           ],
           received: 3,
+          duplicates: 2,
           rejected: [{ line: 8, error: "INVALID_BODY" }],
           committedLine: 9
         }))
         assert.deepStrictEqual(
           [second.received, second.imported, second.duplicates, second.committedLine],
-          [9, 4, 3, 9]
+          [9, 4, 5, 9]
         )
+        assert.deepStrictEqual(
+          yield* imports.known(project.id, program.id, ["k:two", "k:nope", "t:x\t\\y\n", "k:three"]),
+          [true, false, true, true]
+        )
+        const elsewhere = yield* seedTenant()
+        assert.deepStrictEqual(yield* imports.known(elsewhere.project.id, elsewhere.program.id, ["k:two"]), [false])
         assert.deepStrictEqual(second.rejected.map((r) => r.line), [2, 5, 8])
         assert.deepStrictEqual(yield* streaks.days(makeKey(program, { userHash: a, ledger: "live" })), [day("2024-03-01")])
         assert.deepStrictEqual(
@@ -101,7 +109,7 @@ export const importSuite = (it: It) =>
         assert.deepStrictEqual(yield* streaks.days(makeKey(program, { userHash: a, ledger: "test" })), [])
         assert.deepStrictEqual(Option.getOrUndefined((yield* memberOf(project.id, b)).timezone), "Asia/Tokyo")
         const stored = Option.getOrThrow(yield* imports.get(job.id))
-        assert.deepStrictEqual([stored.imported, stored.duplicates, stored.committedLine], [4, 3, 9])
+        assert.deepStrictEqual([stored.imported, stored.duplicates, stored.committedLine], [4, 5, 9])
       }))
 
     it.effect("identities are per program: another program's import of the same line is not a duplicate", () =>

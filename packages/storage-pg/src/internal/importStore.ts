@@ -87,7 +87,7 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
     batch.importId,
     batch.received,
     imported,
-    batch.actions.length - imported,
+    batch.duplicates + batch.actions.length - imported,
     JSON.stringify(batch.rejected),
     batch.committedLine
   ]
@@ -178,6 +178,17 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
       (registered?.copying === undefined ? loadByArrays(batch) : loadByCopy(registered.copying, batch)).pipe(
         Effect.mapError((e) => storageError("ImportStore.load", e))
       ),
+    known: (projectId, programId, identities) =>
+      identities.length === 0 ? Effect.succeed([]) : Effect.map(
+        query(sql`SELECT i.n FROM unnest(${identities}::text[]) WITH ORDINALITY AS i (identity, n)
+          WHERE EXISTS (SELECT 1 FROM ${t.import_identities} x WHERE x.project_id = ${projectId}
+            AND x.program_id = ${programId} AND x.identity = i.identity)`),
+        (rows) => {
+          const out = identities.map(() => false)
+          for (const r of rows) out[Number(r.n) - 1] = true
+          return out
+        }
+      ).pipe(io("ImportStore.known")),
     members: (importId, after, limit) =>
       Effect.map(
         query(sql`SELECT user_hash FROM ${t.import_members} WHERE import_id = ${importId}
