@@ -149,12 +149,13 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           experiments.get(program.id, path.experimentId)))
       .handle("startImport", ({ path }) =>
         Effect.gen(function*() {
-          const { program } = yield* reach(path.programId)
+          // The body's type is checked before the program, as a body is everywhere.
           const request = yield* HttpServerRequest.HttpServerRequest
           const format = importFormat(request.headers["content-type"])
           if (format === undefined) {
             return yield* new Errors.InvalidBody({ message: "content-type: send application/x-ndjson or text/csv" })
           }
+          const { program } = yield* reach(path.programId)
           const job = yield* imports.start(program.id)
           const loaded = yield* imports.load(job, Imports.lines(Stream.decodeText(
             Stream.mapError(request.stream, () => new Errors.InvalidBody({ message: "body: could not be read" }))

@@ -165,11 +165,15 @@ export const retryAfterOf = (e: unknown): number | undefined => {
 
 const IMPORT_ROUTE = /^\/v1\/api\/programs\/[^/?#]+\/imports\/?(?:[?#]|$)/
 
+const STREAMED_TYPE = /^\s*(application\/x-ndjson|text\/csv)\s*(;|$)/i
+
 /**
- * Whether a request's body is streamed with no overall cap: `POST /v1/api/programs/{id}/imports`
- * (docs/api.md#import-history), whose lines are checked one by one.
+ * Whether a request's body is streamed with no overall cap: an NDJSON or CSV body of
+ * `POST /v1/api/programs/{id}/imports` (docs/api.md#import-history), whose lines are checked one by
+ * one. Any other body of that route is capped as every body is.
  */
-export const isStreamedBody = (method: string, url: string): boolean => method === "POST" && IMPORT_ROUTE.test(url)
+export const isStreamedBody = (method: string, url: string, contentType: string | undefined): boolean =>
+  method === "POST" && contentType !== undefined && STREAMED_TYPE.test(contentType) && IMPORT_ROUTE.test(url)
 
 /**
  * The middleware function behind `ErrorMapping`: refuses bodies declaring more than
@@ -187,7 +191,7 @@ export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const declared = request.headers["content-length"]
     // A history import streams its body line by line, each line limited as an action's body.
-    const streamed = isStreamedBody(request.method, request.url)
+    const streamed = isStreamedBody(request.method, request.url, request.headers["content-type"])
     if (!streamed && declared !== undefined && Number(declared) > maxBodyBytes) return Effect.succeed(tooLarge)
     // No route takes a multipart body, and the platform's multipart reader can wait forever on a
     // body that never brings its boundary: refused before anything reads it.

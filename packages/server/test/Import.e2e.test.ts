@@ -217,5 +217,12 @@ layer(server, { timeout: 120_000 })("history import over real HTTP on Postgres",
       expect([unknown.status, unknown.body]).toEqual([404, { error: "NOT_FOUND" }])
       const json = yield* p.start("{}", "application/json")
       expect([json.status, json.body]).toEqual([400, { error: "INVALID_BODY" }])
+      // An import body has no overall cap (each line has an action body's): 2000 lines, ~140 KB.
+      const many = Array.from({ length: 2000 }, (_, i) => ({ userHash: `bulk-${i}`, ts: noon(1 + (i % 5)) }))
+      const big = ndjson(many)
+      expect(big.length).toBeGreaterThan(64 * 1024)
+      const accepted = yield* p.start(big)
+      expect(accepted.status).toBe(202)
+      expect((yield* finished(p.status, accepted.body.importId)).body).toMatchObject({ imported: 2000, rejected: [] })
     }))
 })
