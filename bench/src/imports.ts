@@ -32,7 +32,9 @@ export interface ImportRow {
 export const sizeOf = (value: string | undefined): number | undefined => {
   if (value === undefined || value === "") return undefined
   const n = Number(value === "1" ? 500_000 : value)
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`BENCH_IMPORT: ${JSON.stringify(value)} is not a number of actions`)
+  if (!Number.isInteger(n) || n <= 0) {
+    throw new Error(`BENCH_IMPORT: ${JSON.stringify(value)} is not a number of actions`)
+  }
   return n
 }
 
@@ -155,13 +157,15 @@ export const run = async (actions: number): Promise<ReadonlyArray<ImportRow>> =>
 
 export const print = (rows: ReadonlyArray<ImportRow>) => {
   console.log("\n## History import (streaks import, NDJSON)\n")
-  console.log("| idempotency keys | actions | members | actions/s | job s | of which recompute s | wall s | peak RSS MB |")
+  console.log(
+    "| idempotency keys | actions | members | actions/s | job s | of which recompute s | wall s | peak RSS MB |"
+  )
   console.log("|---|---:|---:|---:|---:|---:|---:|---:|")
   for (const r of rows) {
     console.log(
-      `| ${r.keys ? "yes" : "no"} | ${r.actions} | ${r.members} | ${r.actionsPerSecond} | ${r.jobSeconds.toFixed(1)} | ${
-        r.recomputeSeconds.toFixed(1)
-      } | ${r.wallSeconds.toFixed(1)} | ${r.rssPeak} |`
+      `| ${r.keys ? "yes" : "no"} | ${r.actions} | ${r.members} | ${r.actionsPerSecond} | ${
+        r.jobSeconds.toFixed(1)
+      } | ${r.recomputeSeconds.toFixed(1)} | ${r.wallSeconds.toFixed(1)} | ${r.rssPeak} |`
     )
   }
 }

@@ -228,7 +228,6 @@ const runningExperimentPerProject: ReadonlyArray<string> = [
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
-
 // History imports (docs/operations.md#bringing-your-history): jobs with their progress, the
 // identity of every imported line, and the members each job touched.
 const historyImports: ReadonlyArray<string> = [

@@ -11,13 +11,7 @@ import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
-import {
-  type ImportedAction,
-  type ImportJob,
-  type ImportRejection,
-  ImportStore,
-  maxRejections
-} from "./ImportStore.js"
+import { type ImportedAction, type ImportJob, type ImportRejection, ImportStore, maxRejections } from "./ImportStore.js"
 import { IngestStore } from "./IngestStore.js"
 import { memberZone, nowDate, rowOf } from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
@@ -320,8 +314,7 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
       const { program, project } = yield* programAndProject(job.programId)
       let header: ReadonlyArray<string> | undefined
       let current = job
-      const parse = (text: string) =>
-        options.format === "ndjson" ? jsonObject(text) : csvObject(header ?? [], text)
+      const parse = (text: string) => options.format === "ndjson" ? jsonObject(text) : csvObject(header ?? [], text)
       yield* input.pipe(
         // A CSV header is read even when resuming; it is not an action.
         Stream.filter((l) => {

@@ -61,7 +61,12 @@ const readAll = (programId: string, projectId: string) =>
     const out: Record<string, unknown> = {}
     for (let m = 0; m <= 3; m++) {
       const userHash = `m${m}` as UserHash
-      const key = new StreakKey({ projectId: projectId as never, programId: programId as never, userHash, ledger: "live" })
+      const key = new StreakKey({
+        projectId: projectId as never,
+        programId: programId as never,
+        userHash,
+        ledger: "live"
+      })
       const [member] = yield* members.lookup([{ projectId: projectId as never, userHash }])
       const [achieved] = yield* achievements.achieved([key])
       // The program's id differs between the two stores; everything else must not.

@@ -536,7 +536,9 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       })
   )
   .add(
-    HttpApiEndpoint.get("import")`/programs/${programId}/imports/${HttpApiSchema.param("importId", S.text(S.bounds.id))}`
+    HttpApiEndpoint.get("import")`/programs/${programId}/imports/${
+      HttpApiSchema.param("importId", S.text(S.bounds.id))
+    }`
       .addSuccess(S.ImportView)
       .annotateContext(Doc.route({
         summary: "A history import and its progress",

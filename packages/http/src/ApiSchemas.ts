@@ -483,7 +483,9 @@ export const ImportView = Schema.Struct({
   status: Schema.Literal("running", "finished", "failed"),
   received: count.annotations({ description: "Lines read (blank lines and a CSV header are not counted)." }),
   imported: count.annotations({ description: "Lines stored as new actions." }),
-  duplicates: count.annotations({ description: "Lines whose identity (idempotencyKey, else userHash and ts) was stored already." }),
+  duplicates: count.annotations({
+    description: "Lines whose identity (idempotencyKey, else userHash and ts) was stored already."
+  }),
   rejected: Schema.Array(Schema.Struct({
     line: count.annotations({ description: "The line's number in the input, from 1." }),
     error: text(64).annotations({ description: "The code ingest answers for such an action." })

@@ -157,12 +157,17 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           }
           const { program } = yield* reach(path.programId)
           const job = yield* imports.start(program.id)
-          const loaded = yield* imports.load(job, Imports.lines(Stream.decodeText(
-            Stream.mapError(request.stream, () => new Errors.InvalidBody({ message: "body: could not be read" }))
-          )), {
-            format,
-            checkLine: lineLimits
-          })
+          const loaded = yield* imports.load(
+            job,
+            Imports.lines(Stream.decodeText(
+              Stream.mapError(request.stream, () =>
+                new Errors.InvalidBody({ message: "body: could not be read" }))
+            )),
+            {
+              format,
+              checkLine: lineLimits
+            }
+          )
           // The recomputation outlives the request: the import is followed with its id.
           yield* Effect.forkDaemon(imports.finish(loaded))
           return { importId: job.id }

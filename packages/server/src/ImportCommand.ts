@@ -123,7 +123,9 @@ export const run = (options: {
     yield* Effect.provide(work, layer)
   }).pipe(
     // The reason on stderr, where the progress goes; stdout carries only the final job.
-    Effect.tapError((e) => Console.error(`import failed: ${e instanceof Error || "message" in e ? e.message : String(e)}`))
+    Effect.tapError((e) =>
+      Console.error(`import failed: ${e instanceof Error || "message" in e ? e.message : String(e)}`)
+    )
   )
 
 export const command = Command.make(

@@ -153,8 +153,7 @@ layer(server, { timeout: 120_000 })("history import over real HTTP on Postgres",
       const bob = yield* p.member("bob")
       expect(bob.body).toMatchObject({ current: 0, best: 5 })
       // Milestones reached in the history are marked achieved: by alice's run of 10, bob's best of 5.
-      const achieved = (s: { body: any }) =>
-        s.body.milestones.filter((m: any) => m.achieved).map((m: any) => m.target)
+      const achieved = (s: { body: any }) => s.body.milestones.filter((m: any) => m.achieved).map((m: any) => m.target)
       expect(achieved(yield* p.state("alice"))).toEqual([3, 7])
       expect(achieved(yield* p.state("bob"))).toEqual([3])
 
@@ -204,7 +203,13 @@ layer(server, { timeout: 120_000 })("history import over real HTTP on Postgres",
       expect(started.status).toBe(202)
       yield* finished(p.status, started.body.importId)
       // Another workspace's credential: the program is out of its reach.
-      const foreign = yield* post(base, `/v1/api/programs/${p.programId}/imports`, other.token, "application/x-ndjson", "")
+      const foreign = yield* post(
+        base,
+        `/v1/api/programs/${p.programId}/imports`,
+        other.token,
+        "application/x-ndjson",
+        ""
+      )
       expect([foreign.status, foreign.body]).toEqual([404, { error: "NOT_FOUND" }])
       const foreignRead = yield* call(base, `/v1/api/programs/${p.programId}/imports/${started.body.importId}`, {
         headers: { authorization: `Bearer ${other.token}` }

@@ -125,56 +125,78 @@ const cli = (
 const summary = (o: Outcome) => JSON.parse(o.stdout.trim().split("\n").at(-1)!)
 
 layer(server, { timeout: 180_000 })("streaks import", (it) => {
-  it.effect("imports a file with plain progress lines, resumes after a kill from the last committed line, and a re-run finds only duplicates", () =>
-    Effect.gen(function*() {
-      const { url } = yield* Database
-      const t = yield* tenant
-      const members = 1000
-      const days = 20
-      const path = fileOf("history.ndjson", history(members, days))
-      const args = ["--program", t.programId, "--batch-lines", "200", path]
+  it.effect(
+    "imports a file with plain progress lines, resumes after a kill from the last committed line, and a re-run finds only duplicates",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* Database
+        const t = yield* tenant
+        const members = 1000
+        const days = 20
+        const path = fileOf("history.ndjson", history(members, days))
+        const args = ["--program", t.programId, "--batch-lines", "200", path]
 
-      // Killed once its first batch is committed and reported.
-      const killed = yield* cli(url, args, { until: (stderr) => /import: [1-9]\d*\/20000 lines/.test(stderr) })
-      expect(killed.signal, killed.stderr).toBe("SIGKILL")
-      expect(killed.stdout).toBe("")
+        // Killed once its first batch is committed and reported.
+        const killed = yield* cli(url, args, { until: (stderr) => /import: [1-9]\d*\/20000 lines/.test(stderr) })
+        expect(killed.signal, killed.stderr).toBe("SIGKILL")
+        expect(killed.stdout).toBe("")
 
-      const resumed = yield* cli(url, args)
-      expect(resumed.code, resumed.stderr).toBe(0)
-      const from = /import: resuming (imp_\S+) after line (\d+)/.exec(resumed.stderr)
-      expect(from, resumed.stderr).not.toBeNull()
-      expect(Number(from![2])).toBeGreaterThan(0)
-      expect(Number(from![2]) % 200).toBe(0)
-      expect(resumed.stderr).toMatch(/import: 20000\/20000 lines, \d+ lines\/s, ETA 0s/)
-      const done = summary(resumed)
-      // Every line once: the committed batches were not read again, the interrupted one was.
-      expect(done).toMatchObject({ id: from![1], status: "finished", received: 20000, imported: 20000, duplicates: 0 })
-      expect(done.rejected).toEqual([])
-      expect((yield* t.member("m0")).body).toMatchObject({ current: days, best: days })
-      expect((yield* t.member(`m${members - 1}`)).body).toMatchObject({ current: days, best: days })
+        const resumed = yield* cli(url, args)
+        expect(resumed.code, resumed.stderr).toBe(0)
+        const from = /import: resuming (imp_\S+) after line (\d+)/.exec(resumed.stderr)
+        expect(from, resumed.stderr).not.toBeNull()
+        expect(Number(from![2])).toBeGreaterThan(0)
+        expect(Number(from![2]) % 200).toBe(0)
+        expect(resumed.stderr).toMatch(/import: 20000\/20000 lines, \d+ lines\/s, ETA 0s/)
+        const done = summary(resumed)
+        // Every line once: the committed batches were not read again, the interrupted one was.
+        expect(done).toMatchObject({
+          id: from![1],
+          status: "finished",
+          received: 20000,
+          imported: 20000,
+          duplicates: 0
+        })
+        expect(done.rejected).toEqual([])
+        expect((yield* t.member("m0")).body).toMatchObject({ current: days, best: days })
+        expect((yield* t.member(`m${members - 1}`)).body).toMatchObject({ current: days, best: days })
 
-      const rerun = yield* cli(url, args)
-      expect(rerun.code, rerun.stderr).toBe(0)
-      expect(rerun.stderr).not.toContain("resuming")
-      const again = summary(rerun)
-      expect(again.id).not.toBe(done.id)
-      expect(again).toMatchObject({ status: "finished", received: 20000, imported: 0, duplicates: 20000 })
-    }), { timeout: 150_000 })
+        const rerun = yield* cli(url, args)
+        expect(rerun.code, rerun.stderr).toBe(0)
+        expect(rerun.stderr).not.toContain("resuming")
+        const again = summary(rerun)
+        expect(again.id).not.toBe(done.id)
+        expect(again).toMatchObject({ status: "finished", received: 20000, imported: 0, duplicates: 20000 })
+      }),
+    { timeout: 150_000 }
+  )
 
-  it.effect("on a terminal the progress is a bar with lines, rate and ETA; CSV by extension", () =>
-    Effect.gen(function*() {
-      const { url } = yield* Database
-      const t = yield* tenant
-      const rows = Array.from({ length: 300 }, (_, i) => `c${i % 30},${new Date(Date.now() - (1 + Math.floor(i / 30)) * DAY).toISOString()}`)
-      const path = fileOf("history.csv", ["userHash,ts", ...rows, "bad@example.com,2024-01-01T00:00:00Z"].join("\n"))
-      const out = yield* cli(url, ["--program", t.programId, "--batch-lines", "50", path], { tty: true })
-      expect(out.code, out.stdout).toBe(0)
-      // With a terminal, `script` carries stdout and stderr together.
-      expect(out.stdout).toMatch(/import \[[█░]+\] \d+% \| \d+\/302 lines \| \d+ lines\/s \| ETA/)
-      const done = JSON.parse(/\{"id".*\}/.exec(out.stdout)![0])
-      expect(done).toMatchObject({ status: "finished", received: 301, imported: 300, rejected: [{ line: 302, error: "INVALID_BODY" }] })
-      expect((yield* t.member("c0")).body).toMatchObject({ current: 10, best: 10 })
-    }), { timeout: 60_000 })
+  it.effect(
+    "on a terminal the progress is a bar with lines, rate and ETA; CSV by extension",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* Database
+        const t = yield* tenant
+        const rows = Array.from(
+          { length: 300 },
+          (_, i) => `c${i % 30},${new Date(Date.now() - (1 + Math.floor(i / 30)) * DAY).toISOString()}`
+        )
+        const path = fileOf("history.csv", ["userHash,ts", ...rows, "bad@example.com,2024-01-01T00:00:00Z"].join("\n"))
+        const out = yield* cli(url, ["--program", t.programId, "--batch-lines", "50", path], { tty: true })
+        expect(out.code, out.stdout).toBe(0)
+        // With a terminal, `script` carries stdout and stderr together.
+        expect(out.stdout).toMatch(/import \[[█░]+\] \d+% \| \d+\/302 lines \| \d+ lines\/s \| ETA/)
+        const done = JSON.parse(/\{"id".*\}/.exec(out.stdout)![0])
+        expect(done).toMatchObject({
+          status: "finished",
+          received: 301,
+          imported: 300,
+          rejected: [{ line: 302, error: "INVALID_BODY" }]
+        })
+        expect((yield* t.member("c0")).body).toMatchObject({ current: 10, best: 10 })
+      }),
+    { timeout: 60_000 }
+  )
 
   it.effect("an unknown program fails with the reason and imports nothing", () =>
     Effect.gen(function*() {

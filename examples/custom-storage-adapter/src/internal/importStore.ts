@@ -72,15 +72,20 @@ export const makeImportStore = (sql: SqlClient.SqlClient): ImportStore["Type"] =
         const [before] = yield* sql`SELECT rejected FROM imports WHERE id = ${batch.importId}`
         const rejected = [...JSON.parse(String(before?.rejected ?? "[]")), ...batch.rejected]
         const rows = yield* sql`UPDATE imports SET received = received + ${batch.received},
-            imported = imported + ${imported}, duplicates = duplicates + ${batch.duplicates + batch.actions.length - imported},
+            imported = imported + ${imported}, duplicates = duplicates + ${
+          batch.duplicates + batch.actions.length - imported
+        },
             rejected = ${JSON.stringify(rejected)}, committed_line = ${batch.committedLine}
           WHERE id = ${batch.importId} RETURNING *`
         return jobOf(rows[0]!)
       }).pipe(port(sql, "ImportStore.load")),
     known: (projectId, programId, identities) =>
-      Effect.forEach(identities, (identity) =>
-        sql`SELECT 1 AS ok FROM import_identities WHERE project_id = ${projectId} AND program_id = ${programId}
-          AND identity = ${identity}`.pipe(Effect.map((rows) => rows.length > 0))).pipe(port(sql, "ImportStore.known")),
+      Effect.forEach(
+        identities,
+        (identity) =>
+          sql`SELECT 1 AS ok FROM import_identities WHERE project_id = ${projectId} AND program_id = ${programId}
+          AND identity = ${identity}`.pipe(Effect.map((rows) => rows.length > 0))
+      ).pipe(port(sql, "ImportStore.known")),
     members: (importId, after, limit) =>
       sql`SELECT user_hash FROM import_members WHERE import_id = ${importId} AND user_hash > ${after ?? ""}
         ORDER BY user_hash LIMIT ${limit}`.pipe(

@@ -78,7 +78,10 @@ export const importSuite = (it: It) =>
           [first.received, first.imported, first.duplicates, first.committedLine, first.status],
           [6, 3, 1, 6, "running"]
         )
-        assert.deepStrictEqual(first.rejected, [{ line: 2, error: "INVALID_BODY" }, { line: 5, error: "PAYLOAD_TOO_LARGE" }])
+        assert.deepStrictEqual(first.rejected, [{ line: 2, error: "INVALID_BODY" }, {
+          line: 5,
+          error: "PAYLOAD_TOO_LARGE"
+        }])
         const second = yield* imports.load(batchOf(job, {
           actions: [
             { userHash: a, identity: "k:one", day: day("2024-03-01") },
@@ -101,7 +104,9 @@ export const importSuite = (it: It) =>
         const elsewhere = yield* seedTenant()
         assert.deepStrictEqual(yield* imports.known(elsewhere.project.id, elsewhere.program.id, ["k:two"]), [false])
         assert.deepStrictEqual(second.rejected.map((r) => r.line), [2, 5, 8])
-        assert.deepStrictEqual(yield* streaks.days(makeKey(program, { userHash: a, ledger: "live" })), [day("2024-03-01")])
+        assert.deepStrictEqual(yield* streaks.days(makeKey(program, { userHash: a, ledger: "live" })), [
+          day("2024-03-01")
+        ])
         assert.deepStrictEqual(
           yield* streaks.days(makeKey(program, { userHash: b, ledger: "live" })),
           [day("2024-03-02"), day("2024-03-03")]
@@ -161,7 +166,10 @@ export const importSuite = (it: It) =>
         yield* imports.achieve([makeAchievement(key, first!.id, later), makeAchievement(key, second!.id, later)])
         const [stored] = yield* achievements.achieved([key])
         assert.deepStrictEqual(stored!.map((a) => a.milestoneId).sort(), [first!.id, second!.id].sort())
-        assert.strictEqual(stored!.find((a) => a.milestoneId === first!.id)!.achievedAt.getTime(), earlier.achievedAt.getTime())
+        assert.strictEqual(
+          stored!.find((a) => a.milestoneId === first!.id)!.achievedAt.getTime(),
+          earlier.achievedAt.getTime()
+        )
         const [standing] = yield* state.standing([{ ...key }], day("2024-03-01"), day("2024-03-03"))
         assert.deepStrictEqual([...standing!.achieved].sort(), [first!.id, second!.id].sort())
       }))
@@ -173,7 +181,9 @@ export const importSuite = (it: It) =>
         const job = newJob(project.id, program.id)
         yield* imports.create(job)
         const rejected = Array.from({ length: maxRejections }, (_, i) => ({ line: i + 1, error: "INVALID_BODY" }))
-        const after = yield* imports.load(batchOf(job, { received: maxRejections, rejected, committedLine: maxRejections }))
+        const after = yield* imports.load(
+          batchOf(job, { received: maxRejections, rejected, committedLine: maxRejections })
+        )
         assert.strictEqual(after.rejected.length, maxRejections)
         assert.deepStrictEqual(after.rejected[maxRejections - 1], { line: maxRejections, error: "INVALID_BODY" })
       }))

@@ -36,7 +36,9 @@ const jobOf = (r: Row): ImportJob => ({
 
 /** A value in COPY's text format: backslash, tab, newline and carriage return escaped. */
 const copyText = (s: string): string =>
-  /[\\\t\n\r]/.test(s) ? s.replace(/[\\\t\n\r]/g, (c) => (c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r")) : s
+  /[\\\t\n\r]/.test(s)
+    ? s.replace(/[\\\t\n\r]/g, (c) => (c === "\\" ? "\\\\" : c === "\t" ? "\\t" : c === "\n" ? "\\n" : "\\r"))
+    : s
 
 const copyRows = (actions: ImportBatch["actions"]): string => {
   let out = ""
@@ -140,7 +142,8 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
     sql.withTransaction(Effect.gen(function*() {
       let imported = 0
       if (batch.actions.length > 0) {
-        const source = `(SELECT * FROM unnest($4::int[], $5::text[], $6::text[], $7::date[]) AS u (ord, user_hash, identity, day))`
+        const source =
+          `(SELECT * FROM unnest($4::int[], $5::text[], $6::text[], $7::date[]) AS u (ord, user_hash, identity, day))`
         const written = yield* sql.unsafe<Row>(writeText(source), [
           batch.projectId,
           batch.programId,
@@ -199,12 +202,17 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
     // achieved ids (migration 0003) rebuilt from the table, which now holds them.
     achieve: (achievements) =>
       achievements.length === 0 ? Effect.void : Effect.gen(function*() {
-        yield* query(sql`INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
-          SELECT * FROM unnest(${achievements.map((a) => a.projectId)}::text[], ${achievements.map((a) => a.programId)}::text[],
+        yield* query(
+          sql`INSERT INTO ${t.achievements} (project_id, program_id, user_hash, ledger, milestone_id, achieved_at)
+          SELECT * FROM unnest(${achievements.map((a) => a.projectId)}::text[], ${
+            achievements.map((a) => a.programId)
+          }::text[],
             ${achievements.map((a) => a.userHash)}::text[], ${achievements.map((a) => a.ledger)}::text[],
             ${achievements.map((a) => a.milestoneId)}::text[], ${achievements.map((a) => a.achievedAt)}::timestamptz[])
-          ON CONFLICT DO NOTHING`)
-        const keys = lastPerKey(achievements, (a) => `${a.projectId}\u0000${a.programId}\u0000${a.userHash}\u0000${a.ledger}`)
+          ON CONFLICT DO NOTHING`
+        )
+        const keys = lastPerKey(achievements, (a) =>
+          `${a.projectId}\u0000${a.programId}\u0000${a.userHash}\u0000${a.ledger}`)
         yield* query(sql`UPDATE ${t.streaks} s SET achieved = ARRAY(SELECT a.milestone_id FROM ${t.achievements} a
             WHERE a.project_id = s.project_id AND a.program_id = s.program_id AND a.user_hash = s.user_hash
               AND a.ledger = s.ledger)
@@ -219,4 +227,3 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
       )
   }
 }
-
