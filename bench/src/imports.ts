@@ -1,6 +1,6 @@
 /**
  * The `import` scenario of `pnpm bench` (`BENCH_IMPORT=500000`, off by default): a fresh database,
- * one live program provisioned through a server, and an NDJSON file of that many past actions (a
+ * one live program provisioned through the server, and an NDJSON file of that many past actions (a
  * tenth as many members, one action a day over their last days), imported by `streaks import`
  * spawned as a process, once without and once with idempotency keys. Prints actions/s over the
  * job (from its start to its end, recomputation included), the process's wall time and its peak RSS.
@@ -57,7 +57,7 @@ const writeFile = async (path: string, actions: number, members: number, keys: b
 }
 
 /** Runs `streaks import` on `file`, sampling its RSS; its final job and the figures. */
-const importFile = (url: string, programId: string, file: string) =>
+const importFile = (entry: string, url: string, programId: string, file: string) =>
   new Promise<{ job: any; wallSeconds: number; rssPeak: number; recomputeAt: number }>((ok, fail) => {
     const started = Date.now()
     const child = spawn(
@@ -65,9 +65,8 @@ const importFile = (url: string, programId: string, file: string) =>
       [
         // `BENCH_NODE_FLAGS`, e.g. `--cpu-prof`, apply to the import process too.
         ...(process.env.BENCH_NODE_FLAGS ?? "").split(" ").filter((f) => f !== ""),
-        "--import",
-        "tsx",
-        "packages/server/src/bin.ts",
+        ...(entry.endsWith(".ts") ? ["--import", "tsx"] : []),
+        entry,
         "import",
         "--program",
         programId,
@@ -104,14 +103,15 @@ const importFile = (url: string, programId: string, file: string) =>
     })
   })
 
-export const run = async (actions: number): Promise<ReadonlyArray<ImportRow>> => {
+/** The scenario with `entry` as the `streaks` command (the bundle `pnpm build` makes, or a `.ts` under tsx). */
+export const run = async (actions: number, entry: string): Promise<ReadonlyArray<ImportRow>> => {
   const members = Math.max(1, Math.floor(actions / 10))
   const rows: Array<ImportRow> = []
   const dir = mkdtempSync(join(tmpdir(), "streaks-bench-import-"))
   for (const keys of [false, true]) {
     const db = await Db.open()
     const port = await freePort()
-    const server = start("packages/server/src/bin.ts", {
+    const server = start(entry, {
       DATABASE_URL: db.url,
       PORT: String(port),
       STREAKS_ADMIN_TOKEN: ADMIN,
@@ -134,7 +134,7 @@ export const run = async (actions: number): Promise<ReadonlyArray<ImportRow>> =>
       server.kill("SIGTERM")
       const file = join(dir, `history-${keys ? "keys" : "plain"}.ndjson`)
       await writeFile(file, actions, members, keys)
-      const { job, recomputeAt, rssPeak, wallSeconds } = await importFile(db.url, program.id, file)
+      const { job, recomputeAt, rssPeak, wallSeconds } = await importFile(entry, db.url, program.id, file)
       const jobSeconds = (Date.parse(job.finishedAt) - Date.parse(job.startedAt)) / 1000
       rows.push({
         keys,

@@ -150,11 +150,6 @@ const main = async () => {
     console.log(`# database: ${db.description}`)
     const mix = Fill.describe(MIX)
     if (mix !== undefined) console.log(`# traffic: ${mix}`)
-    // The import scenario runs the sources (tsx) on databases of its own.
-    if (IMPORT !== undefined) {
-      Imports.print(await Imports.run(IMPORT))
-      if (process.env.BENCH_ONLY === undefined && REPORTS.length === 0) return
-    }
     if (process.env.BENCH_SERVER === undefined) {
       execFileSync(process.execPath, ["--import", "tsx", "packages/server/scripts/bundle.ts"], {
         cwd: root,
@@ -162,6 +157,11 @@ const main = async () => {
       })
     }
     console.log(`# server: node ${SERVER}${NODE_FLAGS.length > 0 ? ` (${NODE_FLAGS.join(" ")})` : ""}`)
+    // The import scenario runs `streaks import` of the same build, on databases of its own.
+    if (IMPORT !== undefined) {
+      Imports.print(await Imports.run(IMPORT, SERVER))
+      if (process.env.BENCH_ONLY === undefined && REPORTS.length === 0) return
+    }
     if (REPORTS.length > 0) {
       await Reports.run(SERVER, REPORTS)
       if (process.env.BENCH_ONLY === undefined) return
