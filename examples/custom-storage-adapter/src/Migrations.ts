@@ -225,6 +225,14 @@ const runningExperimentPerProject: ReadonlyArray<string> = [
   `CREATE UNIQUE INDEX experiments_running ON experiments (project_id, program_id) WHERE ended_at IS NULL`
 ]
 
+// Forgiveness (docs/streak-semantics.md#forgiveness): a program's outage windows, a streak row's
+// repairs and pauses (JSON TEXT, NULL for none), inputs of the streak calculus.
+const forgiveness: ReadonlyArray<string> = [
+  `ALTER TABLE programs ADD COLUMN outages TEXT`,
+  `ALTER TABLE streaks ADD COLUMN repairs TEXT`,
+  `ALTER TABLE streaks ADD COLUMN pauses TEXT`
+]
+
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
@@ -264,6 +272,7 @@ export const migrations = {
   "0001_initial": statements(initial),
   "0002_streak_policies": statements(streakPolicies),
   "0003_running_experiment_per_project": statements(runningExperimentPerProject),
+  "0006_forgiveness": statements(forgiveness),
   "0007_history_imports": statements(historyImports)
 }
 

@@ -94,6 +94,10 @@ export type EventId = typeof EventId.Type
 export const MessageId = id("MessageId", "msg_")
 export type MessageId = typeof MessageId.Type
 export const SiteKey = id("SiteKey", "site_")
+/** A member's pause (docs/streak-semantics.md#forgiveness). */
+export const PauseId = id("PauseId", "pau_")
+/** A program's outage window (docs/streak-semantics.md#forgiveness). */
+export const OutageId = id("OutageId", "out_")
 export type SiteKey = typeof SiteKey.Type
 /** A history import (docs/operations.md#bringing-your-history). */
 export const ImportId = id("ImportId", "imp_")
@@ -137,6 +141,8 @@ export interface Kinds {
   readonly EventId: typeof EventId
   readonly MessageId: typeof MessageId
   readonly SiteKey: typeof SiteKey
+  readonly PauseId: typeof PauseId
+  readonly OutageId: typeof OutageId
   readonly ImportId: typeof ImportId
 }
 

@@ -7,6 +7,7 @@ import * as Aliases from "./Aliases.js"
 import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
+import * as Forgiveness from "./Forgiveness.js"
 import * as Imports from "./Imports.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
@@ -28,6 +29,7 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
   | StreakPolicies.StreakPolicies
+  | Forgiveness.Forgiveness
   | Imports.Imports
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
@@ -50,6 +52,7 @@ export const layerWith = (options: Options) =>
     Subscriptions.layer,
     Reports.layer,
     StreakPolicies.layer,
+    Forgiveness.layer,
     Imports.layer
   )
 

@@ -1,10 +1,11 @@
 /**
  * Handlers of the admin group (docs/api.md#admin-routes): provisioning through core `Provisioning`,
- * a program's streak policy through `StreakPolicies`, the alias link, and the on-demand jobs.
+ * a program's streak policy through `StreakPolicies`, its outage windows through `Forgiveness`, the
+ * alias link, and the on-demand jobs.
  * Secrets appear in these answers once, at creation.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Aliases, Provisioning, StreakPolicies } from "@streaks/core"
+import { Aliases, Forgiveness, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import { Jobs } from "./Jobs.js"
@@ -16,6 +17,7 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const aliases = yield* Aliases.Aliases
     const policies = yield* StreakPolicies.StreakPolicies
     const jobs = yield* Jobs
+    const forgiveness = yield* Forgiveness.Forgiveness
     return handlers
       .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
       .handle("createWorkspace", ({ payload }) => Effect.map(provisioning.createWorkspace(payload), Views.workspace))
@@ -49,6 +51,8 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("revokeGrant", ({ path }) => provisioning.revokeOAuthGrant(path.id))
       .handle("createMcpToken", ({ payload }) => provisioning.createMcpToken(payload))
       .handle("revokeMcpToken", ({ path }) => provisioning.revokeMcpToken(path.id))
+      .handle("createOutage", ({ path, payload }) => forgiveness.addOutage(path.id, payload))
+      .handle("outages", ({ path }) => forgiveness.outages(path.id))
       .handle("dueChecks", () => jobs.dueChecks)
       .handle("deliveries", () => jobs.deliveries)
   }))

@@ -3,11 +3,13 @@
  * and four generic statements over them.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { CredentialRef } from "@streaks/core/Domain"
+import type { CredentialRef, Outage } from "@streaks/core/Domain"
 import {
   ApiKey,
   Experiment,
   Milestone,
+  outagesFromJson,
+  outagesToJson,
   OAuthGrant,
   Program,
   ProgramSettings,
@@ -94,6 +96,7 @@ const tables: { readonly [K in CatalogKind]: Table<CatalogRecords[K]> } = {
       ),
       settings: json("settings", (settings) => new ProgramSettings(settings, true)),
       policy,
+      outages: column<ReadonlyArray<Outage>>("outages", outagesToJson, outagesFromJson),
       createdAt: instant("created_at")
     }
   },
