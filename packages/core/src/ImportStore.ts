@@ -67,6 +67,8 @@ export interface ImportBatch {
   readonly received: number
   /** Lines found duplicates before the batch was written (see `known`), added to the job's count. */
   readonly duplicates: number
+  /** Members of those duplicates: marked touched too, so that the recomputation reaches them. */
+  readonly touched: ReadonlyArray<UserHash>
   readonly rejected: ReadonlyArray<ImportRejection>
   /** The job's `committedLine` once the batch is written. */
   readonly committedLine: number
@@ -82,7 +84,8 @@ export class ImportStore extends Context.Tag("@streaks/core/ImportStore")<Import
    * Writes a batch atomically (it commits whole or not at all, progress included). For each
    * action whose identity the program has not stored yet (also earlier in the batch): stores the
    * identity, adds the day on the live ledger unless it is active already, and records the
-   * member as touched by the import; the others count as duplicates. Stores the zones, adds
+   * member as touched by the import; the others count as duplicates. Marks the `touched` members
+   * touched as well. Stores the zones, adds
    * `received`, the new identities to `imported`, the rest and `duplicates` to `duplicates`, appends the
    * rejections (up to `maxRejections` in all) and sets `committedLine`. Answers the job after it.
    */

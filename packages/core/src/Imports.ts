@@ -264,15 +264,20 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
         ? []
         : yield* store.known(project.id, program.id, identities)
       const seen = new Set<string>()
-      const accepted = checked.accepted.filter((_, i) => {
+      const fresh = checked.accepted.map((_, i) => {
         const identity = identities[i]!
         if (known[i] === true || seen.has(identity)) return false
         seen.add(identity)
         return true
       })
-      const found = accepted.length === 0 ? [] : yield* members.lookup(
-        accepted.map((a) => ({ projectId: project.id, userHash: a.action.userHash }))
+      const all = checked.accepted.length === 0 ? [] : yield* members.lookup(
+        checked.accepted.map((a) => ({ projectId: project.id, userHash: a.action.userHash }))
       )
+      const accepted = checked.accepted.filter((_, i) => fresh[i])
+      const found = all.filter((_, i) => fresh[i])
+      // A duplicate's member is still recomputed at the end: an import that stopped before its
+      // recomputation leaves members that only a later run of the same lines can reach.
+      const touched = [...new Set(all.filter((_, i) => !fresh[i]).map((m) => m.userHash))]
       const policy = Policy.of(program)
       // Each line's zone is its tz (which becomes the member's), else the member's, else the project's.
       const zones = new Map<UserHash, string>()
@@ -301,6 +306,7 @@ export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.
         zones: [...changed.values()],
         received,
         duplicates: checked.accepted.length - accepted.length,
+        touched,
         rejected: rejected.slice(0, Math.max(0, maxRejections - job.rejected.length)),
         committedLine: checked.lastLine
       })

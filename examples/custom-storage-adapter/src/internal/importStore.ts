@@ -65,6 +65,10 @@ export const makeImportStore = (sql: SqlClient.SqlClient): ImportStore["Type"] =
           yield* sql`INSERT INTO import_members (import_id, user_hash) VALUES (${batch.importId}, ${a.userHash})
             ON CONFLICT DO NOTHING`
         }
+        for (const u of batch.touched) {
+          yield* sql`INSERT INTO import_members (import_id, user_hash) VALUES (${batch.importId}, ${u})
+            ON CONFLICT DO NOTHING`
+        }
         for (const z of batch.zones) {
           yield* sql`INSERT INTO members (project_id, user_hash, timezone) VALUES (${z.projectId}, ${z.userHash},
             ${z.timezone}) ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`

@@ -52,6 +52,7 @@ export const makeImports = (s: MemoryState, { run }: Runner): Context.Tag.Servic
           )
           j.add(touched, a.userHash)
         }
+        for (const u of batch.touched) j.add(touched, u)
         for (const z of batch.zones) j.set(s.timezones, pair(z.projectId, z.userHash), z.timezone)
         const room = Math.max(0, maxRejections - job.rejected.length)
         const next: ImportJob = {

@@ -44,6 +44,7 @@ const batchOf = (job: ImportJob, fields: Partial<ImportBatch>): ImportBatch => (
   zones: [],
   received: 0,
   duplicates: 0,
+  touched: [],
   rejected: [],
   committedLine: 0,
   ...fields
@@ -148,6 +149,13 @@ export const importSuite = (it: It) =>
         assert.deepStrictEqual(page, sorted.slice(0, 2))
         assert.deepStrictEqual(yield* imports.members(job.id, page[1], 10), sorted.slice(2))
         assert.deepStrictEqual(yield* imports.members(job.id, sorted[4], 10), [])
+        // Members of lines found duplicates before the batch are touched too.
+        const again = newJob(project.id, program.id)
+        yield* imports.create(again)
+        yield* imports.load(
+          batchOf(again, { received: 2, duplicates: 2, touched: [hashes[0]!, hashes[1]!], committedLine: 2 })
+        )
+        assert.deepStrictEqual(yield* imports.members(again.id, undefined, 10), [hashes[0]!, hashes[1]!].sort())
       }))
 
     it.effect("achieve records milestones once, keeps one recorded before, and every read sees them", () =>

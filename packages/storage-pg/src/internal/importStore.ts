@@ -79,6 +79,11 @@ UPDATE ${name("imports")} SET received = received + $3, imported = imported + $4
   rejected = rejected || $6::jsonb, committed_line = $7
 WHERE project_id = $1 AND id = $2 RETURNING *`
 
+  const touchedText = `
+INSERT INTO ${name("import_members")} (project_id, import_id, user_hash)
+SELECT $1::text, $2::text, u FROM unnest($3::text[]) AS u
+ON CONFLICT DO NOTHING`
+
   const zonesText = `
 INSERT INTO ${name("members")} (project_id, user_hash, timezone)
 SELECT * FROM unnest($1::text[], $2::text[], $3::text[])
@@ -119,6 +124,9 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
             const written = await client.query(writeText(staging), [batch.projectId, batch.programId, batch.importId])
             imported = Number(written.rows[0]?.imported ?? 0)
           }
+          if (batch.touched.length > 0) {
+            await client.query(touchedText, [batch.projectId, batch.importId, batch.touched])
+          }
           if (batch.zones.length > 0) await client.query(zonesText, zoneValues(batch))
           const job = await client.query(progressText, progressValues(batch, imported))
           await client.query("COMMIT")
@@ -155,6 +163,7 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
         ])
         imported = Number(written[0]?.imported ?? 0)
       }
+      if (batch.touched.length > 0) yield* sql.unsafe(touchedText, [batch.projectId, batch.importId, batch.touched])
       if (batch.zones.length > 0) yield* sql.unsafe(zonesText, zoneValues(batch))
       const job = yield* sql.unsafe<Row>(progressText, progressValues(batch, imported))
       if (job[0] === undefined) return yield* new SqlError({ message: `unknown import ${batch.importId}` })
