@@ -180,7 +180,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
         for (const tool of tools) {
           expect(tool.inputSchema.type).toBe("object")
           expect(tool.outputSchema?.type).toBe("object")
-          expect(tool.annotations?.readOnlyHint).toBe(tool.name !== "record_action")
+          expect(tool.annotations?.readOnlyHint).toBe(tool.name !== "record_action" && tool.name !== "repair_streak")
         }
       }
     }))
