@@ -283,13 +283,45 @@ const forgiveness: ReadonlyArray<string> = [
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
+// History imports (docs/operations.md#bringing-your-history): jobs with their progress, the
+// identity of every imported line, and the members each job touched.
+const historyImports: ReadonlyArray<string> = [
+  `CREATE TABLE imports (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    status TEXT NOT NULL,
+    received INTEGER NOT NULL,
+    imported INTEGER NOT NULL,
+    duplicates INTEGER NOT NULL,
+    rejected TEXT NOT NULL,
+    committed_line INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER
+  )`,
+  `CREATE INDEX imports_resumable ON imports (program_id, source, status)`,
+  `CREATE TABLE import_identities (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    PRIMARY KEY (project_id, program_id, identity)
+  )`,
+  `CREATE TABLE import_members (
+    import_id TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    PRIMARY KEY (import_id, user_hash)
+  )`
+]
+
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
   "0001_initial": statements(initial),
   "0002_streak_policies": statements(streakPolicies),
   "0003_running_experiment_per_project": statements(runningExperimentPerProject),
   "0004_accounts_and_audit": statements(accountsAndAudit),
-  "0006_forgiveness": statements(forgiveness)
+  "0006_forgiveness": statements(forgiveness),
+  "0007_history_imports": statements(historyImports)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

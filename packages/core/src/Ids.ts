@@ -108,6 +108,9 @@ export const InviteId = id("InviteId", "inv_")
 export type InviteId = typeof InviteId.Type
 export const AuditEntryId = id("AuditEntryId", "aud_")
 export type AuditEntryId = typeof AuditEntryId.Type
+/** A history import (docs/operations.md#bringing-your-history). */
+export const ImportId = id("ImportId", "imp_")
+export type ImportId = typeof ImportId.Type
 
 const USER_HASH_MAX = 256
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
@@ -153,6 +156,7 @@ export interface Kinds {
   readonly AuditEntryId: typeof AuditEntryId
   readonly PauseId: typeof PauseId
   readonly OutageId: typeof OutageId
+  readonly ImportId: typeof ImportId
 }
 
 type Kind = keyof Kinds

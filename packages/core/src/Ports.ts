@@ -39,6 +39,7 @@ import {
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { Policy } from "./Policy.js"
+import type { ImportStore } from "./ImportStore.js"
 import type { ReportStore } from "./ReportStore.js"
 import type { UsageEntry } from "./Usage.js"
 import type {
@@ -501,6 +502,7 @@ export type Storage =
   | UsageStore
   | ReportStore
   | AuditLog
+  | ImportStore
 
 // Stores core builds on the `Catalog` (`Storage.layer`): services read and write tenancy through
 // them; an adapter does not implement them.

@@ -11,6 +11,7 @@ import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
 import * as Forgiveness from "./Forgiveness.js"
+import * as Imports from "./Imports.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
 import * as Passwords from "./Passwords.js"
@@ -36,6 +37,7 @@ export type Services =
   | Audit.Audit
   | Accounts.Accounts
   | Connections.Connections
+  | Imports.Imports
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -59,7 +61,8 @@ export const layerWith = (options: Options) =>
     StreakPolicies.layer,
     Forgiveness.layer,
     Accounts.layer.pipe(Layer.provide(Passwords.layer)),
-    Connections.layer
+    Connections.layer,
+    Imports.layer
   ).pipe(Layer.provideMerge(Audit.layer))
 
 /** Every core service, with the default batching. */

@@ -725,6 +725,49 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
           "page at a time (see `GET /admin/audit`)."
       }))
   )
+  .add(
+    HttpApiEndpoint.post("startImport")`/programs/${programId}/imports`
+      .addSuccess(S.ImportStarted, Accepted)
+      .annotateContext(Doc.route({
+        summary: "Import past actions (history import)",
+        description: "The body is streamed: one action per line, as NDJSON (`application/x-ndjson`) or as CSV " +
+          "with a header (`text/csv`; columns `userHash, ts, tz, idempotencyKey, meta`). Each line is checked " +
+          "as the count-action route checks a body (`ts` required); a bad line is rejected with its code and the " +
+          "rest go on. A line's identity is its `idempotencyKey`, else its `userHash` and `ts`: a line whose " +
+          "identity is stored already counts as a duplicate. Actions go to the live ledger (a test program " +
+          "stays in test); once the body is read the answer is 202, and the members' streaks, bests and " +
+          "milestones are recomputed in the background, with no outbound event for the past.",
+        errors: ["NOT_FOUND"],
+        success: "Accepted: every line is read; follow the import with its id."
+      }))
+      .annotate(OpenApi.Override, {
+        requestBody: {
+          required: true,
+          content: {
+            "application/x-ndjson": {
+              schema: { type: "string", maxLength: 2147483647 },
+              example: "{\"userHash\":\"u_8f14e45f\",\"ts\":\"2026-03-01T08:15:00+01:00\",\"tz\":\"Europe/Paris\"}\n"
+            },
+            "text/csv": {
+              schema: { type: "string", maxLength: 2147483647 },
+              example: "userHash,ts,tz,idempotencyKey\nu_8f14e45f,2026-03-01T08:15:00+01:00,Europe/Paris,ord-1\n"
+            }
+          }
+        }
+      })
+  )
+  .add(
+    HttpApiEndpoint.get("import")`/programs/${programId}/imports/${
+      HttpApiSchema.param("importId", S.text(S.bounds.id))
+    }`
+      .addSuccess(S.ImportView)
+      .annotateContext(Doc.route({
+        summary: "A history import and its progress",
+        description: "`running` while lines are loaded and streaks recomputed, then `finished` (or `failed`). " +
+          "Lines are numbered from 1 (a CSV header is line 1).",
+        errors: ["NOT_FOUND"]
+      }))
+  )
   .middleware(CustomerAuth)
   .prefix("/v1/api")
 {}

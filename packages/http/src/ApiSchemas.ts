@@ -663,6 +663,28 @@ export const ExperimentId = Schema.String.pipe(Schema.minLength(1), Schema.maxLe
 /** An experiment with its groups and Proof report (docs/api.md, "Proof report"). */
 export const ExperimentReport = ProofReport.ExperimentReport
 
+/** The answer to starting a history import (docs/api.md#import-history). */
+export const ImportStarted = Schema.Struct({ importId: text(bounds.id) }).annotations({ identifier: "ImportStarted" })
+
+const lineCount = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
+
+/** A history import and its progress (docs/api.md#import-history). */
+export const ImportView = Schema.Struct({
+  id: text(bounds.id),
+  status: Schema.Literal("running", "finished", "failed"),
+  received: lineCount.annotations({ description: "Lines read (blank lines and a CSV header are not counted)." }),
+  imported: lineCount.annotations({ description: "Lines stored as new actions." }),
+  duplicates: lineCount.annotations({
+    description: "Lines whose identity (idempotencyKey, else userHash and ts) was stored already."
+  }),
+  rejected: Schema.Array(Schema.Struct({
+    line: lineCount.annotations({ description: "The line's number in the input, from 1." }),
+    error: text(64).annotations({ description: "The code ingest answers for such an action." })
+  })).annotations({ description: "The first 1000 rejected lines." }),
+  startedAt: text(64),
+  finishedAt: Schema.optional(text(64))
+}).annotations({ identifier: "ImportView" })
+
 export const Health = Schema.Struct({ status: Schema.Literal("ok") })
 
 // --- Examples the OpenAPI document shows (checked against the schemas by the document's lint) ---

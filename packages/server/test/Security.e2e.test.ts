@@ -50,13 +50,26 @@ interface Reply {
   readonly body: any
 }
 
-const http = (path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) =>
+/** A JSON `body`, or a `raw` body of its own type (an import's NDJSON). */
+interface Init {
+  readonly method?: string
+  readonly headers?: Record<string, string>
+  readonly body?: unknown
+  readonly raw?: { readonly contentType: string; readonly text: string }
+}
+
+const http = (path: string, init: Init = {}) =>
   Effect.flatMap(NodeServer.NodeServer, (s) =>
     Effect.promise(async (): Promise<Reply> => {
+      const sent = init.raw !== undefined
+        ? { type: init.raw.contentType, text: init.raw.text }
+        : init.body !== undefined
+        ? { type: "application/json", text: JSON.stringify(init.body) }
+        : undefined
       const response = await fetch(`${s.url}${path}`, {
-        method: init.method ?? (init.body === undefined ? "GET" : "POST"),
-        headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
-        ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+        method: init.method ?? (sent === undefined ? "GET" : "POST"),
+        headers: { ...(sent !== undefined ? { "content-type": sent.type } : {}), ...init.headers },
+        ...(sent !== undefined ? { body: sent.text } : {})
       })
       const text = await response.text()
       let body: unknown = undefined
@@ -76,7 +89,7 @@ const admin = (path: string, body?: unknown, method?: string) =>
   })
 
 /** A bearer token, or a session as `session:<cookie>|<csrf>`, which goes as the cookie and CSRF header. */
-const rest = (token: string, path: string, init: { method?: string; body?: unknown } = {}) => {
+const rest = (token: string, path: string, init: Omit<Init, "headers"> = {}) => {
   const session = /^session:(.*)\|(.*)$/.exec(token)
   const headers: Record<string, string> = session === null
     ? { authorization: `Bearer ${token}` }
@@ -260,6 +273,14 @@ const probes = (victim: Tenant) => {
       path: `/programs/${v.programId}/simulations`,
       body: { policy: { cadence: "weekly" } }
     }],
+    "POST /v1/api/programs/{programId}/imports": [{
+      path: `/programs/${v.programId}/imports`,
+      raw: {
+        contentType: "application/x-ndjson",
+        text: `${JSON.stringify({ userHash: v.member, ts: new Date().toISOString() })}\n`
+      }
+    }],
+    "GET /v1/api/programs/{programId}/imports/{importId}": [{ path: `/programs/${v.programId}/imports/imp_probe` }],
     "POST /v1/api/hooks": [{
       path: "/hooks",
       body: { programId: v.programId, url: "http://127.0.0.1:9/x", eventTypes: ["milestone.achieved"] }
@@ -303,7 +324,12 @@ const probes = (victim: Tenant) => {
       method: "POST"
     }],
     "GET /v1/api/audit": [{ path: "/audit?limit=200" }]
-  } as Record<string, ReadonlyArray<{ readonly path: string; readonly method?: string; readonly body?: unknown }>>
+  } as Record<
+    string,
+    ReadonlyArray<
+      { readonly path: string; readonly method?: string; readonly body?: unknown; readonly raw?: Init["raw"] }
+    >
+  >
 }
 
 /** What the victim's own credential sees of its data, to compare before and after the probes. */
@@ -379,7 +405,8 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
             for (const probe of table[route]!) {
               const reply = yield* rest(token, probe.path, {
                 ...(probe.method !== undefined ? { method: probe.method } : {}),
-                ...(probe.body !== undefined ? { body: probe.body } : {})
+                ...(probe.body !== undefined ? { body: probe.body } : {}),
+                ...(probe.raw !== undefined ? { raw: probe.raw } : {})
               })
               calls++
               const leaked = leaks(reply.text, b)

@@ -44,6 +44,7 @@ import {
   rowOf,
   seedTenant
 } from "./Fixtures.js"
+import { importSuite } from "./internal/imports.js"
 import { ingestSuite } from "./internal/ingest.js"
 import { Boom, type It, type Origin, Origins } from "./internal/kit.js"
 import { standingSuite } from "./internal/standing.js"
@@ -221,4 +222,5 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     accountsSuite(it)
     auditSuite(it)
     deliveriesLogSuite(it)
+    importSuite(it)
   })

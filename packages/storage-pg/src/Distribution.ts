@@ -35,7 +35,10 @@ export const projectTables = [
   "aliases",
   "actions",
   "idempotency_keys",
-  "outbox"
+  "outbox",
+  "imports",
+  "import_identities",
+  "import_members"
 ] as const
 
 /**

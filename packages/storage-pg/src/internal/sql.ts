@@ -35,7 +35,10 @@ export const tableNames = [
   "users",
   "sessions",
   "invites",
-  "audit_log"
+  "audit_log",
+  "imports",
+  "import_identities",
+  "import_members"
 ] as const
 export type TableName = (typeof tableNames)[number]
 
