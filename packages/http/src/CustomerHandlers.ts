@@ -126,6 +126,9 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
             workspaceId: project.workspaceId,
             details: { userHash: path.userHash, count: payload.count }
           }))))
+      .handle("simulatePolicy", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          policies.simulate(program.id, payload)))
       .handle("repairStreak", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program, project }) =>
           Effect.flatMap(
@@ -136,7 +139,8 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
               details: { userHash: path.userHash }
             })),
             // Read once the repair is committed: state reads are batched on connections of their own.
-            (repaired) => stateQuery.memberStreak(program.id, repaired.userHash)
+            (repaired) =>
+              stateQuery.memberStreak(program.id, repaired.userHash)
           )))
       .handle("createPause", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program, project }) =>
