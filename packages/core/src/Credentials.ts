@@ -5,11 +5,11 @@
  * rules it checks them with (formats, hashes, signed tokens) are the pure `Tokens` module,
  * re-exported here.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import type { CredentialRef, Program, Project, Workspace } from "./Domain.js"
 import { NotFound, Unauthorized, type StorageError } from "./Errors.js"
 import { McpTokenId, OAuthGrantId, type ProgramId, type WorkspaceId } from "./Ids.js"
-import { CredentialStore, DirectoryStore } from "./Ports.js"
+import { CredentialStore, DirectoryStore, OAuthStore } from "./Ports.js"
 import { hashToken, prefixes } from "./Tokens.js"
 
 export {
@@ -107,6 +107,7 @@ export class Credentials extends Context.Tag("@streaks/core/Credentials")<Creden
 export const make = Effect.gen(function*() {
   const store = yield* CredentialStore
   const directory = yield* DirectoryStore
+  const oauth = yield* OAuthStore
   const unauthorized = new Unauthorized({ message: "missing, unknown or revoked credential" })
   const isOAuthApp = Schema.is(OAuthGrantId)
   const isMcpToken = Schema.is(McpTokenId)
@@ -123,6 +124,23 @@ export const make = Effect.gen(function*() {
           ? Effect.fail(unauthorized)
           : Effect.succeed(grant.value)
     )
+
+  /**
+   * The grant of an access token issued by the authorization server (docs/oauth.md): the token
+   * unrevoked and unexpired (by `Clock`), its grant unrevoked.
+   */
+  const consentedGrantOf = (token: string) =>
+    Effect.gen(function*() {
+      const found = yield* oauth.tokenByHash(hashToken(token))
+      if (Option.isNone(found) || found.value.kind !== "access" || found.value.revokedAt !== undefined) {
+        return yield* unauthorized
+      }
+      const nowMs = yield* Clock.currentTimeMillis
+      if (found.value.expiresAt.getTime() <= nowMs) return yield* unauthorized
+      const grant = yield* oauth.grant(found.value.grantId)
+      if (Option.isNone(grant)) return yield* unauthorized
+      return grant.value
+    })
 
   const authenticate = (header: string | undefined): Effect.Effect<Principal, Unauthorized | StorageError> => {
     const token = tokenOf(header)
@@ -141,11 +159,14 @@ export const make = Effect.gen(function*() {
       )
     }
     if (token.startsWith(prefixes.oauth)) {
-      return Effect.map(grantOf(token, isOAuthApp), (grant): Principal => ({
-        credential: { type: "oauth", id: grant.id },
-        workspaceIds: grant.workspaceIds,
-        kind: "oauth"
-      }))
+      return Effect.map(
+        Effect.orElse(grantOf(token, isOAuthApp), () => consentedGrantOf(token)),
+        (grant): Principal => ({
+          credential: { type: "oauth", id: grant.id },
+          workspaceIds: grant.workspaceIds,
+          kind: "oauth"
+        })
+      )
     }
     return Effect.fail(unauthorized)
   }
@@ -194,4 +215,7 @@ export const make = Effect.gen(function*() {
   })
 })
 
-export const layer: Layer.Layer<Credentials, never, CredentialStore | DirectoryStore> = Layer.effect(Credentials, make)
+export const layer: Layer.Layer<Credentials, never, CredentialStore | DirectoryStore | OAuthStore> = Layer.effect(
+  Credentials,
+  make
+)

@@ -9,6 +9,7 @@ import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
+import * as OAuthServer from "./OAuthServer.js"
 import * as Provisioning from "./Provisioning.js"
 import * as Reports from "./Reports.js"
 import * as StateQuery from "./StateQuery.js"
@@ -27,6 +28,7 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
   | StreakPolicies.StreakPolicies
+  | OAuthServer.OAuthServer
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -47,7 +49,8 @@ export const layerWith = (options: Options) =>
     Experiments.layer,
     Subscriptions.layer,
     Reports.layer,
-    StreakPolicies.layer
+    StreakPolicies.layer,
+    OAuthServer.layer
   )
 
 /** Every core service, with the default batching. */

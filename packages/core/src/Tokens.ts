@@ -13,7 +13,17 @@ import { secretPart } from "./Ids.js"
 
 // --- Token formats ------------------------------------------------------------------------------
 
-export type TokenKind = "server" | "webhook" | "apiKey" | "oauth" | "mcp" | "subscription" | "signing"
+export type TokenKind =
+  | "server"
+  | "webhook"
+  | "apiKey"
+  | "oauth"
+  | "oauthRefresh"
+  | "oauthCode"
+  | "oauthClientSecret"
+  | "mcp"
+  | "subscription"
+  | "signing"
 
 /** The prefix of each kind of secret (docs/api.md#secrets). */
 export const prefixes: Record<TokenKind, string> = {
@@ -21,6 +31,9 @@ export const prefixes: Record<TokenKind, string> = {
   webhook: "whi_",
   apiKey: "svc_api_",
   oauth: "svc_oat_",
+  oauthRefresh: "svc_ort_",
+  oauthCode: "svc_ocd_",
+  oauthClientSecret: "svc_ocs_",
   mcp: "svc_mcp_",
   subscription: "whsec_",
   signing: "ass_"

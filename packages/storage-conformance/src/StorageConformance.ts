@@ -44,6 +44,7 @@ import {
   seedTenant
 } from "./Fixtures.js"
 import { ingestSuite } from "./internal/ingest.js"
+import { oauthSuite } from "./internal/oauth.js"
 import { Boom, type It, type Origin, Origins } from "./internal/kit.js"
 import { standingSuite } from "./internal/standing.js"
 import { achievementSuite, streakSuite, transactorSuite } from "./internal/streaks.js"
@@ -211,6 +212,7 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     subscriptionSuite(it)
     outboxSuite(it)
     credentialSuite(it)
+    oauthSuite(it)
     usageSuite(it)
     experimentSuite(it)
     batchSuite(it)

@@ -16,7 +16,10 @@ export const referenceTables = [
   "subscriptions",
   "experiments",
   "api_keys",
-  "oauth_grants"
+  "oauth_grants",
+  "oauth_clients",
+  "oauth_codes",
+  "oauth_tokens"
 ] as const
 
 /**

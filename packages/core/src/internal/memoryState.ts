@@ -105,7 +105,10 @@ export const makeState = (): MemoryState => ({
     subscription: new Map(),
     apiKey: new Map(),
     grant: new Map(),
-    experiment: new Map()
+    experiment: new Map(),
+    oauthClient: new Map(),
+    authorizationCode: new Map(),
+    oauthToken: new Map()
   },
   aliases: new Map(),
   timezones: new Map(),

@@ -30,6 +30,9 @@ export const tableNames = [
   "delivery_attempts",
   "api_keys",
   "oauth_grants",
+  "oauth_clients",
+  "oauth_codes",
+  "oauth_tokens",
   "usage",
   "experiments"
 ] as const
