@@ -4,7 +4,7 @@
  * Secrets appear in these answers once, at creation.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Aliases, Provisioning, StreakPolicies } from "@streaks/core"
+import { Aliases, OAuthServer, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import { Jobs } from "./Jobs.js"
@@ -16,6 +16,7 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const aliases = yield* Aliases.Aliases
     const policies = yield* StreakPolicies.StreakPolicies
     const jobs = yield* Jobs
+    const oauth = yield* OAuthServer.OAuthServer
     return handlers
       .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
       .handle("createWorkspace", ({ payload }) => Effect.map(provisioning.createWorkspace(payload), Views.workspace))
@@ -47,6 +48,12 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("revokeApiKey", ({ path }) => provisioning.revokeApiKey(path.id))
       .handle("createGrant", ({ payload }) => provisioning.createOAuthGrant(payload))
       .handle("revokeGrant", ({ path }) => provisioning.revokeOAuthGrant(path.id))
+      .handle("createOAuthClient", ({ payload }) =>
+        Effect.map(
+          oauth.registerClient({ name: payload.name, redirectUris: payload.redirectUris, confidential: true }),
+          ({ client, clientSecret }) => ({ clientId: client.id, clientSecret: clientSecret ?? "" })
+        ))
+      .handle("revokeOAuthClient", ({ path }) => oauth.revokeClient(path.id))
       .handle("createMcpToken", ({ payload }) => provisioning.createMcpToken(payload))
       .handle("revokeMcpToken", ({ path }) => provisioning.revokeMcpToken(path.id))
       .handle("dueChecks", () => jobs.dueChecks)

@@ -27,11 +27,19 @@ const origins = Config.map(
   (value) => value.split(",").map((origin) => origin.trim()).filter((origin) => origin.length > 0)
 )
 
-/** `STREAKS_MCP_ALLOWED_ORIGINS` (comma-separated, default none) and `STREAKS_BASE_URL` (optional). */
+/**
+ * `STREAKS_MCP_ALLOWED_ORIGINS` (comma-separated, default none) and the public URL:
+ * `STREAKS_PUBLIC_URL`, else `STREAKS_BASE_URL` (its earlier name), both optional.
+ */
 export const layerConfig: Layer.Layer<McpConfig, ConfigError.ConfigError> = Layer.effect(
   McpConfig,
   Config.all({
     allowedOrigins: Config.withDefault(origins, []),
-    baseUrl: Config.option(Config.map(Config.string("STREAKS_BASE_URL"), (url) => url.replace(/\/+$/, "")))
+    baseUrl: Config.option(
+      Config.map(
+        Config.orElse(Config.string("STREAKS_PUBLIC_URL"), () => Config.string("STREAKS_BASE_URL")),
+        (url) => url.replace(/\/+$/, "")
+      )
+    )
   })
 )

@@ -8,6 +8,7 @@ import * as Credentials from "../../src/Credentials.js"
 import * as Experiments from "../../src/Experiments.js"
 import * as MemoryStorage from "../../src/MemoryStorage.js"
 import * as Metering from "../../src/Metering.js"
+import * as OAuthServer from "../../src/OAuthServer.js"
 import * as Provisioning from "../../src/Provisioning.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as Subscriptions from "../../src/Subscriptions.js"
@@ -17,7 +18,8 @@ export const layer = Layer.mergeAll(
   Provisioning.layer,
   Metering.layer,
   Experiments.layer,
-  Subscriptions.layer
+  Subscriptions.layer,
+  OAuthServer.layer
 ).pipe(Layer.provideMerge(Layer.merge(MemoryStorage.layer, SecretBox.layerEphemeral)))
 
 /** A workspace with one project, one program and one API key (the usual starting point). */
