@@ -49,7 +49,10 @@ export interface SignedInUser {
   readonly csrfToken: string
 }
 
-/** Who is signed in on the current request (the session of the console and sign-in page). */
+/**
+ * Who is signed in on the current request (the session of the console and sign-in page). Without
+ * this service nobody is ever signed in, and every consent goes to `/sign-in` first.
+ */
 export class SignedInUsers extends Context.Tag("@streaks/http/OAuthRoutes/SignedInUsers")<SignedInUsers, {
   readonly current: Effect.Effect<Option.Option<SignedInUser>, StorageError, HttpServerRequest.HttpServerRequest>
   /** Whether `token` is the CSRF token of the request's session (constant-time). */
@@ -59,6 +62,14 @@ export class SignedInUsers extends Context.Tag("@streaks/http/OAuthRoutes/Signed
   /** The sign-in page's path; it takes the same-origin path to go back to as `return_to`. */
   readonly signInPath: string
 }>() {}
+
+const nobody: SignedInUsers["Type"] = {
+  current: Effect.succeedNone,
+  csrfValid: () => Effect.succeed(false),
+  signInPath: "/sign-in"
+}
+
+const signedInUsers = Effect.map(Effect.serviceOption(SignedInUsers), Option.getOrElse(() => nobody))
 
 export const paths = {
   metadata: "/.well-known/oauth-authorization-server",
@@ -92,10 +103,15 @@ button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.5rem}</style></head>
 <body>${body}</body>
 </html>`
 
+const htmlPage = (status: number, title: string, body: string) =>
+  HttpServerResponse.text(layout(title, body), {
+    status,
+    contentType: "text/html; charset=utf-8",
+    headers: pageHeaders
+  })
+
 const errorPage = (status: number, message: string) =>
-  HttpServerResponse.html(
-    layout("Authorization error", `<h1>Authorization error</h1><p>${escapeHtml(message)}</p>`)
-  ).pipe(HttpServerResponse.setStatus(status), HttpServerResponse.setHeaders(pageHeaders))
+  htmlPage(status, "Authorization error", `<h1>Authorization error</h1><p>${escapeHtml(message)}</p>`)
 
 const jsonAnswer = (status: number, body: unknown, headers: Record<string, string> = {}) =>
   HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store", pragma: "no-cache", ...headers } })
@@ -218,9 +234,7 @@ ${boxes.length > 0 ? boxes : "<p>You belong to no workspace.</p>"}
 <button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>`
-  return HttpServerResponse.html(layout(`Connect ${valid.client.name}`, body)).pipe(
-    HttpServerResponse.setHeaders(pageHeaders)
-  )
+  return htmlPage(200, `Connect ${valid.client.name}`, body)
 }
 
 /** The checks common to the authorization request and the consent form, with where to go next. */
@@ -260,7 +274,7 @@ const signInRedirect = (signInPath: string, returnTo: string) =>
 
 const authorizeGet = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const users = yield* SignedInUsers
+  const users = yield* signedInUsers
   const { params, repeated } = queryOf(request)
   // A repeated client_id or redirect_uri leaves no trusted place to send an error to.
   if (repeated.includes("client_id") || repeated.includes("redirect_uri")) {
@@ -275,7 +289,7 @@ const authorizeGet = Effect.gen(function*() {
 
 const authorizePost = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const users = yield* SignedInUsers
+  const users = yield* signedInUsers
   const oauth = yield* OAuthServer.OAuthServer
   if (!isForm(request)) return errorPage(400, "The consent form was not sent as a form.")
   const body = yield* Effect.flatMap(Effect.either(request.text), (text) =>
@@ -471,17 +485,22 @@ const metadataGet = Effect.gen(function*() {
   })
 })
 
-/** What the routes need besides the request. */
-export type Requirements = OAuthServer.OAuthServer | OAuthConfig | SignedInUsers | RateLimit.RateLimiter
+/** What the routes need besides the request (and `SignedInUsers`, when the deployment has sign-in). */
+export type Requirements = OAuthServer.OAuthServer | OAuthConfig | RateLimit.RateLimiter
 
 /** The routes on the server's router (`Http.layerServer`'s `routes`), behind its error mapping and body limit. */
 export const layerRoutes: Layer.Layer<never, never, HttpApiBuilder.Router | Requirements> = HttpApiBuilder.Router.use(
   (routes) =>
     Effect.gen(function*() {
       const context = yield* Effect.context<Requirements>()
+      const users = yield* Effect.serviceOption(SignedInUsers)
+      const withUsers = Option.match(users, {
+        onNone: () => context,
+        onSome: (service) => Context.add(context, SignedInUsers, service)
+      })
       const mount = <E>(
         effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, Requirements | HttpServerRequest.HttpServerRequest>
-      ) => Effect.provide(effect, context)
+      ) => Effect.provide(effect, withUsers)
       yield* routes.get(paths.metadata, mount(metadataGet))
       yield* routes.get(paths.authorize, mount(authorizeGet))
       yield* routes.post(paths.authorize, mount(authorizePost))
