@@ -303,7 +303,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       .annotateContext(Doc.route({
         summary: "Register an OAuth client",
         description:
-          "A confidential client of the authorization server (docs/oauth.md): its redirect URIs are compared exactly (https, or http on a loopback host). The client secret is shown this once.",
+          "A confidential client of the authorization server (`/oauth/authorize`, `/oauth/token`): its redirect URIs are compared exactly (https, or http on a loopback host). The client secret is shown this once.",
         errors: []
       }))
   )
