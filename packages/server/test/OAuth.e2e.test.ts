@@ -305,3 +305,30 @@ layer(server, { timeout: 120_000 })("the authorization server", (it) => {
       expect([token.status, token.body.error]).toEqual([401, "invalid_client"])
     }))
 })
+
+const limited = ReferenceServer.layer({ ...settings, STREAKS_RATE_LIMIT_AUTH_FAILURES: "3" }).pipe(
+  Layer.provideMerge(PgTest.layer),
+  Layer.provideMerge(Layer.setClock(Clock.make()))
+)
+
+layer(limited, { timeout: 120_000 })("the token endpoint under the failed-authentication budget", (it) => {
+  it.effect("failed client authentications spend the address's budget, then 429 with Retry-After; a verified client is served", () =>
+    withServer(async (base) => {
+      const { client } = await setUp(base)
+      const attempt = (secret: string) =>
+        send(`${base}/oauth/token`, {
+          form: { grant_type: "refresh_token", refresh_token: "svc_ort_unknown", client_id: client.clientId, client_secret: secret }
+        })
+      const statuses: Array<number> = []
+      for (let i = 0; i < 4; i++) statuses.push((await attempt("svc_ocs_wrong")).status)
+      expect(statuses).toEqual([401, 401, 401, 429])
+      const refused = await attempt("svc_ocs_wrong")
+      expect([refused.status, refused.body.error]).toEqual([429, "RATE_LIMITED"])
+      expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
+      // A request that verifies is served from the same address at the same moment.
+      const revoke = await send(`${base}/oauth/revoke`, {
+        form: { token: "svc_ort_unknown", client_id: client.clientId, client_secret: client.clientSecret }
+      })
+      expect(revoke.status).toBe(200)
+    }))
+})
