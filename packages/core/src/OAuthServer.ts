@@ -164,7 +164,10 @@ export class OAuthServer extends Context.Tag("@streaks/core/OAuthServer")<OAuthS
    */
   readonly registerClient: (
     input: { readonly name: string; readonly redirectUris: ReadonlyArray<string>; readonly confidential: boolean }
-  ) => Effect.Effect<{ readonly client: OAuthClient; readonly clientSecret: string | undefined }, InvalidBody | StorageError>
+  ) => Effect.Effect<
+    { readonly client: OAuthClient; readonly clientSecret: string | undefined },
+    InvalidBody | StorageError
+  >
   /** Revokes the client and every grant consented to it (their subscriptions removed), atomically. */
   readonly revokeClient: (clientId: string) => Effect.Effect<void, NotFound | StorageError>
   /** An unrevoked client. */
@@ -183,7 +186,10 @@ export class OAuthServer extends Context.Tag("@streaks/core/OAuthServer")<OAuthS
    * A token that is unknown, malformed or another client's changes nothing and is no error; a
    * client that fails to authenticate is.
    */
-  readonly revoke: (auth: ClientAuthentication, token: string | undefined) => Effect.Effect<void, OAuthError | StorageError>
+  readonly revoke: (
+    auth: ClientAuthentication,
+    token: string | undefined
+  ) => Effect.Effect<void, OAuthError | StorageError>
   /** Revokes a consented grant and removes its subscriptions, atomically (a disconnect). */
   readonly revokeGrant: (grant: OAuthGrant) => Effect.Effect<void, StorageError>
 }>() {}
@@ -289,7 +295,9 @@ export const make = Effect.gen(function*() {
       if (request.redirectUri !== undefined && request.redirectUri !== code.redirectUri) {
         return yield* invalidGrant("redirect_uri differs from the authorization request's")
       }
-      if (!verifiesS256(request.codeVerifier, code.codeChallenge)) return yield* invalidGrant("code_verifier does not match")
+      if (!verifiesS256(request.codeVerifier, code.codeChallenge)) {
+        return yield* invalidGrant("code_verifier does not match")
+      }
       const grantId = yield* Ids.make("OAuthGrantId")
       return yield* transactor.withTransaction(Effect.gen(function*() {
         const spent = yield* store.spendCode(code.id, at, grantId)
@@ -389,7 +397,13 @@ export const make = Effect.gen(function*() {
           return { _tag: "Refused", message: "The redirect address is not registered for this application." } as const
         }
         const back = (error: "invalid_request" | "unsupported_response_type", description: string) =>
-          ({ _tag: "RedirectError", redirectUri: request.redirectUri!, state: request.state, error, description }) as const
+          ({
+            _tag: "RedirectError",
+            redirectUri: request.redirectUri!,
+            state: request.state,
+            error,
+            description
+          }) as const
         if (request.responseType !== "code") return back("unsupported_response_type", "response_type must be code")
         if (request.codeChallenge === undefined) return back("invalid_request", "code_challenge is required (PKCE)")
         if (request.codeChallengeMethod !== "S256") return back("invalid_request", "code_challenge_method must be S256")

@@ -177,19 +177,23 @@ describe("OAuthServer", () => {
         codeChallengeMethod: "S256"
       }
       assert.strictEqual((yield* oauth.checkAuthorization(base))._tag, "Valid")
-      for (const bad of [
-        { clientId: "oac_unknown" },
-        { clientId: undefined },
-        { redirectUri: `${redirectUri}/` },
-        { redirectUri: "https://APP.example.com/callback" },
-        { redirectUri: `${redirectUri}?x=1` },
-        { redirectUri: undefined }
-      ]) {
+      for (
+        const bad of [
+          { clientId: "oac_unknown" },
+          { clientId: undefined },
+          { redirectUri: `${redirectUri}/` },
+          { redirectUri: "https://APP.example.com/callback" },
+          { redirectUri: `${redirectUri}?x=1` },
+          { redirectUri: undefined }
+        ]
+      ) {
         assert.strictEqual((yield* oauth.checkAuthorization({ ...base, ...bad }))._tag, "Refused", JSON.stringify(bad))
       }
-      for (const bad of [{ codeChallengeMethod: "plain" }, { codeChallengeMethod: undefined }, {
-        codeChallenge: undefined
-      }]) {
+      for (
+        const bad of [{ codeChallengeMethod: "plain" }, { codeChallengeMethod: undefined }, {
+          codeChallenge: undefined
+        }]
+      ) {
         const check = yield* oauth.checkAuthorization({ ...base, ...bad })
         assert.strictEqual(check._tag, "RedirectError")
         assert.strictEqual(check._tag === "RedirectError" && check.error, "invalid_request")

@@ -88,7 +88,8 @@ const escapeHtml = (s: string): string =>
 const pageHeaders = {
   "cache-control": "no-store",
   "x-frame-options": "DENY",
-  "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  "content-security-policy":
+    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
   "referrer-policy": "no-referrer"
 }
 
@@ -114,7 +115,10 @@ const errorPage = (status: number, message: string) =>
   htmlPage(status, "Authorization error", `<h1>Authorization error</h1><p>${escapeHtml(message)}</p>`)
 
 const jsonAnswer = (status: number, body: unknown, headers: Record<string, string> = {}) =>
-  HttpServerResponse.unsafeJson(body, { status, headers: { "cache-control": "no-store", pragma: "no-cache", ...headers } })
+  HttpServerResponse.unsafeJson(body, {
+    status,
+    headers: { "cache-control": "no-store", pragma: "no-cache", ...headers }
+  })
 
 const oauthErrorAnswer = (e: OAuthServer.OAuthError, basicUsed: boolean) =>
   jsonAnswer(
@@ -150,8 +154,10 @@ const queryOf = (request: HttpServerRequest.HttpServerRequest) =>
   singleParams(new URL(request.url, "http://localhost").searchParams.entries())
 
 const formOf = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.map(Effect.either(request.text), (text) =>
-    text._tag === "Left" ? undefined : singleParams(new URLSearchParams(text.right).entries()))
+  Effect.map(
+    Effect.either(request.text),
+    (text) => text._tag === "Left" ? undefined : singleParams(new URLSearchParams(text.right).entries())
+  )
 
 const isForm = (request: HttpServerRequest.HttpServerRequest) =>
   (request.headers["content-type"] ?? "").toLowerCase().split(";")[0]!.trim() === "application/x-www-form-urlencoded"
@@ -183,7 +189,9 @@ export const metadata = (issuer: string, dynamicRegistration: boolean) => ({
 })
 
 /** `Authorization: Basic` credentials, each part form-decoded (RFC 6749 §2.3.1); undefined if absent or malformed. */
-const basicOf = (header: string | undefined): { readonly clientId: string; readonly clientSecret: string } | undefined => {
+const basicOf = (
+  header: string | undefined
+): { readonly clientId: string; readonly clientSecret: string } | undefined => {
   const match = header === undefined ? null : /^Basic[ \t]+([A-Za-z0-9+/=]+)[ \t]*$/i.exec(header)
   if (match === null) return undefined
   const decoded = Buffer.from(match[1]!, "base64").toString("utf8")
@@ -292,8 +300,10 @@ const authorizePost = Effect.gen(function*() {
   const users = yield* signedInUsers
   const oauth = yield* OAuthServer.OAuthServer
   if (!isForm(request)) return errorPage(400, "The consent form was not sent as a form.")
-  const body = yield* Effect.flatMap(Effect.either(request.text), (text) =>
-    Effect.succeed(text._tag === "Left" ? undefined : text.right))
+  const body = yield* Effect.flatMap(
+    Effect.either(request.text),
+    (text) => Effect.succeed(text._tag === "Left" ? undefined : text.right)
+  )
   if (body === undefined) return errorPage(400, "The consent form could not be read.")
   const entries = [...new URLSearchParams(body).entries()]
   const workspaceIds = entries.filter(([k]) => k === "workspace").map(([, v]) => v)
@@ -316,7 +326,9 @@ const authorizePost = Effect.gen(function*() {
   }
   const back = (extra: Record<string, string>) =>
     seeOther(withParams(check.redirectUri, { ...extra, state: check.state, iss: issuer }))
-  if (params["decision"] !== "allow") return back({ error: "access_denied", error_description: "the user denied access" })
+  if (params["decision"] !== "allow") {
+    return back({ error: "access_denied", error_description: "the user denied access" })
+  }
   const reachable = new Set(user.value.workspaces.map((w) => w.id))
   const chosen = [...new Set(workspaceIds)].filter((id) => reachable.has(id))
   if (chosen.length === 0) {
@@ -440,7 +452,10 @@ const registerPost = Effect.gen(function*() {
   }
   const method = m["token_endpoint_auth_method"] ?? "none"
   if (method !== "none") {
-    return registrationError("invalid_client_metadata", "only public clients register here: token_endpoint_auth_method must be none")
+    return registrationError(
+      "invalid_client_metadata",
+      "only public clients register here: token_endpoint_auth_method must be none"
+    )
   }
   const listOf = (field: string, allowed: ReadonlyArray<string>) => {
     const value = m[field]
@@ -449,7 +464,9 @@ const registerPost = Effect.gen(function*() {
   if (!listOf("grant_types", ["authorization_code", "refresh_token"])) {
     return registrationError("invalid_client_metadata", "grant_types may hold authorization_code and refresh_token")
   }
-  if (!listOf("response_types", ["code"])) return registrationError("invalid_client_metadata", "response_types may hold code")
+  if (!listOf("response_types", ["code"])) {
+    return registrationError("invalid_client_metadata", "response_types may hold code")
+  }
   const rawName = m["client_name"]
   if (rawName !== undefined && typeof rawName !== "string") {
     return registrationError("invalid_client_metadata", "client_name must be a string")
@@ -499,7 +516,11 @@ export const layerRoutes: Layer.Layer<never, never, HttpApiBuilder.Router | Requ
         onSome: (service) => Context.add(context, SignedInUsers, service)
       })
       const mount = <E>(
-        effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, Requirements | HttpServerRequest.HttpServerRequest>
+        effect: Effect.Effect<
+          HttpServerResponse.HttpServerResponse,
+          E,
+          Requirements | HttpServerRequest.HttpServerRequest
+        >
       ) => Effect.provide(effect, withUsers)
       yield* routes.get(paths.metadata, mount(metadataGet))
       yield* routes.get(paths.authorize, mount(authorizeGet))

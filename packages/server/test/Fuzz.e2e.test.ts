@@ -132,7 +132,9 @@ const violation = (method: string, path: string, answer: Answer): string | undef
   const edge = jsonOf(answer)[0] as { error?: unknown } | undefined
   const edgeCode = typeof edge?.error === "string" && documented.has(edge.error)
   if (route === "/oauth/authorize" && [400, 403].includes(answer.status) && !edgeCode) {
-    return answer.contentType.startsWith("text/html") ? undefined : `not an HTML error page: ${answer.text.slice(0, 200)}`
+    return answer.contentType.startsWith("text/html")
+      ? undefined
+      : `not an HTML error page: ${answer.text.slice(0, 200)}`
   }
   if (route.startsWith("/oauth/") && !edgeCode) {
     return typeof edge?.error === "string" && oauthCodes.has(edge.error)
@@ -587,7 +589,10 @@ const seedTenant = (base: URL) =>
     const key = yield* admin(base, `/admin/workspaces/${workspace.id}/api-keys`, { name: "k" })
     const grant = yield* admin(base, "/admin/oauth-grants", { workspaceIds: [workspace.id], appName: "Zap" })
     const mcp = yield* admin(base, "/admin/mcp-tokens", { name: "agent", workspaceIds: [workspace.id] })
-    const client = yield* admin(base, "/admin/oauth-clients", { name: "Fuzz app", redirectUris: ["https://app.example/cb"] })
+    const client = yield* admin(base, "/admin/oauth-clients", {
+      name: "Fuzz app",
+      redirectUris: ["https://app.example/cb"]
+    })
     return {
       siteKey: project.siteKey,
       serverToken: project.serverToken,

@@ -201,9 +201,14 @@ layer(server, { timeout: 120_000 })("the authorization server", (it) => {
       const token = (form: Record<string, string>, headers: Record<string, string> = {}) =>
         send(`${base}/oauth/token`, { form, headers })
       const basic = (id: string, secret: string) => ({
-        authorization: `Basic ${Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64")}`
+        authorization: `Basic ${
+          Buffer.from(`${encodeURIComponent(id)}:${encodeURIComponent(secret)}`).toString("base64")
+        }`
       })
-      const wrong = await token({ grant_type: "authorization_code", code: "x", code_verifier: "y" }, basic(client.clientId, "nope"))
+      const wrong = await token(
+        { grant_type: "authorization_code", code: "x", code_verifier: "y" },
+        basic(client.clientId, "nope")
+      )
       expect([wrong.status, wrong.body.error, wrong.headers.get("www-authenticate")]).toEqual([
         401,
         "invalid_client",
@@ -222,7 +227,10 @@ layer(server, { timeout: 120_000 })("the authorization server", (it) => {
       expect([grantType.status, grantType.body.error]).toEqual([400, "unsupported_grant_type"])
       const json = await send(`${base}/oauth/token`, { json: { grant_type: "authorization_code" } })
       expect([json.status, json.body.error]).toEqual([400, "invalid_request"])
-      const noVerifier = await token({ grant_type: "authorization_code", code: "svc_ocd_x" }, basic(client.clientId, client.clientSecret))
+      const noVerifier = await token(
+        { grant_type: "authorization_code", code: "svc_ocd_x" },
+        basic(client.clientId, client.clientSecret)
+      )
       expect([noVerifier.status, noVerifier.body.error]).toEqual([400, "invalid_request"])
       const both = await token(
         { grant_type: "refresh_token", refresh_token: "svc_ort_x", client_secret: client.clientSecret },
@@ -230,9 +238,15 @@ layer(server, { timeout: 120_000 })("the authorization server", (it) => {
       )
       expect([both.status, both.body.error]).toEqual([400, "invalid_request"])
       // Revocation: an unknown token is no error; a client that fails to authenticate is.
-      const revoke = await send(`${base}/oauth/revoke`, { form: { token: "svc_ort_unknown" }, headers: basic(client.clientId, client.clientSecret) })
+      const revoke = await send(`${base}/oauth/revoke`, {
+        form: { token: "svc_ort_unknown" },
+        headers: basic(client.clientId, client.clientSecret)
+      })
       expect(revoke.status).toBe(200)
-      const revokeWrong = await send(`${base}/oauth/revoke`, { form: { token: "svc_ort_unknown" }, headers: basic(client.clientId, "nope") })
+      const revokeWrong = await send(`${base}/oauth/revoke`, {
+        form: { token: "svc_ort_unknown" },
+        headers: basic(client.clientId, "nope")
+      })
       expect([revokeWrong.status, revokeWrong.body.error]).toEqual([401, "invalid_client"])
     }))
 
@@ -250,7 +264,8 @@ layer(server, { timeout: 120_000 })("the authorization server", (it) => {
         const reply = await admin(base, "/admin/oauth-clients", { name: "Bad", redirectUris })
         expect([reply.status, reply.body.error], JSON.stringify(redirectUris)).toEqual([400, "INVALID_BODY"])
       }
-      expect((await send(`${base}/admin/oauth-clients`, { json: { name: "X", redirectUris: [REDIRECT] } })).status).toBe(401)
+      expect((await send(`${base}/admin/oauth-clients`, { json: { name: "X", redirectUris: [REDIRECT] } })).status)
+        .toBe(401)
       const created = await admin(base, "/admin/oauth-clients", { name: "Make", redirectUris: [REDIRECT] })
       expect(created.body.clientId).toMatch(/^oac_/)
       expect(created.body.clientSecret).toMatch(/^svc_ocs_/)
@@ -286,7 +301,10 @@ layer(server, { timeout: 120_000 })("the authorization server", (it) => {
       const bad = [
         [{ redirect_uris: ["http://evil.example/cb"] }, "invalid_redirect_uri"],
         [{ redirect_uris: [] }, "invalid_redirect_uri"],
-        [{ redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_basic" }, "invalid_client_metadata"],
+        [
+          { redirect_uris: ["https://a.example/cb"], token_endpoint_auth_method: "client_secret_basic" },
+          "invalid_client_metadata"
+        ],
         [{ redirect_uris: ["https://a.example/cb"], grant_types: ["client_credentials"] }, "invalid_client_metadata"]
       ] as const
       for (const [json, error] of bad) {
@@ -317,7 +335,12 @@ layer(limited, { timeout: 120_000 })("the token endpoint under the failed-authen
       const { client } = await setUp(base)
       const attempt = (secret: string) =>
         send(`${base}/oauth/token`, {
-          form: { grant_type: "refresh_token", refresh_token: "svc_ort_unknown", client_id: client.clientId, client_secret: secret }
+          form: {
+            grant_type: "refresh_token",
+            refresh_token: "svc_ort_unknown",
+            client_id: client.clientId,
+            client_secret: secret
+          }
         })
       const statuses: Array<number> = []
       for (let i = 0; i < 4; i++) statuses.push((await attempt("svc_ocs_wrong")).status)
