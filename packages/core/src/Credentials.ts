@@ -6,7 +6,7 @@
  * re-exported here.
  */
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
-import type { CredentialRef, Program, Project, Workspace } from "./Domain.js"
+import type { CredentialRef, OAuthGrant, Program, Project, Workspace } from "./Domain.js"
 import { NotFound, Unauthorized, type StorageError } from "./Errors.js"
 import { McpTokenId, OAuthGrantId, type ProgramId, type WorkspaceId } from "./Ids.js"
 import { CredentialStore, DirectoryStore, OAuthStore } from "./Ports.js"
@@ -30,10 +30,17 @@ export {
 
 /** Who is calling the customer REST API, and which workspaces it reaches (docs/api.md#customer-rest-api-v1api). */
 export interface Principal {
-  /** The credential itself: subscriptions it creates are removed when it is revoked. */
+  /**
+   * The credential itself: subscriptions it creates are removed when it is revoked. A session's is
+   * its user (`{ type: "user", id: "usr_…" }`): what a person creates outlives their sign-out.
+   */
   readonly credential: CredentialRef
   readonly workspaceIds: ReadonlyArray<WorkspaceId>
-  readonly kind: "api_key" | "oauth"
+  readonly kind: "api_key" | "oauth" | "session"
+  /** Of `workspaceIds`, those reached read only (a viewer's, docs/accounts.md#users). */
+  readonly readOnlyWorkspaceIds?: ReadonlyArray<WorkspaceId> | undefined
+  /** The signed-in user, for a session. */
+  readonly user?: { readonly id: string; readonly email: string } | undefined
 }
 
 /**
@@ -139,7 +146,29 @@ export const make = Effect.gen(function*() {
       if (found.value.expiresAt.getTime() <= nowMs) return yield* unauthorized
       const grant = yield* oauth.grant(found.value.grantId)
       if (Option.isNone(grant)) return yield* unauthorized
-      return grant.value
+      return yield* capped(grant.value)
+    })
+
+  /**
+   * A consented grant's reach as its user's memberships stand now (docs/oauth.md#what-a-grant-reaches):
+   * the consented workspaces the user still belongs to, those where the user is a viewer read
+   * only. A grant whose user is gone, or belongs to none of them any more, reaches nothing.
+   */
+  const capped = (grant: OAuthGrant) =>
+    Effect.gen(function*() {
+      if (grant.userId === undefined) {
+        return { id: grant.id, workspaceIds: grant.workspaceIds, readOnlyWorkspaceIds: [] }
+      }
+      const memberships = yield* oauth.memberships(grant.userId)
+      if (Option.isNone(memberships)) return yield* unauthorized
+      const roles = new Map(memberships.value.map((m) => [m.workspaceId, m.role]))
+      const workspaceIds = grant.workspaceIds.filter((id) => roles.has(id))
+      if (workspaceIds.length === 0) return yield* unauthorized
+      return {
+        id: grant.id,
+        workspaceIds,
+        readOnlyWorkspaceIds: workspaceIds.filter((id) => roles.get(id) === "viewer")
+      }
     })
 
   const authenticate = (header: string | undefined): Effect.Effect<Principal, Unauthorized | StorageError> => {
@@ -160,11 +189,19 @@ export const make = Effect.gen(function*() {
     }
     if (token.startsWith(prefixes.oauth)) {
       return Effect.map(
-        Effect.orElse(grantOf(token, isOAuthApp), () => consentedGrantOf(token)),
+        Effect.orElse(
+          Effect.map(grantOf(token, isOAuthApp), (grant) => ({
+            id: grant.id,
+            workspaceIds: grant.workspaceIds,
+            readOnlyWorkspaceIds: [] as ReadonlyArray<WorkspaceId>
+          })),
+          () => consentedGrantOf(token)
+        ),
         (grant): Principal => ({
           credential: { type: "oauth", id: grant.id },
           workspaceIds: grant.workspaceIds,
-          kind: "oauth"
+          kind: "oauth",
+          ...(grant.readOnlyWorkspaceIds.length > 0 ? { readOnlyWorkspaceIds: grant.readOnlyWorkspaceIds } : {})
         })
       )
     }
@@ -181,7 +218,8 @@ export const make = Effect.gen(function*() {
       }))
     }
     return Effect.map(authenticate(header), (principal): McpPrincipal => ({
-      kind: principal.kind,
+      // `authenticate` answers the two bearer kinds only; a session never reaches the MCP worker.
+      kind: principal.kind as "api_key" | "oauth",
       id: principal.credential.id,
       workspaceIds: principal.workspaceIds
     }))

@@ -11,10 +11,13 @@ import {
   type ActionRecord,
   ApiKey,
   AuthorizationCode,
+  type AuditEntry,
   type CredentialRef,
   type DeliveryAttempt,
   type EventType,
   Experiment,
+  Invite,
+  type Membership,
   type Ledger,
   OAuthClient,
   OAuthGrant,
@@ -25,11 +28,13 @@ import {
   Program,
   type ProgramStatus,
   Project,
+  Session,
   type StoredResponse,
   type StreakMode,
   type StreakKey,
   type StreakRow,
   Subscription,
+  User,
   Workspace
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
@@ -75,6 +80,9 @@ export interface CatalogRecords {
   readonly oauthClient: OAuthClient
   readonly authorizationCode: AuthorizationCode
   readonly oauthToken: OAuthToken
+  readonly user: User
+  readonly session: Session
+  readonly invite: Invite
 }
 
 export type CatalogKind = keyof CatalogRecords
@@ -94,7 +102,10 @@ export const catalogSchemas: {
   experiment: Experiment,
   oauthClient: OAuthClient,
   authorizationCode: AuthorizationCode,
-  oauthToken: OAuthToken
+  oauthToken: OAuthToken,
+  user: User,
+  session: Session,
+  invite: Invite
 }
 
 /** The fields of each kind that a selection may name: a store keeps them where it can match them. */
@@ -103,12 +114,15 @@ export interface CatalogFields {
   readonly project: "id" | "siteKey" | "workspaceId"
   readonly program: "id" | "projectId" | "eventKey" | "status"
   readonly subscription: "id" | "programId" | "workspaceId"
-  readonly apiKey: "id" | "tokenHash" | "revokedAt"
+  readonly apiKey: "id" | "tokenHash" | "revokedAt" | "workspaceId"
   readonly grant: "id" | "tokenHash" | "revokedAt" | "clientId" | "userId"
   readonly experiment: "id" | "programId" | "endedAt"
   readonly oauthClient: "id" | "revokedAt"
   readonly authorizationCode: "id" | "codeHash" | "usedAt"
   readonly oauthToken: "id" | "tokenHash" | "grantId" | "usedAt" | "revokedAt"
+  readonly user: "id" | "emailKey"
+  readonly session: "id" | "tokenHash" | "userId"
+  readonly invite: "id" | "tokenHash" | "userId" | "usedAt"
 }
 
 /**
@@ -131,7 +145,7 @@ export type CatalogChanges<K extends CatalogKind> = Partial<Omit<CatalogRecords[
  * subscription, credential and experiment stores on these four calls (`Storage.layer`).
  *
  * Uniqueness rules `insert` MUST keep, also among concurrent callers: the `id` of every kind; a
- * project's `siteKey`; one experiment without `endedAt` per `programId`.
+ * project's `siteKey`; one experiment without `endedAt` per `programId`; a user's `emailKey`.
  */
 export class Catalog extends Context.Tag("@streaks/core/Catalog")<Catalog, {
   /** Stores a new record exactly (every field round-trips); `false`, storing nothing, when it breaks a uniqueness rule. */
@@ -412,6 +426,29 @@ export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageSto
   readonly activeCount: (workspaceId: WorkspaceId, month: string) => Io<number>
 }>() {}
 
+/** Which audit entries a read is about, newest first (docs/accounts.md#audit-log). */
+export interface AuditQuery {
+  /** Entries of these workspaces only; absent: every entry (the operator's read). */
+  readonly workspaceIds?: ReadonlyArray<WorkspaceId> | undefined
+  /** Inclusive lower bound of `at`. */
+  readonly from?: Date | undefined
+  /** Exclusive upper bound of `at`. */
+  readonly to?: Date | undefined
+  /** Entries strictly older than this one in the order (`at` descending, then `id` descending). */
+  readonly before?: { readonly at: Date; readonly id: string } | undefined
+  readonly limit: number
+}
+
+/**
+ * The audit log: an append-only record of every write by a credential. `append` called inside
+ * `Transactor.withTransaction` MUST commit or roll back with the change it records.
+ */
+export class AuditLog extends Context.Tag("@streaks/core/AuditLog")<AuditLog, {
+  readonly append: (entries: ReadonlyArray<AuditEntry>) => Io<void>
+  /** At most `limit` entries matching the query, ordered by `at` then `id`, both descending. */
+  readonly list: (query: AuditQuery) => Io<ReadonlyArray<AuditEntry>>
+}>() {}
+
 /** Every port: what a storage adapter implements (`Storage.layer` builds the rest of `Stores` on it). */
 export type Storage =
   | Transactor
@@ -424,6 +461,7 @@ export type Storage =
   | Outbox
   | UsageStore
   | ReportStore
+  | AuditLog
 
 // Stores core builds on the `Catalog` (`Storage.layer`): services read and write tenancy through
 // them; an adapter does not implement them.
@@ -509,6 +547,8 @@ export class OAuthStore extends Context.Tag("@streaks/core/OAuthStore")<OAuthSto
   readonly spendToken: (id: OAuthTokenId, at: Date) => Io<Option.Option<OAuthToken>>
   /** Marks the token revoked; None if unknown or already revoked. */
   readonly revokeToken: (id: OAuthTokenId, at: Date) => Io<Option.Option<OAuthToken>>
+  /** The user's workspaces and roles as they stand now; None for an unknown user. */
+  readonly memberships: (userId: string) => Io<Option.Option<ReadonlyArray<Membership>>>
 }>() {}
 
 /** Holdout experiments, on the `Catalog`. */

@@ -24,6 +24,8 @@ export type TokenKind =
   | "mcp"
   | "subscription"
   | "signing"
+  | "session"
+  | "invite"
 
 /** The prefix of each kind of secret (docs/api.md#secrets). */
 export const prefixes: Record<TokenKind, string> = {
@@ -36,7 +38,9 @@ export const prefixes: Record<TokenKind, string> = {
   oauthClientSecret: "svc_ocs_",
   mcp: "svc_mcp_",
   subscription: "whsec_",
-  signing: "ass_"
+  signing: "ass_",
+  session: "sid_",
+  invite: "ivt_"
 }
 
 /**

@@ -1,19 +1,37 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Either, Option, TestClock } from "effect"
 import { createHash } from "node:crypto"
+import { User } from "../src/Domain.js"
+import * as Ids from "../src/Ids.js"
 import * as OAuthServer from "../src/OAuthServer.js"
+import { Catalog } from "../src/Ports.js"
 import { Subscriptions } from "../src/Subscriptions.js"
 import { httpsOnly, layer, principalOf, tenant } from "./support/services.js"
 
 const verifier = "dBjftJeZ4CVP-mJ92K1rBjhmsBn9sUyT8ZM0TNa1Xv8QWvm6Fq"
 const challenge = createHash("sha256").update(verifier).digest("base64url")
 const redirectUri = "https://app.example.com/callback"
-const noAuth = { basic: undefined, clientId: undefined, clientSecret: undefined }
+const noAuth: OAuthServer.ClientAuthentication = { basic: undefined, clientId: undefined, clientSecret: undefined }
 
 /** A tenant, a confidential client, and a code the user consented to over the tenant's workspace. */
 const consented = Effect.gen(function*() {
   const oauth = yield* OAuthServer.OAuthServer
   const t = yield* tenant()
+  const catalog = yield* Catalog
+  const user = new User({
+    id: yield* Ids.make("UserId"),
+    email: "ada@example.com",
+    emailKey: "ada@example.com",
+    name: "Ada",
+    memberships: [{ workspaceId: t.workspace.id, role: "owner" }],
+    failedSignIns: [],
+    createdAt: new Date(0)
+  })
+  yield* catalog.insert("user", user)
+  const setRole = (role: "owner" | "admin" | "viewer" | undefined) =>
+    catalog.update("user", { id: user.id }, {
+      memberships: role === undefined ? [] : [{ workspaceId: t.workspace.id, role }]
+    })
   const { client, clientSecret } = yield* oauth.registerClient({
     name: "Automation",
     redirectUris: [redirectUri],
@@ -23,10 +41,10 @@ const consented = Effect.gen(function*() {
     clientId: client.id,
     redirectUri,
     codeChallenge: challenge,
-    userId: "usr_test",
+    userId: user.id,
     workspaceIds: [t.workspace.id]
   })
-  const auth = { ...noAuth, clientId: client.id, clientSecret: clientSecret! }
+  const auth: OAuthServer.ClientAuthentication = { ...noAuth, clientId: client.id, clientSecret: clientSecret! }
   const exchange = (overrides: Partial<OAuthServer.TokenRequest> = {}, as = auth) =>
     oauth.token(as, {
       grantType: "authorization_code",
@@ -44,7 +62,7 @@ const consented = Effect.gen(function*() {
       redirectUri: undefined,
       refreshToken
     })
-  return { oauth, t, client, clientSecret: clientSecret!, code, auth, exchange, refresh }
+  return { oauth, t, client, clientSecret: clientSecret!, code, auth, exchange, refresh, setRole }
 })
 
 const errorOf = <A, R>(effect: Effect.Effect<A, OAuthServer.OAuthError | { readonly _tag: "StorageError" }, R>) =>
@@ -64,6 +82,21 @@ describe("OAuthServer", () => {
       assert.strictEqual(principal.kind, "oauth")
       // A refresh token is no bearer credential.
       assert.isTrue(Either.isLeft(yield* Effect.either(principalOf(answer.refresh_token))))
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("the grant follows its user: viewer reads only, removed from the workspace reaches nothing", () =>
+    Effect.gen(function*() {
+      const { exchange, setRole, t } = yield* consented
+      const answer = yield* exchange()
+      assert.isUndefined((yield* principalOf(answer.access_token)).readOnlyWorkspaceIds)
+      yield* setRole("viewer")
+      const viewer = yield* principalOf(answer.access_token)
+      assert.deepStrictEqual(viewer.workspaceIds, [t.workspace.id])
+      assert.deepStrictEqual(viewer.readOnlyWorkspaceIds, [t.workspace.id])
+      yield* setRole(undefined)
+      assert.isTrue(Either.isLeft(yield* Effect.either(principalOf(answer.access_token))))
+      yield* setRole("admin")
+      assert.deepStrictEqual((yield* principalOf(answer.access_token)).workspaceIds, [t.workspace.id])
     }).pipe(Effect.provide(layer)))
 
   it.effect("the access token stops after expires_in seconds", () =>

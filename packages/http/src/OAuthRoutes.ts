@@ -2,14 +2,16 @@
  * The authorization server's HTTP side (docs/oauth.md): `/oauth/authorize` with its consent page,
  * `/oauth/token`, `/oauth/revoke`, Dynamic Client Registration at `/oauth/register` (behind its
  * switch) and the RFC 8414 metadata document, mounted on the server's router beside the API. The
- * protocol's rules are core `OAuthServer`'s; who is signed in comes from `SignedInUsers`.
+ * protocol's rules are core `OAuthServer`'s; who is signed in, and the CSRF token of the consent
+ * form, come from `Sessions`.
  */
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Ids, OAuthServer } from "@streaks/core"
 import type { StorageError } from "@streaks/core/Errors"
-import { Config, type ConfigError, Context, Effect, Layer, Option } from "effect"
+import { Config, type ConfigError, Context, Effect, Either, Layer, Option } from "effect"
 import * as ClientAddress from "./ClientAddress.js"
 import * as RateLimit from "./RateLimit.js"
+import { type SignedIn, Sessions } from "./Sessions.js"
 
 /** Deployment settings of the authorization server. */
 export class OAuthConfig extends Context.Tag("@streaks/http/OAuthConfig")<OAuthConfig, {
@@ -33,43 +35,6 @@ export const layerConfig: Layer.Layer<OAuthConfig, ConfigError.ConfigError> = La
     dynamicRegistration: Config.withDefault(Config.boolean("STREAKS_OAUTH_DCR"), false)
   })
 )
-
-/** A workspace a signed-in user belongs to, as the consent page lists it. */
-export interface UserWorkspace {
-  readonly id: string
-  readonly name: string
-  readonly role: string
-}
-
-/** The user signed in on a request, as the consent page needs them. */
-export interface SignedInUser {
-  readonly userId: string
-  readonly workspaces: ReadonlyArray<UserWorkspace>
-  /** The token a state-changing form of this session carries. */
-  readonly csrfToken: string
-}
-
-/**
- * Who is signed in on the current request (the session of the console and sign-in page). Without
- * this service nobody is ever signed in, and every consent goes to `/sign-in` first.
- */
-export class SignedInUsers extends Context.Tag("@streaks/http/OAuthRoutes/SignedInUsers")<SignedInUsers, {
-  readonly current: Effect.Effect<Option.Option<SignedInUser>, StorageError, HttpServerRequest.HttpServerRequest>
-  /** Whether `token` is the CSRF token of the request's session (constant-time). */
-  readonly csrfValid: (
-    token: string | undefined
-  ) => Effect.Effect<boolean, StorageError, HttpServerRequest.HttpServerRequest>
-  /** The sign-in page's path; it takes the same-origin path to go back to as `return_to`. */
-  readonly signInPath: string
-}>() {}
-
-const nobody: SignedInUsers["Type"] = {
-  current: Effect.succeedNone,
-  csrfValid: () => Effect.succeed(false),
-  signInPath: "/sign-in"
-}
-
-const signedInUsers = Effect.map(Effect.serviceOption(SignedInUsers), Option.getOrElse(() => nobody))
 
 export const paths = {
   metadata: "/.well-known/oauth-authorization-server",
@@ -218,7 +183,7 @@ const authorizationRequestOf = (params: Record<string, string>): OAuthServer.Aut
 
 const consentPage = (
   valid: Extract<OAuthServer.AuthorizationCheck, { _tag: "Valid" }>,
-  user: SignedInUser
+  user: SignedIn
 ) => {
   const hidden = (name: string, value: string | undefined) =>
     value === undefined ? "" : `<input type="hidden" name="${name}" value="${escapeHtml(value)}">`
@@ -277,12 +242,9 @@ const checked = (params: Record<string, string>, repeated: ReadonlyArray<string>
     return { _tag: "Valid", check, issuer } as const
   })
 
-const signInRedirect = (signInPath: string, returnTo: string) =>
-  seeOther(`${signInPath}?${new URLSearchParams({ return_to: returnTo }).toString()}`)
-
 const authorizeGet = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const users = yield* signedInUsers
+  const sessions = yield* Sessions
   const { params, repeated } = queryOf(request)
   // A repeated client_id or redirect_uri leaves no trusted place to send an error to.
   if (repeated.includes("client_id") || repeated.includes("redirect_uri")) {
@@ -290,14 +252,14 @@ const authorizeGet = Effect.gen(function*() {
   }
   const result = yield* checked(params, repeated)
   if (result._tag === "Answer") return result.response
-  const user = yield* users.current
-  if (Option.isNone(user)) return signInRedirect(users.signInPath, request.url)
+  const user = yield* sessions.current
+  if (Option.isNone(user)) return sessions.toSignIn(request.url)
   return consentPage(result.check, user.value)
 })
 
 const authorizePost = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
-  const users = yield* signedInUsers
+  const sessions = yield* Sessions
   const oauth = yield* OAuthServer.OAuthServer
   if (!isForm(request)) return errorPage(400, "The consent form was not sent as a form.")
   const body = yield* Effect.flatMap(
@@ -314,14 +276,14 @@ const authorizePost = Effect.gen(function*() {
   const result = yield* checked(params, repeated)
   if (result._tag === "Answer") return result.response
   const { check, issuer } = result
-  const user = yield* users.current
+  const user = yield* sessions.current
   if (Option.isNone(user)) {
     const query = new URLSearchParams(
       Object.entries(params).filter(([k]) => k !== "csrfToken" && k !== "decision")
     ).toString()
-    return signInRedirect(users.signInPath, `${paths.authorize}?${query}`)
+    return sessions.toSignIn(`${paths.authorize}?${query}`)
   }
-  if (!(yield* users.csrfValid(params["csrfToken"]))) {
+  if (Either.isLeft(yield* Effect.either(sessions.checkCsrf(user.value, params["csrfToken"])))) {
     return errorPage(403, "This consent form has expired. Go back to the application and start again.")
   }
   const back = (extra: Record<string, string>) =>
@@ -329,7 +291,7 @@ const authorizePost = Effect.gen(function*() {
   if (params["decision"] !== "allow") {
     return back({ error: "access_denied", error_description: "the user denied access" })
   }
-  const reachable = new Set(user.value.workspaces.map((w) => w.id))
+  const reachable = new Set<string>(user.value.workspaces.map((w) => w.id))
   const chosen = [...new Set(workspaceIds)].filter((id) => reachable.has(id))
   if (chosen.length === 0) {
     return back({ error: "access_denied", error_description: "no workspace was chosen" })
@@ -502,26 +464,21 @@ const metadataGet = Effect.gen(function*() {
   })
 })
 
-/** What the routes need besides the request (and `SignedInUsers`, when the deployment has sign-in). */
-export type Requirements = OAuthServer.OAuthServer | OAuthConfig | RateLimit.RateLimiter
+/** What the routes need besides the request. */
+export type Requirements = OAuthServer.OAuthServer | OAuthConfig | RateLimit.RateLimiter | Sessions
 
 /** The routes on the server's router (`Http.layerServer`'s `routes`), behind its error mapping and body limit. */
 export const layerRoutes: Layer.Layer<never, never, HttpApiBuilder.Router | Requirements> = HttpApiBuilder.Router.use(
   (routes) =>
     Effect.gen(function*() {
       const context = yield* Effect.context<Requirements>()
-      const users = yield* Effect.serviceOption(SignedInUsers)
-      const withUsers = Option.match(users, {
-        onNone: () => context,
-        onSome: (service) => Context.add(context, SignedInUsers, service)
-      })
       const mount = <E>(
         effect: Effect.Effect<
           HttpServerResponse.HttpServerResponse,
           E,
           Requirements | HttpServerRequest.HttpServerRequest
         >
-      ) => Effect.provide(effect, withUsers)
+      ) => Effect.provide(effect, context)
       yield* routes.get(paths.metadata, mount(metadataGet))
       yield* routes.get(paths.authorize, mount(authorizeGet))
       yield* routes.post(paths.authorize, mount(authorizePost))

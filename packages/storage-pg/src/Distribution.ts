@@ -19,7 +19,11 @@ export const referenceTables = [
   "oauth_grants",
   "oauth_clients",
   "oauth_codes",
-  "oauth_tokens"
+  "oauth_tokens",
+  "users",
+  "sessions",
+  "invites",
+  "audit_log"
 ] as const
 
 /**

@@ -2,10 +2,10 @@
  * The directory, subscription, credential and experiment stores services use, built on the four
  * calls of the `Catalog` port.
  */
-import type { Option } from "effect"
-import { Array as Arr, Effect } from "effect"
+import { Array as Arr, Effect, Option } from "effect"
 import type { CredentialRef } from "../Domain.js"
 import { StorageError } from "../Errors.js"
+import type { UserId } from "../Ids.js"
 import {
   type Catalog,
   type CatalogKind,
@@ -119,6 +119,11 @@ export const oauth = (catalog: CatalogApi): OAuthStore["Type"] => {
     createToken: (token) => insert("oauthToken", token),
     tokenByHash: (tokenHash) => first(catalog.find("oauthToken", { tokenHash })),
     spendToken: (id, at) => first(catalog.update("oauthToken", { id, usedAt: null, revokedAt: null }, { usedAt: at })),
-    revokeToken: (id, at) => first(catalog.update("oauthToken", { id, revokedAt: null }, { revokedAt: at }))
+    revokeToken: (id, at) => first(catalog.update("oauthToken", { id, revokedAt: null }, { revokedAt: at })),
+    memberships: (userId) =>
+      Effect.map(
+        first(catalog.find("user", { id: userId as UserId })),
+        (user) => user.pipe(Option.map((u) => u.memberships))
+      )
   })
 }

@@ -6,6 +6,7 @@ import {
   ApiKey,
   AuthorizationCode,
   Experiment,
+  Invite,
   Milestone,
   OAuthClient,
   OAuthGrant,
@@ -13,12 +14,15 @@ import {
   Program,
   ProgramSettings,
   Project,
+  Session,
   Subscription,
+  User,
   Workspace
 } from "@streaks/core/Domain"
 import type {
   BrowserCounting,
   CredentialRef,
+  Membership,
   OutboundEventType,
   Plan,
   ProgramStatus,
@@ -28,14 +32,17 @@ import type {
   ApiKeyId,
   AuthorizationCodeId,
   ExperimentId,
+  InviteId,
   MilestoneId,
   OAuthClientId,
   OAuthGrantId,
   OAuthTokenId,
   ProgramId,
   ProjectId,
+  SessionId,
   SiteKey,
   SubscriptionId,
+  UserId,
   WorkspaceId
 } from "@streaks/core/Ids"
 import * as Policy from "@streaks/core/Policy"
@@ -210,3 +217,38 @@ export const decodeExperiment = (r: Row): Experiment =>
     startedAt: toDate(r.started_at),
     ...opt("endedAt", toOptionalDate(r.ended_at))
   }, trusted)
+
+export const decodeUser = (r: Row): User =>
+  new User({
+    id: r.id as UserId,
+    email: r.email as string,
+    emailKey: r.email_key as string,
+    name: r.name as string,
+    memberships: r.memberships as ReadonlyArray<Membership>,
+    ...opt("passwordHash", r.password_hash as string | null),
+    failedSignIns: (r.failed_sign_ins as ReadonlyArray<unknown>).map(toDate),
+    createdAt: toDate(r.created_at)
+  }, trusted)
+
+export const decodeSession = (r: Row): Session =>
+  new Session({
+    id: r.id as SessionId,
+    userId: r.user_id as UserId,
+    tokenHash: r.token_hash as string,
+    createdAt: toDate(r.created_at),
+    lastSeenAt: toDate(r.last_seen_at),
+    expiresAt: toDate(r.expires_at)
+  }, trusted)
+
+export const decodeInvite = (r: Row): Invite =>
+  new Invite({
+    id: r.id as InviteId,
+    userId: r.user_id as UserId,
+    tokenHash: r.token_hash as string,
+    createdAt: toDate(r.created_at),
+    expiresAt: toDate(r.expires_at),
+    ...opt("usedAt", toOptionalDate(r.used_at))
+  }, trusted)
+
+export const membershipsJson = (memberships: ReadonlyArray<Membership>): string | null =>
+  jsonParam(memberships.map((m) => ({ workspaceId: m.workspaceId, role: m.role })))

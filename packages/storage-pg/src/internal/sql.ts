@@ -34,7 +34,11 @@ export const tableNames = [
   "oauth_codes",
   "oauth_tokens",
   "usage",
-  "experiments"
+  "experiments",
+  "users",
+  "sessions",
+  "invites",
+  "audit_log"
 ] as const
 export type TableName = (typeof tableNames)[number]
 
