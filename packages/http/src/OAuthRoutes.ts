@@ -49,14 +49,19 @@ export const paths = {
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)
 
-/** Pages of the flow are never framed (clickjacking of "Allow") and never cached. */
-const pageHeaders = {
+/**
+ * Pages of the flow are never framed (clickjacking of "Allow") and never cached. The consent form
+ * posts here and is then redirected to the app, which `form-action` must allow too (browsers check
+ * the redirect's target against it).
+ */
+const pageHeaders = (formTarget?: string) => ({
   "cache-control": "no-store",
   "x-frame-options": "DENY",
-  "content-security-policy":
-    "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'",
+  "content-security-policy": `default-src 'none'; style-src 'unsafe-inline'; form-action 'self'${
+    formTarget === undefined ? "" : ` ${formTarget}`
+  }; frame-ancestors 'none'`,
   "referrer-policy": "no-referrer"
-}
+})
 
 const layout = (title: string, body: string) =>
   `<!doctype html>
@@ -69,11 +74,11 @@ button{font-size:1rem;padding:.5rem 1.2rem;margin-right:.5rem}</style></head>
 <body>${body}</body>
 </html>`
 
-const htmlPage = (status: number, title: string, body: string) =>
+const htmlPage = (status: number, title: string, body: string, formTarget?: string) =>
   HttpServerResponse.text(layout(title, body), {
     status,
     contentType: "text/html; charset=utf-8",
-    headers: pageHeaders
+    headers: pageHeaders(formTarget)
   })
 
 const errorPage = (status: number, message: string) =>
@@ -207,7 +212,7 @@ ${boxes.length > 0 ? boxes : "<p>You belong to no workspace.</p>"}
 <button type="submit" name="decision" value="allow">Allow</button>
 <button type="submit" name="decision" value="deny">Deny</button>
 </form>`
-  return htmlPage(200, `Connect ${valid.client.name}`, body)
+  return htmlPage(200, `Connect ${valid.client.name}`, body, new URL(valid.redirectUri).origin)
 }
 
 /** The checks common to the authorization request and the consent form, with where to go next. */

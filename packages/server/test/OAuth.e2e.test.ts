@@ -1,15 +1,29 @@
 /**
  * The authorization server end to end (docs/oauth.md): the reference server (`Main.layer`) on
  * Postgres, driven by `oauth4webapi` (a real OAuth client library) for discovery, the code
- * exchange, refresh and revocation; the client and redirect checks before any sign-in, PKCE,
- * code and refresh-token reuse, registration and client removal over plain HTTP.
+ * exchange, refresh and revocation, with sign-in and consent clicked in Debian's Chromium through
+ * playwright-core; the client and redirect checks before any sign-in, PKCE, code and refresh-token
+ * reuse, Deny, disconnecting, a user's role and membership changing under a grant, registration and
+ * client removal; and the official MCP SDK's client running the whole flow from the server's
+ * metadata (with registration) and calling a tool with its token.
  */
 import { expect, layer } from "@effect/vitest"
+import { SqlClient } from "@effect/sql"
+import { auth, type OAuthClientProvider } from "@modelcontextprotocol/sdk/client/auth.js"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import type { OAuthClientInformationMixed, OAuthTokens } from "@modelcontextprotocol/sdk/shared/auth.js"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer } from "effect"
 import * as oauth from "oauth4webapi"
+import { type Browser, chromium } from "playwright-core"
+import * as Chromium from "./support/Chromium.js"
+import { vi } from "vitest"
 import * as ReferenceServer from "./support/ReferenceServer.js"
+
+// Each browser flow signs in (argon2id) and clicks through pages: more than the default 30 s on a busy machine.
+vi.setConfig({ testTimeout: 120_000 })
 
 const ADMIN = "oauth-e2e-admin"
 const REDIRECT = "http://127.0.0.1:49152/callback"
@@ -20,7 +34,9 @@ const settings = {
   STREAKS_DB_POOL_SIZE: "4",
   STREAKS_DIRECTORY_CACHE_TTL: "0 seconds",
   STREAKS_OAUTH_DCR: "true",
-  STREAKS_RATE_LIMIT_AUTH_FAILURES: "0"
+  STREAKS_RATE_LIMIT_AUTH_FAILURES: "0",
+  // The hooks of these tests point at 127.0.0.1.
+  STREAKS_ALLOW_INSECURE_WEBHOOK_URLS: "true"
 }
 
 const server = ReferenceServer.layer(settings).pipe(
@@ -354,4 +370,449 @@ layer(limited, { timeout: 120_000 })("the token endpoint under the failed-authen
       })
       expect(revoke.status).toBe(200)
     }))
+})
+
+// --- Sign-in and consent in Chromium ---------------------------------------------------------------
+
+const browserPath = Chromium.executable()
+if ("missing" in browserPath) console.warn(`Skipping the OAuth consent browser tests: ${browserPath.missing}`)
+
+const PASSWORD = "correct horse battery staple"
+
+/** Two workspaces with a program each, a user who owns both, and a confidential client. */
+const setUpUser = async (base: string) => {
+  const acme = await setUp(base)
+  const beta = (await admin(base, "/admin/workspaces", { name: "Beta", plan: "starter" })).body
+  const betaProject = (await admin(base, "/admin/projects", {
+    workspaceId: beta.id,
+    name: "Beta web",
+    allowedOrigins: ["https://beta.example"]
+  })).body
+  const betaProgram = (await admin(base, "/admin/programs", {
+    projectId: betaProject.id,
+    name: "Beta lesson",
+    eventKey: "beta_done"
+  })).body
+  const email = `ada-${Math.random().toString(36).slice(2)}@example.com`
+  const user = await admin(base, "/admin/users", {
+    email,
+    name: "Ada",
+    workspaces: [{ workspaceId: acme.workspace.id, role: "owner" }, { workspaceId: beta.id, role: "owner" }],
+    password: PASSWORD
+  })
+  expect(user.status).toBe(201)
+  return { ...acme, beta, betaProgram, userId: user.body.id as string, email }
+}
+
+/**
+ * Opens `url` in a fresh browser context, signs in on the way when asked, and on the consent page
+ * leaves only `keep` ticked (all by default) and clicks `decision`. The browser's arrival at the
+ * app's `redirect` is caught (nothing listens there) and its URL returned.
+ */
+const consentIn = async (
+  browser: Browser,
+  url: string,
+  options: {
+    readonly email: string
+    readonly decision: "Allow" | "Deny"
+    readonly redirect?: string
+    readonly untick?: ReadonlyArray<string>
+    readonly expectApp?: string
+  }
+): Promise<{ readonly callback: URL; readonly boxes: ReadonlyArray<{ name: string; checked: boolean }> }> => {
+  const context = await browser.newContext()
+  try {
+    const page = await context.newPage()
+    const redirect = options.redirect ?? REDIRECT
+    let arrived: (u: URL) => void = () => {}
+    const callback = new Promise<URL>((resolve) => (arrived = resolve))
+    await page.route((u) => u.href.startsWith(redirect), async (route) => {
+      arrived(new URL(route.request().url()))
+      await route.fulfill({ status: 200, contentType: "text/plain", body: "back at the app" })
+    })
+    await page.goto(url)
+    expect(new URL(page.url()).pathname).toBe("/sign-in")
+    await page.getByLabel("Email").fill(options.email)
+    await page.getByLabel("Password").fill(PASSWORD)
+    await page.getByRole("button", { name: "Sign in" }).click()
+    await page.getByRole("heading", { name: `Connect ${options.expectApp ?? "Automation"}` }).waitFor()
+    const checkboxes = page.getByRole("checkbox")
+    const boxes: Array<{ name: string; checked: boolean }> = []
+    for (let i = 0; i < (await checkboxes.count()); i++) {
+      const box = checkboxes.nth(i)
+      const label = (await box.locator("xpath=..").innerText()).trim()
+      boxes.push({ name: label, checked: await box.isChecked() })
+    }
+    for (const name of options.untick ?? []) await page.getByRole("checkbox", { name }).uncheck()
+    await page.getByRole("button", { name: options.decision }).click()
+    return { callback: await callback, boxes }
+  } finally {
+    await context.close()
+  }
+}
+
+/** An authorization request with PKCE S256, its verifier and state. */
+const request = async (base: string, clientId: string, redirect = REDIRECT) => {
+  const verifier = oauth.generateRandomCodeVerifier()
+  const state = oauth.generateRandomState()
+  const url = authorizeUrl(base, {
+    response_type: "code",
+    client_id: clientId,
+    redirect_uri: redirect,
+    state,
+    code_challenge: await oauth.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: "S256"
+  })
+  return { url, verifier, state }
+}
+
+const insecure = { [oauth.allowInsecureRequests]: true } as const
+
+/** The body of an oauth4webapi error, or undefined when `f` succeeded. */
+const oauthErrorOf = async (f: () => Promise<unknown>) => {
+  try {
+    await f()
+    return undefined
+  } catch (e) {
+    return (e as { error?: string }).error ?? String(e)
+  }
+}
+
+const withBrowser = <A>(f: (base: string, browser: Browser, sql: SqlClient.SqlClient) => Promise<A>) =>
+  Effect.gen(function*() {
+    const s = yield* NodeServer.NodeServer
+    const sql = yield* SqlClient.SqlClient
+    const executablePath = "path" in browserPath ? browserPath.path : ""
+    return yield* Effect.acquireUseRelease(
+      Effect.promise(() => chromium.launch({ executablePath, headless: true, args: Chromium.args })),
+      (browser) => Effect.promise(() => f(s.url, browser, sql)),
+      (browser) => Effect.promise(() => browser.close())
+    )
+  })
+
+const bearer = (base: string, token: string, path: string, init: { method?: string; json?: unknown } = {}) =>
+  send(`${base}${path}`, { ...init, headers: { authorization: `Bearer ${token}` } })
+
+/** Sets the user's memberships as an operator's change of roles would. */
+const setMemberships = (
+  sql: SqlClient.SqlClient,
+  userId: string,
+  memberships: ReadonlyArray<{ workspaceId: string; role: string }>
+) =>
+  Effect.runPromise(
+    sql`UPDATE streaks_users SET memberships = ${JSON.stringify(memberships)}::jsonb WHERE id = ${userId}`.pipe(
+      Effect.orDie
+    )
+  )
+
+layer(server, { timeout: 180_000 })("the consent flow in Chromium", (it) => {
+  it.effect.skipIf("missing" in browserPath)(
+    "sign in, consent to one of two workspaces, exchange with oauth4webapi, call the API, refresh, reuse detection revokes the grant",
+    () =>
+      withBrowser(async (base, browser) => {
+        const t = await setUpUser(base)
+        const as = await discover(base)
+        const client: oauth.Client = { client_id: t.client.clientId }
+        const clientAuth = oauth.ClientSecretBasic(t.client.clientSecret)
+        const { state, url, verifier } = await request(base, t.client.clientId)
+        const { boxes, callback } = await consentIn(browser, url, {
+          email: t.email,
+          decision: "Allow",
+          untick: ["Beta"]
+        })
+        // A checkbox per workspace of the user, labelled with its name, ticked by default.
+        expect(boxes).toEqual([{ name: "Acme", checked: true }, { name: "Beta", checked: true }])
+        expect(callback.searchParams.get("iss")).toBe(base)
+        const params = oauth.validateAuthResponse(as, client, callback, state)
+        expect(params.get("code")).toMatch(/^svc_ocd_/)
+        const tokens = await oauth.processAuthorizationCodeResponse(
+          as,
+          client,
+          await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, REDIRECT, verifier, insecure)
+        )
+        expect(tokens.access_token).toMatch(/^svc_oat_/)
+        expect(tokens.refresh_token).toMatch(/^svc_ort_/)
+        expect(tokens.expires_in).toBe(3600)
+        expect(tokens.token_type).toBe("bearer")
+        // The grant reaches the workspace ticked, not the one left out.
+        const me = await bearer(base, tokens.access_token, "/v1/api/me")
+        expect(me.status).toBe(200)
+        expect(me.body.workspaces.map((w: { name: string }) => w.name)).toEqual(["Acme"])
+        const programs = await bearer(base, tokens.access_token, "/v1/api/programs")
+        expect(programs.body.map((p: { id: string }) => p.id)).toEqual([t.program.id])
+        expect((await bearer(base, tokens.access_token, `/v1/api/programs/${t.betaProgram.id}/members/m1`)).status)
+          .toBe(404)
+        // Refresh rotates; the old refresh token presented again revokes the whole grant.
+        const refreshed = await oauth.processRefreshTokenResponse(
+          as,
+          client,
+          await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure)
+        )
+        expect(refreshed.refresh_token).not.toBe(tokens.refresh_token)
+        expect((await bearer(base, refreshed.access_token, "/v1/api/me")).status).toBe(200)
+        const reuse = await oauthErrorOf(async () =>
+          oauth.processRefreshTokenResponse(
+            as,
+            client,
+            await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure)
+          )
+        )
+        expect(reuse).toBe("invalid_grant")
+        expect((await bearer(base, refreshed.access_token, "/v1/api/me")).status).toBe(401)
+        expect((await bearer(base, tokens.access_token, "/v1/api/me")).status).toBe(401)
+        const afterReuse = await oauthErrorOf(async () =>
+          oauth.processRefreshTokenResponse(
+            as,
+            client,
+            await oauth.refreshTokenGrantRequest(as, client, clientAuth, refreshed.refresh_token!, insecure)
+          )
+        )
+        expect(afterReuse).toBe("invalid_grant")
+      })
+  )
+
+  it.effect.skipIf("missing" in browserPath)(
+    "a code presented twice revokes what it gave; a redirect_uri that differs is invalid_grant; revocation (RFC 7009)",
+    () =>
+      withBrowser(async (base, browser) => {
+        const t = await setUpUser(base)
+        const as = await discover(base)
+        const client: oauth.Client = { client_id: t.client.clientId }
+        const clientAuth = oauth.ClientSecretPost(t.client.clientSecret)
+        const exchange = async (params: URLSearchParams, verifier: string, redirect = REDIRECT) =>
+          oauth.processAuthorizationCodeResponse(
+            as,
+            client,
+            await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, redirect, verifier, insecure)
+          )
+        const first = await request(base, t.client.clientId)
+        const params = oauth.validateAuthResponse(
+          as,
+          client,
+          (await consentIn(browser, first.url, { email: t.email, decision: "Allow" })).callback,
+          first.state
+        )
+        const tokens = await exchange(params, first.verifier)
+        expect((await bearer(base, tokens.access_token, "/v1/api/me")).body.workspaces).toHaveLength(2)
+        expect(await oauthErrorOf(() => exchange(params, first.verifier))).toBe("invalid_grant")
+        expect((await bearer(base, tokens.access_token, "/v1/api/me")).status).toBe(401)
+
+        const second = await request(base, t.client.clientId)
+        const again = oauth.validateAuthResponse(
+          as,
+          client,
+          (await consentIn(browser, second.url, { email: t.email, decision: "Allow" })).callback,
+          second.state
+        )
+        expect(await oauthErrorOf(() => exchange(again, second.verifier, "http://127.0.0.1:49152/other"))).toBe(
+          "invalid_grant"
+        )
+        expect(await oauthErrorOf(() => exchange(again, oauth.generateRandomCodeVerifier()))).toBe("invalid_grant")
+        const kept = await exchange(again, second.verifier)
+        // Revoking the access token ends it alone; revoking the refresh token ends the grant.
+        const refreshed = await oauth.processRefreshTokenResponse(
+          as,
+          client,
+          await oauth.refreshTokenGrantRequest(as, client, clientAuth, kept.refresh_token!, insecure)
+        )
+        await oauth.processRevocationResponse(
+          await oauth.revocationRequest(as, client, clientAuth, kept.access_token, insecure)
+        )
+        expect((await bearer(base, kept.access_token, "/v1/api/me")).status).toBe(401)
+        expect((await bearer(base, refreshed.access_token, "/v1/api/me")).status).toBe(200)
+        await oauth.processRevocationResponse(
+          await oauth.revocationRequest(as, client, clientAuth, refreshed.refresh_token!, insecure)
+        )
+        expect((await bearer(base, refreshed.access_token, "/v1/api/me")).status).toBe(401)
+      })
+  )
+
+  it.effect.skipIf("missing" in browserPath)(
+    "Deny sends the browser back with access_denied, state and iss",
+    () =>
+      withBrowser(async (base, browser) => {
+        const t = await setUpUser(base)
+        const as = await discover(base)
+        const { state, url } = await request(base, t.client.clientId)
+        const { callback } = await consentIn(browser, url, { email: t.email, decision: "Deny" })
+        expect(callback.searchParams.get("code")).toBeNull()
+        expect(callback.searchParams.get("state")).toBe(state)
+        const error = await oauthErrorOf(async () =>
+          oauth.validateAuthResponse(as, { client_id: t.client.clientId }, callback, state)
+        )
+        expect(error).toBe("access_denied")
+      })
+  )
+
+  it.effect.skipIf("missing" in browserPath)(
+    "the grant follows its user: made viewer it reads only, removed from a workspace it no longer reaches it; disconnecting ends it with its hooks",
+    () =>
+      withBrowser(async (base, browser, sql) => {
+        const t = await setUpUser(base)
+        const as = await discover(base)
+        const client: oauth.Client = { client_id: t.client.clientId }
+        const clientAuth = oauth.ClientSecretBasic(t.client.clientSecret)
+        const { state, url, verifier } = await request(base, t.client.clientId)
+        const params = oauth.validateAuthResponse(
+          as,
+          client,
+          (await consentIn(browser, url, { email: t.email, decision: "Allow" })).callback,
+          state
+        )
+        const tokens = await oauth.processAuthorizationCodeResponse(
+          as,
+          client,
+          await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, REDIRECT, verifier, insecure)
+        )
+        const token = tokens.access_token
+        const record = (programId: string) =>
+          bearer(base, token, `/v1/api/programs/${programId}/events`, { method: "POST", json: { userHash: "m1" } })
+        expect((await record(t.program.id)).status).toBe(202)
+        const hook = await bearer(base, token, "/v1/api/hooks", {
+          json: { programId: t.program.id, url: "http://127.0.0.1:9/hook", eventTypes: ["milestone.achieved"] }
+        })
+        expect(hook.status).toBe(201)
+
+        // Made viewer of Acme: reads still work there, writes answer 403; Beta is untouched.
+        await setMemberships(sql, t.userId, [
+          { workspaceId: t.workspace.id, role: "viewer" },
+          { workspaceId: t.beta.id, role: "owner" }
+        ])
+        expect((await bearer(base, token, "/v1/api/programs")).body).toHaveLength(2)
+        const viewerWrite = await record(t.program.id)
+        expect([viewerWrite.status, viewerWrite.body.error]).toEqual([403, "FORBIDDEN"])
+        expect((await record(t.betaProgram.id)).status).toBe(202)
+
+        // Removed from Acme: the grant no longer reaches it at all.
+        await setMemberships(sql, t.userId, [{ workspaceId: t.beta.id, role: "owner" }])
+        const me = await bearer(base, token, "/v1/api/me")
+        expect(me.body.workspaces.map((w: { name: string }) => w.name)).toEqual(["Beta"])
+        expect((await record(t.program.id)).status).toBe(404)
+        // Removed from every workspace of the grant: the token is refused.
+        await setMemberships(sql, t.userId, [])
+        expect((await bearer(base, token, "/v1/api/me")).status).toBe(401)
+        await setMemberships(sql, t.userId, [{ workspaceId: t.workspace.id, role: "owner" }])
+        expect((await bearer(base, token, "/v1/api/me")).status).toBe(200)
+
+        // Disconnecting: the token stops at once and the app's subscriptions are gone.
+        const grantId = me.body.credential.id as string
+        expect(grantId).toMatch(/^oag_/)
+        const count = () =>
+          Effect.runPromise(
+            sql<{ n: number }>`SELECT count(*)::int AS n FROM streaks_subscriptions WHERE created_by_id = ${grantId}`
+              .pipe(
+                Effect.map((rows) => rows[0]!.n),
+                Effect.orDie
+              )
+          )
+        expect(await count()).toBe(1)
+        expect((await admin(base, `/admin/oauth-grants/${grantId}`, undefined, "DELETE")).status).toBe(204)
+        expect((await bearer(base, token, "/v1/api/me")).status).toBe(401)
+        expect(await count()).toBe(0)
+        const refresh = await oauthErrorOf(async () =>
+          oauth.processRefreshTokenResponse(
+            as,
+            client,
+            await oauth.refreshTokenGrantRequest(as, client, clientAuth, tokens.refresh_token!, insecure)
+          )
+        )
+        expect(refresh).toBe("invalid_grant")
+      })
+  )
+
+  it.effect.skipIf("missing" in browserPath)(
+    "removing the client ends every grant of it",
+    () =>
+      withBrowser(async (base, browser) => {
+        const t = await setUpUser(base)
+        const as = await discover(base)
+        const client: oauth.Client = { client_id: t.client.clientId }
+        const clientAuth = oauth.ClientSecretBasic(t.client.clientSecret)
+        const { state, url, verifier } = await request(base, t.client.clientId)
+        const params = oauth.validateAuthResponse(
+          as,
+          client,
+          (await consentIn(browser, url, { email: t.email, decision: "Allow" })).callback,
+          state
+        )
+        const tokens = await oauth.processAuthorizationCodeResponse(
+          as,
+          client,
+          await oauth.authorizationCodeGrantRequest(as, client, clientAuth, params, REDIRECT, verifier, insecure)
+        )
+        expect((await bearer(base, tokens.access_token, "/v1/api/me")).status).toBe(200)
+        expect((await admin(base, `/admin/oauth-clients/${t.client.clientId}`, undefined, "DELETE")).status).toBe(204)
+        expect((await bearer(base, tokens.access_token, "/v1/api/me")).status).toBe(401)
+      })
+  )
+
+  it.effect.skipIf("missing" in browserPath)(
+    "an MCP client of the official SDK finds the server from /mcp, registers, runs the flow and calls a tool",
+    () =>
+      withBrowser(async (base, browser) => {
+        const t = await setUpUser(base)
+        const redirect = "http://127.0.0.1:49153/mcp-callback"
+        const saved: {
+          info?: OAuthClientInformationMixed
+          tokens?: OAuthTokens
+          verifier?: string
+          authorization?: URL
+        } = {}
+        const provider: OAuthClientProvider = {
+          get redirectUrl() {
+            return redirect
+          },
+          get clientMetadata() {
+            return {
+              client_name: "E2E agent",
+              redirect_uris: [redirect],
+              grant_types: ["authorization_code", "refresh_token"],
+              response_types: ["code"],
+              token_endpoint_auth_method: "none"
+            }
+          },
+          clientInformation: () => saved.info,
+          saveClientInformation: (info) => {
+            saved.info = info
+          },
+          tokens: () => saved.tokens,
+          saveTokens: (tokens) => {
+            saved.tokens = tokens
+          },
+          redirectToAuthorization: (url) => {
+            saved.authorization = url
+          },
+          saveCodeVerifier: (verifier) => {
+            saved.verifier = verifier
+          },
+          codeVerifier: () => saved.verifier!
+        }
+        const serverUrl = `${base}/mcp`
+        expect(await auth(provider, { serverUrl })).toBe("REDIRECT")
+        expect(saved.info?.client_id).toMatch(/^oac_/)
+        expect(saved.authorization!.searchParams.get("code_challenge_method")).toBe("S256")
+        const { callback } = await consentIn(browser, saved.authorization!.toString(), {
+          email: t.email,
+          decision: "Allow",
+          redirect,
+          expectApp: "E2E agent",
+          untick: ["Beta"]
+        })
+        expect(await auth(provider, { serverUrl, authorizationCode: callback.searchParams.get("code")! })).toBe(
+          "AUTHORIZED"
+        )
+        expect(saved.tokens?.access_token).toMatch(/^svc_oat_/)
+        const mcp = new Client({ name: "e2e-agent", version: "1.0.0" })
+        await mcp.connect(new StreamableHTTPClientTransport(new URL(serverUrl), { authProvider: provider }))
+        try {
+          const result = await mcp.callTool({ name: "list_programs", arguments: {} })
+          expect(result.isError).not.toBe(true)
+          const listed = JSON.stringify(result.structuredContent ?? result.content)
+          expect(listed).toContain(t.program.id)
+          expect(listed).not.toContain(t.betaProgram.id)
+        } finally {
+          await mcp.close()
+        }
+      })
+  )
 })
