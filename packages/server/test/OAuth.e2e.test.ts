@@ -19,6 +19,7 @@ import { Clock, Effect, Layer } from "effect"
 import * as oauth from "oauth4webapi"
 import { type Browser, chromium } from "playwright-core"
 import * as Chromium from "./support/Chromium.js"
+import * as OAuthFlow from "./support/OAuthFlow.js"
 import { vi } from "vitest"
 import * as ReferenceServer from "./support/ReferenceServer.js"
 
@@ -504,6 +505,52 @@ const setMemberships = (
       Effect.orDie
     )
   )
+
+layer(server, { timeout: 180_000 })("the consent form over HTTP", (it) => {
+  it.effect("the consent form needs the session's CSRF token, reaches only the user's workspaces, and asks to sign in without a session", () =>
+    withServer(async (base) => {
+      const t = await setUpUser(base)
+      const other = await setUp(base)
+      const cookie = await OAuthFlow.signIn(base, t.email, PASSWORD)
+      const { challenge } = OAuthFlow.pkce()
+      const params = {
+        response_type: "code",
+        client_id: t.client.clientId,
+        redirect_uri: REDIRECT,
+        state: "s",
+        code_challenge: challenge,
+        code_challenge_method: "S256"
+      }
+      const page = await OAuthFlow.call(`${base}/oauth/authorize?${new URLSearchParams(params)}`, { cookie })
+      expect(page.status).toBe(200)
+      const csrfToken = OAuthFlow.csrfOf(page.text)!
+      const post = (extra: Record<string, string>, workspaces: ReadonlyArray<string>, withCookie = true) => {
+        const form = new URLSearchParams({ ...params, decision: "allow", ...extra })
+        for (const id of workspaces) form.append("workspace", id)
+        return OAuthFlow.call(`${base}/oauth/authorize`, { form, ...(withCookie ? { cookie } : {}) })
+      }
+      for (const extra of [{}, { csrfToken: "wrong" }]) {
+        const refused = await post(extra, [t.workspace.id])
+        expect([refused.status, refused.location], JSON.stringify(extra)).toEqual([403, null])
+        expect(refused.text).toContain("Authorization error")
+      }
+      const signIn = await post({ csrfToken }, [t.workspace.id], false)
+      expect(signIn.status).toBe(303)
+      expect(new URL(signIn.location!, base).pathname).toBe("/sign-in")
+      // Another tenant's workspace in the form is dropped; only it: access_denied.
+      const foreign = await post({ csrfToken }, [other.workspace.id])
+      expect(new URL(foreign.location!).searchParams.get("error")).toBe("access_denied")
+      const mixed = await post({ csrfToken }, [other.workspace.id, t.workspace.id])
+      const code = new URL(mixed.location!).searchParams.get("code")
+      expect(code).toMatch(/^svc_ocd_/)
+      // The consent page itself is never framed nor cached.
+      const headers = (await fetch(`${base}/oauth/authorize?${new URLSearchParams(params)}`, { headers: { cookie } }))
+        .headers
+      expect(headers.get("x-frame-options")).toBe("DENY")
+      expect(headers.get("content-security-policy")).toContain("frame-ancestors 'none'")
+      expect(headers.get("cache-control")).toBe("no-store")
+    }))
+})
 
 layer(server, { timeout: 180_000 })("the consent flow in Chromium", (it) => {
   it.effect.skipIf("missing" in browserPath)(
