@@ -313,6 +313,14 @@ const accountsAndAudit: ReadonlyArray<string> = [
   `CREATE INDEX audit_log_at ON audit_log (at, id)`
 ]
 
+// Forgiveness (docs/streak-semantics.md#forgiveness): a program's outage windows, a streak row's
+// repairs and pauses (JSON TEXT, NULL for none), inputs of the streak calculus.
+const forgiveness: ReadonlyArray<string> = [
+  `ALTER TABLE programs ADD COLUMN outages TEXT`,
+  `ALTER TABLE streaks ADD COLUMN repairs TEXT`,
+  `ALTER TABLE streaks ADD COLUMN pauses TEXT`
+]
+
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
@@ -322,7 +330,8 @@ export const migrations = {
   "0002_streak_policies": statements(streakPolicies),
   "0003_running_experiment_per_project": statements(runningExperimentPerProject),
   "0004_accounts_and_audit": statements(accountsAndAudit),
-  "0005_oauth_authorization_server": statements(oauthAuthorizationServer)
+  "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
+  "0006_forgiveness": statements(forgiveness)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

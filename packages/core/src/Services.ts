@@ -9,6 +9,7 @@ import * as Audit from "./Audit.js"
 import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
+import * as Forgiveness from "./Forgiveness.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
 import * as OAuthServer from "./OAuthServer.js"
@@ -34,6 +35,7 @@ export type Services =
   | OAuthServer.OAuthServer
   | Audit.Audit
   | Accounts.Accounts
+  | Forgiveness.Forgiveness
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -56,6 +58,7 @@ export const layerWith = (options: Options) =>
     Reports.layer,
     StreakPolicies.layer,
     OAuthServer.layer,
+    Forgiveness.layer,
     Accounts.layer.pipe(Layer.provide(Passwords.layer))
   ).pipe(Layer.provideMerge(Audit.layer))
 

@@ -1,10 +1,11 @@
 /**
  * Handlers of the admin group (docs/api.md#admin-routes): provisioning through core `Provisioning`,
- * a program's streak policy through `StreakPolicies`, the alias link, and the on-demand jobs.
+ * a program's streak policy through `StreakPolicies`, its outage windows through `Forgiveness`, the
+ * alias link, and the on-demand jobs.
  * Secrets appear in these answers once, at creation.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Accounts, Aliases, OAuthServer, Provisioning, StreakPolicies } from "@streaks/core"
+import { Accounts, Aliases, Forgiveness, OAuthServer, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import * as ClientAddress from "./ClientAddress.js"
@@ -31,6 +32,7 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const oauth = yield* OAuthServer.OAuthServer
     const accounts = yield* Accounts.Accounts
     const config = yield* HttpConfig
+    const forgiveness = yield* Forgiveness.Forgiveness
     return handlers
       .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
       .handle("createWorkspace", ({ payload }) => Effect.map(provisioning.createWorkspace(payload), Views.workspace))
@@ -82,6 +84,8 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
         }))
       .handle("createMcpToken", ({ payload }) => provisioning.createMcpToken(payload))
       .handle("revokeMcpToken", ({ path }) => provisioning.revokeMcpToken(path.id))
+      .handle("createOutage", ({ path, payload }) => forgiveness.addOutage(path.id, payload))
+      .handle("outages", ({ path }) => forgiveness.outages(path.id))
       .handle("dueChecks", () => jobs.dueChecks)
       .handle("deliveries", () => jobs.deliveries)
   }))

@@ -9,6 +9,7 @@ import {
   Errors,
   EventInput,
   Experiments,
+  Forgiveness,
   Ingest,
   Metering,
   Reports,
@@ -36,6 +37,7 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
     const policies = yield* StreakPolicies.StreakPolicies
     const config = yield* HttpConfig
     const sessions = yield* Sessions.Sessions
+    const forgiveness = yield* Forgiveness.Forgiveness
 
     const reach = (programId: string) =>
       Effect.flatMap(CurrentPrincipal, (principal) => Credentials.reach(principal, programId))
@@ -95,6 +97,31 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("grantFreezes", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           policies.grantFreezes(program.id, path.userHash, payload.count)))
+      .handle("repairStreak", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          Effect.flatMap(
+            forgiveness.repair(program.id, path.userHash, payload),
+            (repaired) =>
+              stateQuery.memberStreak(program.id, repaired.userHash)
+          )))
+      .handle("createPause", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.addPause(program.id, path.userHash, payload)))
+      .handle("pauses", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.pauses(program.id, path.userHash)))
+      .handle("deletePause", ({ path }) =>
+        Effect.flatMap(
+          reach(path.programId),
+          ({ program }) =>
+            forgiveness.removePause(program.id, path.userHash, path.pauseId)
+        ))
+      .handle("createOutage", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.addOutage(program.id, payload)))
+      .handle("outages", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.outages(program.id)))
       .handle("createHook", ({ payload }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal

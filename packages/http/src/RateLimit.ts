@@ -297,7 +297,8 @@ export const gate = (limiter: RateLimiter["Type"]) => {
       })))
   return {
     failedAuthentication: (address: string) => decide("auth", address),
-    credential: (key: string) => decide("credential", key)
+    credential: (key: string) => decide("credential", key),
+    standing: (address: string) => headers(limiter, [["auth", address]])
   }
 }
 

@@ -2,6 +2,7 @@
  * @streaks/http: the Streaks HTTP API (`Api`, also for `HttpApiClient`), its handlers, auth,
  * CORS, rate limits, error mapping and the node:http server.
  */
+export * as AccessLog from "./AccessLog.js"
 export * as Api from "./Api.js"
 export * as ApiSchemas from "./ApiSchemas.js"
 export * as Auth from "./Auth.js"

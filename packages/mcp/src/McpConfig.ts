@@ -14,7 +14,7 @@ export class McpConfig extends Context.Tag("@streaks/mcp/McpConfig")<McpConfig, 
   readonly allowedOrigins: ReadonlyArray<string>
   /**
    * The service's public base URL (`https://streaks.example.com`, no trailing slash). None: taken
-   * from each request's `Host` (and `X-Forwarded-Proto`, else `http`).
+   * from each request's `Host` and its scheme (from a trusted proxy, else the connection's).
    */
   readonly baseUrl: Option.Option<string>
 }>() {}
@@ -27,19 +27,17 @@ const origins = Config.map(
   (value) => value.split(",").map((origin) => origin.trim()).filter((origin) => origin.length > 0)
 )
 
+/** A base URL as configured, without its trailing slashes. */
+const baseUrl = (name: string) => Config.map(Config.string(name), (url) => url.replace(/\/+$/, ""))
+
 /**
- * `STREAKS_MCP_ALLOWED_ORIGINS` (comma-separated, default none) and the public URL:
- * `STREAKS_PUBLIC_URL`, else `STREAKS_BASE_URL` (its earlier name), both optional.
+ * `STREAKS_MCP_ALLOWED_ORIGINS` (comma-separated, default none) and the public address:
+ * `STREAKS_PUBLIC_URL`, else `STREAKS_BASE_URL` (its older name), else none.
  */
 export const layerConfig: Layer.Layer<McpConfig, ConfigError.ConfigError> = Layer.effect(
   McpConfig,
   Config.all({
     allowedOrigins: Config.withDefault(origins, []),
-    baseUrl: Config.option(
-      Config.map(
-        Config.orElse(Config.string("STREAKS_PUBLIC_URL"), () => Config.string("STREAKS_BASE_URL")),
-        (url) => url.replace(/\/+$/, "")
-      )
-    )
+    baseUrl: Config.option(Config.orElse(baseUrl("STREAKS_PUBLIC_URL"), () => baseUrl("STREAKS_BASE_URL")))
   })
 )

@@ -18,4 +18,9 @@ export class McpLimits extends Context.Tag("@streaks/mcp/McpLimits")<McpLimits, 
   readonly failedAuthentication: (address: string) => Effect.Effect<Gate>
   /** After a token verified: `key` names the credential (`api_key:key_…`, `mcp_token:mcp_…`). */
   readonly credential: (key: string) => Effect.Effect<Gate>
+  /**
+   * The headers of the client `address`'s failed-authentication budget as it stands, spending
+   * nothing: for answers given before the token is read (a foreign `Origin`, a token in the URL).
+   */
+  readonly standing: (address: string) => Effect.Effect<Readonly<Record<string, string>>>
 }>() {}

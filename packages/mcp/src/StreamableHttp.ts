@@ -102,11 +102,12 @@ const corsHeaders = (origin: string | undefined): Headers =>
     vary: "origin"
   }
 
-const preflight = (origin: string | undefined) =>
+const preflight = (origin: string | undefined, limit: Readonly<Record<string, string>>) =>
   HttpServerResponse.empty({
     status: 204,
     headers: {
       ...corsHeaders(origin),
+      ...limit,
       "access-control-allow-methods": "POST, GET, DELETE, OPTIONS",
       "access-control-allow-headers":
         "authorization, content-type, accept, mcp-protocol-version, mcp-session-id, last-event-id",
@@ -159,18 +160,20 @@ export const handler: Effect.Effect<
   const config = yield* McpConfig
   const limits = yield* Effect.serviceOption(McpLimits)
   const client = yield* clientOf(request)
+  // Answers given before the token is read carry the address's failed-authentication standing.
+  const standing = Option.isSome(limits) ? yield* limits.value.standing(client.address) : {}
   const origin = request.headers["origin"]
   if (origin !== undefined && !Ingest.originAllowed(origin, config.allowedOrigins)) {
-    return json(403, { error: "FORBIDDEN_ORIGIN" })
+    return json(403, { error: "FORBIDDEN_ORIGIN" }, standing)
   }
-  if (request.method === "OPTIONS") return preflight(origin)
+  if (request.method === "OPTIONS") return preflight(origin, standing)
   const baseUrl = baseUrlOf(config, request, client)
   let cors = corsHeaders(origin)
   if (tokenInQuery(request.url)) {
     return json(400, {
       error: "INVALID_BODY",
       message: "send the token in the Authorization header (Bearer), never in the query string"
-    }, { ...cors, "www-authenticate": `Bearer error="invalid_request"` })
+    }, { ...cors, ...standing, "www-authenticate": `Bearer error="invalid_request"` })
   }
   const principal = yield* Effect.either(
     (yield* Credentials.Credentials).authenticateMcp(request.headers["authorization"])

@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { ClientAddress, DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
-import { Http, HttpConfig, Jobs, OAuthRoutes, RateLimit, WidgetScript } from "@streaks/http"
+import { AccessLog, Http, HttpConfig, Jobs, OAuthRoutes, RateLimit, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
 import { McpLimits } from "@streaks/mcp/McpLimits"
@@ -90,6 +90,21 @@ const mcpRoutes = StreamableHttp.layerRoutes.pipe(
  */
 const oauthRoutes = OAuthRoutes.layerRoutes.pipe(Layer.provide(OAuthRoutes.layerConfig))
 
+/** The rate limiter with the configured limits, shared by every route of one process. */
+export const layerRateLimit = (config: ServerConfig) =>
+  RateLimit.layer({
+    ipPerSecond: config.rateLimitIp,
+    sitePerSecond: config.rateLimitSite,
+    credentialPerSecond: config.rateLimitCredential,
+    authFailuresPerMinute: config.rateLimitAuthFailures
+  })
+
+/** The MCP worker's limits on their own (`streaks mcp`): the same budgets as under `serve`. */
+export const layerMcpLimits = (config: ServerConfig) =>
+  Layer.effect(McpLimits, Effect.map(RateLimit.RateLimiter, RateLimit.gate)).pipe(
+    Layer.provide(layerRateLimit(config))
+  )
+
 /** Everything the service runs, for `Layer.launch`. */
 export const layer = (config: ServerConfig) => {
   const core = layerCore(config).pipe(Layer.provideMerge(layerDatabase(config)))
@@ -97,15 +112,14 @@ export const layer = (config: ServerConfig) => {
   const http = Http.layerServer(
     { port: config.port, host: config.host },
     Layer.mergeAll(mcpRoutes, widgetRoutes, oauthRoutes),
-    (api) => FastPath.front(api)
+    (api) =>
+      Effect.flatMap(
+        FastPath.front(api),
+        (handler) => config.accessLog ? AccessLog.handler(handler) : Effect.succeed(handler)
+      )
   ).pipe(
     Layer.provide(layerJobs),
-    Layer.provide(RateLimit.layer({
-      ipPerSecond: config.rateLimitIp,
-      sitePerSecond: config.rateLimitSite,
-      credentialPerSecond: config.rateLimitCredential,
-      authFailuresPerMinute: config.rateLimitAuthFailures
-    })),
+    Layer.provide(layerRateLimit(config)),
     Layer.provide(ClientAddress.layer(config.trustedProxies)),
     Layer.provide(HttpConfig.layer({
       adminToken: config.adminToken,

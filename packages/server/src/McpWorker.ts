@@ -5,6 +5,7 @@
  */
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
+import { ClientAddress } from "@streaks/core"
 // By module, and the stdio side when it runs: the package's index would load the MCP SDK with
 // every command of the CLI.
 import * as McpConfig from "@streaks/mcp/McpConfig"
@@ -23,11 +24,14 @@ const layerServices = (config: ServerConfig) =>
 
 /**
  * The worker alone over Streamable HTTP on `config.host` and `port` (0: any free port), with the
- * services it needs; every path but `/mcp` and the protected-resource document answers 404.
+ * services it needs, the trusted proxies and the same limits as under `serve`; every path but
+ * `/mcp` and the protected-resource document answers 404.
  */
 export const layerHttp = (config: ServerConfig, port: number) =>
   HttpServer.serve(StreamableHttp.app).pipe(
     Layer.provide(McpConfig.layerConfig),
+    Layer.provide(Main.layerMcpLimits(config)),
+    Layer.provide(ClientAddress.layer(config.trustedProxies)),
     Layer.provide(layerServices(config)),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port, host: config.host }))
   )

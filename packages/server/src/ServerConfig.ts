@@ -39,6 +39,8 @@ export interface ServerConfig {
   readonly databaseConnectTimeout: Duration.Duration
   /** How long project and program lookups are served from memory (`DirectoryCache`); zero: off. */
   readonly directoryCacheTtl: Duration.Duration
+  /** One log line per request (`AccessLog`); off by default. */
+  readonly accessLog: boolean
 }
 
 export const config: Config.Config<ServerConfig> = Config.all({
@@ -65,5 +67,6 @@ export const config: Config.Config<ServerConfig> = Config.all({
   databasePrepare: Config.withDefault(Config.boolean("STREAKS_DB_PREPARE"), true),
   databaseStatementTimeout: Config.withDefault(Config.duration("STREAKS_DB_STATEMENT_TIMEOUT"), Duration.seconds(5)),
   databaseConnectTimeout: Config.withDefault(Config.duration("STREAKS_DB_CONNECT_TIMEOUT"), Duration.seconds(5)),
-  directoryCacheTtl: Config.withDefault(Config.duration("STREAKS_DIRECTORY_CACHE_TTL"), Duration.seconds(1))
+  directoryCacheTtl: Config.withDefault(Config.duration("STREAKS_DIRECTORY_CACHE_TTL"), Duration.seconds(1)),
+  accessLog: Config.withDefault(Config.boolean("STREAKS_ACCESS_LOG"), false)
 })

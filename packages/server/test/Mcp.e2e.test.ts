@@ -172,6 +172,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           "get_member_streak",
           "explain_streak",
           "record_action",
+          "repair_streak",
           "list_at_risk",
           "get_usage",
           "get_experiment_report"
@@ -403,6 +404,30 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       expect((yield* admin(`/admin/mcp-tokens/${created.body.id}`, undefined, "DELETE")).status).toBe(204)
       expect((yield* admin(`/admin/mcp-tokens/${created.body.id}`, undefined, "DELETE")).status).toBe(404)
       expect((yield* admin("/admin/mcp-tokens/mcp_unknown", undefined, "DELETE")).status).toBe(404)
+    }))
+
+  it.effect("every /mcp answer names its nearest limit, under serve and under streaks mcp alike (403, 400, 401, 200)", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant("Limits")
+      const { url: standalone } = yield* Standalone
+      const mounted = yield* base
+      const bearer = { ...mcpHeaders, "content-type": "application/json", authorization: `Bearer ${t.tokens.mcp}` }
+      for (const origin of [mounted, standalone]) {
+        const send = (path: string, headers: Record<string, string>) =>
+          Effect.promise(() => fetch(`${origin}${path}`, { method: "POST", headers, body: JSON.stringify(initialize) }))
+        const replies = [
+          yield* send("/mcp", { ...bearer, origin: "https://evil.example" }),
+          yield* send(`/mcp?access_token=${t.tokens.mcp}`, bearer),
+          yield* send("/mcp", { ...bearer, authorization: "Bearer mcp_wrong" }),
+          yield* send("/mcp", bearer)
+        ]
+        expect(replies.map((r) => r.status)).toEqual([403, 400, 401, 200])
+        for (const r of replies.slice(0, 3)) {
+          expect(r.headers.get("ratelimit-policy")).toMatch(/^"failed-auth";q=\d+;w=\d+$/)
+          expect(r.headers.get("ratelimit")).toMatch(/^"failed-auth";r=\d+;t=\d+$/)
+        }
+        expect(replies[3]!.headers.get("ratelimit-policy")).toMatch(/^"credential";q=\d+;w=\d+$/)
+      }
     }))
 
   it.scoped("streaks mcp serves the same worker on a port of its own, and nothing else there", () =>

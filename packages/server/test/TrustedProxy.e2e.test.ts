@@ -10,7 +10,7 @@
 import { expect, layer } from "@effect/vitest"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
-import { Clock, Effect, Layer } from "effect"
+import { Clock, Effect, HashMap, Layer, Logger } from "effect"
 import httpProxy from "http-proxy"
 import { request as httpRequest, createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
@@ -18,13 +18,29 @@ import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const PROXY_ADDRESS = "127.0.0.2"
 
+/** The access log's lines (their annotations), as the server's logger receives them. */
+const accessLines: Array<Record<string, unknown>> = []
+const capture = Logger.replace(
+  Logger.defaultLogger,
+  Logger.make(({ annotations, message }) => {
+    if (Array.isArray(message) && message[0] === "http request") {
+      accessLines.push(Object.fromEntries(HashMap.toEntries(annotations)))
+    }
+  })
+)
+
 const server = ReferenceServer.layer({
   STREAKS_ADMIN_TOKEN: "proxy-test-admin-token",
   STREAKS_SECRET_KEY: "proxy-test-sealing-key",
   STREAKS_TRUSTED_PROXIES: `${PROXY_ADDRESS}, 10.0.0.0/8`,
   STREAKS_RATE_LIMIT_AUTH_FAILURES: "3",
-  STREAKS_DIRECTORY_CACHE_TTL: "0 seconds"
-}).pipe(Layer.provideMerge(PgTest.layer), Layer.provideMerge(Layer.setClock(Clock.make())))
+  STREAKS_DIRECTORY_CACHE_TTL: "0 seconds",
+  STREAKS_ACCESS_LOG: "true"
+}).pipe(
+  Layer.provide(capture),
+  Layer.provideMerge(PgTest.layer),
+  Layer.provideMerge(Layer.setClock(Clock.make()))
+)
 
 interface Proxy {
   readonly port: number
@@ -188,5 +204,33 @@ layer(server, { timeout: 120_000 })("behind a trusted reverse proxy", (it) => {
         })
         expect(direct.body.resource).toBe("http://streaks.example.com/mcp")
       })
+    }))
+
+  it.scoped("the access log names the client the trusted proxy reports, and the path without its query", () =>
+    Effect.gen(function*() {
+      const { url } = yield* NodeServer.NodeServer
+      const proxy = yield* Effect.promise(() => startProxy(url, "xfwd"))
+      yield* Effect.addFinalizer(() => Effect.promise(proxy.close))
+      const before = accessLines.length
+      yield* Effect.promise(async () => {
+        await send(proxy.port, "127.0.0.9", "/health?secret=hunter2", { "x-forwarded-for": "198.51.100.9" })
+        await send(Number(new URL(url).port), "127.0.0.10", "/nowhere", { "x-forwarded-for": "198.51.100.10" })
+        await wrongAdmin(proxy.port, "127.0.0.11")
+      })
+      // The line is written once the connection closes after the answer.
+      yield* Effect.promise(() => new Promise((done) => setTimeout(done, 200)))
+      const lines = accessLines.slice(before).map(({ client, method, path, status }) => ({
+        client,
+        method,
+        path,
+        status
+      }))
+      expect(lines).toEqual(expect.arrayContaining([
+        { client: "127.0.0.9", method: "GET", path: "/health", status: 200 },
+        { client: "127.0.0.10", method: "GET", path: "/nowhere", status: 404 },
+        { client: "127.0.0.11", method: "POST", path: "/admin/workspaces", status: 401 }
+      ]))
+      expect(JSON.stringify(accessLines)).not.toContain("hunter2")
+      for (const line of accessLines.slice(before)) expect(typeof line["durationMs"]).toBe("number")
     }))
 })

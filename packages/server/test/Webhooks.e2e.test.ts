@@ -36,7 +36,8 @@ const config = (url: Redacted.Redacted<string>) => ({
   databasePrepare: true,
   databaseStatementTimeout: Duration.seconds(5),
   databaseConnectTimeout: Duration.seconds(5),
-  directoryCacheTtl: Duration.seconds(1)
+  directoryCacheTtl: Duration.seconds(1),
+  accessLog: false
 })
 
 /**

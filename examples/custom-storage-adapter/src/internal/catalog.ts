@@ -3,7 +3,7 @@
  * and four generic statements over them.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { CredentialRef } from "@streaks/core/Domain"
+import type { CredentialRef, Outage } from "@streaks/core/Domain"
 import {
   ApiKey,
   Experiment,
@@ -11,6 +11,8 @@ import {
   Milestone,
   AuthorizationCode,
   OAuthClient,
+  outagesFromJson,
+  outagesToJson,
   OAuthGrant,
   OAuthToken,
   Program,
@@ -100,6 +102,7 @@ const tables: { readonly [K in CatalogKind]: Table<CatalogRecords[K]> } = {
       ),
       settings: json("settings", (settings) => new ProgramSettings(settings, true)),
       policy,
+      outages: column<ReadonlyArray<Outage>>("outages", outagesToJson, outagesFromJson),
       createdAt: instant("created_at")
     }
   },

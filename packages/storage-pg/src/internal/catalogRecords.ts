@@ -11,6 +11,7 @@ import {
   OAuthClient,
   OAuthGrant,
   OAuthToken,
+  outagesFromJson,
   Program,
   ProgramSettings,
   Project,
@@ -111,6 +112,7 @@ export const decodeProgram = (r: Row): Program => {
       mainMessage: settings.mainMessage
     }, trusted),
     ...opt("policy", r.policy === null || r.policy === undefined ? undefined : decodePolicy(r.policy)),
+    ...opt("outages", r.outages === null || r.outages === undefined ? undefined : outagesFromJson(r.outages)),
     createdAt: toDate(r.created_at)
   }, trusted)
 }

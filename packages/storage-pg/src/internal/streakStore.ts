@@ -13,6 +13,7 @@ import type { StreakStore } from "@streaks/core/Ports"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
+import { makeDistributed, makeRotation } from "./claimsByProject.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
 import { achievedIds, achievementsOfK, decodeStreakRow, keyArraysOf, streakColumns } from "./streakRows.js"
 
@@ -21,6 +22,15 @@ type Row = Record<string, unknown>
 /** A row's granted freezes as JSON text for a `jsonb[]` element; NULL when it has none recorded. */
 const grantsJson = (row: StreakRow): string | null =>
   row.grants === undefined ? null : JSON.stringify(row.grants.map((g) => ({ day: g.day, count: g.count })))
+
+/** A row's repairs and pauses as JSON text (migration 0011); NULL when it has neither. */
+const forgivenessJson = (row: StreakRow): string | null =>
+  (row.repairs === undefined || row.repairs.length === 0) && (row.pauses === undefined || row.pauses.length === 0)
+    ? null
+    : JSON.stringify({
+      repairs: (row.repairs ?? []).map((r) => ({ period: r.period, at: r.at, reason: r.reason })),
+      pauses: (row.pauses ?? []).map((p) => ({ id: p.id, start: p.start, end: p.end }))
+    })
 
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
@@ -78,8 +88,11 @@ export interface LockedRow {
   readonly meteredMonth: string | undefined
 }
 
-export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & StreakExtras => {
+export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras => {
+  const { query, sql, t } = ctx
   const cols = sql.literal(streakColumns)
+  const distributed = makeDistributed(ctx)
+  const rotation = makeRotation(ctx)
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
 
@@ -170,7 +183,7 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
     const rows = lastPerKey(all, keyOf)
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
-            updated_at, metered_month)
+            updated_at, metered_month, forgiveness)
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
@@ -182,14 +195,14 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
             ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${
       rows.map((r) => r.updatedAt.toISOString())
     }::timestamptz[],
-            ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[])
+            ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[], ${rows.map(forgivenessJson)}::jsonb[])
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
             broken_notified_after = excluded.broken_notified_after, period_days = excluded.period_days,
             freezes = excluded.freezes, grants = excluded.grants,
             frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
-            updated_at = excluded.updated_at,
+            updated_at = excluded.updated_at, forgiveness = excluded.forgiveness,
             metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)`
   }
   type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
@@ -318,10 +331,23 @@ export const makeStreakStore = ({ query, sql, t }: Ctx): StreakStore["Type"] & S
     claimDue: (now, limit) =>
       limit <= 0 ?
         Effect.succeed([]) :
-        // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
-        // column (no index, a sort of every due row) over the table's.
-        query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
-          ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
-          .pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.claimDue"))
+        Effect.flatMap(distributed, (byProject) =>
+          byProject
+            // On Citus: one project's due rows per statement (internal/claimsByProject.ts), oldest
+            // first within each project and in the batch.
+            ? rotation(limit, (projectId, n) =>
+              query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.project_id = ${projectId} AND s.due_at <= ${now}
+                ORDER BY s.due_at LIMIT ${n} FOR UPDATE SKIP LOCKED`)).pipe(
+                Effect.map((rows) =>
+                  rows.map(decodeStreakRow).sort((a, b) => a.dueAt!.getTime() - b.dueAt!.getTime())
+                )
+              )
+            // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
+            // column (no index, a sort of every due row) over the table's.
+            : query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
+              ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
+              .pipe(Effect.map((rows) =>
+                rows.map(decodeStreakRow)
+              ))).pipe(io("StreakStore.claimDue"))
   }
 }
