@@ -52,6 +52,8 @@ export interface McpPrincipal {
   /** The credential's id (`key_…`, `oag_…` or `mcp_…`). */
   readonly id: string
   readonly workspaceIds: ReadonlyArray<WorkspaceId>
+  /** Of `workspaceIds`, those reached read only (a consented grant whose user is a viewer there). */
+  readonly readOnlyWorkspaceIds?: ReadonlyArray<WorkspaceId> | undefined
 }
 
 /** What decides a credential's reach: the workspaces it holds. */
@@ -221,7 +223,8 @@ export const make = Effect.gen(function*() {
       // `authenticate` answers the two bearer kinds only; a session never reaches the MCP worker.
       kind: principal.kind as "api_key" | "oauth",
       id: principal.credential.id,
-      workspaceIds: principal.workspaceIds
+      workspaceIds: principal.workspaceIds,
+      ...(principal.readOnlyWorkspaceIds === undefined ? {} : { readOnlyWorkspaceIds: principal.readOnlyWorkspaceIds })
     }))
   }
 

@@ -729,6 +729,23 @@ layer(server, { timeout: 180_000 })("the consent flow in Chromium", (it) => {
         const viewerWrite = await record(t.program.id)
         expect([viewerWrite.status, viewerWrite.body.error]).toEqual([403, "FORBIDDEN"])
         expect((await record(t.betaProgram.id)).status).toBe(202)
+        // The same over MCP: the write tool reaches Beta only, the reads both.
+        const mcp = new Client({ name: "viewer-agent", version: "1.0.0" })
+        await mcp.connect(
+          new StreamableHTTPClientTransport(new URL(`${base}/mcp`), {
+            requestInit: { headers: { authorization: `Bearer ${token}` } }
+          })
+        )
+        try {
+          const call = (name: string, args: Record<string, unknown>) => mcp.callTool({ name, arguments: args })
+          expect((await call("record_action", { programId: t.program.id, userHash: "m2", test: true })).isError)
+            .toBe(true)
+          expect((await call("record_action", { programId: t.betaProgram.id, userHash: "m2", test: true })).isError)
+            .not.toBe(true)
+          expect(JSON.stringify((await call("list_programs", {})).structuredContent)).toContain(t.program.id)
+        } finally {
+          await mcp.close()
+        }
 
         // Removed from Acme: the grant no longer reaches it at all.
         await setMemberships(sql, t.userId, [{ workspaceId: t.beta.id, role: "owner" }])
