@@ -10,6 +10,7 @@
  */
 import { Context, DateTime, Effect, Layer, Option, Schema } from "effect"
 import * as crypto from "node:crypto"
+import { Audit, type By } from "./Audit.js"
 import { AuthorizationCode, OAuthClient, OAuthGrant, OAuthToken } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
@@ -163,23 +164,25 @@ export class OAuthServer extends Context.Tag("@streaks/core/OAuthServer")<OAuthS
    * this once. Redirect URIs not registrable → InvalidBody.
    */
   readonly registerClient: (
-    input: { readonly name: string; readonly redirectUris: ReadonlyArray<string>; readonly confidential: boolean }
+    input: { readonly name: string; readonly redirectUris: ReadonlyArray<string>; readonly confidential: boolean },
+    by: By
   ) => Effect.Effect<
     { readonly client: OAuthClient; readonly clientSecret: string | undefined },
     InvalidBody | StorageError
   >
   /** Revokes the client and every grant consented to it (their subscriptions removed), atomically. */
-  readonly revokeClient: (clientId: string) => Effect.Effect<void, NotFound | StorageError>
+  readonly revokeClient: (clientId: string, by: By) => Effect.Effect<void, NotFound | StorageError>
   /** An unrevoked client. */
   readonly client: (clientId: string) => Effect.Effect<Option.Option<OAuthClient>, StorageError>
   /** The checks of an authorization request, in the order docs/oauth.md gives. */
   readonly checkAuthorization: (request: AuthorizationRequest) => Effect.Effect<AuthorizationCheck, StorageError>
   /** A fresh code for the consent (valid `lifetimes.code` seconds), in plaintext. */
-  readonly issueCode: (consent: Consent) => Effect.Effect<string, StorageError>
+  readonly issueCode: (consent: Consent, by: By) => Effect.Effect<string, StorageError>
   /** `POST /oauth/token`. */
   readonly token: (
     auth: ClientAuthentication,
-    request: TokenRequest
+    request: TokenRequest,
+    clientAddress: string
   ) => Effect.Effect<TokenAnswer, OAuthError | StorageError>
   /**
    * `POST /oauth/revoke` (RFC 7009): a refresh token ends its grant, an access token ends itself.
@@ -188,10 +191,11 @@ export class OAuthServer extends Context.Tag("@streaks/core/OAuthServer")<OAuthS
    */
   readonly revoke: (
     auth: ClientAuthentication,
-    token: string | undefined
+    token: string | undefined,
+    clientAddress: string
   ) => Effect.Effect<void, OAuthError | StorageError>
   /** Revokes a consented grant and removes its subscriptions, atomically (a disconnect). */
-  readonly revokeGrant: (grant: OAuthGrant) => Effect.Effect<void, StorageError>
+  readonly revokeGrant: (grant: OAuthGrant, by: By) => Effect.Effect<void, StorageError>
 }>() {}
 
 const now = Effect.map(DateTime.now, DateTime.toDateUtc)
@@ -203,21 +207,34 @@ export const make = Effect.gen(function*() {
   const directory = yield* DirectoryStore
   const subscriptions = yield* SubscriptionStore
   const transactor = yield* Transactor
+  const audit = yield* Audit
   const isClientId = Schema.is(Ids.OAuthClientId)
+
+  /** The client as the audit log names it when it acts at the token or revocation endpoint. */
+  const byClient = (c: OAuthClient, clientAddress: string): By => ({
+    actor: { kind: "oauth_client", id: c.id },
+    clientAddress
+  })
 
   const client = (clientId: string) => isClientId(clientId) ? store.client(clientId) : Effect.succeedNone
 
-  const revokeGrant = (grant: OAuthGrant, at: Date) =>
+  const revokeGrant = (grant: OAuthGrant, at: Date, by: By, reason: string) =>
     Effect.gen(function*() {
       const revoked = yield* credentials.revokeGrant(grant.id, at)
       if (Option.isNone(revoked)) return
       yield* subscriptions.removeCreatedBy(revoked.value.workspaceIds, { type: "oauth", id: grant.id })
+      yield* Effect.forEach(
+        revoked.value.workspaceIds,
+        (workspaceId) =>
+          audit.record(by, { action: "oauth_grant.revoke", target: grant.id, workspaceId, details: { reason } }),
+        { discard: true }
+      )
     })
 
-  const revokeGrantById = (grantId: OAuthGrant["id"], at: Date) =>
+  const revokeGrantById = (grantId: OAuthGrant["id"], at: Date, by: By, reason: string) =>
     Effect.flatMap(
       store.grant(grantId),
-      Option.match({ onNone: () => Effect.void, onSome: (grant) => revokeGrant(grant, at) })
+      Option.match({ onNone: () => Effect.void, onSome: (grant) => revokeGrant(grant, at, by, reason) })
     )
 
   /** The client the request authenticates as (RFC 6749 §2.3), else invalid_client. */
@@ -278,7 +295,7 @@ export const make = Effect.gen(function*() {
 
   const invalidGrant = (description: string) => oauthError("invalid_grant", description)
 
-  const exchangeCode = (c: OAuthClient, request: TokenRequest) =>
+  const exchangeCode = (c: OAuthClient, request: TokenRequest, by: By) =>
     Effect.gen(function*() {
       if (request.code === undefined) return yield* oauthError("invalid_request", "code is required")
       if (request.codeVerifier === undefined) return yield* oauthError("invalid_request", "code_verifier is required")
@@ -288,7 +305,9 @@ export const make = Effect.gen(function*() {
       const code = found.value
       if (code.usedAt !== undefined) {
         // Presented twice: whoever holds it may be an attacker, so what it produced is taken back.
-        if (code.grantId !== undefined) yield* transactor.withTransaction(revokeGrantById(code.grantId, at))
+        if (code.grantId !== undefined) {
+          yield* transactor.withTransaction(revokeGrantById(code.grantId, at, by, "code presented twice"))
+        }
         return yield* invalidGrant("code already used")
       }
       if (code.expiresAt.getTime() <= at.getTime()) return yield* invalidGrant("code expired")
@@ -314,11 +333,22 @@ export const make = Effect.gen(function*() {
             userId: code.userId
           })
         )
+        yield* Effect.forEach(
+          code.workspaceIds,
+          (workspaceId) =>
+            audit.record(by, {
+              action: "oauth_grant.create",
+              target: grantId,
+              workspaceId,
+              details: { clientId: c.id, appName: c.name, userId: code.userId }
+            }),
+          { discard: true }
+        )
         return yield* issueTokens(grantId, at)
       }))
     })
 
-  const refresh = (c: OAuthClient, request: TokenRequest) =>
+  const refresh = (c: OAuthClient, request: TokenRequest, by: By) =>
     Effect.gen(function*() {
       if (request.refreshToken === undefined) return yield* oauthError("invalid_request", "refresh_token is required")
       const at = yield* now
@@ -330,14 +360,14 @@ export const make = Effect.gen(function*() {
       if (token.revokedAt !== undefined) return yield* invalidGrant("refresh token revoked")
       if (token.usedAt !== undefined) {
         // A rotated token came back: it leaked, so the whole grant ends (RFC 9700 §4.14.2).
-        yield* transactor.withTransaction(revokeGrant(grant.value, at))
+        yield* transactor.withTransaction(revokeGrant(grant.value, at, by, "refresh token presented twice"))
         return yield* invalidGrant("refresh token already used")
       }
       if (token.expiresAt.getTime() <= at.getTime()) return yield* invalidGrant("refresh token expired")
       return yield* transactor.withTransaction(Effect.gen(function*() {
         const spent = yield* store.spendToken(token.id, at)
         if (Option.isNone(spent)) {
-          yield* revokeGrant(grant.value, at)
+          yield* revokeGrant(grant.value, at, by, "refresh token presented twice")
           return yield* invalidGrant("refresh token already used")
         }
         return yield* issueTokens(token.grantId, at)
@@ -345,7 +375,7 @@ export const make = Effect.gen(function*() {
     })
 
   return OAuthServer.of({
-    registerClient: (input) =>
+    registerClient: (input, by) =>
       Effect.gen(function*() {
         const name = input.name.trim()
         if (name.length === 0 || name.length > limits.name) {
@@ -369,18 +399,26 @@ export const make = Effect.gen(function*() {
           ...(clientSecret === undefined ? {} : { secretHash: Tokens.hashToken(clientSecret) }),
           createdAt: yield* now
         })
-        yield* store.createClient(created)
+        yield* transactor.withTransaction(Effect.zipRight(
+          store.createClient(created),
+          audit.record(by, {
+            action: "oauth_client.create",
+            target: created.id,
+            details: { name, redirectUris: uris, confidential: input.confidential }
+          })
+        ))
         return { client: created, clientSecret }
       }),
 
-    revokeClient: (clientId) =>
+    revokeClient: (clientId, by) =>
       isClientId(clientId)
         ? transactor.withTransaction(Effect.gen(function*() {
           const at = yield* now
           const revoked = yield* store.revokeClient(clientId, at)
           if (Option.isNone(revoked)) return yield* new NotFound({ message: "oauth client not found" })
           const grants = yield* store.grantsOfClient(clientId)
-          yield* Effect.forEach(grants, (grant) => revokeGrant(grant, at), { discard: true })
+          yield* audit.record(by, { action: "oauth_client.delete", target: clientId })
+          yield* Effect.forEach(grants, (grant) => revokeGrant(grant, at, by, "client removed"), { discard: true })
         }))
         : Effect.fail(new NotFound({ message: "oauth client not found" })),
 
@@ -417,37 +455,47 @@ export const make = Effect.gen(function*() {
         } as const
       }),
 
-    issueCode: (consent) =>
+    issueCode: (consent, by) =>
       Effect.gen(function*() {
         const code = Tokens.generate("oauthCode")
         const at = yield* now
         const workspaces = yield* Effect.forEach(consent.workspaceIds, (id) => directory.workspace(id))
-        yield* store.createCode(
-          new AuthorizationCode({
-            id: yield* Ids.make("AuthorizationCodeId"),
-            codeHash: Tokens.hashToken(code),
-            clientId: consent.clientId,
-            userId: consent.userId,
-            redirectUri: consent.redirectUri,
-            codeChallenge: consent.codeChallenge,
-            workspaceIds: workspaces.flatMap((w) => Option.toArray(w)).map((w) => w.id),
-            createdAt: at,
-            expiresAt: later(at, lifetimes.code)
-          })
-        )
+        const workspaceIds = workspaces.flatMap((w) => Option.toArray(w)).map((w) => w.id)
+        yield* transactor.withTransaction(Effect.gen(function*() {
+          yield* store.createCode(
+            new AuthorizationCode({
+              id: yield* Ids.make("AuthorizationCodeId"),
+              codeHash: Tokens.hashToken(code),
+              clientId: consent.clientId,
+              userId: consent.userId,
+              redirectUri: consent.redirectUri,
+              codeChallenge: consent.codeChallenge,
+              workspaceIds,
+              createdAt: at,
+              expiresAt: later(at, lifetimes.code)
+            })
+          )
+          yield* Effect.forEach(
+            workspaceIds,
+            (workspaceId) => audit.record(by, { action: "oauth.consent", target: consent.clientId, workspaceId }),
+            { discard: true }
+          )
+        }))
         return code
       }),
 
-    token: (auth, request) =>
+    token: (auth, request, clientAddress) =>
       Effect.gen(function*() {
         if (request.grantType === undefined) return yield* oauthError("invalid_request", "grant_type is required")
         const c = yield* authenticateClient(auth)
-        if (request.grantType === "authorization_code") return yield* exchangeCode(c, request)
-        if (request.grantType === "refresh_token") return yield* refresh(c, request)
+        if (request.grantType === "authorization_code") {
+          return yield* exchangeCode(c, request, byClient(c, clientAddress))
+        }
+        if (request.grantType === "refresh_token") return yield* refresh(c, request, byClient(c, clientAddress))
         return yield* oauthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
       }),
 
-    revoke: (auth, token) =>
+    revoke: (auth, token, clientAddress) =>
       Effect.gen(function*() {
         const c = yield* authenticateClient(auth)
         if (token === undefined) return yield* oauthError("invalid_request", "token is required")
@@ -457,16 +505,19 @@ export const make = Effect.gen(function*() {
         if (Option.isNone(grant) || grant.value.clientId !== c.id) return
         const at = yield* now
         yield* found.value.kind === "refresh"
-          ? transactor.withTransaction(revokeGrant(grant.value, at))
+          ? transactor.withTransaction(
+            revokeGrant(grant.value, at, byClient(c, clientAddress), "refresh token revoked")
+          )
           : Effect.asVoid(store.revokeToken(found.value.id, at))
       }),
 
-    revokeGrant: (grant) => Effect.flatMap(now, (at) => transactor.withTransaction(revokeGrant(grant, at)))
+    revokeGrant: (grant, by) =>
+      Effect.flatMap(now, (at) => transactor.withTransaction(revokeGrant(grant, at, by, "disconnected")))
   })
 })
 
 export const layer: Layer.Layer<
   OAuthServer,
   never,
-  OAuthStore | CredentialStore | DirectoryStore | SubscriptionStore | Transactor
+  OAuthStore | CredentialStore | DirectoryStore | SubscriptionStore | Transactor | Audit
 > = Layer.effect(OAuthServer, make)

@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Either, Option, TestClock } from "effect"
 import { createHash } from "node:crypto"
+import { Audit } from "../src/Audit.js"
 import { User } from "../src/Domain.js"
 import * as Ids from "../src/Ids.js"
 import * as OAuthServer from "../src/OAuthServer.js"
@@ -11,6 +12,8 @@ import { httpsOnly, layer, principalOf, tenant } from "./support/services.js"
 const verifier = "dBjftJeZ4CVP-mJ92K1rBjhmsBn9sUyT8ZM0TNa1Xv8QWvm6Fq"
 const challenge = createHash("sha256").update(verifier).digest("base64url")
 const redirectUri = "https://app.example.com/callback"
+const operator = { actor: { kind: "admin", id: "admin" }, clientAddress: "127.0.0.1" }
+const address = "127.0.0.1"
 const noAuth: OAuthServer.ClientAuthentication = { basic: undefined, clientId: undefined, clientSecret: undefined }
 
 /** A tenant, a confidential client, and a code the user consented to over the tenant's workspace. */
@@ -36,14 +39,14 @@ const consented = Effect.gen(function*() {
     name: "Automation",
     redirectUris: [redirectUri],
     confidential: true
-  })
+  }, operator)
   const code = yield* oauth.issueCode({
     clientId: client.id,
     redirectUri,
     codeChallenge: challenge,
     userId: user.id,
     workspaceIds: [t.workspace.id]
-  })
+  }, { actor: { kind: "session", id: user.id }, clientAddress: address })
   const auth: OAuthServer.ClientAuthentication = { ...noAuth, clientId: client.id, clientSecret: clientSecret! }
   const exchange = (overrides: Partial<OAuthServer.TokenRequest> = {}, as = auth) =>
     oauth.token(as, {
@@ -53,7 +56,7 @@ const consented = Effect.gen(function*() {
       redirectUri,
       refreshToken: undefined,
       ...overrides
-    })
+    }, address)
   const refresh = (refreshToken: string) =>
     oauth.token(auth, {
       grantType: "refresh_token",
@@ -61,7 +64,7 @@ const consented = Effect.gen(function*() {
       codeVerifier: undefined,
       redirectUri: undefined,
       refreshToken
-    })
+    }, address)
   return { oauth, t, client, clientSecret: clientSecret!, code, auth, exchange, refresh, setRole }
 })
 
@@ -142,7 +145,10 @@ describe("OAuthServer", () => {
         yield* errorOf(exchange({}, { ...auth, basic: { clientId: client.id, clientSecret } })),
         "invalid_request"
       )
-      const other = yield* oauth.registerClient({ name: "Other", redirectUris: [redirectUri], confidential: true })
+      const other = yield* oauth.registerClient(
+        { name: "Other", redirectUris: [redirectUri], confidential: true },
+        operator
+      )
       // The other client authenticates, but the code is not its own.
       assert.strictEqual(
         yield* errorOf(exchange({}, { ...noAuth, clientId: other.client.id, clientSecret: other.clientSecret! })),
@@ -151,6 +157,28 @@ describe("OAuthServer", () => {
       // client_secret_basic works.
       const answer = yield* exchange({}, { ...noAuth, basic: { clientId: client.id, clientSecret } })
       assert.match(answer.access_token, /^svc_oat_/)
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("the audit log records the client, the consent, the grant and its revocation with who did each", () =>
+    Effect.gen(function*() {
+      const { client, exchange, refresh, t } = yield* consented
+      const first = yield* exchange()
+      yield* refresh(first.refresh_token)
+      yield* Effect.either(refresh(first.refresh_token))
+      const { entries } = yield* (yield* Audit).read({})
+      const seen = entries.map((e) => `${e.action} ${e.actor.kind}:${e.target === client.id ? "client" : "grant"}`)
+      // Under TestClock every entry has the same instant, so their order is not asserted.
+      assert.deepStrictEqual([...seen].sort(), [
+        "oauth.consent session:client",
+        "oauth_client.create admin:client",
+        "oauth_grant.create oauth_client:grant",
+        "oauth_grant.revoke oauth_client:grant"
+      ])
+      const grantEntries = entries.filter((e) => e.action !== "oauth_client.create")
+      assert.isTrue(grantEntries.every((e) => e.workspaceId === t.workspace.id))
+      assert.deepStrictEqual(entries.find((e) => e.action === "oauth_grant.revoke")!.details, {
+        reason: "refresh token presented twice"
+      })
     }).pipe(Effect.provide(layer)))
 
   it.effect("a refresh rotates: the old refresh token then revokes the whole grant", () =>
@@ -171,12 +199,12 @@ describe("OAuthServer", () => {
       const { exchange, refresh, oauth, auth } = yield* consented
       const first = yield* exchange()
       const second = yield* refresh(first.refresh_token)
-      yield* oauth.revoke(auth, first.access_token)
+      yield* oauth.revoke(auth, first.access_token, address)
       assert.isTrue(Either.isLeft(yield* Effect.either(principalOf(first.access_token))))
       assert.isTrue(Either.isRight(yield* Effect.either(principalOf(second.access_token))))
       // Unknown tokens are no error.
-      yield* oauth.revoke(auth, "svc_oat_unknown")
-      yield* oauth.revoke(auth, second.refresh_token)
+      yield* oauth.revoke(auth, "svc_oat_unknown", address)
+      yield* oauth.revoke(auth, second.refresh_token, address)
       assert.isTrue(Either.isLeft(yield* Effect.either(principalOf(second.access_token))))
     }).pipe(Effect.provide(layer)))
 
@@ -192,7 +220,7 @@ describe("OAuthServer", () => {
         eventTypes: ["milestone.achieved"]
       }, httpsOnly)
       assert.strictEqual((yield* subscriptions.list(principal, t.program.id)).length, 1)
-      yield* oauth.revokeClient(client.id)
+      yield* oauth.revokeClient(client.id, operator)
       assert.isTrue(Either.isLeft(yield* Effect.either(principalOf(answer.access_token))))
       assert.strictEqual((yield* subscriptions.list(principal, t.program.id)).length, 0)
       assert.isTrue(Option.isNone(yield* oauth.client(client.id)))

@@ -66,10 +66,14 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("revokeGrant", ({ path }) => provisioning.revokeOAuthGrant(path.id))
       .handle("createOAuthClient", ({ payload }) =>
         Effect.map(
-          oauth.registerClient({ name: payload.name, redirectUris: payload.redirectUris, confidential: true }),
+          Effect.flatMap(
+            byOperator,
+            (by) =>
+              oauth.registerClient({ name: payload.name, redirectUris: payload.redirectUris, confidential: true }, by)
+          ),
           ({ client, clientSecret }) => ({ clientId: client.id, clientSecret: clientSecret ?? "" })
         ))
-      .handle("revokeOAuthClient", ({ path }) => oauth.revokeClient(path.id))
+      .handle("revokeOAuthClient", ({ path }) => Effect.flatMap(byOperator, (by) => oauth.revokeClient(path.id, by)))
       .handle("createUser", ({ payload }) =>
         Effect.gen(function*() {
           const created = yield* accounts.createUser(payload, yield* byOperator)

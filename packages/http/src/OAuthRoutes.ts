@@ -307,7 +307,7 @@ const authorizePost = Effect.gen(function*() {
     codeChallenge: check.codeChallenge,
     userId: user.value.userId,
     workspaceIds: chosen.map((id) => Ids.unsafe("WorkspaceId", id))
-  })
+  }, { actor: { kind: "user", id: user.value.userId }, clientAddress: (yield* ClientAddress.current).address })
   return back({ code })
 })
 
@@ -373,7 +373,7 @@ const tokenPost = Effect.gen(function*() {
       codeVerifier: params["code_verifier"],
       redirectUri: params["redirect_uri"],
       refreshToken: params["refresh_token"]
-    }),
+    }, (yield* ClientAddress.current).address),
     (answer) => jsonAnswer(200, answer),
     auth.basic !== undefined
   )
@@ -388,7 +388,7 @@ const revokePost = Effect.gen(function*() {
   }
   const auth = clientAuthOf(request, form.value)
   return yield* underBudget(
-    oauth.revoke(auth, form.value["token"]),
+    oauth.revoke(auth, form.value["token"], (yield* ClientAddress.current).address),
     () => HttpServerResponse.empty({ status: 200, headers: { "cache-control": "no-store" } }),
     auth.basic !== undefined
   )
@@ -440,7 +440,11 @@ const registerPost = Effect.gen(function*() {
   }
   const name = rawName === undefined || rawName.trim() === "" ? "Unnamed client" : rawName
   const registered = yield* Effect.either(
-    oauth.registerClient({ name, redirectUris: uris as ReadonlyArray<string>, confidential: false })
+    oauth.registerClient(
+      { name, redirectUris: uris as ReadonlyArray<string>, confidential: false },
+      // The registering party has no identity yet: the log names the registration endpoint.
+      { actor: { kind: "registration", id: paths.register }, clientAddress: (yield* ClientAddress.current).address }
+    )
   )
   if (registered._tag === "Left") {
     const e = registered.left

@@ -785,9 +785,9 @@ layer(server, { timeout: 180_000 })("the consent flow in Chromium", (it) => {
   )
 
   it.effect.skipIf("missing" in browserPath)(
-    "removing the client ends every grant of it",
+    "removing the client ends every grant of it; the audit log names who did each step",
     () =>
-      withBrowser(async (base, browser) => {
+      withBrowser(async (base, browser, sql) => {
         const t = await setUpUser(base)
         const as = await discover(base)
         const client: oauth.Client = { client_id: t.client.clientId }
@@ -807,6 +807,21 @@ layer(server, { timeout: 180_000 })("the consent flow in Chromium", (it) => {
         expect((await bearer(base, tokens.access_token, "/v1/api/me")).status).toBe(200)
         expect((await admin(base, `/admin/oauth-clients/${t.client.clientId}`, undefined, "DELETE")).status).toBe(204)
         expect((await bearer(base, tokens.access_token, "/v1/api/me")).status).toBe(401)
+        // Each step is in the audit log, in the transaction of its change, with who took it.
+        const logged = await Effect.runPromise(
+          sql<{ action: string; actor_kind: string }>`
+            SELECT action, actor_kind FROM streaks_audit_log
+            WHERE target = ${t.client.clientId} OR details->>'clientId' = ${t.client.clientId}
+            ORDER BY at, id`.pipe(Effect.orDie)
+        )
+        expect(logged.map((r) => `${r.action} by ${r.actor_kind}`)).toEqual([
+          "oauth_client.create by admin",
+          "oauth.consent by user",
+          "oauth.consent by user",
+          "oauth_grant.create by oauth_client",
+          "oauth_grant.create by oauth_client",
+          "oauth_client.delete by admin"
+        ])
       })
   )
 

@@ -4,6 +4,7 @@
  * Provide `layer` per test: every build starts empty, so tests never see each other's data.
  */
 import { Effect, Layer } from "effect"
+import * as Audit from "../../src/Audit.js"
 import * as Credentials from "../../src/Credentials.js"
 import * as Experiments from "../../src/Experiments.js"
 import * as MemoryStorage from "../../src/MemoryStorage.js"
@@ -20,7 +21,10 @@ export const layer = Layer.mergeAll(
   Experiments.layer,
   Subscriptions.layer,
   OAuthServer.layer
-).pipe(Layer.provideMerge(Layer.merge(MemoryStorage.layer, SecretBox.layerEphemeral)))
+).pipe(
+  Layer.provideMerge(Audit.layer),
+  Layer.provideMerge(Layer.merge(MemoryStorage.layer, SecretBox.layerEphemeral))
+)
 
 /** A workspace with one project, one program and one API key (the usual starting point). */
 export const tenant = (
