@@ -409,6 +409,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a user
+         * @description A person who signs in, with a role in each workspace named: `owner` (everything, users included), `admin` (everything but users) or `viewer` (read only). With a `password` (at least 12 characters) the user can sign in at once; without one the answer holds `inviteUrl`, a one-time link valid for 72 hours where the user sets it. E-mail addresses are unique, compared case-insensitively.
+         */
+        post: operations["admin.createUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/mcp-tokens": {
         parameters: {
             query?: never;
@@ -498,7 +518,7 @@ export interface paths {
         };
         /**
          * The credential and its workspace
-         * @description An API key answers its workspace; an OAuth token the workspaces of the user who connected the app.
+         * @description An API key answers its workspace; an OAuth token the workspaces of the user who connected the app; a session the signed-in user, their workspaces with their role in each, and the session's `csrfToken`, to send as `X-CSRF-Token` on every state-changing request.
          */
         get: operations["customer.me"];
         put?: never;
@@ -1995,7 +2015,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2114,7 +2134,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2221,7 +2241,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2350,7 +2370,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2505,7 +2525,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2642,7 +2662,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2764,7 +2784,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2878,7 +2898,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2989,7 +3009,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3115,7 +3135,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3233,7 +3253,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3340,7 +3360,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3442,7 +3462,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3549,7 +3569,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3651,7 +3671,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3744,7 +3764,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3767,6 +3787,143 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "admin.createUser": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    name: string;
+                    workspaces: {
+                        workspaceId: string;
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "viewer";
+                    }[];
+                    password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        email: string;
+                        inviteUrl?: string;
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `CONFLICT`: The e-mail address is already taken by another user. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "CONFLICT";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -3846,7 +4003,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3953,7 +4110,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4049,7 +4206,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4132,7 +4289,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -4227,6 +4384,22 @@ export interface operations {
                             type: "oauth";
                             id: string;
                         };
+                    } | {
+                        credential: {
+                            /** @enum {string} */
+                            kind: "session";
+                            userId: string;
+                            email: string;
+                        };
+                        workspaces: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            plan: "starter" | "growth" | "scale" | "pro";
+                            /** @enum {string} */
+                            role: "owner" | "admin" | "viewer";
+                        }[];
+                        csrfToken: string;
                     };
                 };
             };
@@ -4254,7 +4427,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4386,7 +4559,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4515,7 +4688,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4748,7 +4921,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4918,7 +5091,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5079,7 +5252,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5293,7 +5466,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5494,7 +5667,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5652,7 +5825,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5847,7 +6020,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6029,7 +6202,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6193,7 +6366,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6374,7 +6547,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6541,7 +6714,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6688,7 +6861,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6840,7 +7013,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6991,7 +7164,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -7198,7 +7371,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -7356,7 +7529,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -7585,7 +7758,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -7792,7 +7965,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -7997,7 +8170,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
