@@ -233,6 +233,26 @@ const probes = (victim: Tenant) => {
     "GET /v1/api/programs/{programId}/experiments/{experimentId}": [{
       path: `/programs/${v.programId}/experiments/${v.experimentId}`
     }],
+    "POST /v1/api/programs/{programId}/members/{userHash}/repairs": [{
+      path: `/programs/${v.programId}/members/${v.member}/repairs`,
+      body: { period: "2026-01-01", reason: "probe" }
+    }],
+    "POST /v1/api/programs/{programId}/members/{userHash}/pauses": [{
+      path: `/programs/${v.programId}/members/${v.member}/pauses`,
+      body: { start: "2030-01-01", end: "2030-01-05" }
+    }],
+    "GET /v1/api/programs/{programId}/members/{userHash}/pauses": [{
+      path: `/programs/${v.programId}/members/${v.member}/pauses`
+    }],
+    "DELETE /v1/api/programs/{programId}/members/{userHash}/pauses/{pauseId}": [{
+      path: `/programs/${v.programId}/members/${v.member}/pauses/pau_unknown`,
+      method: "DELETE"
+    }],
+    "POST /v1/api/programs/{programId}/outages": [{
+      path: `/programs/${v.programId}/outages`,
+      body: { start: "2026-01-01T00:00:00Z", end: "2026-01-01T01:00:00Z", reason: "probe" }
+    }],
+    "GET /v1/api/programs/{programId}/outages": [{ path: `/programs/${v.programId}/outages` }],
     "POST /v1/api/programs/{programId}/experiments/current/stop": [{
       path: `/programs/${v.programId}/experiments/current/stop`,
       method: "POST"
