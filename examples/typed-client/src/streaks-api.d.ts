@@ -629,6 +629,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/programs/{programId}/simulations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Try a policy on the program's history
+         * @description Replays every member's stored live activity days (those from `from` to `to` when given) under the program's current policy (`actual`) and under the proposed one (`proposed`), with the same streak rules as counting, and answers what each makes of them: members alive, chains broken, freezes used, milestones reached and the current length histogram. Nothing is written and no event is sent; an invalid policy answers 400 `INVALID_BODY`, as `PUT /admin/programs/{id}/policy` would.
+         */
+        post: operations["customer.simulatePolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/programs/{programId}/members/{userHash}/repairs": {
         parameters: {
             query?: never;
@@ -5253,6 +5273,324 @@ export interface operations {
                 };
             };
             /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.simulatePolicy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description How the program counts. Every field may be left out and takes its default; a field this schema does not name is refused. */
+                    policy: {
+                        /**
+                         * @description The period a streak counts in: a day, an ISO week (Monday to Sunday) or a calendar month.
+                         * @default daily
+                         * @enum {string}
+                         */
+                        cadence?: "daily" | "weekly" | "monthly";
+                        /**
+                         * Format: int32
+                         * @description Active days a period needs to be kept: 1 for daily, 1 to 7 for weekly, 1 to 28 for monthly.
+                         * @default 1
+                         */
+                        target?: number;
+                        /**
+                         * Format: int32
+                         * @description The local hour a member's day starts (4: an action at 02:30 counts for the day before).
+                         * @default 0
+                         */
+                        dayStartHour?: number;
+                        /**
+                         * @description Daily cadence only: ISO weekdays (1 Monday to 7 Sunday) that never break a streak.
+                         * @default []
+                         */
+                        restDays?: number[];
+                        /** @description The freeze bank: a freeze carries a streak across a missed period. */
+                        freezes?: {
+                            /**
+                             * Format: int32
+                             * @description Freezes a member starts with (at most `max`).
+                             * @default 0
+                             */
+                            initial?: number;
+                            /**
+                             * Format: int32
+                             * @description Most freezes a member can hold.
+                             * @default 0
+                             */
+                            max?: number;
+                            /**
+                             * Format: int32
+                             * @description One freeze earned each time the streak reaches a multiple of this (0: never).
+                             * @default 0
+                             */
+                            earnEvery?: number;
+                        };
+                        /**
+                         * Format: int32
+                         * @description The local hour from which `streak.at_risk` may fire on a period's last chance day.
+                         * @default 0
+                         */
+                        atRiskHour?: number;
+                        /**
+                         * Format: int32
+                         * @description Days after a missed period's last day during which it may be repaired (0: no repairs).
+                         * @default 0
+                         */
+                        repairWindowDays?: number;
+                        /**
+                         * Format: int32
+                         * @description Repairs a member may have within any 30 days.
+                         * @default 1
+                         */
+                        repairsPer30Days?: number;
+                    };
+                    from?: string;
+                    to?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            200: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description The history under the program's current policy. */
+                        actual: {
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members replayed: every member with a streak on the program's live ledger.
+                             */
+                            members: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members whose streak is above 0 at the end of the replay.
+                             */
+                            alive: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Chains that ended in the replay (a member may break several).
+                             */
+                            broken: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Freezes that carried a streak across a missed period, also in chains that ended later.
+                             */
+                            freezesUsed: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description (member, milestone) pairs whose target the member's longest run reached.
+                             */
+                            milestonesAchieved: number;
+                            /** @description One entry per current streak length that some member has (0 included), ascending; the members sum to `members`. */
+                            lengthHistogram: {
+                                length: components["schemas"]["Int"];
+                                members: components["schemas"]["Int"];
+                            }[];
+                        };
+                        /** @description The same history under the proposed policy. */
+                        proposed: {
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members replayed: every member with a streak on the program's live ledger.
+                             */
+                            members: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members whose streak is above 0 at the end of the replay.
+                             */
+                            alive: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Chains that ended in the replay (a member may break several).
+                             */
+                            broken: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Freezes that carried a streak across a missed period, also in chains that ended later.
+                             */
+                            freezesUsed: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description (member, milestone) pairs whose target the member's longest run reached.
+                             */
+                            milestonesAchieved: number;
+                            /** @description One entry per current streak length that some member has (0 included), ascending; the members sum to `members`. */
+                            lengthHistogram: {
+                                length: components["schemas"]["Int"];
+                                members: components["schemas"]["Int"];
+                            }[];
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
             401: {
                 headers: {
                     /**

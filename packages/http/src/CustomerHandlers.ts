@@ -97,6 +97,9 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("grantFreezes", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           policies.grantFreezes(program.id, path.userHash, payload.count)))
+      .handle("simulatePolicy", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          policies.simulate(program.id, payload)))
       .handle("repairStreak", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           Effect.flatMap(

@@ -223,4 +223,22 @@ layer(server, { timeout: 120_000 })("forgiveness end to end", (it) => {
       expect(yield* call(base, "/admin/programs/prg_unknown/outages", { headers: { "x-admin-token": ADMIN } }))
         .toEqual({ status: 404, body: { error: "NOT_FOUND" } })
     }))
+  it.scoped("while an ongoing window is open, the due checks send no break for the program", () =>
+    Effect.gen(function*() {
+      const base = (yield* NodeServer.NodeServer).url
+      const p = yield* setup(base, {})
+      // Active two days ago and the day before: yesterday was missed, so a break is owed now.
+      for (const ago of [3, 2]) yield* p.act("held", noonAgo(ago))
+      const start = new Date(Math.max(Date.parse(`${today()}T00:00:00.000Z`), Date.now() - 3_600_000))
+      const window = { start: start.toISOString(), end: new Date(Date.now() + 3_600_000).toISOString(), reason: "down" }
+      const created = yield* p.api("/outages", { body: window })
+      expect(created.status).toBe(201)
+      // Yesterday's last chance was before the window: nothing is forgiven, the break is only held.
+      expect(created.body.restored).toBe(0)
+      expect((yield* admin(base, "/admin/jobs/due-checks")).status).toBe(200)
+      expect((yield* admin(base, "/admin/jobs/deliveries")).status).toBe(200)
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
+      expect(p.receiver.deliveries).toEqual([])
+      expect((yield* p.api("/members/held")).body).toMatchObject({ current: 0, best: 2 })
+    }))
 })

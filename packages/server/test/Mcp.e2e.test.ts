@@ -171,6 +171,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           "list_programs",
           "get_member_streak",
           "explain_streak",
+          "simulate_policy",
           "record_action",
           "repair_streak",
           "list_at_risk",
@@ -180,7 +181,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
         for (const tool of tools) {
           expect(tool.inputSchema.type).toBe("object")
           expect(tool.outputSchema?.type).toBe("object")
-          expect(tool.annotations?.readOnlyHint).toBe(tool.name !== "record_action")
+          expect(tool.annotations?.readOnlyHint).toBe(tool.name !== "record_action" && tool.name !== "repair_streak")
         }
       }
     }))
