@@ -5590,7 +5590,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
