@@ -225,6 +225,49 @@ const runningExperimentPerProject: ReadonlyArray<string> = [
   `CREATE UNIQUE INDEX experiments_running ON experiments (project_id, program_id) WHERE ended_at IS NULL`
 ]
 
+// The authorization server (docs/oauth.md in the repository): clients, codes and the tokens of
+// consented grants, which name their client and user.
+const oauthAuthorizationServer: ReadonlyArray<string> = [
+  `ALTER TABLE oauth_grants ADD COLUMN client_id TEXT`,
+  `ALTER TABLE oauth_grants ADD COLUMN user_id TEXT`,
+  `CREATE INDEX oauth_grants_client ON oauth_grants (client_id)`,
+  `CREATE INDEX oauth_grants_user ON oauth_grants (user_id)`,
+  `CREATE TABLE oauth_clients (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    redirect_uris TEXT NOT NULL,
+    secret_hash TEXT,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+  )`,
+  `CREATE TABLE oauth_codes (
+    id TEXT PRIMARY KEY,
+    code_hash TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    redirect_uri TEXT NOT NULL,
+    code_challenge TEXT NOT NULL,
+    workspace_ids TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER,
+    grant_id TEXT
+  )`,
+  `CREATE INDEX oauth_codes_code_hash ON oauth_codes (code_hash)`,
+  `CREATE TABLE oauth_tokens (
+    id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    grant_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER,
+    revoked_at INTEGER
+  )`,
+  `CREATE INDEX oauth_tokens_token_hash ON oauth_tokens (token_hash)`,
+  `CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id)`
+]
+
 // Users with their workspace roles, sign-in sessions, invites and the audit log
 // (docs/accounts.md): only hashes of tokens and the argon2id string of a password are stored.
 const accountsAndAudit: ReadonlyArray<string> = [
@@ -320,6 +363,7 @@ export const migrations = {
   "0002_streak_policies": statements(streakPolicies),
   "0003_running_experiment_per_project": statements(runningExperimentPerProject),
   "0004_accounts_and_audit": statements(accountsAndAudit),
+  "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
   "0006_forgiveness": statements(forgiveness),
   "0007_history_imports": statements(historyImports)
 }

@@ -14,6 +14,7 @@ import * as Forgiveness from "./Forgiveness.js"
 import * as Imports from "./Imports.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
+import * as OAuthServer from "./OAuthServer.js"
 import * as Passwords from "./Passwords.js"
 import * as Provisioning from "./Provisioning.js"
 import * as Reports from "./Reports.js"
@@ -33,6 +34,7 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
   | StreakPolicies.StreakPolicies
+  | OAuthServer.OAuthServer
   | Forgiveness.Forgiveness
   | Audit.Audit
   | Accounts.Accounts
@@ -59,6 +61,7 @@ export const layerWith = (options: Options) =>
     Subscriptions.layer,
     Reports.layer,
     StreakPolicies.layer,
+    OAuthServer.layer,
     Forgiveness.layer,
     Accounts.layer.pipe(Layer.provide(Passwords.layer)),
     Connections.layer,

@@ -327,6 +327,27 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
+    HttpApiEndpoint.post("createOAuthClient", "/admin/oauth-clients").setPayload(S.OAuthClientBody).addSuccess(
+      S.OAuthClientCreated,
+      Created
+    )
+      .annotateContext(Doc.route({
+        summary: "Register an OAuth client",
+        description:
+          "A confidential client of the authorization server (`/oauth/authorize`, `/oauth/token`): its redirect URIs are compared exactly (https, or http on a loopback host). The client secret is shown this once.",
+        errors: []
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("revokeOAuthClient")`/admin/oauth-clients/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Remove an OAuth client",
+        description:
+          "Every grant users consented to it ends at once (tokens stop working, its subscriptions are removed); the client can no longer start a flow.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("createUser", "/admin/users").setPayload(S.UserBody).addSuccess(S.UserCreated, Created)
       .annotateContext(Doc.route({
         summary: "Create a user",

@@ -339,6 +339,12 @@ export const GrantBody = Schema.Struct({
   appName: nonEmpty(bounds.name)
 })
 export const GrantCreated = Schema.Struct({ id: Schema.String, accessToken: Schema.String })
+/** Bounds of an OAuth client's registration (as `OAuthServer.limits`). */
+export const OAuthClientBody = Schema.Struct({
+  name: nonEmpty(bounds.name),
+  redirectUris: Schema.Array(text(2000)).pipe(Schema.minItems(1), Schema.maxItems(10))
+})
+export const OAuthClientCreated = Schema.Struct({ clientId: Schema.String, clientSecret: Schema.String })
 export const UserBody = Schema.Struct({
   email: nonEmpty(254),
   name: nonEmpty(bounds.name),

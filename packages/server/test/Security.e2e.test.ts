@@ -1,9 +1,9 @@
 /**
  * Security probes against the reference server (`Main.layer`, MCP worker included) on Postgres:
- * - no credential of one workspace (API key, OAuth grant, MCP token, a signed-in user's session)
- *   reads, changes or learns of another workspace's data (its programs, hooks, deliveries, keys,
- *   apps, users and audit log) through any customer REST route (every `/v1/api` route of the
- *   OpenAPI document) or any MCP tool;
+ * - no credential of one workspace (API key, OAuth grant, a token a user consented to through the
+ *   authorization server, MCP token, a signed-in user's session) reads, changes or learns of another
+ *   workspace's data (its programs, hooks, deliveries, keys, apps, users and audit log) through any
+ *   customer REST route (every `/v1/api` route of the OpenAPI document) or any MCP tool;
  * - no plaintext secret (tokens, keys, signing and webhook secrets, the admin token, the sealing
  *   key, passwords, session and invite tokens) is ever written to the log or to any table.
  */
@@ -14,6 +14,7 @@ import { SqlClient } from "@effect/sql"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer, Logger, LogLevel } from "effect"
+import * as OAuthFlow from "./support/OAuthFlow.js"
 import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "security-probe-admin-token-7f3a"
@@ -149,6 +150,28 @@ const tenant = (name: string) =>
     const grant = yield* admin("/admin/oauth-grants", { workspaceIds: [workspace.body.id], appName: "Zapier" })
     const mcp = yield* admin("/admin/mcp-tokens", { name: "agent", workspaceIds: [workspace.body.id] })
     yield* admin(`/admin/programs/${program.body.id}/status`, { status: "live" })
+    // A user of the workspace who connects an app by consent.
+    const redirectUri = "https://app.example/callback"
+    const client = yield* admin("/admin/oauth-clients", { name: `${name} app`, redirectUris: [redirectUri] })
+    const password = `${name}-password-long-enough`
+    const email = `${name}-owner@example.com`
+    yield* admin("/admin/users", {
+      email,
+      name,
+      workspaces: [{ workspaceId: workspace.body.id, role: "owner" }],
+      password
+    })
+    const base = (yield* NodeServer.NodeServer).url
+    const cookie = yield* Effect.promise(() => OAuthFlow.signIn(base, email, password))
+    const consented = yield* Effect.promise(() =>
+      OAuthFlow.consent(base, {
+        clientId: client.body.clientId,
+        clientSecret: client.body.clientSecret,
+        redirectUri,
+        cookie,
+        workspaceIds: [workspace.body.id]
+      })
+    )
     const member = `${name}-member`
     const token = apiKey.body.key as string
     const hook = yield* rest(token, "/hooks", {
@@ -203,6 +226,7 @@ const tenant = (name: string) =>
       credentials: {
         apiKey: token,
         oauth: grant.body.accessToken as string,
+        consented: consented.accessToken,
         mcp: mcp.body.token as string,
         session: person.credential
       },
@@ -217,7 +241,14 @@ const tenant = (name: string) =>
         hook.body.secret,
         person.token,
         PASSWORD,
-        new URL(invited.body.inviteUrl).searchParams.get("token")!
+        new URL(invited.body.inviteUrl).searchParams.get("token")!,
+        client.body.clientSecret,
+        password,
+        cookie.split("=")[1]!,
+        consented.code,
+        consented.verifier,
+        consented.accessToken,
+        consented.refreshToken
       ] as ReadonlyArray<string>
     }
   })

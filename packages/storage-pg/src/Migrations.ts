@@ -38,6 +38,7 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0006_streak_policies": ddl(streakPolicies(prefix)),
   "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix)),
   "0009_accounts_and_audit": ddl(accountsAndAudit(prefix)),
+  "0010_oauth_authorization_server": ddl(oauthAuthorizationServer(prefix)),
   "0011_forgiveness": ddl(forgiveness(prefix)),
   "0012_history_imports": ddl(historyImports(prefix))
 })
@@ -495,6 +496,51 @@ CREATE TABLE ${p}import_members (
   user_hash   text COLLATE "C" NOT NULL,
   PRIMARY KEY (project_id, import_id, user_hash)
 );
+`
+
+// The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,
+// which name their client and user. Reference tables like the grants: few rows, no project.
+const oauthAuthorizationServer = (p: string) => `
+ALTER TABLE ${p}oauth_grants ADD COLUMN client_id text COLLATE "C", ADD COLUMN user_id text COLLATE "C";
+CREATE INDEX ${p}oauth_grants_client ON ${p}oauth_grants (client_id) WHERE client_id IS NOT NULL;
+CREATE INDEX ${p}oauth_grants_user ON ${p}oauth_grants (user_id) WHERE user_id IS NOT NULL;
+
+CREATE TABLE ${p}oauth_clients (
+  id             text COLLATE "C" PRIMARY KEY,
+  name           text NOT NULL,
+  redirect_uris  text[] NOT NULL,
+  secret_hash    text,
+  created_at     timestamptz NOT NULL,
+  revoked_at     timestamptz
+);
+
+CREATE TABLE ${p}oauth_codes (
+  id              text COLLATE "C" PRIMARY KEY,
+  code_hash       text NOT NULL,
+  client_id       text COLLATE "C" NOT NULL,
+  user_id         text COLLATE "C" NOT NULL,
+  redirect_uri    text NOT NULL,
+  code_challenge  text NOT NULL,
+  workspace_ids   text[] NOT NULL,
+  created_at      timestamptz NOT NULL,
+  expires_at      timestamptz NOT NULL,
+  used_at         timestamptz,
+  grant_id        text COLLATE "C"
+);
+CREATE INDEX ${p}oauth_codes_code_hash ON ${p}oauth_codes (code_hash);
+
+CREATE TABLE ${p}oauth_tokens (
+  id          text COLLATE "C" PRIMARY KEY,
+  token_hash  text NOT NULL,
+  kind        text NOT NULL CHECK (kind IN ('access', 'refresh')),
+  grant_id    text COLLATE "C" NOT NULL,
+  created_at  timestamptz NOT NULL,
+  expires_at  timestamptz NOT NULL,
+  used_at     timestamptz,
+  revoked_at  timestamptz
+);
+CREATE INDEX ${p}oauth_tokens_token_hash ON ${p}oauth_tokens (token_hash);
+CREATE INDEX ${p}oauth_tokens_grant ON ${p}oauth_tokens (grant_id);
 `
 
 const checkPrefix = (prefix: string) =>

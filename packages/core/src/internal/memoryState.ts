@@ -123,6 +123,9 @@ export const makeState = (): MemoryState => ({
     apiKey: new Map(),
     grant: new Map(),
     experiment: new Map(),
+    oauthClient: new Map(),
+    authorizationCode: new Map(),
+    oauthToken: new Map(),
     user: new Map(),
     session: new Map(),
     invite: new Map()
