@@ -404,6 +404,20 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       }))
   )
   .add(
+    HttpApiEndpoint.put("setPolicy")`/programs/${programId}/policy`.setPayload(S.PolicyInput)
+      .addSuccess(S.CustomerProgram).addError(S.PolicyRefused)
+      .annotateContext(Doc.route({
+        summary: "Replace a program's policy",
+        description: "The body is the whole policy: a field left out takes its default. Every streak of the program " +
+          "is recomputed from its activity days under the new policy; no event is sent for the past. An invalid " +
+          "policy changes nothing and answers 400 `INVALID_BODY` with `field` (its path in the policy, such as " +
+          "`target` or `freezes.initial`) and `message` (what is wrong with it).",
+        success: "The program, with its new policy and mode.",
+        errors: ["NOT_FOUND"],
+        examples: { request: S.examples.policy }
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("createHook", "/hooks").setPayload(S.HookBody).addSuccess(S.HookCreated, Created)
       .annotateContext(Doc.route({
         summary: "Subscribe a URL to outbound events",

@@ -21,6 +21,7 @@ import { Effect } from "effect"
 import { Api, CurrentPrincipal } from "./Api.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { checkParts } from "./IngestHandlers.js"
+import * as S from "./ApiSchemas.js"
 import * as Views from "./Views.js"
 
 export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
@@ -77,6 +78,22 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("member", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           stateQuery.memberStreak(program.id, path.userHash)))
+      .handle("setPolicy", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const { program, project } = yield* reach(path.programId)
+          const changed = yield* policies.setPolicy(program.id, payload).pipe(
+            Effect.catchTag("InvalidBody", (error) => Effect.fail(S.policyRefused(error.message)))
+          )
+          return {
+            id: changed.id,
+            name: changed.name,
+            eventKey: changed.eventKey,
+            status: changed.status,
+            mode: Views.mode(changed),
+            policy: Views.policy(changed),
+            project: { id: project.id, siteKey: project.siteKey, name: project.name }
+          }
+        }))
       .handle("ledger", ({ path, urlParams }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           policies.ledger(program.id, path.userHash, urlParams)))
