@@ -225,6 +225,51 @@ const runningExperimentPerProject: ReadonlyArray<string> = [
   `CREATE UNIQUE INDEX experiments_running ON experiments (project_id, program_id) WHERE ended_at IS NULL`
 ]
 
+// Users with their workspace roles, sign-in sessions, invites and the audit log
+// (docs/accounts.md): only hashes of tokens and the argon2id string of a password are stored.
+const accountsAndAudit: ReadonlyArray<string> = [
+  `CREATE TABLE users (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL,
+    email_key TEXT NOT NULL UNIQUE,
+    name TEXT NOT NULL,
+    memberships TEXT NOT NULL,
+    password_hash TEXT,
+    failed_sign_ins TEXT NOT NULL,
+    created_at INTEGER NOT NULL
+  )`,
+  `CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    last_seen_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL
+  )`,
+  `CREATE INDEX sessions_user ON sessions (user_id)`,
+  `CREATE TABLE invites (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    token_hash TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER
+  )`,
+  `CREATE TABLE audit_log (
+    id TEXT PRIMARY KEY,
+    at INTEGER NOT NULL,
+    workspace_id TEXT,
+    actor_kind TEXT NOT NULL,
+    actor_id TEXT NOT NULL,
+    client_address TEXT NOT NULL,
+    action TEXT NOT NULL,
+    target TEXT NOT NULL,
+    details TEXT NOT NULL
+  )`,
+  `CREATE INDEX audit_log_workspace_at ON audit_log (workspace_id, at, id)`,
+  `CREATE INDEX audit_log_at ON audit_log (at, id)`
+]
+
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
@@ -232,7 +277,8 @@ const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, 
 export const migrations = {
   "0001_initial": statements(initial),
   "0002_streak_policies": statements(streakPolicies),
-  "0003_running_experiment_per_project": statements(runningExperimentPerProject)
+  "0003_running_experiment_per_project": statements(runningExperimentPerProject),
+  "0004_accounts_and_audit": statements(accountsAndAudit)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

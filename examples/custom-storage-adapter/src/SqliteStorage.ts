@@ -16,6 +16,7 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import {
   AchievementStore,
   ActionLog,
+  AuditLog,
   Catalog,
   IdempotencyStore,
   MemberStore,
@@ -31,6 +32,7 @@ import { Context, Effect, Layer } from "effect"
 import type { ConfigError } from "effect/ConfigError"
 import { makeAchievementStore } from "./internal/achievementStore.js"
 import { makeActionLog } from "./internal/actionLog.js"
+import { makeAuditLog } from "./internal/auditLog.js"
 import { makeCatalog } from "./internal/catalog.js"
 import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
 import { makeMemberStore } from "./internal/memberStore.js"
@@ -62,7 +64,8 @@ export const make = (client: SqlClient.SqlClient): Context.Context<Storage> => {
     Context.add(IdempotencyStore, makeIdempotencyStore(sql)),
     Context.add(Outbox, makeOutbox(sql)),
     Context.add(UsageStore, makeUsageStore(sql)),
-    Context.add(ReportStore, makeReportStore(sql))
+    Context.add(ReportStore, makeReportStore(sql)),
+    Context.add(AuditLog, makeAuditLog(sql))
   )
 }
 

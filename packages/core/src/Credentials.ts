@@ -30,10 +30,17 @@ export {
 
 /** Who is calling the customer REST API, and which workspaces it reaches (docs/api.md#customer-rest-api-v1api). */
 export interface Principal {
-  /** The credential itself: subscriptions it creates are removed when it is revoked. */
+  /**
+   * The credential itself: subscriptions it creates are removed when it is revoked. A session's is
+   * its user (`{ type: "user", id: "usr_…" }`): what a person creates outlives their sign-out.
+   */
   readonly credential: CredentialRef
   readonly workspaceIds: ReadonlyArray<WorkspaceId>
-  readonly kind: "api_key" | "oauth"
+  readonly kind: "api_key" | "oauth" | "session"
+  /** Of `workspaceIds`, those reached read only (a viewer's, docs/accounts.md#users). */
+  readonly readOnlyWorkspaceIds?: ReadonlyArray<WorkspaceId> | undefined
+  /** The signed-in user, for a session. */
+  readonly user?: { readonly id: string; readonly email: string } | undefined
 }
 
 /**
@@ -160,7 +167,8 @@ export const make = Effect.gen(function*() {
       }))
     }
     return Effect.map(authenticate(header), (principal): McpPrincipal => ({
-      kind: principal.kind,
+      // `authenticate` answers the two bearer kinds only; a session never reaches the MCP worker.
+      kind: principal.kind as "api_key" | "oauth",
       id: principal.credential.id,
       workspaceIds: principal.workspaceIds
     }))

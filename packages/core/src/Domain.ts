@@ -17,8 +17,12 @@ import {
   ProgramId,
   ProjectId,
   SiteKey,
+  AuditEntryId,
+  InviteId,
+  SessionId,
   SubscriptionId,
   UserHash,
+  UserId,
   WorkspaceId
 } from "./Ids.js"
 
@@ -221,8 +225,9 @@ export const OutboundEventType = Schema.Literal(
 export type OutboundEventType = typeof OutboundEventType.Type
 
 /** Who created a subscription: revoking that credential removes it (docs/api.md#post-hooks-and-delete-hooksid). */
+/** Who created a record: a credential (`api_key`, `oauth`), or a signed-in person (`user`, by user id). */
 export const CredentialRef = Schema.Struct({
-  type: Schema.Literal("api_key", "oauth"),
+  type: Schema.Literal("api_key", "oauth", "user"),
   id: Schema.String
 })
 export type CredentialRef = typeof CredentialRef.Type
@@ -303,3 +308,69 @@ export class Experiment extends Schema.Class<Experiment>("Experiment")({
 /** The answer stored with an idempotency key, replayed verbatim on a repeat (docs/api.md#idempotency). */
 export const StoredResponse = Schema.Struct({ status: Schema.Int, body: Schema.Unknown })
 export type StoredResponse = typeof StoredResponse.Type
+
+// --- Accounts (docs/accounts.md) ------------------------------------------------------------------
+
+/** A user's role in a workspace: `owner` everything, `admin` everything but users, `viewer` read only. */
+export const Role = Schema.Literal("owner", "admin", "viewer")
+export type Role = typeof Role.Type
+
+export const Membership = Schema.Struct({ workspaceId: WorkspaceId, role: Role })
+export type Membership = typeof Membership.Type
+
+/** A person who signs in, with the workspaces they belong to. */
+export class User extends Schema.Class<User>("User")({
+  id: UserId,
+  /** As given when the user was created. */
+  email: Schema.String,
+  /** The e-mail address lowercased: unique among users (addresses compare case-insensitively). */
+  emailKey: Schema.String,
+  name: Schema.String,
+  memberships: Schema.Array(Membership),
+  /** The argon2id PHC string; absent until the user accepts the invite. */
+  passwordHash: Schema.optional(Schema.String),
+  /** Failed sign-ins within the lockout window, oldest first (docs/accounts.md#sign-in). */
+  failedSignIns: Schema.Array(Schema.DateFromSelf),
+  createdAt: Schema.DateFromSelf
+}) {}
+
+/** A signed-in browser: only the hash of its cookie's token is stored. */
+export class Session extends Schema.Class<Session>("Session")({
+  id: SessionId,
+  userId: UserId,
+  tokenHash: Schema.String,
+  createdAt: Schema.DateFromSelf,
+  /** Last request seen (kept to the minute): the idle limit counts from it. */
+  lastSeenAt: Schema.DateFromSelf,
+  /** The absolute end, whatever the activity. */
+  expiresAt: Schema.DateFromSelf
+}) {}
+
+/** A one-time link where a user sets their password. */
+export class Invite extends Schema.Class<Invite>("Invite")({
+  id: InviteId,
+  userId: UserId,
+  tokenHash: Schema.String,
+  createdAt: Schema.DateFromSelf,
+  expiresAt: Schema.DateFromSelf,
+  usedAt: Schema.optional(Schema.DateFromSelf)
+}) {}
+
+/** Who made a change: a credential kind (`api_key`, `oauth`, `session`, `admin`) and its id. */
+export const Actor = Schema.Struct({ kind: Schema.String, id: Schema.String })
+export type Actor = typeof Actor.Type
+
+/** One write, as the audit log keeps it (docs/accounts.md#audit-log). */
+export class AuditEntry extends Schema.Class<AuditEntry>("AuditEntry")({
+  id: AuditEntryId,
+  at: Schema.DateFromSelf,
+  /** The workspace the change belongs to; absent for the operator's changes outside any workspace. */
+  workspaceId: Schema.optional(WorkspaceId),
+  actor: Actor,
+  clientAddress: Schema.String,
+  /** What was done, `<noun>.<verb>` (`api_key.create`, `session.sign_in`). */
+  action: Schema.String,
+  /** The id of what it was done to. */
+  target: Schema.String,
+  details: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+}) {}

@@ -56,6 +56,16 @@ export class NotFound extends Schema.TaggedError<NotFound>()("NotFound", fields)
   readonly code = "NOT_FOUND" as const
 }
 
+/** The credential is known but may not do this (a viewer's write, a session-only route, a missing CSRF token). */
+export class Forbidden extends Schema.TaggedError<Forbidden>()("Forbidden", fields) {
+  readonly code = "FORBIDDEN" as const
+}
+
+/** The record would break a uniqueness rule (an e-mail address already taken). */
+export class Conflict extends Schema.TaggedError<Conflict>()("Conflict", fields) {
+  readonly code = "CONFLICT" as const
+}
+
 export class RateLimited extends Schema.TaggedError<RateLimited>()("RateLimited", {
   retryAfterSeconds: Schema.Number
 }) {
@@ -83,4 +93,6 @@ export type ClientError =
   | InvalidAliasToken
   | Unauthorized
   | NotFound
+  | Forbidden
+  | Conflict
   | RateLimited

@@ -95,6 +95,15 @@ export const MessageId = id("MessageId", "msg_")
 export type MessageId = typeof MessageId.Type
 export const SiteKey = id("SiteKey", "site_")
 export type SiteKey = typeof SiteKey.Type
+/** A person who signs in (docs/accounts.md). */
+export const UserId = id("UserId", "usr_")
+export type UserId = typeof UserId.Type
+export const SessionId = id("SessionId", "ses_")
+export type SessionId = typeof SessionId.Type
+export const InviteId = id("InviteId", "inv_")
+export type InviteId = typeof InviteId.Type
+export const AuditEntryId = id("AuditEntryId", "aud_")
+export type AuditEntryId = typeof AuditEntryId.Type
 
 const USER_HASH_MAX = 256
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
@@ -134,6 +143,10 @@ export interface Kinds {
   readonly EventId: typeof EventId
   readonly MessageId: typeof MessageId
   readonly SiteKey: typeof SiteKey
+  readonly UserId: typeof UserId
+  readonly SessionId: typeof SessionId
+  readonly InviteId: typeof InviteId
+  readonly AuditEntryId: typeof AuditEntryId
 }
 
 type Kind = keyof Kinds

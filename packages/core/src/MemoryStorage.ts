@@ -3,6 +3,7 @@
  * Used by tests, examples and embedders that need no database; it passes `storageConformance`.
  */
 import { Context, Effect, Layer } from "effect"
+import { makeAudit } from "./internal/memoryAudit.js"
 import { makeCatalog } from "./internal/memoryCatalog.js"
 import { makeOutbox } from "./internal/memoryOutbox.js"
 import { makeReports } from "./internal/memoryReports.js"
@@ -12,6 +13,7 @@ import { makeMembers, makeUsage } from "./internal/memoryTenancy.js"
 import {
   AchievementStore,
   ActionLog,
+  AuditLog,
   Catalog,
   IdempotencyStore,
   MemberStore,
@@ -46,7 +48,8 @@ export const make: Effect.Effect<Context.Context<Storage>> = Effect.sync(() => {
     Context.add(IdempotencyStore, makeIdempotency(state, runner)),
     Context.add(Outbox, makeOutbox(state, runner)),
     Context.add(UsageStore, makeUsage(state, runner)),
-    Context.add(ReportStore, makeReports(state, runner))
+    Context.add(ReportStore, makeReports(state, runner)),
+    Context.add(AuditLog, makeAudit(state, runner))
   )
 })
 

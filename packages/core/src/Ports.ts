@@ -10,10 +10,12 @@ import {
   type Achievement,
   type ActionRecord,
   ApiKey,
+  type AuditEntry,
   type CredentialRef,
   type DeliveryAttempt,
   type EventType,
   Experiment,
+  Invite,
   type Ledger,
   OAuthGrant,
   type OutboundEventType,
@@ -22,11 +24,13 @@ import {
   Program,
   type ProgramStatus,
   Project,
+  Session,
   type StoredResponse,
   type StreakMode,
   type StreakKey,
   type StreakRow,
   Subscription,
+  User,
   Workspace
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
@@ -65,6 +69,9 @@ export interface CatalogRecords {
   readonly apiKey: ApiKey
   readonly grant: OAuthGrant
   readonly experiment: Experiment
+  readonly user: User
+  readonly session: Session
+  readonly invite: Invite
 }
 
 export type CatalogKind = keyof CatalogRecords
@@ -81,7 +88,10 @@ export const catalogSchemas: {
   subscription: Subscription,
   apiKey: ApiKey,
   grant: OAuthGrant,
-  experiment: Experiment
+  experiment: Experiment,
+  user: User,
+  session: Session,
+  invite: Invite
 }
 
 /** The fields of each kind that a selection may name: a store keeps them where it can match them. */
@@ -90,9 +100,12 @@ export interface CatalogFields {
   readonly project: "id" | "siteKey" | "workspaceId"
   readonly program: "id" | "projectId" | "eventKey" | "status"
   readonly subscription: "id" | "programId" | "workspaceId"
-  readonly apiKey: "id" | "tokenHash" | "revokedAt"
+  readonly apiKey: "id" | "tokenHash" | "revokedAt" | "workspaceId"
   readonly grant: "id" | "tokenHash" | "revokedAt"
   readonly experiment: "id" | "programId" | "endedAt"
+  readonly user: "id" | "emailKey"
+  readonly session: "id" | "tokenHash" | "userId"
+  readonly invite: "id" | "tokenHash" | "userId" | "usedAt"
 }
 
 /**
@@ -115,7 +128,7 @@ export type CatalogChanges<K extends CatalogKind> = Partial<Omit<CatalogRecords[
  * subscription, credential and experiment stores on these four calls (`Storage.layer`).
  *
  * Uniqueness rules `insert` MUST keep, also among concurrent callers: the `id` of every kind; a
- * project's `siteKey`; one experiment without `endedAt` per `programId`.
+ * project's `siteKey`; one experiment without `endedAt` per `programId`; a user's `emailKey`.
  */
 export class Catalog extends Context.Tag("@streaks/core/Catalog")<Catalog, {
   /** Stores a new record exactly (every field round-trips); `false`, storing nothing, when it breaks a uniqueness rule. */
@@ -396,6 +409,29 @@ export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageSto
   readonly activeCount: (workspaceId: WorkspaceId, month: string) => Io<number>
 }>() {}
 
+/** Which audit entries a read is about, newest first (docs/accounts.md#audit-log). */
+export interface AuditQuery {
+  /** Entries of these workspaces only; absent: every entry (the operator's read). */
+  readonly workspaceIds?: ReadonlyArray<WorkspaceId> | undefined
+  /** Inclusive lower bound of `at`. */
+  readonly from?: Date | undefined
+  /** Exclusive upper bound of `at`. */
+  readonly to?: Date | undefined
+  /** Entries strictly older than this one in the order (`at` descending, then `id` descending). */
+  readonly before?: { readonly at: Date; readonly id: string } | undefined
+  readonly limit: number
+}
+
+/**
+ * The audit log: an append-only record of every write by a credential. `append` called inside
+ * `Transactor.withTransaction` MUST commit or roll back with the change it records.
+ */
+export class AuditLog extends Context.Tag("@streaks/core/AuditLog")<AuditLog, {
+  readonly append: (entries: ReadonlyArray<AuditEntry>) => Io<void>
+  /** At most `limit` entries matching the query, ordered by `at` then `id`, both descending. */
+  readonly list: (query: AuditQuery) => Io<ReadonlyArray<AuditEntry>>
+}>() {}
+
 /** Every port: what a storage adapter implements (`Storage.layer` builds the rest of `Stores` on it). */
 export type Storage =
   | Transactor
@@ -408,6 +444,7 @@ export type Storage =
   | Outbox
   | UsageStore
   | ReportStore
+  | AuditLog
 
 // Stores core builds on the `Catalog` (`Storage.layer`): services read and write tenancy through
 // them; an adapter does not implement them.

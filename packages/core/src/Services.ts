@@ -3,12 +3,15 @@
  * (`MemoryStorage.layer`, `PgStorage.layer`, your own), a `SecretBox` and an `OutboxSignal`.
  */
 import { Layer } from "effect"
+import * as Accounts from "./Accounts.js"
 import * as Aliases from "./Aliases.js"
+import * as Audit from "./Audit.js"
 import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
+import * as Passwords from "./Passwords.js"
 import * as Provisioning from "./Provisioning.js"
 import * as Reports from "./Reports.js"
 import * as StateQuery from "./StateQuery.js"
@@ -27,6 +30,8 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
   | StreakPolicies.StreakPolicies
+  | Audit.Audit
+  | Accounts.Accounts
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -47,8 +52,9 @@ export const layerWith = (options: Options) =>
     Experiments.layer,
     Subscriptions.layer,
     Reports.layer,
-    StreakPolicies.layer
-  )
+    StreakPolicies.layer,
+    Accounts.layer.pipe(Layer.provide(Passwords.layer))
+  ).pipe(Layer.provideMerge(Audit.layer))
 
 /** Every core service, with the default batching. */
 export const layer = layerWith({})

@@ -13,7 +13,16 @@ import { secretPart } from "./Ids.js"
 
 // --- Token formats ------------------------------------------------------------------------------
 
-export type TokenKind = "server" | "webhook" | "apiKey" | "oauth" | "mcp" | "subscription" | "signing"
+export type TokenKind =
+  | "server"
+  | "webhook"
+  | "apiKey"
+  | "oauth"
+  | "mcp"
+  | "subscription"
+  | "signing"
+  | "session"
+  | "invite"
 
 /** The prefix of each kind of secret (docs/api.md#secrets). */
 export const prefixes: Record<TokenKind, string> = {
@@ -23,7 +32,9 @@ export const prefixes: Record<TokenKind, string> = {
   oauth: "svc_oat_",
   mcp: "svc_mcp_",
   subscription: "whsec_",
-  signing: "ass_"
+  signing: "ass_",
+  session: "sid_",
+  invite: "ivt_"
 }
 
 /**

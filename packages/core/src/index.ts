@@ -2,7 +2,9 @@
  * @streaks/core: the streak engine. Calendar and streak calculus, domain, storage ports and the
  * services behind every door. No HTTP, SQL or timers; time comes from `Clock`.
  */
+export * as Accounts from "./Accounts.js"
 export * as Aliases from "./Aliases.js"
+export * as Audit from "./Audit.js"
 export * as Calendar from "./Calendar.js"
 export * as ClientAddress from "./ClientAddress.js"
 export * as Credentials from "./Credentials.js"
@@ -22,6 +24,7 @@ export * as MergePlan from "./MergePlan.js"
 export * as Metering from "./Metering.js"
 export * as OutboundEvents from "./OutboundEvents.js"
 export * as OutboxSignal from "./OutboxSignal.js"
+export * as Passwords from "./Passwords.js"
 export * as Policy from "./Policy.js"
 export * as Ports from "./Ports.js"
 export * as ProofReport from "./ProofReport.js"

@@ -4,11 +4,23 @@
  * Secrets appear in these answers once, at creation.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Aliases, Provisioning, StreakPolicies } from "@streaks/core"
+import { Accounts, Aliases, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
+import * as ClientAddress from "./ClientAddress.js"
+import { HttpConfig } from "./HttpConfig.js"
 import { Jobs } from "./Jobs.js"
+import * as Sessions from "./Sessions.js"
 import * as Views from "./Views.js"
+
+/** The operator, as the audit log names them: the admin token has no id of its own. */
+export const operator = { kind: "admin", id: "admin" } as const
+
+/** Who is writing on an admin route, for the audit log. */
+export const byOperator = Effect.map(ClientAddress.current, (client) => ({
+  actor: operator,
+  clientAddress: client.address
+}))
 
 export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
@@ -16,6 +28,8 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const aliases = yield* Aliases.Aliases
     const policies = yield* StreakPolicies.StreakPolicies
     const jobs = yield* Jobs
+    const accounts = yield* Accounts.Accounts
+    const config = yield* HttpConfig
     return handlers
       .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
       .handle("createWorkspace", ({ payload }) => Effect.map(provisioning.createWorkspace(payload), Views.workspace))
@@ -47,6 +61,18 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
       .handle("revokeApiKey", ({ path }) => provisioning.revokeApiKey(path.id))
       .handle("createGrant", ({ payload }) => provisioning.createOAuthGrant(payload))
       .handle("revokeGrant", ({ path }) => provisioning.revokeOAuthGrant(path.id))
+      .handle("createUser", ({ payload }) =>
+        Effect.gen(function*() {
+          const created = yield* accounts.createUser(payload, yield* byOperator)
+          const base = config.publicUrl ?? (yield* Sessions.originOf)
+          return {
+            id: created.user.id,
+            email: created.user.email,
+            ...(created.inviteToken === undefined
+              ? {}
+              : { inviteUrl: `${base}/invite?token=${encodeURIComponent(created.inviteToken)}` })
+          }
+        }))
       .handle("createMcpToken", ({ payload }) => provisioning.createMcpToken(payload))
       .handle("revokeMcpToken", ({ path }) => provisioning.revokeMcpToken(path.id))
       .handle("dueChecks", () => jobs.dueChecks)

@@ -35,15 +35,22 @@ export class AdminAuth extends HttpApiMiddleware.Tag<AdminAuth>()("@streaks/http
   security: { adminToken: HttpApiSecurity.apiKey({ in: "header", key: "X-Admin-Token" }) }
 }) {}
 
-/** `Authorization: Bearer svc_api_…` or `svc_oat_…` (docs/api.md#customer-rest-api-v1api). */
+/**
+ * `Authorization: Bearer svc_api_…` or `svc_oat_…`, or a session cookie with its CSRF token on
+ * writes (docs/api.md#customer-rest-api-v1api, docs/accounts.md#the-session-as-a-credential).
+ */
 export class CustomerAuth extends HttpApiMiddleware.Tag<CustomerAuth>()("@streaks/http/CustomerAuth", {
   failure: Schema.Union(
     httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"),
+    httpError(Errors.Forbidden, 403, "FORBIDDEN"),
     httpError(Errors.RateLimited, 429, "RATE_LIMITED"),
     httpError(Errors.StorageError, 503, "SERVICE_UNAVAILABLE")
   ),
   provides: CurrentPrincipal,
-  security: { bearer: HttpApiSecurity.bearer }
+  security: {
+    bearer: HttpApiSecurity.bearer,
+    session: HttpApiSecurity.apiKey({ in: "cookie", key: "streaks_session" })
+  }
 }) {}
 
 const ServerToken = Schema.Struct({ "x-streak-server-token": S.doorHeaders["x-streak-server-token"] })
@@ -296,6 +303,18 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
+    HttpApiEndpoint.post("createUser", "/admin/users").setPayload(S.UserBody).addSuccess(S.UserCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Create a user",
+        description: "A person who signs in, with a role in each workspace named: `owner` (everything, users " +
+          "included), `admin` (everything but users) or `viewer` (read only). With a `password` (at least 12 " +
+          "characters) the user can sign in at once; without one the answer holds `inviteUrl`, a one-time link " +
+          "valid for 72 hours where the user sets it. E-mail addresses are unique, compared case-insensitively.",
+        errors: ["NOT_FOUND", "CONFLICT"],
+        examples: { request: S.examples.userBody, response: S.examples.userCreated }
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("createMcpToken", "/admin/mcp-tokens").setPayload(S.McpTokenBody).addSuccess(
       S.McpTokenCreated,
       Created
@@ -350,7 +369,8 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       .annotateContext(Doc.route({
         summary: "The credential and its workspace",
         description: "An API key answers its workspace; an OAuth token the workspaces of the user who connected the " +
-          "app."
+          "app; a session the signed-in user, their workspaces with their role in each, and the session's " +
+          "`csrfToken`, to send as `X-CSRF-Token` on every state-changing request."
       }))
   )
   .add(
@@ -566,9 +586,11 @@ export class Api extends HttpApi.make("streaks")
   .addError(httpError(Errors.InvalidAliasToken, 401, "INVALID_ALIAS_TOKEN"))
   .addError(httpError(Errors.Unauthorized, 401, "UNAUTHORIZED"))
   .addError(httpError(Errors.ForbiddenOrigin, 403, "FORBIDDEN_ORIGIN"))
+  .addError(httpError(Errors.Forbidden, 403, "FORBIDDEN"))
   .addError(httpError(Errors.NotFound, 404, "NOT_FOUND"))
   .addError(httpError(Errors.IdempotencyKeyInProgress, 409, "IDEMPOTENCY_KEY_IN_PROGRESS"))
   .addError(httpError(Errors.AliasConflict, 409, "ALIAS_CONFLICT"))
+  .addError(httpError(Errors.Conflict, 409, "CONFLICT"))
   .addError(httpError(Errors.PayloadTooLarge, 413, "PAYLOAD_TOO_LARGE"))
   .addError(httpError(Errors.RateLimited, 429, "RATE_LIMITED"))
   .addError(httpError(Errors.StorageError, 503, "SERVICE_UNAVAILABLE"))

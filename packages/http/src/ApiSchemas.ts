@@ -171,6 +171,7 @@ export const Plan = Schema.Literal("starter", "growth", "scale", "pro")
 
 export const WorkspaceBody = Schema.Struct({ name: nonEmpty(bounds.name), plan: Plan })
 export const WorkspaceView = Schema.Struct({ id: Schema.String, name: Schema.String, plan: Plan })
+export const RoleName = Schema.Literal("owner", "admin", "viewer")
 export const PlanBody = Schema.Struct({ plan: Plan })
 
 export const ProjectBody = Schema.Struct({
@@ -323,6 +324,22 @@ export const GrantBody = Schema.Struct({
   appName: nonEmpty(bounds.name)
 })
 export const GrantCreated = Schema.Struct({ id: Schema.String, accessToken: Schema.String })
+export const UserBody = Schema.Struct({
+  email: nonEmpty(254),
+  name: nonEmpty(bounds.name),
+  workspaces: Schema.Array(Schema.Struct({ workspaceId: text(bounds.id), role: RoleName })).pipe(
+    Schema.minItems(1),
+    Schema.maxItems(bounds.workspaces)
+  ),
+  /** At least 12 characters (checked by the service, which answers INVALID_BODY). */
+  password: Schema.optional(text(256))
+})
+export const UserCreated = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  /** The one-time link where the user sets a password (72 hours), when no password was given. */
+  inviteUrl: Schema.optional(Schema.String)
+})
 export const McpTokenBody = Schema.Struct({
   name: nonEmpty(bounds.name),
   workspaceIds: Schema.Array(text(bounds.id)).pipe(Schema.minItems(1), Schema.maxItems(bounds.workspaces))
@@ -346,6 +363,12 @@ export const Me = Schema.Union(
   Schema.Struct({
     workspaces: Schema.Array(WorkspaceView),
     credential: Schema.Struct({ type: Schema.Literal("oauth"), id: Schema.String })
+  }),
+  Schema.Struct({
+    credential: Schema.Struct({ kind: Schema.Literal("session"), userId: Schema.String, email: Schema.String }),
+    workspaces: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, plan: Plan, role: RoleName })),
+    /** Send it as `X-CSRF-Token` on every state-changing request made with the session. */
+    csrfToken: Schema.String
   })
 )
 
@@ -623,6 +646,27 @@ export const examples = {
     daily: {
       summary: "Daily, days starting at 04:00, weekends never break the streak",
       value: { cadence: "daily", dayStartHour: 4, restDays: [6, 7] }
+    }
+  },
+  userBody: {
+    invite: {
+      summary: "An owner, invited to set a password",
+      value: { email: "ada@example.com", name: "Ada", workspaces: [{ workspaceId: "ws_01hz3k", role: "owner" }] }
+    },
+    password: {
+      summary: "A viewer with a password",
+      value: {
+        email: "grace@example.com",
+        name: "Grace",
+        workspaces: [{ workspaceId: "ws_01hz3k", role: "viewer" }],
+        password: "correct horse battery staple"
+      }
+    }
+  },
+  userCreated: {
+    invited: {
+      summary: "Invited",
+      value: { id: "usr_01hz3m", email: "ada@example.com", inviteUrl: "https://streaks.example.com/invite?token=ivt_…" }
     }
   }
 } as const

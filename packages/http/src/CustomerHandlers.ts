@@ -17,11 +17,12 @@ import {
   Subscriptions,
   WebhookSamples
 } from "@streaks/core"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import { Api, CurrentPrincipal } from "./Api.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { checkParts } from "./IngestHandlers.js"
 import * as S from "./ApiSchemas.js"
+import * as Sessions from "./Sessions.js"
 import * as Views from "./Views.js"
 
 export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
@@ -35,6 +36,7 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
     const reports = yield* Reports.Reports
     const policies = yield* StreakPolicies.StreakPolicies
     const config = yield* HttpConfig
+    const sessions = yield* Sessions.Sessions
 
     const reach = (programId: string) =>
       Effect.flatMap(CurrentPrincipal, (principal) => Credentials.reach(principal, programId))
@@ -43,6 +45,16 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("me", () =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
+          if (principal.kind === "session") {
+            const signedIn = yield* sessions.current
+            if (Option.isNone(signedIn)) return yield* new Errors.Unauthorized({ message: "session ended" })
+            const user = signedIn.value
+            return {
+              credential: { kind: "session" as const, userId: user.userId, email: user.email },
+              workspaces: user.workspaces.map((w) => ({ id: w.id, name: w.name, plan: w.plan, role: w.role })),
+              csrfToken: user.csrfToken
+            }
+          }
           const workspaces = (yield* credentials.workspaces(principal)).map(Views.workspace)
           const credential = { type: principal.kind, id: principal.credential.id }
           if (principal.kind === "api_key" && workspaces[0] !== undefined) {

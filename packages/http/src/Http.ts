@@ -6,6 +6,7 @@
 import { HttpApiBuilder } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
 import { Effect, Layer } from "effect"
+import * as AccountPages from "./AccountPages.js"
 import * as AdminHandlers from "./AdminHandlers.js"
 import { Api } from "./Api.js"
 import * as Auth from "./Auth.js"
@@ -16,12 +17,14 @@ import * as HttpErrors from "./HttpErrors.js"
 import * as IngestHandlers from "./IngestHandlers.js"
 import * as MetaHandlers from "./MetaHandlers.js"
 import * as NodeServer from "./NodeServer.js"
+import * as Sessions from "./Sessions.js"
 
 /** The API implementation: provide core services, `HttpConfig`, `Jobs` and a `RateLimiter`. */
 export const layerApi = HttpApiBuilder.api(Api).pipe(
   Layer.provide([IngestHandlers.layer, AdminHandlers.layer, CustomerHandlers.layer, MetaHandlers.layer]),
   Layer.provide([Auth.layerAdmin, Auth.layerCustomer]),
-  Layer.provide([HttpErrors.ErrorMapping, Cors.layerPreflight()])
+  Layer.provide([HttpErrors.ErrorMapping, Cors.layerPreflight()]),
+  Layer.provide(Sessions.layer)
 )
 
 /**
@@ -39,10 +42,13 @@ export const layerServer = <E = never, R = never, E2 = never, R2 = never>(
   NodeServer.layer(Effect.flatMap(NodeServer.httpApiHandler, front), options).pipe(
     Layer.provide([
       DocsPage.layer({ path: "/docs", openApiPath: "/openapi.json" }),
-      HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })
+      HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" }),
+      AccountPages.layer
     ]),
     Layer.provide(routes),
     Layer.provide(layerApi),
+    // The sign-in pages, the API's session credential and `routes` (the OAuth consent page) share it.
+    Layer.provide(Sessions.layer),
     // One router for the API, its middleware and the docs page.
     Layer.provide([HttpApiBuilder.Router.Live, HttpApiBuilder.Middleware.layer, NodeHttpServer.layerContext])
   )

@@ -9,6 +9,8 @@ export class HttpConfig extends Context.Tag("@streaks/http/HttpConfig")<HttpConf
   readonly adminToken: Option.Option<Redacted.Redacted<string>>
   /** `http://localhost` / `127.0.0.1` subscriptions allowed (development and tests). */
   readonly allowInsecureWebhookUrls: boolean
+  /** The service's public base URL (`STREAKS_PUBLIC_URL`) for links it hands out; absent: the request's origin. */
+  readonly publicUrl?: string | undefined
 }>() {}
 
 export const layer = (config: HttpConfig["Type"]): Layer.Layer<HttpConfig> => Layer.succeed(HttpConfig, config)
@@ -17,6 +19,10 @@ export const layerConfig = Layer.effect(
   HttpConfig,
   Config.all({
     adminToken: Config.option(Config.redacted("STREAKS_ADMIN_TOKEN")),
-    allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false)
+    allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false),
+    publicUrl: Config.map(
+      Config.option(Config.string("STREAKS_PUBLIC_URL")),
+      (url) => url._tag === "Some" ? url.value.replace(/\/+$/, "") : undefined
+    )
   })
 )

@@ -50,8 +50,16 @@ export const codes = {
     meaning: "`X-Streak-Webhook-Secret` is missing or wrong, or no program counts the event (the two look the same)."
   },
   INVALID_ALIAS_TOKEN: { status: 401, meaning: "The alias token is malformed, wrongly signed or expired." },
-  UNAUTHORIZED: { status: 401, meaning: "The admin token or the bearer credential is missing, wrong or revoked." },
+  UNAUTHORIZED: {
+    status: 401,
+    meaning: "The admin token, the bearer credential or the session is missing, wrong, revoked or ended."
+  },
   FORBIDDEN_ORIGIN: { status: 403, meaning: "The browser's `Origin` is not among the project's allowed origins." },
+  FORBIDDEN: {
+    status: 403,
+    meaning: "The credential may not do this: a write by a viewer, a session-only route called with an API key or " +
+      "OAuth token, or a state-changing request made with a session but without its CSRF token."
+  },
   NOT_FOUND: {
     status: 404,
     meaning: "Nothing with this id, or nothing within the credential's reach (existence is never revealed)."
@@ -61,6 +69,7 @@ export const codes = {
     meaning: "The first request with this `idempotencyKey` is still being processed; retry after `Retry-After` (1 s)."
   },
   ALIAS_CONFLICT: { status: 409, meaning: "The anonymous id is already linked to another member." },
+  CONFLICT: { status: 409, meaning: "The e-mail address is already taken by another user." },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     meaning: "The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, " +

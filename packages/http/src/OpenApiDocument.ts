@@ -68,6 +68,14 @@ export const securitySchemes = {
     scheme: "bearer",
     description: "A customer API key (`svc_api_…`, reaches every program of its workspace) or an OAuth access " +
       "token (`svc_oat_…`, reaches the workspaces of the user who connected the app)."
+  },
+  session: {
+    type: "apiKey",
+    in: "cookie",
+    name: "streaks_session",
+    description: "The session cookie set by signing in at `/sign-in`: reaches the user's workspaces with the user's " +
+      "role. A state-changing request made with it must also send the session's CSRF token in `X-CSRF-Token` " +
+      "(read it from `GET /v1/api/me`), else it answers 403 `FORBIDDEN`."
   }
 } as const
 

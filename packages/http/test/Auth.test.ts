@@ -5,12 +5,13 @@
  */
 import { HttpServerRequest } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
-import { Credentials, Errors } from "@streaks/core"
+import { Credentials, Errors, Ports } from "@streaks/core"
 import { Effect, Layer, Option, Redacted, TestClock } from "effect"
 import { AdminAuth, CustomerAuth } from "../src/Api.js"
 import * as Auth from "../src/Auth.js"
 import * as HttpConfig from "../src/HttpConfig.js"
 import * as RateLimit from "../src/RateLimit.js"
+import * as Sessions from "../src/Sessions.js"
 
 /** Credentials whose answer depends on the token. */
 const credentials = Layer.succeed(
@@ -40,8 +41,13 @@ const config = HttpConfig.layer({
   adminToken: Option.some(Redacted.make("admin-secret")),
   allowInsecureWebhookUrls: false
 })
+// No request here carries a session cookie: these stand in for what the bearer path never asks.
+const noSessions = Layer.mergeAll(
+  Layer.succeed(Sessions.Sessions, { ofToken: () => Effect.die("unused") } as unknown as Sessions.Sessions["Type"]),
+  Layer.succeed(Ports.DirectoryStore, {} as Ports.DirectoryStore["Type"])
+)
 const services = Layer.mergeAll(
-  Auth.layerCustomer.pipe(Layer.provide(credentials)),
+  Auth.layerCustomer.pipe(Layer.provide(credentials), Layer.provide(noSessions)),
   Auth.layerAdmin.pipe(Layer.provide(config))
 ).pipe(Layer.provide(limits))
 

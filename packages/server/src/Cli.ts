@@ -1,11 +1,12 @@
 /**
  * The `streaks` command line: `serve` runs the service, `migrate` prepares the database and
  * exits, `demo` provisions a demo tenant and prints its credentials (shown once), `mcp` runs the
- * MCP worker on its own (Streamable HTTP, or stdio for a local agent).
+ * MCP worker on its own (Streamable HTTP, or stdio for a local agent), `users invite` creates a
+ * user and prints the one-time link where they set a password (docs/operations.md#creating-the-first-owner).
  */
 import { Command, Options } from "@effect/cli"
 import { PgStorage } from "@streaks/storage-pg"
-import { OutboxSignal, SecretBox, Services } from "@streaks/core"
+import { Accounts, OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import * as Demo from "./Demo.js"
 import * as Main from "./Main.js"
@@ -51,6 +52,61 @@ const demo = Command.make("demo", { origin }, ({ origin }) =>
     yield* Console.log(JSON.stringify(created, null, 2))
   }).pipe(reportFailure))
 
+const coreServices = (config: ServerConfig.ServerConfig) =>
+  Effect.map(
+    SecretKey.resolve(config.secretKey, config.dataDir, config.databaseUrl),
+    (key) =>
+      Services.layer.pipe(
+        Layer.provide(OutboxSignal.layerNoop),
+        Layer.provideMerge(SecretBox.layer(key)),
+        Layer.provideMerge(PgStorage.layer({ prefix: config.tablePrefix })),
+        Layer.provide(Main.layerDatabase(config))
+      )
+  )
+
+const email = Options.text("email").pipe(Options.withDescription("The user's e-mail address"))
+const name = Options.text("name").pipe(Options.withDescription("The user's name"))
+const workspace = Options.text("workspace").pipe(
+  Options.withDescription("A workspace and the user's role in it, as <workspaceId>:<owner|admin|viewer>; repeatable"),
+  Options.repeated
+)
+const baseUrl = Options.text("base-url").pipe(
+  Options.withDescription("Where the service is reached (default: STREAKS_PUBLIC_URL, else http://HOST:PORT)"),
+  Options.optional
+)
+
+const invite = Command.make("invite", { email, name, workspace, baseUrl }, (input) =>
+  Effect.gen(function*() {
+    const config = yield* ServerConfig.config
+    const workspaces = input.workspace.map((w) => {
+      const at = w.lastIndexOf(":")
+      return { workspaceId: at < 0 ? w : w.slice(0, at), role: at < 0 ? "" : w.slice(at + 1) }
+    })
+    const services = yield* coreServices(config)
+    const created = yield* Effect.provide(
+      Effect.flatMap(Accounts.Accounts, (accounts) =>
+        accounts.createUser({ email: input.email, name: input.name, workspaces }, {
+          actor: { kind: "admin", id: "cli" },
+          clientAddress: "cli"
+        })),
+      services
+    )
+    const base = Option.getOrElse(input.baseUrl, () =>
+      config.publicUrl ?? `http://${config.host}:${config.port}`)
+      .replace(/\/+$/, "")
+    yield* Console.log(JSON.stringify(
+      {
+        id: created.user.id,
+        email: created.user.email,
+        inviteUrl: `${base}/invite?token=${encodeURIComponent(created.inviteToken ?? "")}`
+      },
+      null,
+      2
+    ))
+  }).pipe(reportFailure))
+
+const users = Command.make("users").pipe(Command.withSubcommands([invite]))
+
 const stdio = Options.boolean("stdio").pipe(
   Options.withDescription("Serve one local agent over stdin/stdout, as the holder of STREAKS_MCP_TOKEN")
 )
@@ -81,6 +137,6 @@ const mcp = Command.make("mcp", { stdio, port: mcpPort }, ({ port, stdio }) =>
     onFalse: () => reportFailure(mcpHttp(port))
   }))
 
-export const command = Command.make("streaks").pipe(Command.withSubcommands([serve, migrate, demo, mcp]))
+export const command = Command.make("streaks").pipe(Command.withSubcommands([serve, migrate, demo, mcp, users]))
 
 export const run = Command.run(command, { name: "streaks", version: "0.1.0" })

@@ -117,7 +117,8 @@ export const layer = (config: ServerConfig) => {
     Layer.provide(ClientAddress.layer(config.trustedProxies)),
     Layer.provide(HttpConfig.layer({
       adminToken: config.adminToken,
-      allowInsecureWebhookUrls: config.allowInsecureWebhookUrls
+      allowInsecureWebhookUrls: config.allowInsecureWebhookUrls,
+      publicUrl: config.publicUrl
     }))
   )
   const scheduler = Scheduler.layer({ interval: config.dueCheckInterval })

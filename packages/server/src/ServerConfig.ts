@@ -24,6 +24,8 @@ export interface ServerConfig {
   /** The reverse proxies whose `Forwarded` / `X-Forwarded-*` headers are believed (default none). */
   readonly trustedProxies: ClientAddress.Trust
   readonly allowInsecureWebhookUrls: boolean
+  /** `STREAKS_PUBLIC_URL`: the base of links the service hands out (invites); absent: the request's origin. */
+  readonly publicUrl?: string | undefined
   readonly tablePrefix: string
   /** Port of the embedded cluster (reused across restarts). */
   readonly embeddedPort: number
@@ -55,6 +57,10 @@ export const config: Config.Config<ServerConfig> = Config.all({
   rateLimitAuthFailures: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_AUTH_FAILURES"), 30),
   trustedProxies: ClientAddress.config,
   allowInsecureWebhookUrls: Config.withDefault(Config.boolean("STREAKS_ALLOW_INSECURE_WEBHOOK_URLS"), false),
+  publicUrl: Config.map(
+    Config.option(Config.string("STREAKS_PUBLIC_URL")),
+    (url) => url._tag === "Some" ? url.value.replace(/\/+$/, "") : undefined
+  ),
   tablePrefix: Config.withDefault(Config.string("STREAKS_TABLE_PREFIX"), "streaks_"),
   embeddedPort: Config.withDefault(Config.port("STREAKS_EMBEDDED_PG_PORT"), 54329),
   databasePoolSize: Config.withDefault(Config.integer("STREAKS_DB_POOL_SIZE"), 10),

@@ -16,7 +16,11 @@ export const referenceTables = [
   "subscriptions",
   "experiments",
   "api_keys",
-  "oauth_grants"
+  "oauth_grants",
+  "users",
+  "sessions",
+  "invites",
+  "audit_log"
 ] as const
 
 /**

@@ -36,7 +36,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0004_byte_order_keys": ddl(byteOrderKeys(prefix)),
   "0005_metered_month_on_streak_rows": ddl(meteredMonthOnStreakRows(prefix)),
   "0006_streak_policies": ddl(streakPolicies(prefix)),
-  "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix))
+  "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix)),
+  "0009_accounts_and_audit": ddl(accountsAndAudit(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -388,6 +389,63 @@ END
 $$;
 DROP INDEX IF EXISTS ${p}experiments_running;
 CREATE UNIQUE INDEX ${p}experiments_running ON ${p}experiments (project_id, program_id) WHERE ended_at IS NULL;
+`
+
+// Users with their workspace roles, sign-in sessions and invites (docs/accounts.md): reference
+// tables like the other tenancy records. Only hashes of session and invite tokens are kept, and a
+// user's password only as its argon2id PHC string. The audit log is append-only, read newest first
+// per workspace (or whole, by the operator). A subscription may now be created by a signed-in user.
+const accountsAndAudit = (p: string) => `
+CREATE TABLE ${p}users (
+  id               text COLLATE "C" PRIMARY KEY,
+  email            text NOT NULL,
+  email_key        text NOT NULL,
+  name             text NOT NULL,
+  memberships      jsonb NOT NULL,
+  password_hash    text,
+  failed_sign_ins  timestamptz[] NOT NULL,
+  created_at       timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX ${p}users_email_key ON ${p}users (email_key);
+
+CREATE TABLE ${p}sessions (
+  id            text COLLATE "C" PRIMARY KEY,
+  user_id       text COLLATE "C" NOT NULL,
+  token_hash    text NOT NULL,
+  created_at    timestamptz NOT NULL,
+  last_seen_at  timestamptz NOT NULL,
+  expires_at    timestamptz NOT NULL
+);
+CREATE UNIQUE INDEX ${p}sessions_token_hash ON ${p}sessions (token_hash);
+CREATE INDEX ${p}sessions_user ON ${p}sessions (user_id);
+
+CREATE TABLE ${p}invites (
+  id          text COLLATE "C" PRIMARY KEY,
+  user_id     text COLLATE "C" NOT NULL,
+  token_hash  text NOT NULL,
+  created_at  timestamptz NOT NULL,
+  expires_at  timestamptz NOT NULL,
+  used_at     timestamptz
+);
+CREATE UNIQUE INDEX ${p}invites_token_hash ON ${p}invites (token_hash);
+
+CREATE TABLE ${p}audit_log (
+  id              text COLLATE "C" PRIMARY KEY,
+  at              timestamptz NOT NULL,
+  workspace_id    text COLLATE "C",
+  actor_kind      text NOT NULL,
+  actor_id        text NOT NULL,
+  client_address  text NOT NULL,
+  action          text NOT NULL,
+  target          text NOT NULL,
+  details         jsonb NOT NULL
+);
+CREATE INDEX ${p}audit_log_workspace_at ON ${p}audit_log (workspace_id, at DESC, id DESC);
+CREATE INDEX ${p}audit_log_at ON ${p}audit_log (at DESC, id DESC);
+
+ALTER TABLE ${p}subscriptions DROP CONSTRAINT IF EXISTS ${p}subscriptions_created_by_type_check;
+ALTER TABLE ${p}subscriptions ADD CONSTRAINT ${p}subscriptions_created_by_type_check
+  CHECK (created_by_type IN ('api_key', 'oauth', 'user'));
 `
 
 const checkPrefix = (prefix: string) =>

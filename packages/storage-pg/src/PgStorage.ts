@@ -14,6 +14,7 @@ import { IngestStore } from "@streaks/core/IngestStore"
 import {
   AchievementStore,
   ActionLog,
+  AuditLog,
   Catalog,
   IdempotencyStore,
   MemberStore,
@@ -30,6 +31,7 @@ import { Context, Effect, Layer } from "effect"
 import * as Migrations from "./Migrations.js"
 import { makeAchievementStore } from "./internal/achievementStore.js"
 import { makeActionLog } from "./internal/actionLog.js"
+import { makeAuditLog } from "./internal/auditLog.js"
 import { makeCatalog } from "./internal/catalog.js"
 import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
 import * as PgIngest from "./internal/ingestStore.js"
@@ -84,6 +86,7 @@ export const make = (
     Context.add(Outbox, stores.outbox),
     Context.add(UsageStore, stores.usage),
     Context.add(ReportStore, makeReportStore(ctx)),
+    Context.add(AuditLog, makeAuditLog(ctx)),
     // Ingest's reads and writes as whole statements of their own (internal/ingestStore.ts), and
     // the widgets' read in one statement (internal/stateStore.ts).
     Context.add(IngestStore, PgIngest.make(stores)),

@@ -7,12 +7,15 @@ import type { CredentialRef } from "@streaks/core/Domain"
 import {
   ApiKey,
   Experiment,
+  Invite,
   Milestone,
   OAuthGrant,
   Program,
   ProgramSettings,
   Project,
+  Session,
   Subscription,
+  User,
   Workspace
 } from "@streaks/core/Domain"
 import type { Catalog, CatalogKind, CatalogRecords } from "@streaks/core/Ports"
@@ -146,6 +149,47 @@ const tables: { readonly [K in CatalogKind]: Table<CatalogRecords[K]> } = {
       holdoutPercent: number("holdout_percent"),
       startedAt: instant("started_at"),
       endedAt: instant("ended_at")
+    }
+  },
+  user: {
+    name: "users",
+    Class: User,
+    columns: {
+      id: text("id"),
+      email: text("email"),
+      emailKey: text("email_key"),
+      name: text("name"),
+      memberships: json("memberships"),
+      passwordHash: text("password_hash"),
+      failedSignIns: json<ReadonlyArray<Date>>(
+        "failed_sign_ins",
+        (list: ReadonlyArray<string>) => list.map((d) => new Date(d))
+      ),
+      createdAt: instant("created_at")
+    }
+  },
+  session: {
+    name: "sessions",
+    Class: Session,
+    columns: {
+      id: text("id"),
+      userId: text("user_id"),
+      tokenHash: text("token_hash"),
+      createdAt: instant("created_at"),
+      lastSeenAt: instant("last_seen_at"),
+      expiresAt: instant("expires_at")
+    }
+  },
+  invite: {
+    name: "invites",
+    Class: Invite,
+    columns: {
+      id: text("id"),
+      userId: text("user_id"),
+      tokenHash: text("token_hash"),
+      createdAt: instant("created_at"),
+      expiresAt: instant("expires_at"),
+      usedAt: instant("used_at")
     }
   }
 }

@@ -7,10 +7,11 @@ import { type Catalog, type CatalogKind, type CatalogRecords, catalogSchemas } f
 import type { MemoryState, Runner } from "./memoryState.js"
 
 // What a record holds that no other record of its kind may hold besides the id: a project's
-// siteKey, a running experiment's program.
+// siteKey, a running experiment's program, a user's e-mail key.
 const uniqueKeys: { readonly [K in CatalogKind]?: (record: CatalogRecords[K]) => ReadonlyArray<unknown> } = {
   project: (project) => [project.siteKey],
-  experiment: (experiment) => experiment.endedAt === undefined ? [experiment.programId] : []
+  experiment: (experiment) => experiment.endedAt === undefined ? [experiment.programId] : [],
+  user: (user) => [user.emailKey]
 }
 
 // Dates are compared by instant, everything else a selection names is a string.

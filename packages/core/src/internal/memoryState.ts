@@ -4,7 +4,15 @@
  */
 import { Effect, Exit, FiberRef } from "effect"
 import type { LocalDate } from "../Calendar.js"
-import type { Achievement, ActionRecord, DeliveryAttempt, OutboxMessage, StoredResponse, StreakRow } from "../Domain.js"
+import type {
+  Achievement,
+  ActionRecord,
+  AuditEntry,
+  DeliveryAttempt,
+  OutboxMessage,
+  StoredResponse,
+  StreakRow
+} from "../Domain.js"
 import type { MessageId, MilestoneId, UserHash } from "../Ids.js"
 import type { CatalogKind, CatalogRecords } from "../Ports.js"
 
@@ -94,6 +102,8 @@ export interface MemoryState {
   readonly attempts: Map<MessageId, ReadonlyArray<DeliveryAttempt>>
   /** (workspaceId, month) → members. */
   readonly usage: Map<string, Set<string>>
+  /** The audit log, in the order appended. */
+  readonly audit: Array<AuditEntry>
 }
 
 export const makeState = (): MemoryState => ({
@@ -105,8 +115,12 @@ export const makeState = (): MemoryState => ({
     subscription: new Map(),
     apiKey: new Map(),
     grant: new Map(),
-    experiment: new Map()
+    experiment: new Map(),
+    user: new Map(),
+    session: new Map(),
+    invite: new Map()
   },
+  audit: [],
   aliases: new Map(),
   timezones: new Map(),
   streaks: new Map(),

@@ -14,10 +14,14 @@ import {
   decodeApiKey,
   decodeExperiment,
   decodeGrant,
+  decodeInvite,
   decodeProgram,
   decodeProject,
+  decodeSession,
   decodeSubscription,
+  decodeUser,
   decodeWorkspace,
+  membershipsJson,
   milestonesJson,
   policyJson,
   settingsJson
@@ -27,7 +31,7 @@ import { type Ctx, io, type TableName } from "./sql.js"
 type Row = Record<string, unknown>
 
 /** The Postgres types of the catalog's columns (each value is sent as text or an array and cast). */
-type Cast = "text" | "text[]" | "boolean" | "integer" | "timestamptz" | "jsonb"
+type Cast = "text" | "text[]" | "boolean" | "integer" | "timestamptz" | "timestamptz[]" | "jsonb"
 
 /** How a field of a record is stored: its columns, and the value of each. */
 interface Field {
@@ -158,6 +162,51 @@ const kinds: { readonly [K in CatalogKind]: Kind<CatalogRecords[K]> } = {
     },
     decode: decodeExperiment,
     idInProject: true
+  },
+  user: {
+    table: "users",
+    fields: {
+      id: text("id"),
+      email: text("email"),
+      emailKey: text("email_key"),
+      name: text("name"),
+      memberships: column("memberships", "jsonb", membershipsJson),
+      passwordHash: text("password_hash"),
+      failedSignIns: column(
+        "failed_sign_ins",
+        "timestamptz[]",
+        (dates: ReadonlyArray<Date>) => dates.map((d) => d.toISOString())
+      ),
+      createdAt: instant("created_at")
+    },
+    decode: decodeUser,
+    idInProject: false
+  },
+  session: {
+    table: "sessions",
+    fields: {
+      id: text("id"),
+      userId: text("user_id"),
+      tokenHash: text("token_hash"),
+      createdAt: instant("created_at"),
+      lastSeenAt: instant("last_seen_at"),
+      expiresAt: instant("expires_at")
+    },
+    decode: decodeSession,
+    idInProject: false
+  },
+  invite: {
+    table: "invites",
+    fields: {
+      id: text("id"),
+      userId: text("user_id"),
+      tokenHash: text("token_hash"),
+      createdAt: instant("created_at"),
+      expiresAt: instant("expires_at"),
+      usedAt: instant("used_at")
+    },
+    decode: decodeInvite,
+    idInProject: false
   }
 }
 

@@ -5,17 +5,21 @@
 import {
   ApiKey,
   Experiment,
+  Invite,
   Milestone,
   OAuthGrant,
   Program,
   ProgramSettings,
   Project,
+  Session,
   Subscription,
+  User,
   Workspace
 } from "@streaks/core/Domain"
 import type {
   BrowserCounting,
   CredentialRef,
+  Membership,
   OutboundEventType,
   Plan,
   ProgramStatus,
@@ -24,12 +28,15 @@ import type {
 import type {
   ApiKeyId,
   ExperimentId,
+  InviteId,
   MilestoneId,
   OAuthGrantId,
   ProgramId,
   ProjectId,
+  SessionId,
   SiteKey,
   SubscriptionId,
+  UserId,
   WorkspaceId
 } from "@streaks/core/Ids"
 import * as Policy from "@streaks/core/Policy"
@@ -165,3 +172,38 @@ export const decodeExperiment = (r: Row): Experiment =>
     startedAt: toDate(r.started_at),
     ...opt("endedAt", toOptionalDate(r.ended_at))
   }, trusted)
+
+export const decodeUser = (r: Row): User =>
+  new User({
+    id: r.id as UserId,
+    email: r.email as string,
+    emailKey: r.email_key as string,
+    name: r.name as string,
+    memberships: r.memberships as ReadonlyArray<Membership>,
+    ...opt("passwordHash", r.password_hash as string | null),
+    failedSignIns: (r.failed_sign_ins as ReadonlyArray<unknown>).map(toDate),
+    createdAt: toDate(r.created_at)
+  }, trusted)
+
+export const decodeSession = (r: Row): Session =>
+  new Session({
+    id: r.id as SessionId,
+    userId: r.user_id as UserId,
+    tokenHash: r.token_hash as string,
+    createdAt: toDate(r.created_at),
+    lastSeenAt: toDate(r.last_seen_at),
+    expiresAt: toDate(r.expires_at)
+  }, trusted)
+
+export const decodeInvite = (r: Row): Invite =>
+  new Invite({
+    id: r.id as InviteId,
+    userId: r.user_id as UserId,
+    tokenHash: r.token_hash as string,
+    createdAt: toDate(r.created_at),
+    expiresAt: toDate(r.expires_at),
+    ...opt("usedAt", toOptionalDate(r.used_at))
+  }, trusted)
+
+export const membershipsJson = (memberships: ReadonlyArray<Membership>): string | null =>
+  jsonParam(memberships.map((m) => ({ workspaceId: m.workspaceId, role: m.role })))

@@ -31,7 +31,11 @@ export const tableNames = [
   "api_keys",
   "oauth_grants",
   "usage",
-  "experiments"
+  "experiments",
+  "users",
+  "sessions",
+  "invites",
+  "audit_log"
 ] as const
 export type TableName = (typeof tableNames)[number]
 
