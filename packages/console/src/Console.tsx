@@ -122,7 +122,7 @@ const ProgramPage = (
           : section === "policy"
           ? (
             <PolicyEditor
-              key={JSON.stringify(program.policy)}
+              key={program.id}
               programId={program.id}
               policy={program.policy}
               canWrite={canWrite}

@@ -7,6 +7,7 @@
 import { HttpApiBuilder, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Cause, Effect, type Layer, Option } from "effect"
 import { createHash } from "node:crypto"
+import * as Sessions from "./Sessions.js"
 
 /** The console's built files (`@streaks/console/source`). */
 export interface Files {
@@ -19,19 +20,6 @@ export interface Files {
  * Called at the first request, and again after a failure.
  */
 export type Load = () => Promise<Files>
-
-/** Who is signed in on the current request, as far as the page needs to know: the session's CSRF token. */
-export interface SignedIn {
-  readonly csrfToken: string
-}
-
-export interface Options {
-  readonly load: Load
-  /** None when nobody is signed in (the page then sends the browser to sign in). */
-  readonly signedIn: Effect.Effect<Option.Option<SignedIn>, { readonly _tag: string }, HttpServerRequest.HttpServerRequest>
-  /** The answer that sends a browser to sign in and back to `returnTo`. */
-  readonly toSignIn: (returnTo: string) => HttpServerResponse.HttpServerResponse
-}
 
 interface Asset {
   readonly body: string
@@ -83,11 +71,11 @@ const unavailable = (error: unknown) =>
   )
 
 /** The routes, for `HttpApiBuilder.Router` (the reference server mounts them beside the API). */
-export const layer = (options: Options): Layer.Layer<never> => {
+export const layer = (load: Load): Layer.Layer<never, never, Sessions.Sessions> => {
   let assets: { readonly script: Asset; readonly style: Asset } | undefined
   const loaded = Effect.suspend(() =>
     assets !== undefined ? Effect.succeed(assets) : Effect.tryPromise(async () => {
-      const files = await options.load()
+      const files = await load()
       assets = {
         script: { body: files.script, etag: etagOf(files.script), contentType: "text/javascript; charset=utf-8" },
         style: { body: files.style, etag: etagOf(files.style), contentType: "text/css; charset=utf-8" }
@@ -105,26 +93,28 @@ export const layer = (options: Options): Layer.Layer<never> => {
       return HttpServerResponse.text(file.body, { contentType: file.contentType, headers })
     }).pipe(Effect.catchTag("UnknownException", (error) => unavailable(error.cause)))
 
-  const page = Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
-    const signedIn = yield* options.signedIn
-    if (Option.isNone(signedIn)) return options.toSignIn(request.url)
-    const files = yield* loaded
-    return HttpServerResponse.text(
-      html(signedIn.value.csrfToken, files.script.etag.slice(1, 13), files.style.etag.slice(1, 13)),
-      { contentType: "text/html; charset=utf-8", headers: { "cache-control": "no-store", ...securityHeaders } }
+  const page = (sessions: Sessions.Sessions["Type"]) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const signedIn = yield* sessions.current
+      if (Option.isNone(signedIn)) return sessions.toSignIn(request.url)
+      const files = yield* loaded
+      return HttpServerResponse.text(
+        html(signedIn.value.csrfToken, files.script.etag.slice(1, 13), files.style.etag.slice(1, 13)),
+        { contentType: "text/html; charset=utf-8", headers: { "cache-control": "no-store", ...securityHeaders } }
+      )
+    }).pipe(
+      // The built files could not be read, or the session store did not answer.
+      Effect.catchAll((error) => unavailable(error instanceof Cause.UnknownException ? error.cause : error))
     )
-  }).pipe(
-    // The built files could not be read, or the session store did not answer.
-    Effect.catchAll((error) => unavailable(error instanceof Cause.UnknownException ? error.cause : error))
-  )
 
   return HttpApiBuilder.Router.use((router) =>
-    Effect.all([
-      router.get("/console/assets/console.js", asset((a) => a.script)),
-      router.get("/console/assets/console.css", asset((a) => a.style)),
-      router.get("/console", page),
-      router.get("/console/*", page)
-    ], { discard: true })
+    Effect.gen(function*() {
+      const sessions = yield* Sessions.Sessions
+      yield* router.get("/console/assets/console.js", asset((a) => a.script))
+      yield* router.get("/console/assets/console.css", asset((a) => a.style))
+      yield* router.get("/console", page(sessions))
+      yield* router.get("/console/*", page(sessions))
+    })
   )
 }
