@@ -94,7 +94,8 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
         Effect.gen(function*() {
           const { program, project } = yield* reach(path.programId)
           const changed = yield* policies.setPolicy(program.id, payload).pipe(
-            Effect.catchTag("InvalidBody", (error) => Effect.fail(S.policyRefused(error.message)))
+            Effect.catchTag("InvalidBody", (error) =>
+              Effect.fail(S.policyRefused(error.message)))
           )
           return {
             id: changed.id,

@@ -86,7 +86,14 @@ const text = (value: unknown): string =>
 
 export const AuditPage = () => {
   const [cursor, setCursor] = useState<string | undefined>(undefined)
-  const [audit] = useResource<{ entries?: ReadonlyArray<AuditEntry>; items?: ReadonlyArray<AuditEntry>; next?: string | null; nextCursor?: string | null }>(
+  const [audit] = useResource<
+    {
+      entries?: ReadonlyArray<AuditEntry>
+      items?: ReadonlyArray<AuditEntry>
+      next?: string | null
+      nextCursor?: string | null
+    }
+  >(
     withQuery("/v1/api/audit", { cursor })
   )
   return (

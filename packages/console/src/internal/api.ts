@@ -18,8 +18,7 @@ export class ApiError extends Error {
 const csrfToken = (): string => document.querySelector("meta[name=\"csrf-token\"]")?.getAttribute("content") ?? ""
 
 /** Where a browser whose session ended goes: the sign-in page, back here afterwards. */
-export const signInUrl = (): string =>
-  `/sign-in?return_to=${encodeURIComponent(location.pathname + location.search)}`
+export const signInUrl = (): string => `/sign-in?return_to=${encodeURIComponent(location.pathname + location.search)}`
 
 const describe = (status: number, code: string): string =>
   status === 403

@@ -30,7 +30,14 @@ export const Bars = (props: { readonly title: string; readonly bars: ReadonlyArr
         return (
           <g key={bar.label}>
             <text x={labelWidth - 8} y={y + row / 2 + 4} text-anchor="end" class="axis">{bar.label}</text>
-            <rect x={labelWidth} y={y + 3} width={Math.max(w, bar.value > 0 ? 2 : 0)} height={row - 8} class="bar" rx="2" />
+            <rect
+              x={labelWidth}
+              y={y + 3}
+              width={Math.max(w, bar.value > 0 ? 2 : 0)}
+              height={row - 8}
+              class="bar"
+              rx="2"
+            />
             <text x={labelWidth + w + 6} y={y + row / 2 + 4} class="value">{bar.value}</text>
           </g>
         )
@@ -41,7 +48,12 @@ export const Bars = (props: { readonly title: string; readonly bars: ReadonlyArr
 
 /** Columns over consecutive days (`YYYY-MM-DD`), a day with nothing drawn as zero. */
 export const Days = (
-  props: { readonly title: string; readonly from: string; readonly to: string; readonly values: ReadonlyMap<string, number> }
+  props: {
+    readonly title: string
+    readonly from: string
+    readonly to: string
+    readonly values: ReadonlyMap<string, number>
+  }
 ) => {
   const days: Array<string> = []
   const start = Date.parse(`${props.from}T00:00:00Z`)
@@ -67,7 +79,14 @@ export const Days = (
         const value = props.values.get(day) ?? 0
         const h = ((height - bottom - 16) * value) / max
         return (
-          <rect key={day} x={40 + i * step + 1} y={height - bottom - h} width={Math.max(step - 2, 1)} height={h} class="bar">
+          <rect
+            key={day}
+            x={40 + i * step + 1}
+            y={height - bottom - h}
+            width={Math.max(step - 2, 1)}
+            height={h}
+            class="bar"
+          >
             <title>{`${day}: ${value}`}</title>
           </rect>
         )

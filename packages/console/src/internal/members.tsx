@@ -175,7 +175,9 @@ const MemberView = (props: { readonly programId: string; readonly userHash: stri
   )
 }
 
-export const Members = (props: { readonly programId: string; readonly canWrite: boolean; readonly initial?: string }) => {
+export const Members = (
+  props: { readonly programId: string; readonly canWrite: boolean; readonly initial?: string }
+) => {
   const [text, setText] = useState(props.initial ?? "")
   const [userHash, setUserHash] = useState<string | undefined>(props.initial)
   return (
@@ -190,7 +192,8 @@ export const Members = (props: { readonly programId: string; readonly canWrite: 
         }}
       >
         <label>
-          Member (userHash) <input name="userHash" value={text} onInput={(e) => setText(e.currentTarget.value)} required />
+          Member (userHash){" "}
+          <input name="userHash" value={text} onInput={(e) => setText(e.currentTarget.value)} required />
         </label>
         <button type="submit">Look up</button>
       </form>

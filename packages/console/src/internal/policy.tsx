@@ -41,7 +41,9 @@ const draftOf = (p: Policy): Draft => ({
   atRiskHour: String(p.atRiskHour)
 })
 
-const number = (text: string): number | string => (text.trim() !== "" && Number.isFinite(Number(text)) ? Number(text) : text)
+const number = (
+  text: string
+): number | string => (text.trim() !== "" && Number.isFinite(Number(text)) ? Number(text) : text)
 
 const bodyOf = (d: Draft) => ({
   cadence: d.cadence,
@@ -93,7 +95,12 @@ const NumberField = (props: {
 }
 
 export const PolicyEditor = (
-  props: { readonly programId: string; readonly policy: Policy; readonly canWrite: boolean; readonly onSaved: () => void }
+  props: {
+    readonly programId: string
+    readonly policy: Policy
+    readonly canWrite: boolean
+    readonly onSaved: () => void
+  }
 ) => {
   const [draft, setDraft] = useState<Draft>(draftOf(props.policy))
   const [saved, setSaved] = useState(false)
@@ -179,11 +186,18 @@ export const PolicyEditor = (
         <legend>Freezes</legend>
         {field("freezes.initial", "Freezes to start with", "0 up to the most a member holds.", "initial")}
         {field("freezes.max", "Most freezes held", "0–10.", "max")}
-        {field("freezes.earnEvery", "Earn one every", "Streak length that earns a freeze, 0 (never)–1000.", "earnEvery")}
+        {field(
+          "freezes.earnEvery",
+          "Earn one every",
+          "Streak length that earns a freeze, 0 (never)–1000.",
+          "earnEvery"
+        )}
       </fieldset>
       {field("atRiskHour", "At-risk hour", "Local hour from which streak.at_risk may fire, 0–23.", "atRiskHour")}
       {error !== undefined && !fieldError ? <p class="notice error" role="alert">{error.message}</p> : null}
-      {error !== undefined && fieldError ? <p class="notice error" role="alert">The policy was not saved: {error.message}</p> : null}
+      {error !== undefined && fieldError
+        ? <p class="notice error" role="alert">The policy was not saved: {error.message}</p>
+        : null}
       <p role="status">{saved ? "Policy saved. Streaks are recomputed with it." : ""}</p>
       <button type="submit" disabled={save.busy || !props.canWrite}>Save policy</button>
       {props.canWrite ? null : <p class="hint">Your role is viewer: you can read the policy, not change it.</p>}

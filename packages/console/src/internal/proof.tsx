@@ -29,7 +29,12 @@ interface Experiment {
   readonly treatment: { readonly members: number; readonly retained: number; readonly retention7d: number | null }
   readonly report?: {
     readonly horizons: ReadonlyArray<Horizon>
-    readonly srm: { readonly control: number; readonly treatment: number; readonly pValue: number | null; readonly mismatch: boolean }
+    readonly srm: {
+      readonly control: number
+      readonly treatment: number
+      readonly pValue: number | null
+      readonly mismatch: boolean
+    }
   }
 }
 
@@ -70,8 +75,8 @@ const Report = (props: { readonly experiment: Experiment }) => {
       {e.report?.srm.mismatch === true
         ? (
           <p class="notice error" role="alert">
-            The groups are not the size the holdout asks for (sample-ratio mismatch, p = {e.report.srm.pValue}): do not
-            trust the numbers below.
+            The groups are not the size the holdout asks for (sample-ratio mismatch, p ={" "}
+            {e.report.srm.pValue}): do not trust the numbers below.
           </p>
         )
         : null}
@@ -107,7 +112,9 @@ const Report = (props: { readonly experiment: Experiment }) => {
                   <td>
                     {h.difference === null
                       ? "—"
-                      : `${points(h.difference.estimate)} (${points(h.difference.lower)} to ${points(h.difference.upper)})`}
+                      : `${points(h.difference.estimate)} (${points(h.difference.lower)} to ${
+                        points(h.difference.upper)
+                      })`}
                   </td>
                   <td>{h.pValue === null ? "—" : h.pValue.toFixed(3)}</td>
                   <td>{h.mde === null ? "—" : points(h.mde)}</td>
@@ -167,7 +174,12 @@ export const Proof = (props: { readonly programId: string; readonly canWrite: bo
                     </p>
                     <label>
                       Holdout percent{" "}
-                      <input inputMode="numeric" value={holdout} onInput={(e) => setHoldout(e.currentTarget.value)} size={3} />
+                      <input
+                        inputMode="numeric"
+                        value={holdout}
+                        onInput={(e) => setHoldout(e.currentTarget.value)}
+                        size={3}
+                      />
                     </label>
                     <button type="submit" disabled={start.busy || !props.canWrite}>Start experiment</button>
                     <ErrorNotice error={start.error} />

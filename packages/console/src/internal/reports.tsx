@@ -12,7 +12,9 @@ interface OverviewData {
   readonly streakLengths: ReadonlyArray<{ readonly length: string; readonly members: number }>
 }
 interface EventsData {
-  readonly days: ReadonlyArray<{ readonly date: string; readonly eventType: string; readonly count: number; readonly counted: number }>
+  readonly days: ReadonlyArray<
+    { readonly date: string; readonly eventType: string; readonly count: number; readonly counted: number }
+  >
 }
 interface InsightsData {
   readonly sources: ReadonlyArray<{
@@ -23,15 +25,16 @@ interface InsightsData {
   }>
 }
 
-const useReport = <A,>(name: string, programId: string, range: Range) =>
-  useResource<Report<A>>(withQuery(`/v1/api/reports/${name}`, { programId, from: range.from, to: range.to }))
+function useReport<A>(name: string, programId: string, range: Range) {
+  return useResource<Report<A>>(withQuery(`/v1/api/reports/${name}`, { programId, from: range.from, to: range.to }))
+}
 
 /** One report over a range the user picks; a paused answer says why and what to do. */
-const ReportSection = <A,>(props: {
+function ReportSection<A>(props: {
   readonly name: string
   readonly programId: string
   readonly children: (data: { readonly paused: false; readonly range: Range } & A) => preact.ComponentChildren
-}) => {
+}) {
   const [range, setRange] = useState<Range>(defaultRange())
   const [report] = useReport<A>(props.name, props.programId, range)
   return (
@@ -72,35 +75,39 @@ export const Events = (props: { readonly programId: string }) => (
   <ReportSection<EventsData> name="events" programId={props.programId}>
     {(data) => {
       const perDay = new Map<string, number>()
-      for (const d of data.days) perDay.set(d.date, (perDay.get(d.date) ?? 0) + d.count)
+      for (const d of data.days) {
+        perDay.set(d.date, (perDay.get(d.date) ?? 0) + d.count)
+      }
       return (
         <>
           <h3>Live actions per day</h3>
           <Days title="Live actions per day" from={data.range.from} to={data.range.to} values={perDay} />
-          {data.days.length === 0 ? <Empty>No live action in this range.</Empty> : (
-            <div class="table" tabIndex={0} role="region" aria-label="Actions per day and event type">
-              <table>
-                <thead>
-                  <tr>
-                    <th scope="col">Date</th>
-                    <th scope="col">Event type</th>
-                    <th scope="col">Actions</th>
-                    <th scope="col">Counted</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {data.days.map((d) => (
-                    <tr key={`${d.date}-${d.eventType}`}>
-                      <td>{d.date}</td>
-                      <td>{d.eventType}</td>
-                      <td>{d.count}</td>
-                      <td>{d.counted}</td>
+          {data.days.length === 0 ?
+            <Empty>No live action in this range.</Empty> :
+            (
+              <div class="table" tabIndex={0} role="region" aria-label="Actions per day and event type">
+                <table>
+                  <thead>
+                    <tr>
+                      <th scope="col">Date</th>
+                      <th scope="col">Event type</th>
+                      <th scope="col">Actions</th>
+                      <th scope="col">Counted</th>
                     </tr>
-                  ))}
-                </tbody>
-              </table>
-            </div>
-          )}
+                  </thead>
+                  <tbody>
+                    {data.days.map((d) => (
+                      <tr key={`${d.date}-${d.eventType}`}>
+                        <td>{d.date}</td>
+                        <td>{d.eventType}</td>
+                        <td>{d.count}</td>
+                        <td>{d.counted}</td>
+                      </tr>
+                    ))}
+                  </tbody>
+                </table>
+              </div>
+            )}
         </>
       )
     }}

@@ -33,7 +33,7 @@ export const useLocation = (): { readonly path: string; readonly query: URLSearc
 
 /** A click on a console link: navigates in place unless the user asked for a new tab or window. */
 export const onLinkClick = (event: MouseEvent): void => {
-  const anchor = (event.currentTarget as HTMLAnchorElement | null)
+  const anchor = event.currentTarget as HTMLAnchorElement | null
   if (anchor === null || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) {
     return
   }

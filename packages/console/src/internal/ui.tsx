@@ -16,7 +16,7 @@ const asApiError = (error: unknown): ApiError =>
   error instanceof ApiError ? error : new ApiError(0, "ERROR", String(error), undefined)
 
 /** Reads `path` (none while it is undefined) and again when it changes or `reload` is called. */
-export const useResource = <A,>(path: string | undefined): [Resource<A>, () => void] => {
+export function useResource<A>(path: string | undefined): [Resource<A>, () => void] {
   const [resource, setResource] = useState<Resource<A>>({ state: "loading" })
   const [tick, setTick] = useState(0)
   useEffect(() => {
@@ -55,14 +55,15 @@ export const useAction = <Args extends Array<any>, A>(run: (...args: Args) => Pr
 }
 
 /** Shows a resource's loading and error states, and `children(data)` once it is there. */
-export const Loaded = <A,>(
+export function Loaded<A>(
   props: { readonly resource: Resource<A>; readonly label: string; readonly children: (data: A) => ComponentChildren }
-) =>
-  props.resource.state === "loading"
+) {
+  return props.resource.state === "loading"
     ? <p class="loading" role="status">Loading {props.label}…</p>
     : props.resource.state === "error"
     ? <ErrorNotice error={props.resource.error} />
     : <>{props.children(props.resource.data)}</>
+}
 
 export const ErrorNotice = (props: { readonly error: ApiError | undefined }) =>
   props.error === undefined ? null : (
@@ -73,7 +74,9 @@ export const ErrorNotice = (props: { readonly error: ApiError | undefined }) =>
 
 export const Empty = (props: { readonly children: ComponentChildren }) => <p class="empty">{props.children}</p>
 
-export const Link = (props: { readonly href: string; readonly children: ComponentChildren; readonly current?: boolean }) => (
+export const Link = (
+  props: { readonly href: string; readonly children: ComponentChildren; readonly current?: boolean }
+) => (
   <a href={props.href} onClick={onLinkClick} aria-current={props.current === true ? "page" : undefined}>
     {props.children}
   </a>
@@ -111,7 +114,9 @@ const DAY_MS = 86_400_000
 export const utcDate = (n = 0): string => new Date(Date.now() - n * DAY_MS).toISOString().slice(0, 10)
 
 export const dateTime = (iso: string | undefined | null): string =>
-  iso === undefined || iso === null ? "—" : new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })
+  iso === undefined || iso === null
+    ? "—"
+    : new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" })
 
 export const percent = (x: number | null | undefined, digits = 1): string =>
   x === null || x === undefined ? "—" : `${(x * 100).toFixed(digits)} %`
@@ -152,7 +157,12 @@ export interface Paused {
   readonly paused: true
   readonly reason: string
   readonly workspaceId: string
-  readonly usage: { readonly month: string; readonly plan: string; readonly limit: number; readonly activeStreakers: number }
+  readonly usage: {
+    readonly month: string
+    readonly plan: string
+    readonly limit: number
+    readonly activeStreakers: number
+  }
 }
 
 export const PausedNotice = (props: { readonly paused: Paused }) => (

@@ -6,7 +6,13 @@ import { useState } from "preact/hooks"
 import { del, id, post, withQuery } from "./api.js"
 import { dateTime, Empty, ErrorNotice, Loaded, ShownOnce, useAction, useResource } from "./ui.js"
 
-export const eventTypes = ["streak.at_risk", "streak.broken", "milestone.achieved", "streak.freeze_used", "streak.freeze_earned"]
+export const eventTypes = [
+  "streak.at_risk",
+  "streak.broken",
+  "milestone.achieved",
+  "streak.freeze_used",
+  "streak.freeze_earned"
+]
 
 interface Hook {
   readonly id: string
@@ -94,7 +100,9 @@ const Deliveries = (props: { readonly hook: Hook; readonly canWrite: boolean }) 
   )
 }
 
-const Subscribe = (props: { readonly programId: string; readonly onCreated: () => void; readonly canWrite: boolean }) => {
+const Subscribe = (
+  props: { readonly programId: string; readonly onCreated: () => void; readonly canWrite: boolean }
+) => {
   const [url, setUrl] = useState("")
   const [types, setTypes] = useState<Array<string>>(["milestone.achieved"])
   const [secret, setSecret] = useState<string | undefined>(undefined)
@@ -169,7 +177,11 @@ const Samples = (props: { readonly programId: string }) => {
       {shown === undefined ? null : (
         <Loaded resource={samples} label="samples">
           {(data) => (
-            <pre class="json" tabIndex={0} aria-label={`Sample payloads of ${shown}`}>{JSON.stringify(data, null, 2)}</pre>
+            <pre
+              class="json"
+              tabIndex={0}
+              aria-label={`Sample payloads of ${shown}`}
+            >{JSON.stringify(data, null, 2)}</pre>
           )}
         </Loaded>
       )}
@@ -185,8 +197,8 @@ const RotateSecret = (props: { readonly programId: string; readonly canWrite: bo
   return (
     <>
       <p>
-        Automations that record actions through the webhook door send this program's secret. A new one replaces the
-        old at once: update your automations after rotating.
+        Automations that record actions through the webhook door send this program's secret. A new one replaces the old
+        at once: update your automations after rotating.
       </p>
       <button
         type="button"

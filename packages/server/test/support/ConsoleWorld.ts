@@ -150,12 +150,19 @@ export const seed = (url: string) =>
         201,
         "hook"
       )
-      const grant = must(await admin("/admin/oauth-grants", { workspaceIds: [workspace.id], appName: "Zapier" }), 201, "grant")
+      const grant = must(
+        await admin("/admin/oauth-grants", { workspaceIds: [workspace.id], appName: "Zapier" }),
+        201,
+        "grant"
+      )
 
       // A Proof experiment started 40 days ago (its start set back in SQL below), then 60 members with
       // histories: some came back a week after their first day, some did not.
       const experiment = must(
-        await call(url, `/v1/api/programs/${program.id}/experiments`, { headers: bearer, body: { holdoutPercent: 50 } }),
+        await call(url, `/v1/api/programs/${program.id}/experiments`, {
+          headers: bearer,
+          body: { holdoutPercent: 50 }
+        }),
         201,
         "experiment"
       )
@@ -163,7 +170,12 @@ export const seed = (url: string) =>
         source === undefined
           ? call(url, "/v1/server/e", {
             headers: { "x-streak-server-token": project.serverToken },
-            body: { siteKey: project.siteKey, userHash, event: EVENT, ts: new Date(Date.now() - daysAgo * DAY_MS).toISOString() }
+            body: {
+              siteKey: project.siteKey,
+              userHash,
+              event: EVENT,
+              ts: new Date(Date.now() - daysAgo * DAY_MS).toISOString()
+            }
           }).then((r) => must(r, 202, "action"))
           : call(url, `/v1/api/programs/${program.id}/events`, {
             headers: bearer,
@@ -173,8 +185,8 @@ export const seed = (url: string) =>
       for (let m = 0; m < 60; m++) {
         const first = 35 - (m % 20)
         actions.push([`member-${m}`, first])
-        if (m % 3 !== 0) for (let d = 7; d <= 9; d++) actions.push([`member-${m}`, first - d])
-        if (m % 4 === 0) for (let d = 0; d < 12; d++) actions.push([`member-${m}`, d])
+        if (m % 3 !== 0) { for (let d = 7; d <= 9; d++) actions.push([`member-${m}`, first - d]) }
+        if (m % 4 === 0) { for (let d = 0; d < 12; d++) actions.push([`member-${m}`, d]) }
       }
       // A member with a long, varied history for the ledger calendar.
       for (const d of [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20]) actions.push(["ada", d])
