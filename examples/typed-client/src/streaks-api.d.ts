@@ -345,6 +345,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/users": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a user
+         * @description A person who signs in, with a role in each workspace named: `owner` (everything, users included), `admin` (everything but users) or `viewer` (read only). With a `password` (at least 12 characters) the user can sign in at once; without one the answer holds `inviteUrl`, a one-time link valid for 72 hours where the user sets it. E-mail addresses are unique, compared case-insensitively.
+         */
+        post: operations["admin.createUser"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/admin/mcp-tokens": {
         parameters: {
             query?: never;
@@ -434,7 +454,7 @@ export interface paths {
         };
         /**
          * The credential and its workspace
-         * @description An API key answers its workspace; an OAuth token the workspaces of the user who connected the app.
+         * @description An API key answers its workspace; an OAuth token the workspaces of the user who connected the app; a session the signed-in user, their workspaces with their role in each, and the session's `csrfToken`, to send as `X-CSRF-Token` on every state-changing request.
          */
         get: operations["customer.me"];
         put?: never;
@@ -539,6 +559,26 @@ export interface paths {
          * @description Adds `count` freezes to the member's bank, which never holds more than the policy's `freezes.max` (a program without a policy holds none). A freeze carries the streak across a missed period.
          */
         post: operations["customer.grantFreezes"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/api/programs/{programId}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a program's policy
+         * @description The body is the whole policy: a field left out takes its default. Every streak of the program is recomputed from its activity days under the new policy; no event is sent for the past. An invalid policy changes nothing and answers 400 `INVALID_BODY` with `field` (its path in the policy, such as `target` or `freezes.initial`) and `message` (what is wrong with it).
+         */
+        put: operations["customer.setPolicy"];
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1827,7 +1867,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -1946,7 +1986,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2053,7 +2093,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2182,7 +2222,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2337,7 +2377,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2474,7 +2514,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2585,7 +2625,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2711,7 +2751,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2829,7 +2869,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -2936,7 +2976,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3038,7 +3078,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3145,7 +3185,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3168,6 +3208,143 @@ export interface operations {
                     "application/json": {
                         /** @enum {string} */
                         error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "admin.createUser": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    email: string;
+                    name: string;
+                    workspaces: {
+                        workspaceId: string;
+                        /** @enum {string} */
+                        role: "owner" | "admin" | "viewer";
+                    }[];
+                    password?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Success */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        email: string;
+                        inviteUrl?: string;
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `CONFLICT`: The e-mail address is already taken by another user. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "CONFLICT";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
                     };
@@ -3247,7 +3424,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3354,7 +3531,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3450,7 +3627,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3533,7 +3710,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     [name: string]: unknown;
@@ -3628,6 +3805,22 @@ export interface operations {
                             type: "oauth";
                             id: string;
                         };
+                    } | {
+                        credential: {
+                            /** @enum {string} */
+                            kind: "session";
+                            userId: string;
+                            email: string;
+                        };
+                        workspaces: {
+                            id: string;
+                            name: string;
+                            /** @enum {string} */
+                            plan: "starter" | "growth" | "scale" | "pro";
+                            /** @enum {string} */
+                            role: "owner" | "admin" | "viewer";
+                        }[];
+                        csrfToken: string;
                     };
                 };
             };
@@ -3655,7 +3848,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -3787,7 +3980,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -3916,7 +4109,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4149,7 +4342,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4319,7 +4512,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4480,7 +4673,194 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
+    "customer.setPolicy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyInput"];
+            };
+        };
+        responses: {
+            /** @description The program, with its new policy and mode. */
+            200: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        eventKey: string;
+                        /** @enum {string} */
+                        status: "test" | "live";
+                        /** @enum {string} */
+                        mode: "continuous" | "weekly" | "monthly";
+                        policy: components["schemas"]["Policy"];
+                        project: {
+                            id: string;
+                            siteKey: string;
+                            name: string;
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4661,7 +5041,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4828,7 +5208,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -4975,7 +5355,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5127,7 +5507,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5278,7 +5658,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5485,7 +5865,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5643,7 +6023,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -5872,7 +6252,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6079,7 +6459,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
@@ -6284,7 +6664,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description `UNAUTHORIZED`: The admin token or the bearer credential is missing, wrong or revoked. */
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
             401: {
                 headers: {
                     /**
