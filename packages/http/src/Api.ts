@@ -433,7 +433,7 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
           "policy changes nothing and answers 400 `INVALID_BODY` with `field` (its path in the policy, such as " +
           "`target` or `freezes.initial`) and `message` (what is wrong with it).",
         success: "The program, with its new policy and mode.",
-        errors: ["NOT_FOUND"],
+        errors: ["NOT_FOUND", "FORBIDDEN"],
         examples: { request: S.examples.policy }
       }))
   )
