@@ -86,21 +86,15 @@ const text = (value: unknown): string =>
 
 export const AuditPage = () => {
   const [cursor, setCursor] = useState<string | undefined>(undefined)
-  const [audit] = useResource<
-    {
-      entries?: ReadonlyArray<AuditEntry>
-      items?: ReadonlyArray<AuditEntry>
-      next?: string | null
-      nextCursor?: string | null
-    }
-  >(
+  const [audit] = useResource<{ entries: ReadonlyArray<AuditEntry>; nextCursor?: string }>(
     withQuery("/v1/api/audit", { cursor })
   )
+
   return (
     <Loaded resource={audit} label="the audit log">
       {(data) => {
-        const entries = data.entries ?? data.items ?? []
-        const next = data.next ?? data.nextCursor ?? undefined
+        const entries = data.entries
+        const next = data.nextCursor
         return entries.length === 0 ? <Empty>Nothing recorded yet.</Empty> : (
           <>
             <div class="table" tabIndex={0} role="region" aria-label="Audit log">
@@ -129,7 +123,7 @@ export const AuditPage = () => {
                 </tbody>
               </table>
             </div>
-            {next !== undefined && next !== null
+            {next !== undefined
               ? <button type="button" onClick={() => setCursor(next)}>Older entries</button>
               : null}
           </>

@@ -32,9 +32,7 @@ interface App {
 
 const ApiKeys = (props: { readonly workspaces: ReadonlyArray<Workspace> }) => {
   const writable = props.workspaces.filter((w) => w.role === "owner")
-  const [keys, reload] = useResource<{ apiKeys?: ReadonlyArray<ApiKey>; keys?: ReadonlyArray<ApiKey> }>(
-    "/v1/api/api-keys"
-  )
+  const [keys, reload] = useResource<{ apiKeys: ReadonlyArray<ApiKey> }>("/v1/api/api-keys")
   const [name, setName] = useState("")
   const [workspaceId, setWorkspaceId] = useState(writable[0]?.id ?? "")
   const [created, setCreated] = useState<{ name: string; key: string } | undefined>(undefined)
@@ -78,7 +76,7 @@ const ApiKeys = (props: { readonly workspaces: ReadonlyArray<Workspace> }) => {
       <h4>Manage API keys</h4>
       <Loaded resource={keys} label="API keys">
         {(data) => {
-          const list = data.apiKeys ?? data.keys ?? []
+          const list = data.apiKeys
           return list.length === 0 ? <Empty>No API key.</Empty> : (
             <ul class="cards">
               {list.map((key) => (
@@ -132,8 +130,10 @@ const ConnectedApps = (props: { readonly workspaces: ReadonlyArray<Workspace> })
                   <div>
                     <strong id={`app-${app.grantId}`}>{app.appName}</strong>
                     <p class="hint">
-                      {app.workspaceIds.map(nameOf).join(", ")} · connected {dateTime(app.createdAt)} · last used{" "}
-                      {dateTime(app.lastUsedAt)}
+                      {app.workspaceIds.map(nameOf).join(", ")} · connected {dateTime(app.createdAt)}
+                      {app.lastUsedAt !== null && app.lastUsedAt !== undefined
+                        ? ` · last used ${dateTime(app.lastUsedAt)}`
+                        : ""}
                     </p>
                   </div>
                   <button

@@ -23,16 +23,23 @@ interface Hook {
   readonly createdBy?: { readonly kind: string; readonly id: string }
 }
 
+interface Attempt {
+  readonly attempt: number
+  readonly at: string
+  readonly statusCode: number | null
+  readonly durationMs: number
+  readonly error: string | null
+}
+
 interface Delivery {
   readonly messageId: string
-  readonly eventType?: string
-  readonly type?: string
-  readonly at?: string
-  readonly attemptedAt?: string
-  readonly statusCode?: number | null
-  readonly durationMs?: number | null
-  readonly error?: string | null
+  readonly type: string
+  readonly status: "pending" | "delivered" | "failed"
+  readonly createdAt: string
+  readonly attempts: ReadonlyArray<Attempt>
 }
+
+const statusText = { pending: "Pending", delivered: "Delivered", failed: "Failed" } as const
 
 const Deliveries = (props: { readonly hook: Hook; readonly canWrite: boolean }) => {
   const [deliveries, reload] = useResource<{ deliveries: ReadonlyArray<Delivery> }>(
@@ -51,44 +58,59 @@ const Deliveries = (props: { readonly hook: Hook; readonly canWrite: boolean }) 
               <table>
                 <thead>
                   <tr>
-                    <th scope="col">Time</th>
                     <th scope="col">Event</th>
+                    <th scope="col">Created</th>
                     <th scope="col">Status</th>
+                    <th scope="col">Last attempt</th>
+                    <th scope="col">Answer</th>
                     <th scope="col">Duration</th>
                     <th scope="col">Error</th>
                     <th scope="col">Action</th>
                   </tr>
                 </thead>
                 <tbody>
-                  {data.deliveries.map((d, i) => (
-                    <tr key={`${d.messageId}-${i}`}>
-                      <td>{dateTime(d.at ?? d.attemptedAt)}</td>
-                      <td id={`delivery-${props.hook.id}-${i}`}>{d.eventType ?? d.type ?? d.messageId}</td>
-                      <td>
-                        {d.statusCode === null || d.statusCode === undefined
-                          ? "no answer"
-                          : <span class={d.statusCode < 300 ? "ok" : "failed"}>{d.statusCode}</span>}
-                      </td>
-                      <td>{d.durationMs === null || d.durationMs === undefined ? "—" : `${d.durationMs} ms`}</td>
-                      <td>{d.error ?? ""}</td>
-                      <td>
-                        <button
-                          type="button"
-                          aria-describedby={`delivery-${props.hook.id}-${i}`}
-                          disabled={redeliver.busy || !props.canWrite}
-                          onClick={async () => {
-                            setDone(undefined)
-                            if ((await redeliver.act(d.messageId)) !== undefined) {
-                              setDone(d.messageId)
-                              reload()
-                            }
-                          }}
-                        >
-                          Redeliver
-                        </button>
-                      </td>
-                    </tr>
-                  ))}
+                  {data.deliveries.map((d) => {
+                    const last = d.attempts[d.attempts.length - 1]
+                    const rowId = `delivery-${d.messageId}`
+                    return (
+                      <tr key={d.messageId}>
+                        <td id={rowId}>{d.type}</td>
+                        <td>{dateTime(d.createdAt)}</td>
+                        <td>
+                          <span class={d.status === "delivered" ? "ok" : d.status === "failed" ? "failed" : ""}>
+                            {statusText[d.status] ?? d.status}
+                          </span>
+                          {d.attempts.length > 1 ? ` (${d.attempts.length} attempts)` : ""}
+                        </td>
+                        <td>{last === undefined ? "—" : dateTime(last.at)}</td>
+                        <td>
+                          {last === undefined ?
+                            "—" :
+                            last.statusCode === null ?
+                            "no answer" :
+                            <span class={last.statusCode < 300 ? "ok" : "failed"}>{last.statusCode}</span>}
+                        </td>
+                        <td>{last === undefined ? "—" : `${Math.round(last.durationMs)} ms`}</td>
+                        <td>{last?.error ?? ""}</td>
+                        <td>
+                          <button
+                            type="button"
+                            aria-describedby={rowId}
+                            disabled={redeliver.busy || !props.canWrite}
+                            onClick={async () => {
+                              setDone(undefined)
+                              if ((await redeliver.act(d.messageId)) !== undefined) {
+                                setDone(d.messageId)
+                                reload()
+                              }
+                            }}
+                          >
+                            Redeliver
+                          </button>
+                        </td>
+                      </tr>
+                    )
+                  })}
                 </tbody>
               </table>
             </div>
