@@ -130,6 +130,18 @@ suite("the console", () => {
               await settled(page)
               expect(await page.getByRole("table", { name: "Ledger, day by day" }).textContent()).toContain("Kept")
             })
+            await visit("proof", `${program}/proof`, async () => {
+              await page.getByRole("button", { name: "Start experiment" }).waitFor()
+              await page.locator("details summary").first().click()
+              await page.getByRole("img", { name: /Retention difference per horizon/ }).waitFor()
+            })
+            await visit("usage", "/console/usage", async () => {
+              await page.getByRole("meter").waitFor()
+            })
+            await visit("paused", `/console/programs/${world.pausedProgramId}/overview`, async () => {
+              await page.getByText(/Paused/).waitFor()
+              expect(await page.locator(".notice.paused").textContent()).toContain("raise the plan")
+            })
             await visit("webhooks", `${program}/webhooks`, async () => {
               await page.getByRole("button", { name: "Recent deliveries" }).click()
               await page.getByRole("button", { name: "Redeliver" }).first().waitFor()
@@ -139,20 +151,8 @@ suite("the console", () => {
               await page.getByText("Zapier").waitFor()
               await page.getByRole("button", { name: "Revoke" }).first().waitFor()
             })
-            await visit("proof", `${program}/proof`, async () => {
-              await page.getByRole("button", { name: "Start experiment" }).waitFor()
-              await page.locator("details summary").first().click()
-              await page.getByRole("img", { name: /Retention difference per horizon/ }).waitFor()
-            })
-            await visit("usage", "/console/usage", async () => {
-              await page.getByRole("meter").waitFor()
-            })
             await visit("audit", "/console/audit", async () => {
               await page.getByRole("region", { name: "Audit log" }).waitFor()
-            })
-            await visit("paused", `/console/programs/${world.pausedProgramId}/overview`, async () => {
-              await page.getByText(/Paused/).waitFor()
-              expect(await page.locator(".notice.paused").textContent()).toContain("raise the plan")
             })
             await page.close()
 

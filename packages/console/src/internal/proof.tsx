@@ -38,6 +38,8 @@ interface Experiment {
   }
 }
 
+const days = (n: number) => (n === 1 ? "1 day" : `${n} days`)
+
 const points = (x: number) => `${x >= 0 ? "+" : ""}${(x * 100).toFixed(1)} pt`
 
 const Report = (props: { readonly experiment: Experiment }) => {
@@ -86,7 +88,7 @@ const Report = (props: { readonly experiment: Experiment }) => {
         : (
           <Intervals
             title="Retention difference per horizon with 95 % intervals"
-            intervals={drawn.map((h) => ({ label: `${h.horizon} days`, ...h.difference! }))}
+            intervals={drawn.map((h) => ({ label: days(h.horizon), ...h.difference! }))}
             format={points}
           />
         )}
@@ -106,7 +108,7 @@ const Report = (props: { readonly experiment: Experiment }) => {
             <tbody>
               {horizons.map((h) => (
                 <tr key={h.horizon}>
-                  <td>{h.horizon} days</td>
+                  <td>{days(h.horizon)}</td>
                   <td>{h.control.retained} of {h.control.n} ({percent(h.control.rate)})</td>
                   <td>{h.treatment.retained} of {h.treatment.n} ({percent(h.treatment.rate)})</td>
                   <td>
@@ -161,29 +163,29 @@ export const Proof = (props: { readonly programId: string; readonly canWrite: bo
                   </>
                 )
                 : (
-                  <form
-                    class="inline"
-                    aria-label="Start an experiment"
-                    onSubmit={async (event) => {
-                      event.preventDefault()
-                      if ((await start.act()) !== undefined) reload()
-                    }}
-                  >
-                    <p>
-                      A holdout of members receives no outbound event; the report compares how many come back.
-                    </p>
-                    <label>
-                      Holdout percent{" "}
-                      <input
-                        inputMode="numeric"
-                        value={holdout}
-                        onInput={(e) => setHoldout(e.currentTarget.value)}
-                        size={3}
-                      />
-                    </label>
-                    <button type="submit" disabled={start.busy || !props.canWrite}>Start experiment</button>
-                    <ErrorNotice error={start.error} />
-                  </form>
+                  <>
+                    <p>A holdout of members receives no outbound event; the report compares how many come back.</p>
+                    <form
+                      class="inline"
+                      aria-label="Start an experiment"
+                      onSubmit={async (event) => {
+                        event.preventDefault()
+                        if ((await start.act()) !== undefined) reload()
+                      }}
+                    >
+                      <label>
+                        Holdout percent{" "}
+                        <input
+                          inputMode="numeric"
+                          value={holdout}
+                          onInput={(e) => setHoldout(e.currentTarget.value)}
+                          size={3}
+                        />
+                      </label>
+                      <button type="submit" disabled={start.busy || !props.canWrite}>Start experiment</button>
+                      <ErrorNotice error={start.error} />
+                    </form>
+                  </>
                 )}
             </section>
             <section aria-labelledby="ended-heading">

@@ -64,7 +64,10 @@ export const Overview = (props: { readonly programId: string }) => (
         <h3>Live streaks by current length</h3>
         <Bars
           title="Members by current streak length"
-          bars={data.streakLengths.map((s) => ({ label: `${s.length} days`, value: s.members }))}
+          bars={data.streakLengths.map((s) => ({
+            label: `${s.length} ${s.length === "1" ? "day" : "days"}`,
+            value: s.members
+          }))}
         />
       </>
     )}
