@@ -418,7 +418,9 @@ const policyFields = [
   "freezes.max",
   "freezes.earnEvery",
   "freezes",
-  "atRiskHour"
+  "atRiskHour",
+  "repairWindowDays",
+  "repairsPer30Days"
 ]
 
 /**

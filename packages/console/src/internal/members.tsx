@@ -1,7 +1,7 @@
 /** Members: look one up by `userHash`, read their state and ledger (as a calendar), grant freezes. */
 import { useState } from "preact/hooks"
-import { id, post, withQuery } from "./api.js"
-import { ErrorNotice, Loaded, useAction, useResource, utcDate } from "./ui.js"
+import { del, id, post, withQuery } from "./api.js"
+import { Empty, ErrorNotice, Loaded, useAction, useResource, utcDate } from "./ui.js"
 
 interface Member {
   readonly userHash: string
@@ -38,7 +38,8 @@ const statusText: Record<string, string> = {
   rest: "Rest day",
   current: "Current",
   repaired: "Repaired",
-  paused: "Paused"
+  paused: "Paused",
+  forgiven: "Forgiven"
 }
 
 const DAY = 86_400_000
@@ -104,6 +105,103 @@ const PeriodCalendar = (props: { readonly periods: ReadonlyArray<Period> }) => (
     </tbody>
   </table>
 )
+
+interface Pause {
+  readonly id: string
+  readonly start: string
+  readonly end: string
+}
+
+/** Repair a missed period (within the policy's repair window) and pause a member's streak for a while. */
+const Forgiveness = (
+  props: { readonly base: string; readonly canWrite: boolean; readonly onChange: () => void }
+) => {
+  const [period, setPeriod] = useState(utcDate(1))
+  const [reason, setReason] = useState("")
+  const [repaired, setRepaired] = useState(false)
+  const repair = useAction(() => post(`${props.base}/repairs`, { period, reason }))
+  const [pauses, reloadPauses] = useResource<{ pauses: ReadonlyArray<Pause> }>(`${props.base}/pauses`)
+  const [start, setStart] = useState(utcDate(-7))
+  const [end, setEnd] = useState(utcDate(-13))
+  const pause = useAction(() => post(`${props.base}/pauses`, { start, end }))
+  const unpause = useAction((pauseId: string) => del(`${props.base}/pauses/${id(pauseId)}`))
+  return (
+    <>
+      <h3>Repair a missed period</h3>
+      <form
+        class="inline"
+        aria-label="Repair a missed period"
+        onSubmit={async (event) => {
+          event.preventDefault()
+          setRepaired(false)
+          if ((await repair.act()) !== undefined) {
+            setRepaired(true)
+            props.onChange()
+          }
+        }}
+      >
+        <label>
+          Day of the period{" "}
+          <input type="date" value={period} onInput={(e) => setPeriod(e.currentTarget.value)} required />
+        </label>
+        <label>
+          Reason <input value={reason} onInput={(e) => setReason(e.currentTarget.value)} required maxLength={500} />
+        </label>
+        <button type="submit" disabled={repair.busy || !props.canWrite}>Repair</button>
+      </form>
+      <ErrorNotice error={repair.error} />
+      <p role="status">{repaired ? "Repaired: the period counts as kept." : ""}</p>
+      <h3>Pauses</h3>
+      <Loaded resource={pauses} label="pauses">
+        {(data) =>
+          data.pauses.length === 0 ? <Empty>No pause.</Empty> : (
+            <ul class="cards">
+              {data.pauses.map((p) => (
+                <li key={p.id} class="card row spread">
+                  <span id={`pause-${p.id}`}>{p.start} to {p.end}</span>
+                  <button
+                    type="button"
+                    class="danger"
+                    aria-describedby={`pause-${p.id}`}
+                    disabled={unpause.busy || !props.canWrite}
+                    onClick={async () => {
+                      if ((await unpause.act(p.id)) !== undefined) {
+                        reloadPauses()
+                        props.onChange()
+                      }
+                    }}
+                  >
+                    Remove
+                  </button>
+                </li>
+              ))}
+            </ul>
+          )}
+      </Loaded>
+      <ErrorNotice error={unpause.error} />
+      <form
+        class="inline"
+        aria-label="Pause the streak"
+        onSubmit={async (event) => {
+          event.preventDefault()
+          if ((await pause.act()) !== undefined) {
+            reloadPauses()
+            props.onChange()
+          }
+        }}
+      >
+        <label>
+          First day <input type="date" value={start} onInput={(e) => setStart(e.currentTarget.value)} required />
+        </label>
+        <label>
+          Last day <input type="date" value={end} onInput={(e) => setEnd(e.currentTarget.value)} required />
+        </label>
+        <button type="submit" disabled={pause.busy || !props.canWrite}>Pause</button>
+      </form>
+      <ErrorNotice error={pause.error} />
+    </>
+  )
+}
 
 const MemberView = (props: { readonly programId: string; readonly userHash: string; readonly canWrite: boolean }) => {
   const base = `/v1/api/programs/${id(props.programId)}/members/${id(props.userHash)}`
@@ -171,6 +269,14 @@ const MemberView = (props: { readonly programId: string; readonly userHash: stri
         <ErrorNotice error={grant.error} />
         <p role="status">{granted !== undefined ? `Granted: the member now holds ${granted} freezes.` : ""}</p>
       </form>
+      <Forgiveness
+        base={base}
+        canWrite={props.canWrite}
+        onChange={() => {
+          reloadMember()
+          reloadLedger()
+        }}
+      />
     </>
   )
 }

@@ -14,6 +14,9 @@ export interface Policy {
   readonly restDays: ReadonlyArray<number>
   readonly freezes: { readonly initial: number; readonly max: number; readonly earnEvery: number }
   readonly atRiskHour: number
+  /** Present where the server has repairs (docs/api.md#streak-policies). */
+  readonly repairWindowDays?: number
+  readonly repairsPer30Days?: number
 }
 
 const weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
@@ -28,6 +31,8 @@ interface Draft {
   max: string
   earnEvery: string
   atRiskHour: string
+  repairWindowDays: string | undefined
+  repairsPer30Days: string | undefined
 }
 
 const draftOf = (p: Policy): Draft => ({
@@ -38,7 +43,9 @@ const draftOf = (p: Policy): Draft => ({
   initial: String(p.freezes.initial),
   max: String(p.freezes.max),
   earnEvery: String(p.freezes.earnEvery),
-  atRiskHour: String(p.atRiskHour)
+  atRiskHour: String(p.atRiskHour),
+  repairWindowDays: p.repairWindowDays === undefined ? undefined : String(p.repairWindowDays),
+  repairsPer30Days: p.repairsPer30Days === undefined ? undefined : String(p.repairsPer30Days)
 })
 
 const number = (
@@ -51,7 +58,9 @@ const bodyOf = (d: Draft) => ({
   dayStartHour: number(d.dayStartHour),
   restDays: d.restDays,
   freezes: { initial: number(d.initial), max: number(d.max), earnEvery: number(d.earnEvery) },
-  atRiskHour: number(d.atRiskHour)
+  atRiskHour: number(d.atRiskHour),
+  ...(d.repairWindowDays === undefined ? {} : { repairWindowDays: number(d.repairWindowDays) }),
+  ...(d.repairsPer30Days === undefined ? {} : { repairsPer30Days: number(d.repairsPer30Days) })
 })
 
 // The API names a field by its path in the policy; the form's ids follow it.
@@ -64,7 +73,9 @@ const fieldIds: Record<string, string> = {
   "freezes.max": "policy-max",
   "freezes.earnEvery": "policy-earnEvery",
   freezes: "policy-initial",
-  atRiskHour: "policy-atRiskHour"
+  atRiskHour: "policy-atRiskHour",
+  repairWindowDays: "policy-repairWindowDays",
+  repairsPer30Days: "policy-repairsPer30Days"
 }
 
 const NumberField = (props: {
@@ -194,6 +205,23 @@ export const PolicyEditor = (
         )}
       </fieldset>
       {field("atRiskHour", "At-risk hour", "Local hour from which streak.at_risk may fire, 0–23.", "atRiskHour")}
+      {draft.repairWindowDays === undefined ? null : (
+        <fieldset>
+          <legend>Repairs</legend>
+          {field(
+            "repairWindowDays",
+            "Repair window (days)",
+            "Days after a missed period during which it may be repaired, 0 (no repairs)–365.",
+            "repairWindowDays"
+          )}
+          {field(
+            "repairsPer30Days",
+            "Repairs per 30 days",
+            "Repairs a member may have within 30 days, 0–10.",
+            "repairsPer30Days"
+          )}
+        </fieldset>
+      )}
       {error !== undefined && !fieldError ? <p class="notice error" role="alert">{error.message}</p> : null}
       {error !== undefined && fieldError
         ? <p class="notice error" role="alert">The policy was not saved: {error.message}</p>
