@@ -267,7 +267,9 @@ const accountsAndAudit: ReadonlyArray<string> = [
     details TEXT NOT NULL
   )`,
   `CREATE INDEX audit_log_workspace_at ON audit_log (workspace_id, at, id)`,
-  `CREATE INDEX audit_log_at ON audit_log (at, id)`
+  `CREATE INDEX audit_log_at ON audit_log (at, id)`,
+  // A subscription's deliveries log reads its newest messages.
+  `CREATE INDEX outbox_subscription ON outbox (subscription_id, created_at)`
 ]
 
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>

@@ -392,7 +392,24 @@ export class Outbox extends Context.Tag("@streaks/core/Outbox")<Outbox, {
   ) => Io<ReadonlyArray<OutboxMessage>>
   /** Deletes delivery attempts older than `before`; returns how many. */
   readonly purgeAttempts: (before: Date) => Io<number>
+  /**
+   * The subscription's messages of any status, newest first by creation (then id), at most
+   * `limit`, each with its recorded attempts in attempt order.
+   */
+  readonly ofSubscription: (subscriptionId: SubscriptionId, limit: number) => Io<ReadonlyArray<MessageHistory>>
+  /**
+   * Makes the subscription's message `id` due again at `now`: a delivered or failed message becomes
+   * `pending` with `nextAttemptAt = now` (attempts and their records kept, so the next attempt has
+   * the next number); a pending one is left as it is. `false` when the subscription has no such message.
+   */
+  readonly redeliver: (subscriptionId: SubscriptionId, id: MessageId, now: Date) => Io<boolean>
 }>() {}
+
+/** A message and the attempts made to deliver it. */
+export interface MessageHistory {
+  readonly message: OutboxMessage
+  readonly attempts: ReadonlyArray<DeliveryAttempt>
+}
 
 /** One member active in one UTC month of a workspace (defined with the rules that make it, in `Usage`). */
 export type { UsageEntry } from "./Usage.js"
@@ -481,6 +498,8 @@ export class SubscriptionStore extends Context.Tag("@streaks/core/SubscriptionSt
   readonly remove: (id: SubscriptionId) => Io<Option.Option<Subscription>>
   /** Subscriptions of the program that listen to `type`. */
   readonly forEvent: (programId: ProgramId, type: OutboundEventType) => Io<ReadonlyArray<Subscription>>
+  /** Every subscription of these workspaces, by id. */
+  readonly ofWorkspaces: (workspaceIds: ReadonlyArray<WorkspaceId>) => Io<ReadonlyArray<Subscription>>
   /** Removes every subscription of the workspace created with the credential; returns them. */
   readonly removeCreatedBy: (workspaceIds: ReadonlyArray<WorkspaceId>, credential: CredentialRef) => Io<
     ReadonlyArray<Subscription>
@@ -497,6 +516,15 @@ export class CredentialStore extends Context.Tag("@streaks/core/CredentialStore"
   readonly createGrant: (grant: OAuthGrant) => Io<void>
   readonly grantByHash: (tokenHash: string) => Io<Option.Option<OAuthGrant>>
   readonly revokeGrant: (id: OAuthGrant["id"], at: Date) => Io<Option.Option<OAuthGrant>>
+  /** The unrevoked API keys of these workspaces, by id. */
+  readonly apiKeysOfWorkspaces: (workspaceIds: ReadonlyArray<WorkspaceId>) => Io<ReadonlyArray<ApiKey>>
+  /** Every unrevoked grant (OAuth apps' and MCP tokens'), by id. */
+  readonly liveGrants: Io<ReadonlyArray<OAuthGrant>>
+  /** Sets the workspaces an unrevoked grant reaches; None if unknown or revoked. */
+  readonly setGrantWorkspaces: (
+    id: OAuthGrant["id"],
+    workspaceIds: ReadonlyArray<WorkspaceId>
+  ) => Io<Option.Option<OAuthGrant>>
 }>() {}
 
 /** Holdout experiments, on the `Catalog`. */

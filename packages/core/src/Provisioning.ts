@@ -137,7 +137,7 @@ export const limits = {
 } as const
 
 /** A name: non-empty after trimming, at most `limits.name` characters; stored trimmed. */
-const validName = (field: string, value: string): Effect.Effect<string, InvalidBody> => {
+export const validName = (field: string, value: string): Effect.Effect<string, InvalidBody> => {
   const name = value.trim()
   return name.length === 0 || name.length > limits.name
     ? Effect.fail(invalid(`${field} must be 1 to ${limits.name} characters`))

@@ -6,6 +6,7 @@ import { Layer } from "effect"
 import * as Accounts from "./Accounts.js"
 import * as Aliases from "./Aliases.js"
 import * as Audit from "./Audit.js"
+import * as Connections from "./Connections.js"
 import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
@@ -32,6 +33,7 @@ export type Services =
   | StreakPolicies.StreakPolicies
   | Audit.Audit
   | Accounts.Accounts
+  | Connections.Connections
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -53,7 +55,8 @@ export const layerWith = (options: Options) =>
     Subscriptions.layer,
     Reports.layer,
     StreakPolicies.layer,
-    Accounts.layer.pipe(Layer.provide(Passwords.layer))
+    Accounts.layer.pipe(Layer.provide(Passwords.layer)),
+    Connections.layer
   ).pipe(Layer.provideMerge(Audit.layer))
 
 /** Every core service, with the default batching. */

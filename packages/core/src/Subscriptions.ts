@@ -10,11 +10,12 @@
  */
 import { Context, DateTime, Effect, Layer, Option } from "effect"
 import * as Credentials from "./Credentials.js"
-import { OutboundEventType, Subscription } from "./Domain.js"
+import { type CredentialRef, OutboundEventType, Subscription } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import * as IpAddress from "./IpAddress.js"
-import { DirectoryStore, ExperimentStore, SubscriptionStore, Transactor } from "./Ports.js"
+import { OutboxSignal } from "./OutboxSignal.js"
+import { DirectoryStore, ExperimentStore, type MessageHistory, Outbox, SubscriptionStore, Transactor } from "./Ports.js"
 import { SecretBox } from "./SecretBox.js"
 
 export interface CreateSubscriptionInput {
@@ -79,7 +80,32 @@ export class Subscriptions extends Context.Tag("@streaks/core/Subscriptions")<Su
     principal: Credentials.Principal,
     programId: string
   ) => Effect.Effect<ReadonlyArray<SubscriptionView>, NotFound | StorageError>
+  /** Every subscription of the principal's workspaces, oldest first, with who created it. */
+  readonly listAll: (principal: Credentials.Holder) => Effect.Effect<ReadonlyArray<Hook>, StorageError>
+  /** The subscription's recent deliveries (`deliveryLogSize` messages at most), newest first. */
+  readonly deliveries: (
+    principal: Credentials.Holder,
+    id: string
+  ) => Effect.Effect<ReadonlyArray<MessageHistory>, NotFound | StorageError>
+  /**
+   * Sends one of the subscription's messages again, as soon as the dispatcher can (it keeps its
+   * `webhook-id`, so a receiver that saw it deduplicates). NotFound for a subscription out of reach
+   * or a message that is not the subscription's.
+   */
+  readonly redeliver: (
+    principal: Credentials.Holder,
+    id: string,
+    messageId: string
+  ) => Effect.Effect<Subscription, NotFound | StorageError>
 }>() {}
+
+/** A subscription as the list of every hook shows it. */
+export interface Hook extends SubscriptionView {
+  readonly createdBy: CredentialRef
+}
+
+/** How many recent messages a subscription's deliveries log shows. */
+export const deliveryLogSize = 50
 
 const invalid = (message: string) => new InvalidBody({ message })
 const notFound = new NotFound({ message: "subscription not found" })
@@ -152,6 +178,17 @@ export const make = Effect.gen(function*() {
   const transactor = yield* Transactor
   const box = yield* SecretBox
   const resolver = yield* HostResolver
+  const outbox = yield* Outbox
+  const signal = yield* OutboxSignal
+
+  const reachable = (principal: Credentials.Holder, id: string) =>
+    Effect.flatMap(
+      store.get(Ids.unsafe("SubscriptionId", id)),
+      (found) =>
+        Option.isNone(found) || !principal.workspaceIds.includes(found.value.workspaceId)
+          ? Effect.fail(notFound)
+          : Effect.succeed(found.value)
+    )
 
   /** A host name must resolve, and only to public addresses (literal addresses were checked by `validUrl`). */
   const publicHost = (url: string, options: SubscriptionOptions): Effect.Effect<void, InvalidBody> => {
@@ -218,6 +255,25 @@ export const make = Effect.gen(function*() {
         return [...byId.values()]
           .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))
           .map(view)
+      }),
+
+    listAll: (principal) =>
+      Effect.map(store.ofWorkspaces(principal.workspaceIds), (found) =>
+        [...found]
+          .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1))
+          .map((s) => ({ ...view(s), createdBy: s.createdBy }))),
+
+    deliveries: (principal, id) =>
+      Effect.flatMap(reachable(principal, id), (s) => outbox.ofSubscription(s.id, deliveryLogSize)),
+
+    redeliver: (principal, id, messageId) =>
+      Effect.gen(function*() {
+        const subscription = yield* reachable(principal, id)
+        const now = DateTime.toDateUtc(yield* DateTime.now)
+        const found = yield* outbox.redeliver(subscription.id, Ids.unsafe("MessageId", messageId), now)
+        if (!found) return yield* new NotFound({ message: "message not found" })
+        yield* signal.notify
+        return subscription
       })
   })
 })
@@ -225,5 +281,5 @@ export const make = Effect.gen(function*() {
 export const layer: Layer.Layer<
   Subscriptions,
   never,
-  DirectoryStore | SubscriptionStore | ExperimentStore | Transactor | SecretBox
+  DirectoryStore | SubscriptionStore | ExperimentStore | Transactor | SecretBox | Outbox | OutboxSignal
 > = Layer.effect(Subscriptions, make)

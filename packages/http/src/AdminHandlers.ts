@@ -1,26 +1,18 @@
 /**
  * Handlers of the admin group (docs/api.md#admin-routes): provisioning through core `Provisioning`,
  * a program's streak policy through `StreakPolicies`, the alias link, and the on-demand jobs.
- * Secrets appear in these answers once, at creation.
+ * Secrets appear in these answers once, at creation. Every write is recorded in the audit log with
+ * the operator as its actor, in the change's own transaction.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Accounts, Aliases, Provisioning, StreakPolicies } from "@streaks/core"
+import { Accounts, Aliases, Audit, Ids, Ports, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
-import * as ClientAddress from "./ClientAddress.js"
+import * as AuditTrail from "./AuditTrail.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { Jobs } from "./Jobs.js"
 import * as Sessions from "./Sessions.js"
 import * as Views from "./Views.js"
-
-/** The operator, as the audit log names them: the admin token has no id of its own. */
-export const operator = { kind: "admin", id: "admin" } as const
-
-/** Who is writing on an admin route, for the audit log. */
-export const byOperator = Effect.map(ClientAddress.current, (client) => ({
-  actor: operator,
-  clientAddress: client.address
-}))
 
 export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
   Effect.gen(function*() {
@@ -29,41 +21,109 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const policies = yield* StreakPolicies.StreakPolicies
     const jobs = yield* Jobs
     const accounts = yield* Accounts.Accounts
+    const audit = yield* Audit.Audit
+    const directory = yield* Ports.DirectoryStore
     const config = yield* HttpConfig
+
+    const audited =
+      <A, E, R>(self: Effect.Effect<A, E, R>) => (change: (a: A) => Audit.Change | ReadonlyArray<Audit.Change>) =>
+        AuditTrail.audited(AuditTrail.byOperator, change, self)
+
+    const workspaceOfProject = (id: string) =>
+      Effect.map(directory.project(Ids.unsafe("ProjectId", id)), (p) =>
+        p._tag === "Some" ? p.value.workspaceId : undefined)
+    const perWorkspace = (ids: ReadonlyArray<string>, change: Omit<Audit.Change, "workspaceId">) =>
+      ids.map((id) => ({ ...change, workspaceId: Ids.unsafe("WorkspaceId", id) }))
+
     return handlers
-      .handle("alias", ({ payload }) => Effect.asVoid(aliases.link(payload)))
-      .handle("createWorkspace", ({ payload }) => Effect.map(provisioning.createWorkspace(payload), Views.workspace))
-      .handle(
-        "setPlan",
-        ({ path, payload }) => Effect.map(provisioning.setPlan(path.id, payload.plan), Views.workspace)
-      )
+      .handle("alias", ({ payload }) =>
+        audited(Effect.asVoid(aliases.link(payload)))(() => ({
+          action: "alias.link",
+          target: payload.anonymousId,
+          details: { siteKey: payload.siteKey, userHash: payload.userHash }
+        })))
+      .handle("createWorkspace", ({ payload }) =>
+        audited(Effect.map(provisioning.createWorkspace(payload), Views.workspace))((w) => ({
+          action: "workspace.create",
+          target: w.id,
+          workspaceId: w.id,
+          details: { name: w.name, plan: w.plan }
+        })))
+      .handle("setPlan", ({ path, payload }) =>
+        audited(Effect.map(provisioning.setPlan(path.id, payload.plan), Views.workspace))((w) => ({
+          action: "workspace.set_plan",
+          target: w.id,
+          workspaceId: w.id,
+          details: { plan: w.plan }
+        })))
       .handle("createProject", ({ payload }) =>
-        Effect.map(provisioning.createProject(payload), (created) => ({
+        audited(Effect.map(provisioning.createProject(payload), (created) => ({
           ...Views.project(created.project),
           serverToken: created.serverToken,
           signingSecret: created.signingSecret
+        })))((p) => ({
+          action: "project.create",
+          target: p.id,
+          workspaceId: p.workspaceId,
+          details: { name: p.name }
         })))
       .handle("createProgram", ({ payload }) =>
-        Effect.map(provisioning.createProgram(payload), (created) => ({
-          ...Views.program(created.program),
-          webhookSecret: created.webhookSecret
+        Effect.flatMap(workspaceOfProject(payload.projectId), (workspaceId) =>
+          audited(Effect.map(provisioning.createProgram(payload), (created) => ({
+            ...Views.program(created.program),
+            webhookSecret: created.webhookSecret
+          })))((p) => ({
+            action: "program.create",
+            target: p.id,
+            workspaceId,
+            details: { name: p.name, eventKey: p.eventKey }
+          }))))
+      .handle("setProgramPolicy", ({ path, payload }) =>
+        Effect.flatMap(AuditTrail.workspaceOfProgram(path.id), (workspaceId) =>
+          audited(Effect.map(policies.setPolicy(path.id, payload), Views.program))((p) => ({
+            action: "program.set_policy",
+            target: p.id,
+            workspaceId,
+            details: { policy: p.policy }
+          }))))
+      .handle("rotateWebhookSecret", ({ path }) =>
+        Effect.flatMap(AuditTrail.workspaceOfProgram(path.id), (workspaceId) =>
+          audited(provisioning.rotateWebhookSecret(path.id))(() => ({
+            action: "program.rotate_webhook_secret",
+            target: path.id,
+            workspaceId
+          }))))
+      .handle("setProgramStatus", ({ path, payload }) =>
+        Effect.flatMap(AuditTrail.workspaceOfProgram(path.id), (workspaceId) =>
+          audited(Effect.map(provisioning.setProgramStatus(path.id, payload.status), Views.program))((p) => ({
+            action: "program.set_status",
+            target: p.id,
+            workspaceId,
+            details: { status: p.status }
+          }))))
+      .handle("createApiKey", ({ path, payload }) =>
+        audited(provisioning.createApiKey(path.id, payload.name))((k) => ({
+          action: "api_key.create",
+          target: k.id,
+          workspaceId: Ids.unsafe("WorkspaceId", path.id),
+          details: { name: payload.name }
         })))
-      .handle(
-        "setProgramPolicy",
-        ({ path, payload }) => Effect.map(policies.setPolicy(path.id, payload), Views.program)
-      )
-      .handle("rotateWebhookSecret", ({ path }) => provisioning.rotateWebhookSecret(path.id))
-      .handle(
-        "setProgramStatus",
-        ({ path, payload }) => Effect.map(provisioning.setProgramStatus(path.id, payload.status), Views.program)
-      )
-      .handle("createApiKey", ({ path, payload }) => provisioning.createApiKey(path.id, payload.name))
-      .handle("revokeApiKey", ({ path }) => provisioning.revokeApiKey(path.id))
-      .handle("createGrant", ({ payload }) => provisioning.createOAuthGrant(payload))
-      .handle("revokeGrant", ({ path }) => provisioning.revokeOAuthGrant(path.id))
+      .handle("revokeApiKey", ({ path }) =>
+        audited(provisioning.revokeApiKey(path.id))(() => ({ action: "api_key.revoke", target: path.id })))
+      .handle("createGrant", ({ payload }) =>
+        audited(provisioning.createOAuthGrant(payload))((g) =>
+          perWorkspace(payload.workspaceIds, {
+            action: "oauth_grant.create",
+            target: g.id,
+            details: { appName: payload.appName }
+          })
+        ))
+      .handle("revokeGrant", ({ path }) =>
+        audited(provisioning.revokeOAuthGrant(path.id))(() => ({ action: "oauth_grant.revoke", target: path.id })))
       .handle("createUser", ({ payload }) =>
         Effect.gen(function*() {
-          const created = yield* accounts.createUser(payload, yield* byOperator)
+          // Accounts records the user's creation itself, in its own transaction.
+          const created = yield* accounts.createUser(payload, yield* AuditTrail.byOperator)
           const base = config.publicUrl ?? (yield* Sessions.originOf)
           return {
             id: created.user.id,
@@ -73,8 +133,28 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
               : { inviteUrl: `${base}/invite?token=${encodeURIComponent(created.inviteToken)}` })
           }
         }))
-      .handle("createMcpToken", ({ payload }) => provisioning.createMcpToken(payload))
-      .handle("revokeMcpToken", ({ path }) => provisioning.revokeMcpToken(path.id))
-      .handle("dueChecks", () => jobs.dueChecks)
-      .handle("deliveries", () => jobs.deliveries)
+      .handle("createMcpToken", ({ payload }) =>
+        audited(provisioning.createMcpToken(payload))((t) =>
+          perWorkspace(payload.workspaceIds, {
+            action: "mcp_token.create",
+            target: t.id,
+            details: { name: payload.name }
+          })
+        ))
+      .handle("revokeMcpToken", ({ path }) =>
+        audited(provisioning.revokeMcpToken(path.id))(() => ({ action: "mcp_token.revoke", target: path.id })))
+      .handle("dueChecks", () =>
+        jobs.dueChecks)
+      .handle("deliveries", () =>
+        jobs.deliveries)
+      .handle("audit", ({ urlParams }) =>
+        Effect.map(
+          audit.read({
+            from: urlParams.from === undefined ? undefined : new Date(urlParams.from),
+            to: urlParams.to === undefined ? undefined : new Date(urlParams.to),
+            cursor: urlParams.cursor,
+            limit: urlParams.limit
+          }),
+          Views.auditPage
+        ))
   }))

@@ -350,6 +350,14 @@ export class AdminGroup extends HttpApiGroup.make("admin")
         description: "Drains the outbox once."
       }))
   )
+  .add(
+    HttpApiEndpoint.get("audit", "/admin/audit").setUrlParams(S.AuditParams).addSuccess(S.AuditPage)
+      .annotateContext(Doc.route({
+        summary: "Read the whole audit log",
+        description: "Every write made with a credential, newest first, a page at a time: `from` (inclusive) and " +
+          "`to` (exclusive) bound `at`; pass `nextCursor` as `cursor` for the next page (`limit` 1 to 200, default 50)."
+      }))
+  )
   .middleware(AdminAuth)
 {}
 
@@ -361,8 +369,10 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
   .annotateContext(Doc.group({
     title: "Customer REST API",
     description: "For the customer's own systems and automation platforms, with a customer API key " +
-      "or an OAuth access token. Anything outside the credential's reach answers 404, like something unknown.",
-    errors: ["UNAUTHORIZED", "RATE_LIMITED", "SERVICE_UNAVAILABLE"]
+      "or an OAuth access token, and for signed-in people with their session cookie (with the session's CSRF " +
+      "token on writes; a viewer's writes answer 403). Anything outside the credential's reach answers 404, like " +
+      "something unknown.",
+    errors: ["UNAUTHORIZED", "FORBIDDEN", "RATE_LIMITED", "SERVICE_UNAVAILABLE"]
   }))
   .add(
     HttpApiEndpoint.get("me", "/me").addSuccess(S.Me)
@@ -536,6 +546,100 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
         summary: "Stop the program's running experiment",
         description: "Answers the experiment with its end and final report; it stays readable.",
         errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("listApiKeys", "/api-keys").addSuccess(S.ApiKeyList)
+      .annotateContext(Doc.route({
+        summary: "The API keys of your workspaces (session only)",
+        description: "Unrevoked keys of the signed-in user's workspaces, without their secrets. An API key or OAuth " +
+          "token answers 403.",
+        errors: ["FORBIDDEN"],
+        security: [{ session: [] }]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createApiKey", "/api-keys").setPayload(S.ApiKeyBody).addSuccess(S.ApiKeyCreated, Created)
+      .annotateContext(Doc.route({
+        summary: "Create an API key (session only)",
+        description: "A key of one of your workspaces where you are owner or admin; `key` is shown this once.",
+        errors: ["NOT_FOUND", "FORBIDDEN"],
+        security: [{ session: [] }]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("revokeApiKey")`/api-keys/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Revoke an API key (session only)",
+        description: "The key stops working at once and the subscriptions it created are removed.",
+        errors: ["NOT_FOUND", "FORBIDDEN"],
+        security: [{ session: [] }]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("connectedApps", "/connected-apps").addSuccess(S.ConnectedApps)
+      .annotateContext(Doc.route({
+        summary: "Apps connected to your workspaces (session only)",
+        description: "The OAuth apps that reach any of the signed-in user's workspaces.",
+        errors: ["FORBIDDEN"],
+        security: [{ session: [] }]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("disconnectApp")`/connected-apps/${HttpApiSchema.param("grantId", S.text(S.bounds.id))}`
+      .addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Disconnect an app (session only)",
+        description: "The app's tokens stop reaching your workspaces at once (a grant left with no workspace is " +
+          "revoked) and the subscriptions it created in them are removed.",
+        errors: ["NOT_FOUND", "FORBIDDEN"],
+        security: [{ session: [] }]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("rotateWebhookSecret")`/programs/${programId}/webhook-secret`.addSuccess(S.WebhookSecret)
+      .annotateContext(Doc.route({
+        summary: "Rotate a program's webhook ingest secret (session only)",
+        description: "A new `whi_…` secret, shown this once; the old one stops working at once.",
+        errors: ["NOT_FOUND", "FORBIDDEN"],
+        security: [{ session: [] }]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("listHooks", "/hooks").addSuccess(S.HookList)
+      .annotateContext(Doc.route({
+        summary: "Every subscription of your workspaces",
+        description: "Oldest first, without secrets, each with the credential kind and id that created it " +
+          "(`api_key`, `oauth`, or `user` for a signed-in person)."
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("hookDeliveries")`/hooks/${id}/deliveries`.addSuccess(S.Deliveries)
+      .annotateContext(Doc.route({
+        summary: "Recent deliveries of a subscription",
+        description: "Its 50 newest messages, newest first, each with its attempts: time, the receiver's status " +
+          "code, duration and error.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("redeliver")`/hooks/${id}/deliveries/${
+      HttpApiSchema.param("messageId", S.text(S.bounds.id))
+    }/redeliver`
+      .addSuccess(S.Redelivery, Accepted)
+      .annotateContext(Doc.route({
+        summary: "Send a delivery again",
+        description: "The message is queued again at once, with the same `webhook-id`, so a receiver that saw it " +
+          "can deduplicate. A message still pending is left in the queue as it is.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("audit", "/audit").setUrlParams(S.AuditParams).addSuccess(S.AuditPage)
+      .annotateContext(Doc.route({
+        summary: "The audit log of your workspaces",
+        description: "Every write made with a credential in the workspaces this credential reaches, newest first, a " +
+          "page at a time (see `GET /admin/audit`)."
       }))
   )
   .middleware(CustomerAuth)

@@ -340,6 +340,81 @@ export const UserCreated = Schema.Struct({
   /** The one-time link where the user sets a password (72 hours), when no password was given. */
   inviteUrl: Schema.optional(Schema.String)
 })
+export const ApiKeyBody = Schema.Struct({ name: nonEmpty(bounds.name), workspaceId: text(bounds.id) })
+export const ApiKeyList = Schema.Struct({
+  apiKeys: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    workspaceId: Schema.String,
+    createdAt: Schema.String
+  }))
+})
+export const ConnectedApps = Schema.Struct({
+  apps: Schema.Array(Schema.Struct({
+    grantId: Schema.String,
+    appName: Schema.String,
+    /** The OAuth client the grant was issued to; null for an app the operator connected. */
+    clientId: Schema.NullOr(Schema.String),
+    /** Of the app's workspaces, those the signed-in user belongs to. */
+    workspaceIds: Schema.Array(Schema.String),
+    createdAt: Schema.String,
+    /** Not recorded: always null. */
+    lastUsedAt: Schema.NullOr(Schema.String)
+  }))
+})
+export const Actor = Schema.Struct({ kind: Schema.String, id: Schema.String })
+export const HookList = Schema.Struct({
+  hooks: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    programId: Schema.String,
+    url: Schema.String,
+    eventTypes: Schema.Array(Schema.String),
+    createdAt: Schema.String,
+    createdBy: Actor
+  }))
+})
+export const Deliveries = Schema.Struct({
+  deliveries: Schema.Array(Schema.Struct({
+    messageId: Schema.String,
+    type: Schema.String,
+    status: Schema.Literal("pending", "delivered", "failed"),
+    createdAt: Schema.String,
+    attempts: Schema.Array(Schema.Struct({
+      attempt: Schema.Int,
+      at: Schema.String,
+      /** The receiver's HTTP status; null when no answer came (timeout, refused connection). */
+      statusCode: Schema.NullOr(Schema.Int),
+      durationMs: Schema.Number,
+      error: Schema.NullOr(Schema.String)
+    }))
+  }))
+})
+export const Redelivery = Schema.Struct({ messageId: Schema.String, status: Schema.Literal("pending") })
+export const MessageIdPath = Schema.Struct({ id: text(bounds.id), messageId: text(bounds.id) })
+const instantParam = text(40).pipe(
+  Schema.filter((s) => !Number.isNaN(Date.parse(s)) || "an ISO 8601 date-time"),
+  Schema.annotations({ description: "An ISO 8601 date-time." })
+)
+export const AuditParams = Schema.Struct({
+  from: Schema.optional(instantParam),
+  to: Schema.optional(instantParam),
+  cursor: Schema.optional(text(256)),
+  limit: Schema.optional(text(3).pipe(Schema.compose(Schema.NumberFromString), Schema.int(), Schema.between(1, 200)))
+})
+export const AuditPage = Schema.Struct({
+  entries: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    at: Schema.String,
+    workspaceId: Schema.NullOr(Schema.String),
+    actor: Actor,
+    clientAddress: Schema.String,
+    action: Schema.String,
+    target: Schema.String,
+    details: Schema.Record({ key: Schema.String, value: Schema.Unknown })
+  })),
+  /** Pass as `cursor` for the next, older page; absent on the last one. */
+  nextCursor: Schema.optional(Schema.String)
+})
 export const McpTokenBody = Schema.Struct({
   name: nonEmpty(bounds.name),
   workspaceIds: Schema.Array(text(bounds.id)).pipe(Schema.minItems(1), Schema.maxItems(bounds.workspaces))

@@ -131,7 +131,7 @@ export const layerCustomer = Layer.effect(
           credential: { type: "user", id: user.userId },
           workspaceIds: writing ? writable : all,
           kind: "session",
-          readOnlyWorkspaceIds: writing ? [] : readOnly,
+          readOnlyWorkspaceIds: readOnly,
           user: { id: user.userId, email: user.email }
         }
         return principal

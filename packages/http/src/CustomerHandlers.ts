@@ -5,12 +5,15 @@
  */
 import { HttpApiBuilder } from "@effect/platform"
 import {
+  Audit,
+  Connections,
   Credentials,
   Errors,
   EventInput,
   Experiments,
   Ingest,
   Metering,
+  Provisioning,
   Reports,
   StateQuery,
   StreakPolicies,
@@ -19,6 +22,7 @@ import {
 } from "@streaks/core"
 import { Effect, Option } from "effect"
 import { Api, CurrentPrincipal } from "./Api.js"
+import * as AuditTrail from "./AuditTrail.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { checkParts } from "./IngestHandlers.js"
 import * as S from "./ApiSchemas.js"
@@ -37,9 +41,29 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
     const policies = yield* StreakPolicies.StreakPolicies
     const config = yield* HttpConfig
     const sessions = yield* Sessions.Sessions
+    const connections = yield* Connections.Connections
+    const provisioning = yield* Provisioning.Provisioning
+    const audit = yield* Audit.Audit
+
+    /** The change `change` makes of the result, recorded with the request's credential as actor. */
+    const audited =
+      <A, E, R>(self: Effect.Effect<A, E, R>) => (change: (a: A) => Audit.Change | ReadonlyArray<Audit.Change>) =>
+        AuditTrail.audited(AuditTrail.byPrincipal, change, self)
+
+    const sessionOnlyError = new Errors.Forbidden({ message: "this route takes a signed-in session only" })
+    /** The principal, when it is a session; an API key or OAuth token gets 403. */
+    const sessionOnly = Effect.flatMap(CurrentPrincipal, (principal) =>
+      principal.kind === "session" ? Effect.succeed(principal) : Effect.fail(sessionOnlyError))
+
+    /** Forbidden when the session's user is only a viewer of `workspaceId`. */
+    const writable = (principal: Credentials.Principal, workspaceId: string) =>
+      (principal.readOnlyWorkspaceIds ?? []).includes(workspaceId as never)
+        ? Effect.fail(new Errors.Forbidden({ message: "a viewer reads only" }))
+        : Effect.void
 
     const reach = (programId: string) =>
-      Effect.flatMap(CurrentPrincipal, (principal) => Credentials.reach(principal, programId))
+      Effect.flatMap(CurrentPrincipal, (principal) =>
+        Credentials.reach(principal, programId))
 
     return handlers
       .handle("me", () =>
@@ -111,19 +135,38 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           policies.ledger(program.id, path.userHash, urlParams)))
       .handle("grantFreezes", ({ path, payload }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) =>
-          policies.grantFreezes(program.id, path.userHash, payload.count)))
+        Effect.flatMap(reach(path.programId), ({ program, project }) =>
+          audited(policies.grantFreezes(program.id, path.userHash, payload.count))(() => ({
+            action: "freezes.grant",
+            target: program.id,
+            workspaceId: project.workspaceId,
+            details: { userHash: path.userHash, count: payload.count }
+          }))))
       .handle("createHook", ({ payload }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const created = yield* subscriptions.create(principal, payload, {
-            allowInsecureUrls: config.allowInsecureWebhookUrls
-          })
-          return { ...created, createdAt: created.createdAt.toISOString() }
+          const created = yield* audited(Effect.gen(function*() {
+            const made = yield* subscriptions.create(principal, payload, {
+              allowInsecureUrls: config.allowInsecureWebhookUrls
+            })
+            return { created: made, workspaceId: yield* AuditTrail.workspaceOfProgram(made.programId) }
+          }))((c) => ({
+            action: "subscription.create",
+            target: c.created.id,
+            workspaceId: c.workspaceId,
+            details: { programId: c.created.programId, url: c.created.url, eventTypes: c.created.eventTypes }
+          }))
+          return { ...created.created, createdAt: created.created.createdAt.toISOString() }
         }))
       .handle("deleteHook", ({ path }) =>
         Effect.flatMap(CurrentPrincipal, (principal) =>
-          subscriptions.remove(principal, path.id)))
+          audited(Effect.gen(function*() {
+            const hook = (yield* subscriptions.listAll(principal)).find((h) =>
+              h.id === path.id
+            )
+            yield* subscriptions.remove(principal, path.id)
+            return hook === undefined ? undefined : yield* AuditTrail.workspaceOfProgram(hook.programId)
+          }))((workspaceId) => ({ action: "subscription.delete", target: path.id, workspaceId })).pipe(Effect.asVoid)))
       .handle("webhookSamples", ({ path, urlParams }) =>
         Effect.flatMap(reach(path.programId), ({ program, project }) =>
           WebhookSamples.samples(project, program, urlParams.type)))
@@ -153,8 +196,13 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           }
         ))
       .handle("startExperiment", ({ path, payload }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) =>
-          Effect.map(experiments.start(program.id, payload.holdoutPercent), Views.experiment)))
+        Effect.flatMap(reach(path.programId), ({ program, project }) =>
+          audited(Effect.map(experiments.start(program.id, payload.holdoutPercent), Views.experiment))((e) => ({
+            action: "experiment.start",
+            target: e.id,
+            workspaceId: project.workspaceId,
+            details: { programId: program.id, holdoutPercent: payload.holdoutPercent }
+          }))))
       .handle("currentExperiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           experiments.current(program.id)))
@@ -165,6 +213,128 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           experiments.get(program.id, path.experimentId)))
       .handle("stopExperiment", ({ path }) =>
-        Effect.flatMap(reach(path.programId), ({ program }) =>
-          experiments.stop(program.id)))
+        Effect.flatMap(reach(path.programId), ({ program, project }) =>
+          audited(experiments.stop(program.id))(() => ({
+            action: "experiment.stop",
+            target: program.id,
+            workspaceId: project.workspaceId
+          }))))
+      .handle("listApiKeys", () =>
+        Effect.flatMap(sessionOnly, (principal) =>
+          Effect.map(connections.apiKeys(principal.workspaceIds), (keys) => ({
+            apiKeys: keys.map((k) => ({
+              id: k.id,
+              name: k.name,
+              workspaceId: k.workspaceId,
+              createdAt: k.createdAt.toISOString()
+            }))
+          }))))
+      .handle("createApiKey", ({ payload }) =>
+        Effect.gen(function*() {
+          const principal = yield* sessionOnly
+          yield* writable(principal, payload.workspaceId)
+          const created = yield* audited(connections.createApiKey(principal.workspaceIds, payload))((c) => ({
+            action: "api_key.create",
+            target: c.apiKey.id,
+            workspaceId: c.apiKey.workspaceId,
+            details: { name: c.apiKey.name }
+          }))
+          return { id: created.apiKey.id, key: created.key }
+        }))
+      .handle("revokeApiKey", ({ path }) =>
+        Effect.flatMap(sessionOnly, (principal) =>
+          audited(connections.revokeApiKey(principal.workspaceIds, path.id))((key) => ({
+            action: "api_key.revoke",
+            target: key.id,
+            workspaceId: key.workspaceId
+          })).pipe(Effect.asVoid)))
+      .handle("connectedApps", () =>
+        Effect.flatMap(sessionOnly, (principal) =>
+          Effect.map(connections.apps(principal.workspaceIds), (apps) => ({
+            apps: apps.map((a) => ({
+              grantId: a.grantId,
+              appName: a.appName,
+              clientId: a.clientId ?? null,
+              workspaceIds: a.workspaceIds,
+              createdAt: a.createdAt.toISOString(),
+              lastUsedAt: null
+            }))
+          }))))
+      .handle("disconnectApp", ({ path }) =>
+        Effect.flatMap(sessionOnly, (principal) =>
+          audited(Effect.gen(function*() {
+            const app = (yield* connections.apps(principal.workspaceIds)).find((a) =>
+              a.grantId === path.grantId
+            )
+            const done = yield* connections.disconnect(principal.workspaceIds, path.grantId)
+            return { ...done, before: app?.workspaceIds ?? [] }
+          }))((d) =>
+            principal.workspaceIds.filter((w) =>
+              d.before.includes(w)
+            ).map((workspaceId) => ({
+              action: "connected_app.disconnect",
+              target: d.grant.id,
+              workspaceId,
+              details: { appName: d.grant.appName, revoked: d.revoked, subscriptionsRemoved: d.subscriptionsRemoved }
+            }))
+          ).pipe(Effect.asVoid)))
+      .handle("rotateWebhookSecret", ({ path }) =>
+        Effect.gen(function*() {
+          yield* sessionOnly
+          const { program, project } = yield* reach(path.programId)
+          return yield* audited(provisioning.rotateWebhookSecret(program.id))(() => ({
+            action: "program.rotate_webhook_secret",
+            target: program.id,
+            workspaceId: project.workspaceId
+          }))
+        }))
+      .handle("listHooks", () =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          Effect.map(subscriptions.listAll(principal), (hooks) => ({
+            hooks: hooks.map((h) => ({
+              id: h.id,
+              programId: h.programId,
+              url: h.url,
+              eventTypes: h.eventTypes,
+              createdAt: h.createdAt.toISOString(),
+              createdBy: { kind: h.createdBy.type, id: h.createdBy.id }
+            }))
+          }))))
+      .handle("hookDeliveries", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          Effect.map(subscriptions.deliveries(principal, path.id), (log) => ({
+            deliveries: log.map(({ attempts, message }) => ({
+              messageId: message.id,
+              type: message.type,
+              status: message.status,
+              createdAt: message.createdAt.toISOString(),
+              attempts: attempts.map((a) => ({
+                attempt: a.attempt,
+                at: a.at.toISOString(),
+                statusCode: a.status ?? null,
+                durationMs: a.latencyMs,
+                error: a.error ?? null
+              }))
+            }))
+          }))))
+      .handle("redeliver", ({ path }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          audited(subscriptions.redeliver(principal, path.id, path.messageId))((subscription) => ({
+            action: "delivery.redeliver",
+            target: path.messageId,
+            workspaceId: subscription.workspaceId,
+            details: { subscriptionId: subscription.id }
+          })).pipe(Effect.as({ messageId: path.messageId, status: "pending" as const }))))
+      .handle("audit", ({ urlParams }) =>
+        Effect.flatMap(CurrentPrincipal, (principal) =>
+          Effect.map(
+            audit.read({
+              workspaceIds: principal.workspaceIds,
+              from: urlParams.from === undefined ? undefined : new Date(urlParams.from),
+              to: urlParams.to === undefined ? undefined : new Date(urlParams.to),
+              cursor: urlParams.cursor,
+              limit: urlParams.limit
+            }),
+            Views.auditPage
+          )))
   }))

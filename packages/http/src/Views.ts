@@ -59,3 +59,21 @@ export const experiment = (e: Domain.Experiment) => ({
   startedAt: e.startedAt.toISOString(),
   ...(e.endedAt !== undefined ? { endedAt: e.endedAt.toISOString() } : {})
 })
+
+/** A page of the audit log (docs/accounts.md#audit-log). */
+export const auditPage = (page: {
+  readonly entries: ReadonlyArray<Domain.AuditEntry>
+  readonly nextCursor?: string | undefined
+}) => ({
+  entries: page.entries.map((e) => ({
+    id: e.id,
+    at: e.at.toISOString(),
+    workspaceId: e.workspaceId ?? null,
+    actor: { kind: e.actor.kind, id: e.actor.id },
+    clientAddress: e.clientAddress,
+    action: e.action,
+    target: e.target,
+    details: e.details
+  })),
+  ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor })
+})

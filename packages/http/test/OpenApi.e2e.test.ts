@@ -11,6 +11,7 @@ import { Effect } from "effect"
 import { readFileSync } from "node:fs"
 import * as HttpErrors from "../src/HttpErrors.js"
 import { ADMIN_TOKEN, admin, type Reply, request, tenant, layer as testServer } from "./support/TestServer.js"
+import { signedInAs } from "./support/Accounts.js"
 
 type Json = Record<string, any>
 
@@ -92,7 +93,14 @@ layer(testServer(), { timeout: 120_000 })("the OpenAPI document at /openapi.json
       const tags = new Set((doc.tags as Array<Json>).map((t) => t.name))
       expect([...tags]).toEqual(["Public and ingest endpoints", "Admin API", "Customer REST API", "Health"])
       const schemes = Object.keys(doc.components.securitySchemes)
-      expect(schemes.sort()).toEqual(["adminToken", "bearer", "identityToken", "serverToken", "webhookSecret"])
+      expect(schemes.sort()).toEqual([
+        "adminToken",
+        "bearer",
+        "identityToken",
+        "serverToken",
+        "session",
+        "webhookSecret"
+      ])
       for (const { method, operation, path } of operations(doc)) {
         const where = `${method.toUpperCase()} ${path}`
         expect({ where, summary: typeof operation.summary, description: typeof operation.description }).toEqual({
@@ -121,7 +129,8 @@ layer(testServer(), { timeout: 120_000 })("the OpenAPI document at /openapi.json
         identityToken: []
       }])
       expect(security("/admin/workspaces", "post")).toEqual([{ adminToken: [] }])
-      expect(security("/v1/api/me", "get")).toEqual([{ bearer: [] }])
+      expect(security("/v1/api/me", "get")).toEqual([{ bearer: [] }, { session: [] }])
+      expect(security("/v1/api/api-keys", "get")).toEqual([{ session: [] }])
       expect(security("/health", "get")).toEqual([])
     }))
 
@@ -185,6 +194,7 @@ layer(testServer(), { timeout: 120_000 })("the OpenAPI document at /openapi.json
       const doc = yield* document
       const t = yield* tenant()
       const key = (yield* admin(`/admin/workspaces/${t.workspaceId}/api-keys`, { name: "walk" })).body.key as string
+      const session = yield* signedInAs(t.workspaceId, "owner")
       const walked = new Map<string, Array<string>>()
       const probe = (where: string, reply: Reply, status: number, code: string) => {
         // The reply already passed the document's contract (`request`); this says the probe hit what it aimed at.
@@ -206,6 +216,8 @@ layer(testServer(), { timeout: 120_000 })("the OpenAPI document at /openapi.json
           ? { "x-admin-token": ADMIN_TOKEN }
           : requirements.some((r) => "bearer" in r)
           ? { authorization: `Bearer ${key}` }
+          : requirements.some((r) => "session" in r)
+          ? { cookie: session.cookie, "x-csrf-token": session.csrfToken }
           : requirements.some((r) => "serverToken" in r)
           ? { "x-streak-server-token": t.serverToken }
           : requirements.some((r) => "webhookSecret" in r)

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url"
 import ruleset from "../openapi.spectral.mjs"
 import { NodeServer } from "../src/NodeServer.js"
 import { ADMIN_TOKEN, admin, request, tenant, layer as testServer } from "./support/TestServer.js"
+import { signedInAs } from "./support/Accounts.js"
 
 type Json = Record<string, any>
 
@@ -49,6 +50,7 @@ layer(testServer(), { timeout: 120_000 })("the served OpenAPI document under Spe
       const doc = JSON.parse(yield* served) as Json
       const t = yield* tenant()
       const key = (yield* admin(`/admin/workspaces/${t.workspaceId}/api-keys`, { name: "bounds" })).body.key as string
+      const session = yield* signedInAs(t.workspaceId, "owner")
       let checked = 0
       for (const [path, item] of Object.entries(doc.paths as Json)) {
         for (const [method, op] of Object.entries(item as Json)) {
@@ -58,6 +60,8 @@ layer(testServer(), { timeout: 120_000 })("the served OpenAPI document under Spe
             ? { "x-admin-token": ADMIN_TOKEN }
             : security.includes("bearer")
             ? { authorization: `Bearer ${key}` }
+            : security.includes("session")
+            ? { cookie: session.cookie, "x-csrf-token": session.csrfToken }
             : { "x-streak-server-token": t.serverToken }
           for (const p of params) {
             const max = p.schema?.maxLength

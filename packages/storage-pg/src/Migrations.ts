@@ -394,7 +394,8 @@ CREATE UNIQUE INDEX ${p}experiments_running ON ${p}experiments (project_id, prog
 // Users with their workspace roles, sign-in sessions and invites (docs/accounts.md): reference
 // tables like the other tenancy records. Only hashes of session and invite tokens are kept, and a
 // user's password only as its argon2id PHC string. The audit log is append-only, read newest first
-// per workspace (or whole, by the operator). A subscription may now be created by a signed-in user.
+// per workspace (or whole, by the operator). A subscription may now be created by a signed-in user,
+// and its recent messages are read for its deliveries log.
 const accountsAndAudit = (p: string) => `
 CREATE TABLE ${p}users (
   id               text COLLATE "C" PRIMARY KEY,
@@ -442,6 +443,9 @@ CREATE TABLE ${p}audit_log (
 );
 CREATE INDEX ${p}audit_log_workspace_at ON ${p}audit_log (workspace_id, at DESC, id DESC);
 CREATE INDEX ${p}audit_log_at ON ${p}audit_log (at DESC, id DESC);
+
+-- A subscription's deliveries log reads its newest messages.
+CREATE INDEX ${p}outbox_subscription ON ${p}outbox (subscription_id, created_at DESC);
 
 ALTER TABLE ${p}subscriptions DROP CONSTRAINT IF EXISTS ${p}subscriptions_created_by_type_check;
 ALTER TABLE ${p}subscriptions ADD CONSTRAINT ${p}subscriptions_created_by_type_check

@@ -95,5 +95,30 @@ export const makeOutbox = (sql: SqlClient.SqlClient): Outbox["Type"] => ({
 
   purgeAttempts: (before) =>
     sql`DELETE FROM delivery_attempts WHERE at < ${before.getTime()} RETURNING 1 AS gone`
-      .pipe(Effect.map((rows) => rows.length), port(sql, "Outbox.purgeAttempts"))
+      .pipe(Effect.map((rows) => rows.length), port(sql, "Outbox.purgeAttempts")),
+
+  ofSubscription: (subscriptionId, limit) =>
+    Effect.gen(function*() {
+      const rows = yield* sql`SELECT * FROM outbox WHERE subscription_id = ${subscriptionId}
+        ORDER BY created_at DESC, id DESC LIMIT ${Math.max(0, limit)}`
+      const messages = rows.map(decodeMessage)
+      if (messages.length === 0) return []
+      const attempts = (yield* sql`SELECT * FROM delivery_attempts WHERE ${
+        sql.in(
+          "message_id",
+          messages.map((m) => m.id)
+        )
+      } ORDER BY attempt`).map(decode(attempt))
+      return messages.map((message) => ({ message, attempts: attempts.filter((a) => a.messageId === message.id) }))
+    }).pipe(port(sql, "Outbox.ofSubscription")),
+
+  redeliver: (subscriptionId, id, now) =>
+    Effect.gen(function*() {
+      const changed = yield* sql`UPDATE outbox SET status = 'pending', next_attempt_at = ${now.getTime()},
+          delivered_at = NULL
+        WHERE subscription_id = ${subscriptionId} AND id = ${id} AND status <> 'pending' RETURNING 1 AS ok`
+      if (changed.length > 0) return true
+      const found = yield* sql`SELECT 1 AS ok FROM outbox WHERE subscription_id = ${subscriptionId} AND id = ${id}`
+      return found.length > 0
+    }).pipe(port(sql, "Outbox.redeliver"))
 })

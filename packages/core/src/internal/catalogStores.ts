@@ -66,6 +66,8 @@ export const subscriptions = (catalog: CatalogApi): SubscriptionStore["Type"] =>
     forEvent: (programId, type) =>
       Effect.map(catalog.find("subscription", { programId }), (found) =>
         found.filter((s) => s.eventTypes.includes(type))),
+    ofWorkspaces: (workspaceIds) =>
+      workspaceIds.length === 0 ? Effect.succeed([]) : catalog.find("subscription", { workspaceId: workspaceIds }),
     removeCreatedBy: (workspaceIds, credential) =>
       workspaceIds.length === 0 ? Effect.succeed([]) : Effect.flatMap(
         catalog.find("subscription", { workspaceId: workspaceIds }),
@@ -86,7 +88,14 @@ export const credentials = (catalog: CatalogApi): CredentialStore["Type"] => {
     revokeApiKey: (id, at) => first(catalog.update("apiKey", { id, revokedAt: null }, { revokedAt: at })),
     createGrant: (grant) => insert("grant", grant),
     grantByHash: (tokenHash) => first(catalog.find("grant", { tokenHash, revokedAt: null })),
-    revokeGrant: (id, at) => first(catalog.update("grant", { id, revokedAt: null }, { revokedAt: at }))
+    revokeGrant: (id, at) => first(catalog.update("grant", { id, revokedAt: null }, { revokedAt: at })),
+    apiKeysOfWorkspaces: (workspaceIds) =>
+      workspaceIds.length === 0
+        ? Effect.succeed([])
+        : catalog.find("apiKey", { workspaceId: workspaceIds, revokedAt: null }),
+    // Grants are few and their workspaces an array no selection names: read them all.
+    liveGrants: catalog.find("grant", { revokedAt: null }),
+    setGrantWorkspaces: (id, workspaceIds) => first(catalog.update("grant", { id, revokedAt: null }, { workspaceIds }))
   })
 }
 

@@ -99,6 +99,27 @@ export const makeOutbox = (s: MemoryState, { run }: Runner): Context.Tag.Service
           else j.set(s.attempts, id, kept)
         }
         return removed
+      }),
+    ofSubscription: (subscriptionId, limit) =>
+      run(() =>
+        [...s.messages.values()]
+          .filter((m) => m.subscriptionId === subscriptionId)
+          .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+          .slice(0, Math.max(0, limit))
+          .map((message) => ({
+            message,
+            attempts: [...(s.attempts.get(message.id) ?? [])].sort((a, b) => a.attempt - b.attempt)
+          }))
+      ),
+    redeliver: (subscriptionId, id, now) =>
+      run(() => {
+        const message = s.messages.get(id)
+        if (message === undefined || message.subscriptionId !== subscriptionId) return false
+        if (message.status !== "pending") {
+          const { deliveredAt: _, ...rest } = message
+          j.set(s.messages, id, new OutboxMessage({ ...rest, status: "pending", nextAttemptAt: now }))
+        }
+        return true
       })
   }
 }

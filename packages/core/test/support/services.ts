@@ -8,6 +8,7 @@ import * as Credentials from "../../src/Credentials.js"
 import * as Experiments from "../../src/Experiments.js"
 import * as MemoryStorage from "../../src/MemoryStorage.js"
 import * as Metering from "../../src/Metering.js"
+import * as OutboxSignal from "../../src/OutboxSignal.js"
 import * as Provisioning from "../../src/Provisioning.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as Subscriptions from "../../src/Subscriptions.js"
@@ -18,7 +19,7 @@ export const layer = Layer.mergeAll(
   Metering.layer,
   Experiments.layer,
   Subscriptions.layer
-).pipe(Layer.provideMerge(Layer.merge(MemoryStorage.layer, SecretBox.layerEphemeral)))
+).pipe(Layer.provideMerge(Layer.mergeAll(MemoryStorage.layer, SecretBox.layerEphemeral, OutboxSignal.layerNoop)))
 
 /** A workspace with one project, one program and one API key (the usual starting point). */
 export const tenant = (

@@ -7,8 +7,19 @@ import { assert, describe } from "@effect/vitest"
 import { Effect } from "effect"
 import { AuditEntry, Invite, Session, User } from "@streaks/core/Domain"
 import type * as Ids from "@streaks/core/Ids"
-import { AuditLog, Catalog, Transactor } from "@streaks/core/Ports"
-import { at, epoch, freshId, makeWorkspace, randomHex } from "../Fixtures.js"
+import { AuditLog, Catalog, type Held, Outbox, SubscriptionStore, Transactor } from "@streaks/core/Ports"
+import {
+  at,
+  epoch,
+  freshId,
+  makeAttempt,
+  makeMessage,
+  makeWorkspace,
+  makeSubscription,
+  randomHex,
+  seedTenant,
+  type Tenant
+} from "../Fixtures.js"
 import { Boom, concurrently, countTrue, HOUR, type It, MINUTE } from "./kit.js"
 
 const makeUser = (overrides: Partial<ConstructorParameters<typeof User>[0]> = {}) => {
@@ -226,5 +237,102 @@ export const auditSuite = (it: It) =>
         const kept = entryOf(w, base + 1)
         yield* transactor.withTransaction(log.append([kept]))
         assert.deepStrictEqual((yield* log.list({ workspaceIds: [w], limit: 10 })).map((e) => e.id), [kept.id])
+      }))
+  })
+
+const seedSubscription = (tenant: Tenant) =>
+  Effect.gen(function*() {
+    const subscription = makeSubscription(tenant)
+    yield* (yield* SubscriptionStore).create(subscription)
+    return subscription
+  })
+
+// Far past every instant other suites claim at: a message made due here is never claimed by them.
+const future = new Date(Date.UTC(2200, 0, 1))
+
+export const deliveriesLogSuite = (it: It) =>
+  describe("Outbox deliveries log", () => {
+    it.effect("ofSubscription: the subscription's messages newest first, at most limit, each with its attempts in order", () =>
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const tenant = yield* seedTenant()
+        const subscription = yield* seedSubscription(tenant)
+        const other = yield* seedSubscription(tenant)
+        const base = at(future, Number.parseInt(randomHex(2), 16) * MINUTE)
+        const messages = [0, 1, 2].map((i) =>
+          makeMessage(subscription, { createdAt: at(base, i * MINUTE), nextAttemptAt: at(future, 100 * HOUR) })
+        )
+        const foreign = makeMessage(other, { nextAttemptAt: at(future, 100 * HOUR) })
+        yield* outbox.enqueue([...messages, foreign])
+        const held = (m: typeof messages[number]): Held => ({ id: m.id, leaseUntil: m.nextAttemptAt })
+        // Two attempts on the newest: a 500, then a success; one on the oldest that timed out.
+        assert.isTrue(
+          yield* outbox.settle(
+            held(messages[2]!),
+            { _tag: "Pending", attempts: 1, nextAttemptAt: messages[2]!.nextAttemptAt },
+            makeAttempt(messages[2]!.id, { attempt: 1, status: 500, at: base })
+          )
+        )
+        assert.isTrue(
+          yield* outbox.settle(
+            held(messages[2]!),
+            { _tag: "Delivered", attempts: 2, at: at(base, MINUTE) },
+            makeAttempt(messages[2]!.id, { attempt: 2, status: 204, at: at(base, MINUTE) })
+          )
+        )
+        assert.isTrue(
+          yield* outbox.settle(
+            held(messages[0]!),
+            { _tag: "Failed", attempts: 1 },
+            makeAttempt(messages[0]!.id, { attempt: 1, error: "timeout", latencyMs: 15_000, at: base })
+          )
+        )
+        const log = yield* outbox.ofSubscription(subscription.id, 10)
+        assert.deepStrictEqual(log.map((h) => h.message.id), [messages[2]!.id, messages[1]!.id, messages[0]!.id])
+        assert.deepStrictEqual(log.map((h) => h.message.status), ["delivered", "pending", "failed"])
+        assert.deepStrictEqual(log[0]!.attempts.map((a) => [a.attempt, a.status]), [[1, 500], [2, 204]])
+        assert.deepStrictEqual(log[1]!.attempts, [])
+        assert.strictEqual(log[2]!.attempts[0]!.error, "timeout")
+        assert.strictEqual(log[2]!.attempts[0]!.latencyMs, 15_000)
+        assert.deepStrictEqual((yield* outbox.ofSubscription(subscription.id, 2)).map((h) => h.message.id), [
+          messages[2]!.id,
+          messages[1]!.id
+        ])
+        assert.deepStrictEqual(yield* outbox.ofSubscription(freshId("SubscriptionId"), 10), [])
+      }))
+
+    it.effect("redeliver makes a delivered or failed message pending and due now; a pending one stays; others answer false", () =>
+      Effect.gen(function*() {
+        const outbox = yield* Outbox
+        const tenant = yield* seedTenant()
+        const subscription = yield* seedSubscription(tenant)
+        const other = yield* seedSubscription(tenant)
+        const lease = at(future, 200 * HOUR)
+        const delivered = makeMessage(subscription, { nextAttemptAt: lease })
+        const failed = makeMessage(subscription, { nextAttemptAt: lease })
+        const pending = makeMessage(subscription, { nextAttemptAt: lease })
+        yield* outbox.enqueue([delivered, failed, pending])
+        yield* outbox.settle(
+          { id: delivered.id, leaseUntil: lease },
+          { _tag: "Delivered", attempts: 1, at: future },
+          makeAttempt(delivered.id, { attempt: 1, status: 200, at: future })
+        )
+        yield* outbox.settle({ id: failed.id, leaseUntil: lease }, { _tag: "Failed", attempts: 8 })
+        const now = at(future, 300 * HOUR)
+        assert.isTrue(yield* outbox.redeliver(subscription.id, delivered.id, now))
+        assert.isTrue(yield* outbox.redeliver(subscription.id, failed.id, now))
+        assert.isTrue(yield* outbox.redeliver(subscription.id, pending.id, now))
+        assert.isFalse(yield* outbox.redeliver(other.id, delivered.id, now), "another subscription's message")
+        assert.isFalse(yield* outbox.redeliver(subscription.id, freshId("MessageId"), now))
+        const byId = new Map((yield* outbox.ofSubscription(subscription.id, 10)).map((h) => [h.message.id, h]))
+        const again = byId.get(delivered.id)!
+        assert.strictEqual(again.message.status, "pending")
+        assert.deepStrictEqual(again.message.nextAttemptAt, now)
+        assert.strictEqual(again.message.attempts, 1)
+        assert.isUndefined(again.message.deliveredAt)
+        assert.strictEqual(again.attempts.length, 1, "the attempts made before are kept")
+        assert.strictEqual(byId.get(failed.id)!.message.status, "pending")
+        assert.strictEqual(byId.get(failed.id)!.message.attempts, 8)
+        assert.deepStrictEqual(byId.get(pending.id)!.message.nextAttemptAt, lease, "a pending message is left alone")
       }))
   })

@@ -2,8 +2,8 @@
  * `Outbox` on Postgres: the transactional outbox (claimed with SKIP LOCKED under a lease) and its
  * delivery attempts.
  */
-import { OutboxMessage } from "@streaks/core/Domain"
-import type { DeliveryAttempt, MessageStatus, OutboundEventType } from "@streaks/core/Domain"
+import { DeliveryAttempt, OutboxMessage } from "@streaks/core/Domain"
+import type { MessageStatus, OutboundEventType } from "@streaks/core/Domain"
 import type { MessageId, ProgramId, ProjectId, SubscriptionId } from "@streaks/core/Ids"
 import type { Held, Outbox, Settlement } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
@@ -36,6 +36,16 @@ const inDueOrder = (rows: ReadonlyArray<Row>): ReadonlyArray<OutboxMessage> =>
       (String(a.id) < String(b.id) ? -1 : 1)
     )
     .map(decodeMessage)
+
+const decodeAttempt = (r: Row): DeliveryAttempt =>
+  new DeliveryAttempt({
+    messageId: r.message_id as MessageId,
+    attempt: r.attempt as number,
+    at: toDate(r.at),
+    ...opt("status", r.status as number | null),
+    latencyMs: Number(r.latency_ms),
+    ...opt("error", r.error as string | null)
+  }, trusted)
 
 export const makeOutbox = (ctx: Ctx): Outbox["Type"] => {
   const { query, sql, t } = ctx
@@ -147,6 +157,29 @@ export const makeOutbox = (ctx: Ctx): Outbox["Type"] => {
     purgeAttempts: (before) =>
       query(sql`WITH gone AS (DELETE FROM ${t.delivery_attempts} WHERE at < ${before} RETURNING 1)
         SELECT count(*)::int AS n FROM gone`)
-        .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("Outbox.purgeAttempts"))
+        .pipe(Effect.map((rows) => Number(rows[0]?.n ?? 0)), io("Outbox.purgeAttempts")),
+
+    // Two reads: the page of messages (by the subscription's index), then their attempts at once.
+    ofSubscription: (subscriptionId, limit) =>
+      Effect.gen(function*() {
+        if (limit <= 0) return []
+        const messages = (yield* query(sql`SELECT * FROM ${t.outbox} WHERE subscription_id = ${subscriptionId}
+          ORDER BY created_at DESC, id COLLATE "C" DESC LIMIT ${limit}`)).map(decodeMessage)
+        if (messages.length === 0) return []
+        const attempts = (yield* query(sql`SELECT * FROM ${t.delivery_attempts}
+          WHERE message_id = ANY(${messages.map((m) => m.id)}::text[]) ORDER BY attempt`)).map(decodeAttempt)
+        return messages.map((message) => ({ message, attempts: attempts.filter((a) => a.messageId === message.id) }))
+      }).pipe(io("Outbox.ofSubscription")),
+
+    redeliver: (subscriptionId, id, now) =>
+      Effect.gen(function*() {
+        const changed = yield* query(sql`UPDATE ${t.outbox}
+          SET status = 'pending', next_attempt_at = ${now}, delivered_at = NULL
+          WHERE subscription_id = ${subscriptionId} AND id = ${id} AND status <> 'pending' RETURNING 1 AS ok`)
+        if (changed.length > 0) return true
+        const pending = yield* query(sql`SELECT 1 AS ok FROM ${t.outbox}
+          WHERE subscription_id = ${subscriptionId} AND id = ${id} LIMIT 1`)
+        return pending.length > 0
+      }).pipe(io("Outbox.redeliver"))
   }
 }
