@@ -117,10 +117,13 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("setPolicy", ({ path, payload }) =>
         Effect.gen(function*() {
           const { program, project } = yield* reach(path.programId)
-          const changed = yield* policies.setPolicy(program.id, payload).pipe(
-            Effect.catchTag("InvalidBody", (error) =>
-              Effect.fail(S.policyRefused(error.message)))
-          )
+          const changed = yield* audited(policies.setPolicy(program.id, payload))((p) => ({
+            action: "program.set_policy",
+            target: p.id,
+            workspaceId: project.workspaceId,
+            details: { policy: Views.policy(p) }
+          })).pipe(Effect.catchTag("InvalidBody", (error) =>
+            Effect.fail(S.policyRefused(error.message))))
           return {
             id: changed.id,
             name: changed.name,

@@ -1,7 +1,7 @@
 /**
  * `PUT /v1/api/programs/{id}/policy` over real HTTP on Postgres (docs/api.md#put-programsprogramidpolicy):
  * a customer credential replaces a program's policy; a refusal names the field at fault and changes
- * nothing; a viewer's session is refused; a program outside the credential's reach answers 404.
+ * nothing; a change is in the audit log; a viewer's session is refused; a program outside the credential's reach answers 404.
  */
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
@@ -33,6 +33,13 @@ layer(testServer(), { timeout: "120 seconds" })("PUT /v1/api/programs/{id}/polic
       })
       const listed = yield* request("/v1/api/programs", { headers: { authorization: `Bearer ${key}` } })
       expect(listed.body[0].policy).toEqual(answer.body.policy)
+      // The change is in the audit log, with the key as its actor.
+      const audit = yield* request("/v1/api/audit", { headers: { authorization: `Bearer ${key}` } })
+      expect(audit.body.entries[0]).toMatchObject({
+        action: "program.set_policy",
+        target: t.programId,
+        actor: { kind: "api_key" }
+      })
     }))
 
   it.effect("an invalid policy answers 400 naming the field and what is wrong, and changes nothing", () =>
