@@ -73,7 +73,7 @@ const ApiKeys = (props: { readonly workspaces: ReadonlyArray<Workspace> }) => {
         <ErrorNotice error={create.error} />
       </form>
       {created !== undefined ? <ShownOnce label={`API key "${created.name}"`} value={created.key} /> : null}
-      <h4>Manage API keys</h4>
+      <h3>Manage API keys</h3>
       <Loaded resource={keys} label="API keys">
         {(data) => {
           const list = data.apiKeys
@@ -164,11 +164,11 @@ const ConnectedApps = (props: { readonly workspaces: ReadonlyArray<Workspace> })
 export const Connections = (props: { readonly workspaces: ReadonlyArray<Workspace> }) => (
   <>
     <section aria-labelledby="keys-heading">
-      <h3 id="keys-heading">API keys</h3>
+      <h2 id="keys-heading">API keys</h2>
       <ApiKeys workspaces={props.workspaces} />
     </section>
     <section aria-labelledby="apps-heading">
-      <h3 id="apps-heading">Connected apps</h3>
+      <h2 id="apps-heading">Connected apps</h2>
       <ConnectedApps workspaces={props.workspaces} />
     </section>
   </>

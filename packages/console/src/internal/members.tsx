@@ -127,7 +127,7 @@ const Forgiveness = (
   const unpause = useAction((pauseId: string) => del(`${props.base}/pauses/${id(pauseId)}`))
   return (
     <>
-      <h3>Repair a missed period</h3>
+      <h2>Repair a missed period</h2>
       <form
         class="inline"
         aria-label="Repair a missed period"
@@ -151,7 +151,7 @@ const Forgiveness = (
       </form>
       <ErrorNotice error={repair.error} />
       <p role="status">{repaired ? "Repaired: the period counts as kept." : ""}</p>
-      <h3>Pauses</h3>
+      <h2>Pauses</h2>
       <Loaded resource={pauses} label="pauses">
         {(data) =>
           data.pauses.length === 0 ? <Empty>No pause.</Empty> : (

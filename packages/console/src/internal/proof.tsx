@@ -82,7 +82,7 @@ const Report = (props: { readonly experiment: Experiment }) => {
           </p>
         )
         : null}
-      <h4>Retention difference, treatment − control</h4>
+      <h3>Retention difference, treatment − control</h3>
       {drawn.length === 0
         ? <Empty>No horizon has matured members in both groups yet: the intervals appear as members mature.</Empty>
         : (
@@ -144,7 +144,7 @@ export const Proof = (props: { readonly programId: string; readonly canWrite: bo
         return (
           <>
             <section aria-labelledby="running-heading">
-              <h3 id="running-heading">{running !== undefined ? "Running experiment" : "Start an experiment"}</h3>
+              <h2 id="running-heading">{running !== undefined ? "Running experiment" : "Start an experiment"}</h2>
               {running !== undefined
                 ? (
                   <>
@@ -189,7 +189,7 @@ export const Proof = (props: { readonly programId: string; readonly canWrite: bo
                 )}
             </section>
             <section aria-labelledby="ended-heading">
-              <h3 id="ended-heading">Ended experiments</h3>
+              <h2 id="ended-heading">Ended experiments</h2>
               {ended.length === 0 ? <Empty>None yet.</Empty> : (
                 ended.map((e) => (
                   <details key={e.id} class="card">

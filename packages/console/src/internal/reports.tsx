@@ -61,7 +61,7 @@ export const Overview = (props: { readonly programId: string }) => (
             <dd>{data.countedActions}</dd>
           </div>
         </dl>
-        <h3>Live streaks by current length</h3>
+        <h2>Live streaks by current length</h2>
         <Bars
           title="Members by current streak length"
           bars={data.streakLengths.map((s) => ({
@@ -83,7 +83,7 @@ export const Events = (props: { readonly programId: string }) => (
       }
       return (
         <>
-          <h3>Live actions per day</h3>
+          <h2>Live actions per day</h2>
           <Days title="Live actions per day" from={data.range.from} to={data.range.to} values={perDay} />
           {data.days.length === 0 ?
             <Empty>No live action in this range.</Empty> :
@@ -122,7 +122,7 @@ export const Insights = (props: { readonly programId: string }) => (
     {(data) =>
       data.sources.length === 0 ? <Empty>No counted action in this range.</Empty> : (
         <>
-          <h3>Counted actions by source</h3>
+          <h2>Counted actions by source</h2>
           <Bars
             title="Counted actions by source"
             bars={data.sources.map((s) => ({

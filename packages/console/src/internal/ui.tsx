@@ -3,7 +3,7 @@
  * notices, a copy button for secrets shown once, and date helpers.
  */
 import type { ComponentChildren } from "preact"
-import { useCallback, useEffect, useState } from "preact/hooks"
+import { useCallback, useEffect, useRef, useState } from "preact/hooks"
 import { ApiError, get } from "./api.js"
 import { onLinkClick } from "./router.js"
 
@@ -19,10 +19,13 @@ const asApiError = (error: unknown): ApiError =>
 export function useResource<A>(path: string | undefined): [Resource<A>, () => void] {
   const [resource, setResource] = useState<Resource<A>>({ state: "loading" })
   const [tick, setTick] = useState(0)
+  const shown = useRef<string | undefined>(undefined)
   useEffect(() => {
     if (path === undefined) return
     let live = true
-    setResource({ state: "loading" })
+    // A reload keeps what is shown until the new answer arrives; another path starts afresh.
+    if (shown.current !== path) setResource({ state: "loading" })
+    shown.current = path
     get<A>(path).then(
       (data) => live && setResource({ state: "ready", data }),
       (error) => live && setResource({ state: "error", error: asApiError(error) })

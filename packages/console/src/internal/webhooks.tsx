@@ -245,7 +245,7 @@ export const Webhooks = (props: { readonly programId: string; readonly canWrite:
   return (
     <>
       <section aria-labelledby="subscriptions-heading">
-        <h3 id="subscriptions-heading">Subscriptions</h3>
+        <h2 id="subscriptions-heading">Subscriptions</h2>
         <Loaded resource={hooks} label="subscriptions">
           {(data) => {
             const mine = data.hooks.filter((h) => h.programId === props.programId)
@@ -292,15 +292,15 @@ export const Webhooks = (props: { readonly programId: string; readonly canWrite:
         <ErrorNotice error={remove.error} />
       </section>
       <section aria-labelledby="subscribe-heading">
-        <h3 id="subscribe-heading">Subscribe a URL</h3>
+        <h2 id="subscribe-heading">Subscribe a URL</h2>
         <Subscribe programId={props.programId} onCreated={reload} canWrite={props.canWrite} />
       </section>
       <section aria-labelledby="samples-heading">
-        <h3 id="samples-heading">Samples</h3>
+        <h2 id="samples-heading">Samples</h2>
         <Samples programId={props.programId} />
       </section>
       <section aria-labelledby="secret-heading">
-        <h3 id="secret-heading">Webhook secret</h3>
+        <h2 id="secret-heading">Webhook secret</h2>
         <RotateSecret programId={props.programId} canWrite={props.canWrite} />
       </section>
     </>

@@ -8,8 +8,11 @@
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { SqlClient } from "@effect/sql"
 import { Clock, ConfigProvider, Effect, Layer, Redacted } from "effect"
+import { execFileSync } from "node:child_process"
 import { createServer, type Server } from "node:http"
+import { createRequire } from "node:module"
 import type { AddressInfo } from "node:net"
+import { fileURLToPath } from "node:url"
 import * as Main from "../../src/Main.js"
 import * as ServerConfig from "../../src/ServerConfig.js"
 
@@ -18,9 +21,20 @@ export const PASSWORD = "correct horse battery staple"
 export const EMAIL = "pat@acme.example"
 export const EVENT = "lesson_completed"
 
+/**
+ * Builds the console from its current sources (`pnpm --filter @streaks/console build`), so that the
+ * server serves what the sources say and not what the last install built.
+ */
+export const buildConsole = Effect.sync(() => {
+  const tsx = createRequire(import.meta.url).resolve("tsx/cli")
+  const script = fileURLToPath(new URL("../../../console/scripts/build.ts", import.meta.url))
+  execFileSync(process.execPath, [tsx, script], { stdio: "ignore" })
+})
+
 /** The reference server as `streaks serve` runs it, with webhooks allowed to a local http receiver. */
 export const server = Layer.unwrapEffect(
   Effect.gen(function*() {
+    yield* buildConsole
     const url = yield* PgTest.url
     const env = new Map([
       ["DATABASE_URL", Redacted.value(url)],
@@ -80,15 +94,14 @@ export interface World {
   readonly receiver: Server
 }
 
-/** A receiver that answers 200, except 500 to the first delivery (so a failed attempt shows). */
+/** A receiver that answers 200, except 500 to the events of member "ada" (so failed attempts show). */
 const receive = () =>
   new Promise<{ server: Server; url: string }>((resolve) => {
-    let seen = 0
     const server = createServer((req, res) => {
-      req.resume()
+      let body = ""
+      req.on("data", (chunk) => (body += chunk))
       req.on("end", () => {
-        seen++
-        res.writeHead(seen === 1 ? 500 : 200).end()
+        res.writeHead(body.includes("\"userHash\":\"ada\"") ? 500 : 200).end()
       })
     })
     server.listen(0, "127.0.0.1", () =>
