@@ -272,6 +272,14 @@ const accountsAndAudit: ReadonlyArray<string> = [
   `CREATE INDEX outbox_subscription ON outbox (subscription_id, created_at)`
 ]
 
+// Forgiveness (docs/streak-semantics.md#forgiveness): a program's outage windows, a streak row's
+// repairs and pauses (JSON TEXT, NULL for none), inputs of the streak calculus.
+const forgiveness: ReadonlyArray<string> = [
+  `ALTER TABLE programs ADD COLUMN outages TEXT`,
+  `ALTER TABLE streaks ADD COLUMN repairs TEXT`,
+  `ALTER TABLE streaks ADD COLUMN pauses TEXT`
+]
+
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
@@ -280,7 +288,8 @@ export const migrations = {
   "0001_initial": statements(initial),
   "0002_streak_policies": statements(streakPolicies),
   "0003_running_experiment_per_project": statements(runningExperimentPerProject),
-  "0004_accounts_and_audit": statements(accountsAndAudit)
+  "0004_accounts_and_audit": statements(accountsAndAudit),
+  "0006_forgiveness": statements(forgiveness)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

@@ -128,7 +128,8 @@ const over = (
     setProgramStatus: (id, status) => write(directory.setProgramStatus(id, status)),
     goLive: (id) => write(directory.goLive(id)),
     setWebhookSecretHash: (id, hash) => write(directory.setWebhookSecretHash(id, hash)),
-    setProgramPolicy: (id, policy, mode) => write(directory.setProgramPolicy(id, policy, mode))
+    setProgramPolicy: (id, policy, mode) => write(directory.setProgramPolicy(id, policy, mode)),
+    setProgramOutages: (id, outages) => write(directory.setProgramOutages(id, outages))
   }
 }
 

@@ -106,8 +106,43 @@ export class Program extends Schema.Class<Program>("Program")({
   settings: ProgramSettings,
   /** How the program counts (docs/streak-semantics.md#streak-policies); absent: the default policy. */
   policy: Schema.optional(Policy),
+  /** Outage windows declared for the program (docs/streak-semantics.md#forgiveness); absent: none. */
+  outages: Schema.optional(Schema.Array(Schema.suspend((): Schema.Schema<Outage, OutageEncoded> => Outage))),
   createdAt: Schema.DateFromSelf
 }) {}
+
+/**
+ * An outage window of a program: the instants [start, end) during which the service or the product
+ * was down for everyone; `restored` counts the streaks it restored when it was declared.
+ */
+export const Outage = Schema.Struct({
+  id: Schema.String,
+  start: Schema.DateFromSelf,
+  end: Schema.DateFromSelf,
+  reason: Schema.String,
+  restored: Schema.Int,
+  createdAt: Schema.DateFromSelf
+})
+export type Outage = typeof Outage.Type
+type OutageEncoded = typeof Outage.Encoded
+
+/** A program's outage windows as adapters store them (JSON, instants as ISO text). */
+export const OutagesJson = Schema.Array(Schema.Struct({
+  id: Schema.String,
+  start: Schema.Date,
+  end: Schema.Date,
+  reason: Schema.String,
+  restored: Schema.Int,
+  createdAt: Schema.Date
+}))
+
+/** Outage windows as JSON text, for an adapter's column. */
+export const outagesToJson = (outages: ReadonlyArray<Outage>): string =>
+  JSON.stringify(Schema.encodeSync(OutagesJson)(outages))
+
+/** Outage windows read back from an adapter's column (parsed JSON or its text). */
+export const outagesFromJson = (stored: unknown): ReadonlyArray<Outage> =>
+  Schema.decodeUnknownSync(OutagesJson)(typeof stored === "string" ? JSON.parse(stored) : stored)
 
 /**
  * An instance of a domain class from fields already known to be valid (built from checked parts,
@@ -139,6 +174,17 @@ export const FreezeGrant = Schema.Struct({ day: LocalDate, count: Schema.Int })
 export type FreezeGrant = typeof FreezeGrant.Type
 
 /**
+ * A missed period made whole (docs/streak-semantics.md#forgiveness): the first day of the period,
+ * when the repair was made (ISO instant, what the allowance counts) and why.
+ */
+export const Repair = Schema.Struct({ period: LocalDate, at: Schema.String, reason: Schema.String })
+export type Repair = typeof Repair.Type
+
+/** A member's pause (docs/streak-semantics.md#forgiveness): activity days from `start` to `end`. */
+export const Pause = Schema.Struct({ id: Schema.String, start: LocalDate, end: LocalDate })
+export type Pause = typeof Pause.Type
+
+/**
  * The incremental state of one streak (docs/streak-semantics.md#the-rules): enough to count an
  * action in O(1) and to index the next due instant, without reading the member's history.
  */
@@ -165,6 +211,10 @@ export class StreakRow extends Schema.Class<StreakRow>("StreakRow")({
   grants: Schema.optional(Schema.Array(FreezeGrant)),
   /** The last day of the latest period whose `streak.freeze_used` was emitted. */
   frozenNotifiedThrough: Schema.optional(LocalDate),
+  /** The member's repairs, in the order made (absent: none); inputs of the calculus. */
+  repairs: Schema.optional(Schema.Array(Repair)),
+  /** The member's pauses, by start day (absent: none); inputs of the calculus. */
+  pauses: Schema.optional(Schema.Array(Pause)),
   /** When the scheduler must next look at this row; absent when nothing is due. */
   dueAt: Schema.optional(Schema.DateFromSelf),
   updatedAt: Schema.DateFromSelf
@@ -220,7 +270,8 @@ export const OutboundEventType = Schema.Literal(
   "streak.at_risk",
   "streak.broken",
   "streak.freeze_used",
-  "streak.freeze_earned"
+  "streak.freeze_earned",
+  "streak.repaired"
 )
 export type OutboundEventType = typeof OutboundEventType.Type
 

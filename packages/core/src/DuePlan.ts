@@ -102,7 +102,7 @@ export const plan = (input: Input): Result => {
     const project = projects.get(row.projectId)
     const zone = row.timezone
     const policy = program === undefined ? Policy.defaultPolicy : Policy.of(program)
-    const summary = summaryOf(row, policy)
+    const summary = summaryOf(row, policy, program)
     const due = Streak.due(summary, zone, now, notifiedOf(row), policy)
     if (due.events.length > 0 && program !== undefined && project !== undefined) {
       const state = Streak.evaluate(summary, now, zone, policy)
@@ -129,7 +129,7 @@ export const plan = (input: Input): Result => {
         }
       }
     }
-    const moved = rowDueAt(row, summary, zone, due.notified, due.dueAt, now)
+    const moved = rowDueAt(row, summary, zone, due.notified, due.dueAt, now, row)
     // Whatever the calculus says, a claimed row must leave the sweep's window, or this very sweep
     // would claim it again and never end.
     const stuck = moved.dueAt !== undefined && moved.dueAt.getTime() <= now.getTime()

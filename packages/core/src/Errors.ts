@@ -47,6 +47,18 @@ export class AliasConflict extends Schema.TaggedError<AliasConflict>()("AliasCon
 export class InvalidAliasToken extends Schema.TaggedError<InvalidAliasToken>()("InvalidAliasToken", fields) {
   readonly code = "INVALID_ALIAS_TOKEN" as const
 }
+/** A repair refused (docs/streak-semantics.md#forgiveness): nothing changed, no allowance used. */
+export class NotRepairable extends Schema.TaggedError<NotRepairable>()("NotRepairable", fields) {
+  readonly code = "NOT_REPAIRABLE" as const
+}
+/** A pause overlapping another of the member's. */
+export class PauseOverlaps extends Schema.TaggedError<PauseOverlaps>()("PauseOverlaps", fields) {
+  readonly code = "PAUSE_OVERLAPS" as const
+}
+/** A pause removed on or after its start day. */
+export class PauseStarted extends Schema.TaggedError<PauseStarted>()("PauseStarted", fields) {
+  readonly code = "PAUSE_STARTED" as const
+}
 /** Missing, unknown or revoked credential (customer REST, admin). */
 export class Unauthorized extends Schema.TaggedError<Unauthorized>()("Unauthorized", fields) {
   readonly code = "UNAUTHORIZED" as const
@@ -90,6 +102,9 @@ export type ClientError =
   | ForbiddenOrigin
   | IdempotencyKeyInProgress
   | AliasConflict
+  | NotRepairable
+  | PauseOverlaps
+  | PauseStarted
   | InvalidAliasToken
   | Unauthorized
   | NotFound

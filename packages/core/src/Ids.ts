@@ -94,6 +94,10 @@ export type EventId = typeof EventId.Type
 export const MessageId = id("MessageId", "msg_")
 export type MessageId = typeof MessageId.Type
 export const SiteKey = id("SiteKey", "site_")
+/** A member's pause (docs/streak-semantics.md#forgiveness). */
+export const PauseId = id("PauseId", "pau_")
+/** A program's outage window (docs/streak-semantics.md#forgiveness). */
+export const OutageId = id("OutageId", "out_")
 export type SiteKey = typeof SiteKey.Type
 /** A person who signs in (docs/accounts.md). */
 export const UserId = id("UserId", "usr_")
@@ -147,6 +151,8 @@ export interface Kinds {
   readonly SessionId: typeof SessionId
   readonly InviteId: typeof InviteId
   readonly AuditEntryId: typeof AuditEntryId
+  readonly PauseId: typeof PauseId
+  readonly OutageId: typeof OutageId
 }
 
 type Kind = keyof Kinds

@@ -360,7 +360,7 @@ const planOne = (
     changed: false
   }
   const policy = Policy.of(program)
-  const summary = summaryOf(before.row, policy)
+  const summary = summaryOf(before.row, policy, program)
   const applied = Streak.applyDay(summary, day, zone, policy)
   let next: Streak.Summary | undefined
   let earned = false
@@ -372,17 +372,22 @@ const planOne = (
     if (days === undefined) return { _tag: "NeedsHistory", key: before.key }
     if (!days.includes(day) && !before.added.includes(day)) {
       const known = [...days, ...before.added]
-      const after = Streak.replay([...known, day], zone, policy, summary.grants)
+      const after = Streak.replay([...known, day], zone, policy, summary.grants, summary.forgiveness)
       next = after.summary
       // A late day may complete a period and earn a freeze that the history had not.
-      earned = policy.freezes.earnEvery > 0 && after.earned > Streak.replay(known, zone, policy, summary.grants).earned
+      earned = policy.freezes.earnEvery > 0 && after.earned >
+          Streak.replay(known, zone, policy, summary.grants, summary.forgiveness).earned
     }
   }
   if (next === undefined) {
     // Nothing moved, but the member's zone did: due instants follow it.
     const state = before.row.timezone === zone
       ? before
-      : { ...before, row: rowOf(before.key, summary, zone, notifiedOf(before.row), now, policy), changed: true }
+      : {
+        ...before,
+        row: rowOf(before.key, summary, zone, notifiedOf(before.row), now, policy, before.row),
+        changed: true
+      }
     return { ...nothing, state, body: answerBody(door, true, c.reason, true), record: record(false) }
   }
 
@@ -418,7 +423,7 @@ const planOne = (
     : []
   const state: KeyState = {
     key: before.key,
-    row: rowOf(before.key, next, zone, notifiedOf(before.row), now, policy),
+    row: rowOf(before.key, next, zone, notifiedOf(before.row), now, policy, before.row),
     achieved: crossed.length === 0 ? before.achieved : new Set([...before.achieved, ...crossed.map((m) => m.id)]),
     added: [...before.added, day],
     changed: true

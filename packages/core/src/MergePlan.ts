@@ -14,7 +14,7 @@ import {
 } from "./Domain.js"
 import type { MessageId, ProgramId, UserHash } from "./Ids.js"
 import type { NewDay } from "./IngestStore.js"
-import { notifiedOf, rowOf } from "./internal/streakProgress.js"
+import { forgivenessOf, notifiedOf, rowOf } from "./internal/streakProgress.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import * as Policy from "./Policy.js"
 import * as Streak from "./Streak.js"
@@ -103,8 +103,19 @@ export const plan = (input: Input): Result => {
     const policy = Policy.of(program)
     // Freezes granted to the anonymous id go with its days.
     const grants = [...(to.row.grants ?? []), ...(from.row.grants ?? [])]
-    const summary = Streak.fromDays([...to.days, ...added].sort(), zone, policy, grants)
-    rows.push(rowOf(to.key, summary, zone, notifiedOf(to.row), now, policy))
+    // So do its repairs and pauses (a period repaired on either counts as kept).
+    const forgiven = {
+      repairs: [...(to.row.repairs ?? []), ...(from.row.repairs ?? [])],
+      pauses: [...(to.row.pauses ?? []), ...(from.row.pauses ?? [])]
+    }
+    const summary = Streak.fromDays(
+      [...to.days, ...added].sort(),
+      zone,
+      policy,
+      grants,
+      forgivenessOf(forgiven, program)
+    )
+    rows.push(rowOf(to.key, summary, zone, notifiedOf(to.row), now, policy, forgiven))
     const state = Streak.evaluate(summary, now, zone, policy)
     const crossed = Streak.newlyCrossed(program.milestones, state.current, achieved)
     if (crossed.length === 0) continue

@@ -45,6 +45,12 @@ export type Event =
     readonly timezone: string
   }
   | { readonly type: "streak.freeze_earned"; readonly freezesAvailable: number; readonly timezone: string }
+  /** A missed period made whole, by a repair or an outage window (docs/streak-semantics.md#forgiveness). */
+  | {
+    readonly type: "streak.repaired"
+    readonly period: { readonly start: LocalDate; readonly end: LocalDate }
+    readonly current: number
+  }
 
 /** Whose streak an event is about, and its state when the event fired. */
 export interface Subject {
@@ -90,6 +96,8 @@ const extra = (event: Event): Record<string, unknown> => {
       }
     case "streak.freeze_earned":
       return { freezesAvailable: event.freezesAvailable, timezone: event.timezone }
+    case "streak.repaired":
+      return { period: { start: event.period.start, end: event.period.end }, current: event.current }
     case "streak.broken":
       return { endedRun: event.endedRun, lastActiveDate: event.lastActiveDate, timezone: event.timezone }
   }

@@ -22,7 +22,11 @@ export const limits = {
   /** Largest `freezes.earnEvery`. */
   earnEvery: 1000,
   /** Most rest days: one weekday at least must count. */
-  restDays: 6
+  restDays: 6,
+  /** Largest `repairWindowDays`. */
+  repairWindowDays: 365,
+  /** Largest `repairsPer30Days`. */
+  repairsPer30Days: 10
 } as const
 
 const hour = (name: string) =>
@@ -79,7 +83,17 @@ export class Policy extends Schema.Class<Policy>("Policy")(
     dayStartHour: Schema.optionalWith(hour("dayStartHour"), { default: () => 0, exact: true }),
     restDays: Schema.optionalWith(Schema.Array(Weekday), { default: () => [], exact: true }),
     freezes: Schema.optionalWith(Freezes, { default: () => ({ initial: 0, max: 0, earnEvery: 0 }), exact: true }),
-    atRiskHour: Schema.optionalWith(hour("atRiskHour"), { default: () => 0, exact: true })
+    atRiskHour: Schema.optionalWith(hour("atRiskHour"), { default: () => 0, exact: true }),
+    /** Days after a missed period's last day during which it may be repaired (0: no repairs). */
+    repairWindowDays: Schema.optionalWith(count("repairWindowDays", limits.repairWindowDays), {
+      default: () => 0,
+      exact: true
+    }),
+    /** Repairs a member may have within any 30 days. */
+    repairsPer30Days: Schema.optionalWith(count("repairsPer30Days", limits.repairsPer30Days), {
+      default: () => 1,
+      exact: true
+    })
   }).pipe(Schema.filter((p) => consistent(p)))
 ) {}
 
@@ -105,7 +119,9 @@ export const toJson = (policy: Policy) => ({
   dayStartHour: policy.dayStartHour,
   restDays: [...policy.restDays],
   freezes: { initial: policy.freezes.initial, max: policy.freezes.max, earnEvery: policy.freezes.earnEvery },
-  atRiskHour: policy.atRiskHour
+  atRiskHour: policy.atRiskHour,
+  repairWindowDays: policy.repairWindowDays,
+  repairsPer30Days: policy.repairsPer30Days
 })
 
 const decodeEither = Schema.decodeUnknownEither(Policy, { onExcessProperty: "error" })

@@ -18,6 +18,7 @@ import {
   Invite,
   type Ledger,
   OAuthGrant,
+  type Outage,
   type OutboundEventType,
   type OutboxMessage,
   type Plan,
@@ -488,6 +489,8 @@ export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<
   readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
   /** Sets the program's policy and its `mode` (docs/streak-semantics.md#streak-policies); None for an unknown id. */
   readonly setProgramPolicy: (id: ProgramId, policy: Policy, mode: StreakMode) => Io<Option.Option<Program>>
+  /** Replaces a program's outage windows (docs/streak-semantics.md#forgiveness): the program after. */
+  readonly setProgramOutages: (id: ProgramId, outages: ReadonlyArray<Outage>) => Io<Option.Option<Program>>
 }>() {}
 
 /** Webhook subscriptions, on the `Catalog`. */

@@ -277,11 +277,17 @@ export const make = Effect.gen(function*() {
         ], { concurrency: 3 })
         // Rows that share a summary and a zone share their current length: one evaluation per group.
         const policies = new Map(programs.map((p) => [p.id as string, Policy.of(p)]))
+        const windows = new Map(programs.map((p) => [p.id as string, Streak.windowsOf(p)]))
         const lengths = streakBuckets.map(() => 0)
         for (const group of groups) {
           const policy = policies.get(group.programId)
           if (policy === undefined) continue
-          const { current } = Streak.evaluate(Streak.fromRow(group.summary, policy), now, group.timezone, policy)
+          const { current } = Streak.evaluate(
+            Streak.fromRow(group.summary, policy, windows.get(group.programId)),
+            now,
+            group.timezone,
+            policy
+          )
           const bucket = bucketOf(current)
           if (bucket >= 0) lengths[bucket]! += group.members
         }

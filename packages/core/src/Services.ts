@@ -10,6 +10,7 @@ import * as Connections from "./Connections.js"
 import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
+import * as Forgiveness from "./Forgiveness.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
 import * as Passwords from "./Passwords.js"
@@ -31,6 +32,7 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
   | StreakPolicies.StreakPolicies
+  | Forgiveness.Forgiveness
   | Audit.Audit
   | Accounts.Accounts
   | Connections.Connections
@@ -55,6 +57,7 @@ export const layerWith = (options: Options) =>
     Subscriptions.layer,
     Reports.layer,
     StreakPolicies.layer,
+    Forgiveness.layer,
     Accounts.layer.pipe(Layer.provide(Passwords.layer)),
     Connections.layer
   ).pipe(Layer.provideMerge(Audit.layer))

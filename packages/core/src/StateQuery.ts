@@ -210,7 +210,7 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
       const zone = memberZone(found.member.timezone, project)
       const row = Option.getOrUndefined(found.row)
       const policy = Policy.of(program)
-      const summary = row === undefined ? Streak.emptyOf(policy) : summaryOf(row, policy)
+      const summary = row === undefined ? Streak.emptyOf(policy) : summaryOf(row, policy, program)
       return { summary, zone, evaluated: Streak.evaluate(summary, now, zone, policy) }
     }
 
@@ -270,13 +270,15 @@ export const make = (options: ReadOptions = {}): Effect.Effect<StateQuery["Type"
       // (docs/streak-semantics.md#streak-policies).
       const policy = program.policy
       const weekStart = Calendar.weekStart(evaluated.today)
+      const pauses = summary.forgiveness?.pauses ?? []
       const week = policy === undefined
-        ? Streak.week(evaluated.today, days)
+        ? Streak.week(evaluated.today, days, undefined, [], pauses)
         : Streak.week(
           evaluated.today,
           days,
           policy,
-          Streak.frozenDays(summary, days, weekStart, Calendar.addDays(evaluated.today, -1), zone, policy)
+          Streak.frozenDays(summary, days, weekStart, Calendar.addDays(evaluated.today, -1), zone, policy),
+          pauses
         )
       return {
         meta: { apiVersion: API_VERSION, isLive: program.status === "live" },

@@ -2,7 +2,9 @@
  * The streak calculus (docs/streak-semantics.md#the-rules, #at-risk-and-broken, #streak-policies)
  * as pure functions over activity days and a program's `Policy`: count one day in O(1), recompute
  * from all days, evaluate the state at an instant, explain a history period by period, and compute
- * when (and which) due events fall due. No I/O and no clock: instants are passed in.
+ * when (and which) due events fall due. Repairs, pauses and outage windows
+ * (docs/streak-semantics.md#forgiveness) are inputs of the same functions. No I/O and no clock:
+ * instants are passed in.
  */
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
@@ -36,9 +38,53 @@ export interface Summary {
   readonly freezes: number
   /** Every grant, in day order: a recomputation replays them, later ones are added when reached. */
   readonly grants: ReadonlyArray<Grant>
+  /** Repairs, pauses and outage windows (absent: none); inputs, never changed by counting. */
+  readonly forgiveness?: Forgiveness | undefined
 }
 
 const NO_GRANTS: ReadonlyArray<Grant> = []
+
+/** An outage window of a program: the instants [start, end) in epoch milliseconds. */
+export interface Window {
+  readonly start: number
+  readonly end: number
+}
+
+/**
+ * What forgives a member's missed periods (docs/streak-semantics.md#forgiveness): the periods
+ * repaired (by their first day), the member's pauses, and the program's outage windows.
+ */
+export interface Forgiveness {
+  readonly repaired: ReadonlyArray<LocalDate>
+  readonly pauses: ReadonlyArray<Period>
+  readonly outages: ReadonlyArray<Window>
+}
+
+/** Nothing forgiven. */
+export const noForgiveness: Forgiveness = { repaired: [], pauses: [], outages: [] }
+
+// A program's windows as the calculus reads them, worked out once per program record.
+const windowsCache = new WeakMap<object, ReadonlyArray<Window>>()
+const NO_WINDOWS: ReadonlyArray<Window> = []
+
+/** A program's outage windows (its `outages` records) as instants. */
+export const windowsOf = (
+  program: { readonly outages?: ReadonlyArray<{ readonly start: Date; readonly end: Date }> | undefined } | undefined
+): ReadonlyArray<Window> => {
+  if (program?.outages === undefined || program.outages.length === 0) return NO_WINDOWS
+  let windows = windowsCache.get(program)
+  if (windows === undefined) {
+    windows = program.outages.map((o) => ({ start: o.start.getTime(), end: o.end.getTime() }))
+    windowsCache.set(program, windows)
+  }
+  return windows
+}
+
+const forgivenessOf = (s: Summary): Forgiveness => s.forgiveness ?? noForgiveness
+
+/** True when `f` forgives nothing (the common case: no judgement needs it). */
+export const forgivesNothing = (f: Forgiveness): boolean =>
+  f.repaired.length === 0 && f.pauses.length === 0 && f.outages.length === 0
 
 /** No activity, under the default policy. */
 export const empty: Summary = {
@@ -62,20 +108,37 @@ export interface StoredSummary {
   readonly periodDays?: number | undefined
   readonly freezes?: number | undefined
   readonly grants?: ReadonlyArray<Grant> | undefined
+  readonly repairs?: ReadonlyArray<{ readonly period: LocalDate }> | undefined
+  readonly pauses?: ReadonlyArray<Period> | undefined
 }
+
+/** The forgiveness of a stored row (its repairs and pauses) under a program's outage windows. */
+export const forgivenessOfRow = (row: StoredSummary, outages: ReadonlyArray<Window> = []): Forgiveness | undefined =>
+  (row.repairs === undefined || row.repairs.length === 0) && (row.pauses === undefined || row.pauses.length === 0) &&
+    outages.length === 0
+    ? undefined
+    : {
+      repaired: (row.repairs ?? []).map((r) => r.period),
+      pauses: (row.pauses ?? []).map((p) => ({ start: p.start, end: p.end })),
+      outages
+    }
 
 /**
  * The summary of a stored row under `policy`: a row written before policies existed (or by an
  * adapter that keeps none of their fields) reads as one period day and the initial bank.
  */
-export const fromRow = (row: StoredSummary, policy: Policy): Summary => ({
-  lastActiveDay: row.lastActiveDay,
-  run: row.run,
-  best: row.best,
-  periodDays: row.periodDays ?? (row.lastActiveDay === undefined ? 0 : 1),
-  freezes: row.freezes ?? policy.freezes.initial,
-  grants: row.grants ?? NO_GRANTS
-})
+export const fromRow = (row: StoredSummary, policy: Policy, outages: ReadonlyArray<Window> = []): Summary => {
+  const forgiveness = forgivenessOfRow(row, outages)
+  const summary: Summary = {
+    lastActiveDay: row.lastActiveDay,
+    run: row.run,
+    best: row.best,
+    periodDays: row.periodDays ?? (row.lastActiveDay === undefined ? 0 : 1),
+    freezes: row.freezes ?? policy.freezes.initial,
+    grants: row.grants ?? NO_GRANTS
+  }
+  return forgiveness === undefined ? summary : { ...summary, forgiveness }
+}
 
 /** The outcome of counting one active day against a summary. */
 export type Applied =
@@ -124,6 +187,40 @@ const isRest = (start: LocalDate, policy: Policy, zone: string): boolean =>
   ((policy.restDays.length > 0 && policy.restDays.includes(Calendar.isoWeekday(start))) ||
     !Calendar.activityDayExists(start, zone, policy.dayStartHour))
 
+/** A period wholly inside one of the member's pauses. */
+export const isPaused = (start: LocalDate, policy: Policy, f: Forgiveness): boolean => {
+  if (f.pauses.length === 0) return false
+  const end = periodEnd(start, policy)
+  return f.pauses.some((p) => p.start <= start && end <= p.end)
+}
+
+const inPause = (day: LocalDate, f: Forgiveness): boolean => f.pauses.some((p) => p.start <= day && day <= p.end)
+
+/**
+ * The last chance day of a period holding `done` active days: the first day on which the days
+ * left, that day included, equal the days still needed.
+ */
+const lastChanceDay = (start: LocalDate, done: number, policy: Policy): LocalDate => {
+  const day = Calendar.addDays(periodEnd(start, policy), 1 - Math.max(1, policy.target - done))
+  return day < start ? start : day
+}
+
+/** An outage window overlaps the activity day `day` of `zone`. */
+const outageOn = (day: LocalDate, zone: string, policy: Policy, f: Forgiveness): boolean => {
+  if (f.outages.length === 0) return false
+  const from = Calendar.startOfActivityDay(day, zone, policy.dayStartHour).getTime()
+  const to = Calendar.startOfActivityDay(Calendar.addDays(day, 1), zone, policy.dayStartHour).getTime()
+  return f.outages.some((w) => w.start < to && w.end > from)
+}
+
+/** A period not kept whose last chance day an outage window overlaps: it counts as rest. */
+const isForgiven = (start: LocalDate, done: number, policy: Policy, zone: string, f: Forgiveness): boolean =>
+  f.outages.length > 0 && outageOn(lastChanceDay(start, done, policy), zone, policy, f)
+
+/** The outage window `now` is inside, if any. */
+export const outageAt = (now: number, f: Forgiveness): Window | undefined =>
+  f.outages.find((w) => w.start <= now && now < w.end)
+
 // ---------------------------------------------------------------------------------------------
 // The chain, judged period by period
 
@@ -159,6 +256,35 @@ const keep = (c: Chain, policy: Policy): void => {
 
 type Missed = "none" | "frozen" | "broken"
 
+type Judged = Missed | "kept" | "repaired" | "paused" | "rest" | "forgiven"
+
+/**
+ * Judges a period that has ended with `done` active days, once the chain counted it if it was kept
+ * (a paused period never is): paused, kept, repaired (kept), rest, forgiven, else missed.
+ */
+const judgeEnded = (
+  c: Chain,
+  start: LocalDate,
+  done: number,
+  policy: Policy,
+  zone: string,
+  f: Forgiveness
+): Judged => {
+  if (f.pauses.length > 0 && isPaused(start, policy, f)) return "paused"
+  if (done >= policy.target) return "kept"
+  if (f.repaired.length > 0 && f.repaired.includes(start)) {
+    keep(c, policy)
+    return "repaired"
+  }
+  if (done === 0 && isRest(start, policy, zone)) return "rest"
+  if (isForgiven(start, done, policy, zone, f)) return "forgiven"
+  return miss(c)
+}
+
+/** A period counts its active days towards the chain (it is not paused). */
+const countsDays = (start: LocalDate, policy: Policy, f: Forgiveness): boolean =>
+  f.pauses.length === 0 || !isPaused(start, policy, f)
+
 const miss = (c: Chain): Missed => {
   if (c.run === 0) return "none"
   if (c.freezes > 0) {
@@ -180,17 +306,19 @@ const gap = (
   before: LocalDate,
   grants: ReadonlyArray<Grant>,
   policy: Policy,
-  zone: string
+  zone: string,
+  f: Forgiveness = noForgiveness
 ): void => {
   let p = nextPeriod(after, policy)
   while (p < before) {
-    if (c.run === 0) {
+    // A repaired period starts a chain again: only then must the walk go on past a break.
+    if (c.run === 0 && !f.repaired.some((r) => r >= p && r < before)) {
       addFreezes(c, grantsIn(grants, p, Calendar.addDays(before, -1)), policy)
       return
     }
     const end = periodEnd(p, policy)
     if (grants.length > 0) addFreezes(c, grantsIn(grants, p, end), policy)
-    if (!isRest(p, policy, zone)) miss(c)
+    judgeEnded(c, p, 0, policy, zone, f)
     p = Calendar.addDays(end, 1)
   }
 }
@@ -199,8 +327,19 @@ const summaryFrom = (
   day: LocalDate,
   c: Chain,
   periodDays: number,
-  grants: ReadonlyArray<Grant>
-): Summary => ({ lastActiveDay: day, run: c.run, best: c.best, periodDays, freezes: c.freezes, grants })
+  before: Summary
+): Summary =>
+  before.forgiveness === undefined
+    ? { lastActiveDay: day, run: c.run, best: c.best, periodDays, freezes: c.freezes, grants: before.grants }
+    : {
+      lastActiveDay: day,
+      run: c.run,
+      best: c.best,
+      periodDays,
+      freezes: c.freezes,
+      grants: before.grants,
+      forgiveness: before.forgiveness
+    }
 
 const DUPLICATE: Applied = { _tag: "Duplicate" }
 const NEEDS_HISTORY: Applied = { _tag: "NeedsHistory" }
@@ -223,28 +362,29 @@ export const applyDay = (before: Summary, day: LocalDate, zone: string, policy: 
 /** `applyDay` once the bank is known to hold exactly the grants dated up to `day`'s period. */
 const step = (before: Summary, day: LocalDate, zone: string, policy: Policy): Applied => {
   const last = before.lastActiveDay
+  const f = forgivenessOf(before)
   if (last === undefined) {
     const c = chainOf(before)
-    if (policy.target <= 1) keep(c, policy)
-    return { _tag: "Applied", summary: summaryFrom(day, c, 1, before.grants), earned: c.earned > 0 }
+    if (policy.target <= 1 && countsDays(periodStart(day, policy), policy, f)) keep(c, policy)
+    return { _tag: "Applied", summary: summaryFrom(day, c, 1, before), earned: c.earned > 0 }
   }
   if (day === last) return DUPLICATE
   if (day < last) return NEEDS_HISTORY
   const lastStart = periodStart(last, policy)
   const c = chainOf(before)
   if (day <= periodEnd(lastStart, policy)) {
-    // Another day of the same period: it is kept once it holds `target` days.
+    // Another day of the same period: it is kept once it holds `target` days (unless paused).
     const periodDays = before.periodDays + 1
-    if (periodDays === policy.target) keep(c, policy)
-    return { _tag: "Applied", summary: summaryFrom(day, c, periodDays, before.grants), earned: c.earned > 0 }
+    if (periodDays === policy.target && countsDays(lastStart, policy, f)) keep(c, policy)
+    return { _tag: "Applied", summary: summaryFrom(day, c, periodDays, before), earned: c.earned > 0 }
   }
-  // A later period: the last one ended (missed unless kept), then the empty ones between.
-  if (before.periodDays < policy.target) miss(c)
+  // A later period: the last one ended (missed unless kept or forgiven), then the empty ones between.
+  judgeEnded(c, lastStart, before.periodDays, policy, zone, f)
   const start = periodStart(day, policy)
-  gap(c, lastStart, start, before.grants, policy, zone)
+  gap(c, lastStart, start, before.grants, policy, zone, f)
   if (before.grants.length > 0) addFreezes(c, grantsIn(before.grants, start, periodEnd(start, policy)), policy)
-  if (policy.target <= 1) keep(c, policy)
-  return { _tag: "Applied", summary: summaryFrom(day, c, 1, before.grants), earned: c.earned > 0 }
+  if (policy.target <= 1 && countsDays(start, policy, f)) keep(c, policy)
+  return { _tag: "Applied", summary: summaryFrom(day, c, 1, before), earned: c.earned > 0 }
 }
 
 const byDay = (a: Grant, b: Grant) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0)
@@ -257,19 +397,22 @@ export const fromDays = (
   days: Iterable<LocalDate>,
   zone: string,
   policy: Policy = defaultPolicy,
-  grants: ReadonlyArray<Grant> = NO_GRANTS
-): Summary => replay(days, zone, policy, grants).summary
+  grants: ReadonlyArray<Grant> = NO_GRANTS,
+  forgiveness?: Forgiveness
+): Summary => replay(days, zone, policy, grants, forgiveness).summary
 
 /** `fromDays`, with how many freezes the history earned (a late action compares two replays). */
 export const replay = (
   days: Iterable<LocalDate>,
   zone: string,
   policy: Policy = defaultPolicy,
-  grants: ReadonlyArray<Grant> = NO_GRANTS
+  grants: ReadonlyArray<Grant> = NO_GRANTS,
+  forgiveness?: Forgiveness
 ): { readonly summary: Summary; readonly earned: number } => {
   const sorted = Array.from(new Set(days)).sort()
   const ordered = grants.length === 0 ? NO_GRANTS : [...grants].sort(byDay)
-  const initial = emptyOf(policy)
+  const empty = emptyOf(policy)
+  const initial = forgiveness === undefined || forgivesNothing(forgiveness) ? empty : { ...empty, forgiveness }
   if (sorted.length === 0) {
     const c = chainOf(initial)
     addFreezes(c, grantsIn(ordered, undefined, Calendar.unsafeLocalDate("9999-12-31")), policy)
@@ -304,6 +447,8 @@ export interface WeekEntry {
   readonly isFrozen?: boolean
   /** A daily rest day (docs/streak-semantics.md#streak-policies; programs with a policy). */
   readonly isRestDay?: boolean
+  /** A day inside one of the member's pauses (docs/streak-semantics.md#forgiveness). */
+  readonly isPaused?: boolean
 }
 
 /** The current period as answers show it. */
@@ -345,8 +490,9 @@ export const evaluate = (
   const last = summary.lastActiveDay
   if (last === undefined) return stateAt(summary, policy, today, start, 0, false, summary.freezes, 0, false)
   const lastStart = periodStart(last, policy)
+  const f = forgivenessOf(summary)
   if (start === lastStart) {
-    const kept = summary.periodDays >= policy.target
+    const kept = summary.periodDays >= policy.target || isPaused(start, policy, f)
     return stateAt(
       summary,
       policy,
@@ -361,16 +507,17 @@ export const evaluate = (
   }
   if (start > lastStart) {
     // On a rest day nothing is owed, so nothing is pending.
-    const rest = policy.restDays.length > 0 && isRest(start, policy, zone)
+    const rest = (policy.restDays.length > 0 && isRest(start, policy, zone)) || isPaused(start, policy, f)
     // The usual read: the period after a kept one, nothing granted since. Nothing to judge.
     if (summary.periodDays >= policy.target && summary.grants.length === 0 && nextPeriod(lastStart, policy) === start) {
       return stateAt(summary, policy, today, start, summary.run, false, summary.freezes, 0, rest)
     }
     const c = chainOf(summary)
-    if (summary.periodDays < policy.target) miss(c)
-    gap(c, lastStart, start, summary.grants, policy, zone)
+    judgeEnded(c, lastStart, summary.periodDays, policy, zone, f)
+    gap(c, lastStart, start, summary.grants, policy, zone, f)
     if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, start, periodEnd(start, policy)), policy)
-    return stateAt(summary, policy, today, start, c.run, false, c.freezes, 0, rest)
+    // A repaired period after the last active day may have made the chain longer than ever.
+    return stateAt(summary, policy, today, start, c.run, false, c.freezes, 0, rest, c.best)
   }
   if (policy.cadence !== "daily" || policy.restDays.length > 0 || policy.freezes.max > 0) {
     return stateAt(summary, policy, today, start, summary.run, false, summary.freezes, 0, false)
@@ -407,12 +554,13 @@ const stateAt = (
   todayDone: boolean,
   freezes: number,
   done: number,
-  settled: boolean
+  settled: boolean,
+  best: number = summary.best
 ): State => ({
   mode: modeOf(policy),
   today,
   current,
-  best: Math.max(summary.best, current),
+  best: Math.max(best, current),
   todayDone,
   pending: current > 0 && !settled,
   freezes,
@@ -433,11 +581,19 @@ export const week = (
   today: LocalDate,
   activeDays: ReadonlySet<string>,
   policy?: Policy,
-  frozen: ReadonlyArray<Period> = []
+  frozen: ReadonlyArray<Period> = [],
+  pauses: ReadonlyArray<Period> = []
 ): ReadonlyArray<WeekEntry> =>
   weekDays(today).map(({ dayNumber, isoDate, label }) =>
     policy === undefined
-      ? { isoDate, label, dayNumber, isToday: isoDate === today, isCheckedIn: activeDays.has(isoDate) }
+      ? {
+        isoDate,
+        label,
+        dayNumber,
+        isToday: isoDate === today,
+        isCheckedIn: activeDays.has(isoDate),
+        ...(pauses.length === 0 ? {} : { isPaused: pauses.some((p) => p.start <= isoDate && isoDate <= p.end) })
+      }
       : {
         isoDate,
         label,
@@ -445,7 +601,8 @@ export const week = (
         isToday: isoDate === today,
         isCheckedIn: activeDays.has(isoDate),
         isFrozen: frozen.some((p) => p.start <= isoDate && isoDate <= p.end),
-        isRestDay: policy.cadence === "daily" && policy.restDays.includes(Calendar.isoWeekday(isoDate))
+        isRestDay: policy.cadence === "daily" && policy.restDays.includes(Calendar.isoWeekday(isoDate)),
+        ...(pauses.length === 0 ? {} : { isPaused: pauses.some((p) => p.start <= isoDate && isoDate <= p.end) })
       }
   )
 
@@ -467,17 +624,19 @@ export const frozenDays = (
   const last = summary.lastActiveDay
   if (last === undefined || policy.cadence !== "daily" || policy.freezes.max === 0) return []
   const out: Array<Period> = []
+  const f = forgivenessOf(summary)
   // Before the last active day: walk back while the run still has kept days to account for.
   let remaining = summary.run
   for (let d = last; d >= from && remaining > 0; d = Calendar.addDays(d, -1)) {
-    if (activeDays.has(d) || d === last) remaining--
-    else if (!isRest(d, policy, zone) && d <= to) out.push({ start: d, end: d })
+    if (isPaused(d, policy, f)) continue
+    if (activeDays.has(d) || d === last || f.repaired.includes(d)) remaining--
+    else if (!isRest(d, policy, zone) && !isForgiven(d, 0, policy, zone, f) && d <= to) out.push({ start: d, end: d })
   }
   // After it: the empty days judged in turn, as `evaluate` does.
   const c = chainOf(summary)
   for (let d = Calendar.addDays(last, 1); d <= to && c.run > 0; d = Calendar.addDays(d, 1)) {
     if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, d, d), policy)
-    if (!isRest(d, policy, zone) && miss(c) === "frozen" && d >= from) out.push({ start: d, end: d })
+    if (judgeEnded(c, d, 0, policy, zone, f) === "frozen" && d >= from) out.push({ start: d, end: d })
   }
   return out.sort((a, b) => (a.start < b.start ? -1 : 1))
 }
@@ -511,7 +670,7 @@ export const newlyCrossed = <M extends { readonly id: string; readonly target: n
 // ---------------------------------------------------------------------------------------------
 // The ledger: a history explained period by period
 
-export type PeriodStatus = "kept" | "frozen" | "rest" | "missed" | "current"
+export type PeriodStatus = "kept" | "frozen" | "rest" | "missed" | "current" | "repaired" | "paused" | "forgiven"
 
 export interface LedgerPeriod extends Period {
   readonly status: PeriodStatus
@@ -522,14 +681,16 @@ export interface LedgerPeriod extends Period {
 /**
  * Every period from the first active one (or `from`'s) through today's, each with its status:
  * kept, frozen (a freeze carried the chain across), rest, missed, or current (today's, not kept
- * yet). A missed period outside a chain is missed too: nothing was at stake, but nothing was done.
+ * yet), and with forgiveness repaired (counts as kept), paused or forgiven (count as rest). A
+ * missed period outside a chain is missed too: nothing was at stake, but nothing was done.
  */
 export const ledger = (
   days: Iterable<LocalDate>,
   grants: ReadonlyArray<Grant>,
   today: LocalDate,
   zone: string,
-  policy: Policy = defaultPolicy
+  policy: Policy = defaultPolicy,
+  f: Forgiveness = noForgiveness
 ): ReadonlyArray<LedgerPeriod> => {
   const sorted = Array.from(new Set(days)).filter((d) => d <= today).sort()
   const ordered = [...grants].sort(byDay)
@@ -549,12 +710,17 @@ export const ledger = (
     addFreezes(c, grantsIn(ordered, p, end), policy)
     const active = counts.get(p) ?? 0
     let status: PeriodStatus
-    if (active >= policy.target) {
+    if (isPaused(p, policy, f)) status = "paused"
+    else if (active >= policy.target) {
       keep(c, policy)
       status = "kept"
     } else if (p === todayStart) status = "current"
-    else if (active === 0 && isRest(p, policy, zone)) status = "rest"
-    else status = miss(c) === "frozen" ? "frozen" : "missed"
+    else {
+      const judged = judgeEnded(c, p, active, policy, zone, f)
+      status = judged === "repaired" || judged === "rest" || judged === "forgiven" || judged === "frozen"
+        ? judged
+        : "missed"
+    }
     out.push({ start: p, end, status, activeDays: active, target: policy.target })
     p = Calendar.addDays(end, 1)
   }
@@ -611,6 +777,7 @@ const timeline = (
 ): void => {
   const last = summary.lastActiveDay
   if (last === undefined) return
+  const f = forgivenessOf(summary)
   const c = chainOf(summary)
   let p = periodStart(last, policy)
   let done = summary.periodDays
@@ -620,13 +787,15 @@ const timeline = (
   for (let i = 0; i < 100_000; i++) {
     const end = periodEnd(p, policy)
     if (!first && summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, p, end), policy)
-    const rest = !first && isRest(p, policy, zone)
+    const rest = (!first && isRest(p, policy, zone)) || isPaused(p, policy, f)
     if (c.run === 0) return
-    if (done < policy.target && !rest) {
+    if (done < policy.target && !rest && f.repaired.includes(p)) keep(c, policy)
+    else if (done < policy.target && !rest && !isForgiven(p, done, policy, zone, f)) {
       const period = { start: p, end }
       const needed = policy.target - done
       const lastChance = Calendar.addDays(end, 1 - needed)
-      if (lastChance >= p) {
+      // No at-risk inside a pause: the member said they are away.
+      if (lastChance >= p && !inPause(lastChance, f)) {
         const atRisk: DueEvent = { _tag: "AtRisk", localDate: lastChance, period, freezesAvailable: c.freezes }
         if (!visit(atRisk, atRiskInstant(lastChance, zone, policy))) return
       }
@@ -719,6 +888,9 @@ export const due = (
     after = sent(after, event)
     return true
   })
+  // While an outage window is open nothing fires: the row is looked at again when it closes.
+  const outage = events === undefined ? undefined : outageAt(ms, forgivenessOf(summary))
+  if (outage !== undefined) return { events: NOTHING_DUE, notified, dueAt: new Date(outage.end) }
   return { events: events ?? NOTHING_DUE, notified: after, dueAt: dueAt === undefined ? undefined : new Date(dueAt) }
 }
 

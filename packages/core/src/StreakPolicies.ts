@@ -10,7 +10,7 @@ import { type FreezeGrant, type Ledger, type Program, type Project, StreakKey, t
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import * as Ids from "./Ids.js"
-import { memberZone, notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
+import { forgivenessOf, memberZone, notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
 import { IngestStore } from "./IngestStore.js"
 import { DirectoryStore, MemberStore, StreakStore, Transactor } from "./Ports.js"
@@ -121,16 +121,16 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
   const history = (yield* IngestStore).history
 
   /** Rows recomputed under `policy` from their days, with everything due before `now` counted as sent. */
-  const recomputed = (rows: ReadonlyArray<StreakRow>, policy: Policy.Policy, now: Date) =>
+  const recomputed = (rows: ReadonlyArray<StreakRow>, policy: Policy.Policy, now: Date, program: Program) =>
     Effect.map(history(rows.map((row) => new StreakKey(keyFields(row)))), (days) =>
       rows.map((row, i) => {
-        const summary = Streak.fromDays(days[i]!, row.timezone, policy, row.grants ?? [])
+        const summary = Streak.fromDays(days[i]!, row.timezone, policy, row.grants ?? [], forgivenessOf(row, program))
         const settled = Streak.settledAt(summary, row.timezone, now, policy)
         // A broken already sent for this run stays sent (a recomputation never announces it twice).
         const notified = row.brokenNotifiedAfter === summary.lastActiveDay
           ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
           : settled
-        return rowOf(row, summary, row.timezone, notified, now, policy)
+        return rowOf(row, summary, row.timezone, notified, now, policy, row)
       }))
 
   const setPolicy = (programId: string, input: unknown) =>
@@ -150,7 +150,7 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
         for (const ledger of ["live", "test"] as const satisfies ReadonlyArray<Ledger>) {
           const rows = yield* streaks.rows({ programId: program.id, ledger })
           for (let i = 0; i < rows.length; i += RECOMPUTE_BATCH) {
-            yield* streaks.save(yield* recomputed(rows.slice(i, i + RECOMPUTE_BATCH), policy, now))
+            yield* streaks.save(yield* recomputed(rows.slice(i, i + RECOMPUTE_BATCH), policy, now, program))
           }
         }
         return program
@@ -171,8 +171,8 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
         const day = Calendar.activityDay(now, zone, policy.dayStartHour)
         const grants = withGrant(row!.grants ?? [], day, count)
         // A grant is dated: replaying from the days puts it in its place among the periods.
-        const summary = Streak.fromDays(yield* streaks.days(key), zone, policy, grants)
-        yield* streaks.save([rowOf(key, summary, zone, notifiedOf(row!), now, policy)])
+        const summary = Streak.fromDays(yield* streaks.days(key), zone, policy, grants, forgivenessOf(row, program))
+        yield* streaks.save([rowOf(key, summary, zone, notifiedOf(row!), now, policy, row)])
         return { freezes: Streak.evaluate(summary, now, zone, policy).freezes }
       }))
     })
@@ -193,9 +193,9 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
       const [row] = yield* streaks.rows({ keys: [key] })
       const days = yield* streaks.days(key)
       const grants = row?.grants ?? []
-      const summary = row === undefined ? Streak.emptyOf(policy) : summaryOf(row, policy)
+      const summary = row === undefined ? Streak.emptyOf(policy) : summaryOf(row, policy, program)
       const state = Streak.evaluate(summary, now, zone, policy)
-      const all = Streak.ledger(days, grants, state.today, zone, policy)
+      const all = Streak.ledger(days, grants, state.today, zone, policy, summary.forgiveness)
       const periods = from.right === undefined && to.right === undefined
         ? all.slice(-defaultPeriods)
         : all.filter((p) =>

@@ -43,6 +43,10 @@ const sampleEvent = (
     }
     case "streak.freeze_earned":
       return { type, freezesAvailable: 2, timezone: zone }
+    case "streak.repaired": {
+      const day = Calendar.addDays(today, -1)
+      return { type, period: { start: day, end: day }, current: 8 }
+    }
   }
 }
 
@@ -63,7 +67,11 @@ export const synthetic = (
       program,
       userHash: "sample_member" as OutboundEvents.Subject["userHash"],
       ledger: "live",
-      streak: type === "streak.broken" ? { current: 0, best: 7 } : { current: 7, best: 7 }
+      streak: type === "streak.broken"
+        ? { current: 0, best: 7 }
+        : type === "streak.repaired"
+        ? { current: 8, best: 8 }
+        : { current: 7, best: 7 }
     }
     return OutboundEvents.body(Ids.unsafe("MessageId", "msg_sample"), now, subject, event)
   })

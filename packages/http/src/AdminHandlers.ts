@@ -1,11 +1,11 @@
 /**
  * Handlers of the admin group (docs/api.md#admin-routes): provisioning through core `Provisioning`,
- * a program's streak policy through `StreakPolicies`, the alias link, and the on-demand jobs.
- * Secrets appear in these answers once, at creation. Every write is recorded in the audit log with
- * the operator as its actor, in the change's own transaction.
+ * a program's streak policy through `StreakPolicies`, its outage windows through `Forgiveness`, the
+ * alias link, and the on-demand jobs. Secrets appear in these answers once, at creation. Every write
+ * is recorded in the audit log with the operator as its actor, in the change's own transaction.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Accounts, Aliases, Audit, Ids, Ports, Provisioning, StreakPolicies } from "@streaks/core"
+import { Accounts, Aliases, Audit, Forgiveness, Ids, Ports, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import * as AuditTrail from "./AuditTrail.js"
@@ -20,6 +20,7 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const aliases = yield* Aliases.Aliases
     const policies = yield* StreakPolicies.StreakPolicies
     const jobs = yield* Jobs
+    const forgiveness = yield* Forgiveness.Forgiveness
     const accounts = yield* Accounts.Accounts
     const audit = yield* Audit.Audit
     const directory = yield* Ports.DirectoryStore
@@ -143,6 +144,16 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
         ))
       .handle("revokeMcpToken", ({ path }) =>
         audited(provisioning.revokeMcpToken(path.id))(() => ({ action: "mcp_token.revoke", target: path.id })))
+      .handle("createOutage", ({ path, payload }) =>
+        Effect.flatMap(AuditTrail.workspaceOfProgram(path.id), (workspaceId) =>
+          audited(forgiveness.addOutage(path.id, payload))((outage) => ({
+            action: "outage.create",
+            target: outage.id,
+            workspaceId,
+            details: { programId: path.id, start: outage.start, end: outage.end, restored: outage.restored }
+          }))))
+      .handle("outages", ({ path }) =>
+        forgiveness.outages(path.id))
       .handle("dueChecks", () =>
         jobs.dueChecks)
       .handle("deliveries", () =>

@@ -56,6 +56,13 @@ export class CustomerAuth extends HttpApiMiddleware.Tag<CustomerAuth>()("@streak
 const ServerToken = Schema.Struct({ "x-streak-server-token": S.doorHeaders["x-streak-server-token"] })
 const Accepted = { status: 202 } as const
 const Created = { status: 201 } as const
+
+const OUTAGE_DESCRIPTION = "The service or the product was down for everyone between `start` and `end` (in the " +
+  "past or ongoing, at most 7 days). A period that would be missed and whose last chance day overlaps the window " +
+  "is forgiven (it neither adds nor breaks nor uses a freeze); streaks it broke are restored, and each live member " +
+  "so restored gets one `streak.repaired`; `restored` counts them. While a window is open no `streak.at_risk` or " +
+  "`streak.broken` fires for the program. A window may be declared after the fact."
+
 const id = HttpApiSchema.param("id", S.text(S.bounds.id))
 
 export class IngestGroup extends HttpApiGroup.make("ingest")
@@ -247,6 +254,23 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
+    HttpApiEndpoint.post("createOutage")`/admin/programs/${id}/outages`.setPayload(S.OutageBody)
+      .addSuccess(S.OutageView, Created)
+      .annotateContext(Doc.route({
+        summary: "Declare an outage window",
+        description: OUTAGE_DESCRIPTION,
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("outages")`/admin/programs/${id}/outages`.addSuccess(S.Outages)
+      .annotateContext(Doc.route({
+        summary: "List a program's outage windows",
+        description: "Every outage window declared for the program, oldest first.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("rotateWebhookSecret")`/admin/programs/${id}/webhook-secret`.addSuccess(S.WebhookSecret)
       .annotateContext(Doc.route({
         summary: "Rotate a program's webhook secret",
@@ -364,6 +388,7 @@ export class AdminGroup extends HttpApiGroup.make("admin")
 const programId = HttpApiSchema.param("programId", S.text(S.bounds.id))
 const userHash = HttpApiSchema.param("userHash", S.text(S.bounds.userHash))
 const experimentId = HttpApiSchema.param("experimentId", S.ExperimentId)
+const pauseId = HttpApiSchema.param("pauseId", S.text(S.bounds.id))
 
 export class CustomerGroup extends HttpApiGroup.make("customer")
   .annotateContext(Doc.group({
@@ -445,6 +470,64 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
         success: "The program, with its new policy and mode.",
         errors: ["NOT_FOUND", "FORBIDDEN"],
         examples: { request: S.examples.policy }
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("repairStreak")`/programs/${programId}/members/${userHash}/repairs`
+      .setPayload(S.RepairBody).addSuccess(S.MemberStreak)
+      .annotateContext(Doc.route({
+        summary: "Repair a missed period",
+        description: "Makes a missed period whole, as a support agent or a paid restore would: it counts as kept " +
+          "and the ledger shows it `repaired`; `streak.repaired` is sent. Only a period `missed` in the ledger, " +
+          "within the policy's `repairWindowDays` after its last day, and within `repairsPer30Days` repairs in " +
+          "the last 30 days; otherwise nothing changes. A `streak.broken` already sent stays sent.",
+        success: "The member's streak after the repair.",
+        errors: ["NOT_FOUND", "NOT_REPAIRABLE"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createPause")`/programs/${programId}/members/${userHash}/pauses`
+      .setPayload(S.PauseBody).addSuccess(S.PauseView, Created)
+      .annotateContext(Doc.route({
+        summary: "Pause a member's streak",
+        description: "A vacation: periods wholly inside the pause neither add to the streak nor break it nor use a " +
+          "freeze, nothing is owed and no `streak.at_risk` fires inside it. At most 90 days counting both ends, " +
+          "ending on or after the member's today.",
+        errors: ["NOT_FOUND", "PAUSE_OVERLAPS"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("pauses")`/programs/${programId}/members/${userHash}/pauses`.addSuccess(S.Pauses)
+      .annotateContext(Doc.route({
+        summary: "List a member's pauses",
+        description: "The member's pauses, by start day.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("deletePause")`/programs/${programId}/members/${userHash}/pauses/${pauseId}`
+      .addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Remove a pause",
+        description: "Only before its start day; from its start day on it stays.",
+        errors: ["NOT_FOUND", "PAUSE_STARTED"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("createOutage")`/programs/${programId}/outages`.setPayload(S.OutageBody)
+      .addSuccess(S.OutageView, Created)
+      .annotateContext(Doc.route({
+        summary: "Declare an outage window",
+        description: OUTAGE_DESCRIPTION,
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
+    HttpApiEndpoint.get("outages")`/programs/${programId}/outages`.addSuccess(S.Outages)
+      .annotateContext(Doc.route({
+        summary: "List a program's outage windows",
+        description: "Every outage window declared for the program, oldest first.",
+        errors: ["NOT_FOUND"]
       }))
   )
   .add(
@@ -695,6 +778,9 @@ export class Api extends HttpApi.make("streaks")
   .addError(httpError(Errors.IdempotencyKeyInProgress, 409, "IDEMPOTENCY_KEY_IN_PROGRESS"))
   .addError(httpError(Errors.AliasConflict, 409, "ALIAS_CONFLICT"))
   .addError(httpError(Errors.Conflict, 409, "CONFLICT"))
+  .addError(httpError(Errors.NotRepairable, 409, "NOT_REPAIRABLE"))
+  .addError(httpError(Errors.PauseOverlaps, 409, "PAUSE_OVERLAPS"))
+  .addError(httpError(Errors.PauseStarted, 409, "PAUSE_STARTED"))
   .addError(httpError(Errors.PayloadTooLarge, 413, "PAYLOAD_TOO_LARGE"))
   .addError(httpError(Errors.RateLimited, 429, "RATE_LIMITED"))
   .addError(httpError(Errors.StorageError, 503, "SERVICE_UNAVAILABLE"))

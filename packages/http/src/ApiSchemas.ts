@@ -114,6 +114,9 @@ export const WeekEntry = Schema.Struct({
   })),
   isRestDay: Schema.optional(Schema.Boolean.annotations({
     description: "Programs with a policy only: one of the policy's rest days (daily cadence)."
+  })),
+  isPaused: Schema.optional(Schema.Boolean.annotations({
+    description: "Members with a pause only: the day is inside one of the member's pauses."
   }))
 })
 
@@ -261,7 +264,18 @@ export const PolicyInput = Schema.Unknown.annotations({
         },
         additionalProperties: false
       },
-      atRiskHour: hour("The local hour from which `streak.at_risk` may fire on a period's last chance day.")
+      atRiskHour: hour("The local hour from which `streak.at_risk` may fire on a period's last chance day."),
+      repairWindowDays: upTo(
+        Policy.limits.repairWindowDays,
+        "Days after a missed period's last day during which it may be repaired (0: no repairs)."
+      ),
+      repairsPer30Days: {
+        type: "integer",
+        minimum: 0,
+        maximum: Policy.limits.repairsPer30Days,
+        default: 1,
+        description: "Repairs a member may have within any 30 days."
+      }
     },
     additionalProperties: false
   }
@@ -288,7 +302,9 @@ export const PolicyView = Schema.Struct({
   dayStartHour: Schema.Int,
   restDays: Schema.Array(Schema.Int),
   freezes: Schema.Struct({ initial: Schema.Int, max: Schema.Int, earnEvery: Schema.Int }),
-  atRiskHour: Schema.Int
+  atRiskHour: Schema.Int,
+  repairWindowDays: Schema.Int,
+  repairsPer30Days: Schema.Int
 }).annotations({ identifier: "Policy" })
 
 /** `mode` of a program and its streaks: `continuous` for a daily cadence, else the cadence. */
@@ -532,9 +548,11 @@ export const LedgerParams = Schema.Struct({
 export const LedgerPeriod = Schema.Struct({
   start: Schema.String,
   end: Schema.String,
-  status: Schema.Literal("kept", "frozen", "rest", "missed", "current").annotations({
+  status: Schema.Literal("kept", "frozen", "rest", "missed", "current", "repaired", "paused", "forgiven").annotations({
     description: "kept: the period had its target of active days; frozen: missed, a freeze carried the streak " +
-      "across; rest: a rest day without activity; missed: not kept; current: today's period, not kept yet."
+      "across; rest: a rest day without activity; missed: not kept; current: today's period, not kept yet; " +
+      "repaired: missed, then repaired (counts as kept); paused: inside one of the member's pauses; forgiven: " +
+      "missed on a last chance day that an outage window overlapped (counts as rest)."
   }),
   activeDays: Schema.Int,
   target: Schema.Int
@@ -558,6 +576,47 @@ export const FreezesGranted = Schema.Struct({
     description: "The member's freezes after the grant (never over the policy's max)."
   })
 })
+
+const date = (description: string) =>
+  text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({ description })
+
+const instant = (description: string) => text(bounds.date + 32).annotations({ description, format: "date-time" })
+
+const reason = (description: string) =>
+  Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)).annotations({
+    description
+  })
+
+export const RepairBody = Schema.Struct({
+  period: date("Any activity day (YYYY-MM-DD) of the missed period to repair."),
+  reason: reason("Why (1 to 500 characters): a support ticket, a purchase.")
+})
+
+export const PauseBody = Schema.Struct({
+  start: date("First paused activity day (YYYY-MM-DD)."),
+  end: date("Last paused activity day (YYYY-MM-DD): not before the member's today, at most 90 days after start.")
+})
+
+export const PauseView = Schema.Struct({ id: Schema.String, start: Schema.String, end: Schema.String })
+export const Pauses = Schema.Struct({ pauses: Schema.Array(PauseView) })
+
+export const OutageBody = Schema.Struct({
+  start: instant("When the outage began (ISO 8601 instant); not in the future."),
+  end: instant("When it ended (ISO 8601 instant, after start, at most 7 days later); may be ahead while ongoing."),
+  reason: reason("What was down (1 to 500 characters).")
+})
+
+export const OutageView = Schema.Struct({
+  id: Schema.String,
+  start: Schema.String,
+  end: Schema.String,
+  reason: Schema.String,
+  restored: Schema.Int.annotations({
+    description: "Streaks the window restored when it was declared (each live member so restored got one " +
+      "`streak.repaired`)."
+  })
+})
+export const Outages = Schema.Struct({ outages: Schema.Array(OutageView) })
 
 export const MemberPath = Schema.Struct({ id: text(bounds.id), userHash: text(bounds.userHash) })
 

@@ -11,6 +11,7 @@ import {
   Errors,
   EventInput,
   Experiments,
+  Forgiveness,
   Ingest,
   Metering,
   Provisioning,
@@ -40,6 +41,7 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
     const reports = yield* Reports.Reports
     const policies = yield* StreakPolicies.StreakPolicies
     const config = yield* HttpConfig
+    const forgiveness = yield* Forgiveness.Forgiveness
     const sessions = yield* Sessions.Sessions
     const connections = yield* Connections.Connections
     const provisioning = yield* Provisioning.Provisioning
@@ -145,6 +147,48 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
             workspaceId: project.workspaceId,
             details: { userHash: path.userHash, count: payload.count }
           }))))
+      .handle("repairStreak", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program, project }) =>
+          audited(Effect.flatMap(
+            forgiveness.repair(program.id, path.userHash, payload),
+            (repaired) =>
+              stateQuery.memberStreak(program.id, repaired.userHash)
+          ))(() => ({
+            action: "streak.repair",
+            target: program.id,
+            workspaceId: project.workspaceId,
+            details: { userHash: path.userHash }
+          }))))
+      .handle("createPause", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program, project }) =>
+          audited(forgiveness.addPause(program.id, path.userHash, payload))((pause) => ({
+            action: "pause.create",
+            target: pause.id,
+            workspaceId: project.workspaceId,
+            details: { programId: program.id, userHash: path.userHash }
+          }))))
+      .handle("pauses", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.pauses(program.id, path.userHash)))
+      .handle("deletePause", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program, project }) =>
+          audited(forgiveness.removePause(program.id, path.userHash, path.pauseId))(() => ({
+            action: "pause.delete",
+            target: path.pauseId,
+            workspaceId: project.workspaceId,
+            details: { programId: program.id, userHash: path.userHash }
+          }))))
+      .handle("createOutage", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program, project }) =>
+          audited(forgiveness.addOutage(program.id, payload))((outage) => ({
+            action: "outage.create",
+            target: outage.id,
+            workspaceId: project.workspaceId,
+            details: { programId: program.id, start: outage.start, end: outage.end, restored: outage.restored }
+          }))))
+      .handle("outages", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          forgiveness.outages(program.id)))
       .handle("createHook", ({ payload }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal

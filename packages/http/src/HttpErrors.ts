@@ -70,6 +70,13 @@ export const codes = {
   },
   ALIAS_CONFLICT: { status: 409, meaning: "The anonymous id is already linked to another member." },
   CONFLICT: { status: 409, meaning: "The e-mail address is already taken by another user." },
+  NOT_REPAIRABLE: {
+    status: 409,
+    meaning: "The period is not `missed` in the ledger, its repair window is over, or the member used the repairs " +
+      "of the last 30 days; nothing changed."
+  },
+  PAUSE_OVERLAPS: { status: 409, meaning: "The pause overlaps another of the member's pauses." },
+  PAUSE_STARTED: { status: 409, meaning: "The pause has started: it can no longer be removed." },
   PAYLOAD_TOO_LARGE: {
     status: 413,
     meaning: "The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, " +

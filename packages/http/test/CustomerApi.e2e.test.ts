@@ -43,7 +43,9 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
           dayStartHour: 0,
           restDays: [],
           freezes: { initial: 0, max: 0, earnEvery: 0 },
-          atRiskHour: 0
+          atRiskHour: 0,
+          repairWindowDays: 0,
+          repairsPer30Days: 1
         },
         project: { id: t.projectId, siteKey: t.siteKey, name: "Acme app" }
       }])

@@ -38,7 +38,9 @@ const defaultPolicy = {
   dayStartHour: 0,
   restDays: [],
   freezes: { initial: 0, max: 0, earnEvery: 0 },
-  atRiskHour: 0
+  atRiskHour: 0,
+  repairWindowDays: 0,
+  repairsPer30Days: 1
 }
 
 const weeklyTwo = { cadence: "weekly", target: 2, freezes: { max: 2 } }
@@ -50,7 +52,9 @@ const weeklyTwoShown = {
   dayStartHour: 0,
   restDays: [],
   freezes: { initial: 0, max: 2, earnEvery: 0 },
-  atRiskHour: 0
+  atRiskHour: 0,
+  repairWindowDays: 0,
+  repairsPer30Days: 1
 }
 
 /** A tenant with an API key of its workspace. */
@@ -463,7 +467,9 @@ layer(movableServer, { timeout: 120_000 })("streak policies as weeks pass", (it)
           dayStartHour: 0,
           restDays: [],
           freezes: { initial: 0, max: 1, earnEvery: 0 },
-          atRiskHour: 0
+          atRiskHour: 0,
+          repairWindowDays: 0,
+          repairsPer30Days: 1
         },
         current: 2,
         best: 2,

@@ -8,6 +8,7 @@ import {
   Errors,
   EventInput,
   Experiments,
+  Forgiveness,
   Ingest,
   Metering,
   Policy,
@@ -25,6 +26,7 @@ export type Requirements =
   | Experiments.Experiments
   | StateQuery.StateQuery
   | StreakPolicies.StreakPolicies
+  | Forgiveness.Forgiveness
   | Ingest.Ingest
   | Metering.Metering
   | Ports.DirectoryStore
@@ -34,6 +36,7 @@ export type Requirements =
 export type ToolError =
   | Errors.InvalidBody
   | Errors.NotFound
+  | Errors.NotRepairable
   | Errors.StorageError
   | Ingest.RecordError
 
@@ -143,6 +146,10 @@ const PolicyView = Schema.Struct({
     description:
       "The freeze bank: freezes at the start, at most, and one earned every earnEvery kept periods (0: never)"
   }),
+  repairWindowDays: Integer.annotations({
+    description: "Days after a missed period's last day during which it may be repaired (0: no repairs)"
+  }),
+  repairsPer30Days: Integer.annotations({ description: "Repairs a member may have within any 30 days" }),
   atRiskHour: Integer.annotations({
     description: "Local hour from which a member is told on a period's last chance day that the streak is at risk"
   })
@@ -195,11 +202,14 @@ const Ledger = Schema.Struct({
   periods: Schema.Array(Schema.Struct({
     start: Schema.String.annotations({ description: "YYYY-MM-DD: the period's first activity day" }),
     end: Schema.String.annotations({ description: "YYYY-MM-DD: the period's last activity day" }),
-    status: Schema.Literal("kept", "frozen", "rest", "missed", "current").annotations({
-      description: "kept: the period had its target of active days; frozen: missed, and a freeze carried the " +
-        "streak across; rest: a rest day without activity; missed: not kept (a chain ends there); current: " +
-        "the current period, not kept yet"
-    }),
+    status: Schema.Literal("kept", "frozen", "rest", "missed", "current", "repaired", "paused", "forgiven")
+      .annotations({
+        description: "kept: the period had its target of active days; frozen: missed, and a freeze carried the " +
+          "streak across; rest: a rest day without activity; missed: not kept (a chain ends there); current: " +
+          "the current period, not kept yet; repaired: missed, then repaired (counts as kept); paused: inside " +
+          "one of the member's pauses (neither adds nor breaks); forgiven: missed on a last chance day that an " +
+          "outage window overlapped (counts as rest)"
+      }),
     activeDays: Integer,
     target: Integer
   })).annotations({ description: "Oldest first" })
@@ -279,7 +289,8 @@ const explainStreak = tool({
   title: "Explain a member's streak",
   description: "Why a member's streak is what it is: each period (day, ISO week or month, by the program's policy) " +
     "with its active days and whether it was kept, frozen (a freeze carried the streak across), a rest day, " +
-    "missed, or is the current one; with the policy, current and best length and the freezes available. " +
+    "missed, repaired, paused, forgiven (an outage window), or is the current one; with the policy, current and " +
+    "best length and the freezes available. " +
     "Default: the last 8 periods.",
   input: Schema.Struct({
     programId: ProgramId,
@@ -339,6 +350,31 @@ const recordAction = tool({
     })
 })
 
+const repairStreak = tool({
+  name: "repair_streak",
+  title: "Repair a missed period",
+  description: "For support agents: makes a member's missed period whole, as the customer REST repair does. The " +
+    "period (any day of it) must be missed in the ledger, within the policy's repairWindowDays after its last " +
+    "day, and within repairsPer30Days repairs in the last 30 days; otherwise NOT_REPAIRABLE and nothing changes. " +
+    "The repaired period counts as kept; streak.repaired is sent. Answers the member's streak after.",
+  input: Schema.Struct({
+    programId: ProgramId,
+    userHash: UserHash,
+    period: LocalDate.annotations({ description: "YYYY-MM-DD: any activity day of the missed period" }),
+    reason: Schema.String.pipe(Schema.minLength(1), Schema.maxLength(500)).annotations({
+      description: "Why (1 to 500 characters): the support ticket, the agreement"
+    })
+  }),
+  output: MemberStreak,
+  readOnly: false,
+  run: (caller, { period, programId, reason, userHash }) =>
+    Effect.gen(function*() {
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const repaired = yield* (yield* Forgiveness.Forgiveness).repair(program.id, userHash, { period, reason })
+      return yield* (yield* StateQuery.StateQuery).memberStreak(program.id, repaired.userHash)
+    })
+})
+
 const listAtRisk = tool({
   name: "list_at_risk",
   title: "List members at risk",
@@ -369,7 +405,12 @@ const listAtRisk = tool({
       // Each row is judged in its own zone, as the due checks that send `streak.at_risk` judge it.
       // `pending`: alive, the current period not kept, and not a rest day (nothing is owed on one).
       const members = rows.flatMap((row) => {
-        const state = Streak.evaluate(Streak.fromRow(row, policy), now, row.timezone, policy)
+        const state = Streak.evaluate(
+          Streak.fromRow(row, policy, Streak.windowsOf(program)),
+          now,
+          row.timezone,
+          policy
+        )
         return state.pending
           ? [{ userHash: row.userHash as string, current: state.current, periodEnd: state.period.end as string }]
           : []
@@ -432,6 +473,7 @@ export const all: ReadonlyArray<Tool> = [
   getMemberStreak,
   explainStreak,
   recordAction,
+  repairStreak,
   listAtRisk,
   getUsage,
   getExperimentReport

@@ -211,7 +211,9 @@ describe("list_programs", () => {
           dayStartHour: 0,
           restDays: [],
           freezes: { initial: 0, max: 2, earnEvery: 0 },
-          atRiskHour: 0
+          atRiskHour: 0,
+          repairWindowDays: 0,
+          repairsPer30Days: 1
         },
         [t.daily.id]: {
           cadence: "daily",
@@ -219,7 +221,9 @@ describe("list_programs", () => {
           dayStartHour: 0,
           restDays: [],
           freezes: { initial: 0, max: 0, earnEvery: 0 },
-          atRiskHour: 0
+          atRiskHour: 0,
+          repairWindowDays: 0,
+          repairsPer30Days: 1
         }
       })
     }).pipe(Effect.provide(layer)))
@@ -304,5 +308,30 @@ describe("tools/list", () => {
       assert.include(item.required, "policy")
       const member = tools.find((tool) => tool.name === "get_member_streak")!
       assert.includeMembers(Object.keys(member.outputSchema?.properties ?? {}), ["mode", "freezes", "period"])
+    }).pipe(Effect.provide(layer)))
+})
+
+describe("repair_streak", () => {
+  it.scoped("repairs a missed day for a support agent: it counts as kept, explain_streak shows it repaired; again it is NOT_REPAIRABLE", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant()
+      const client = yield* connect(t.mcpToken)
+      yield* (yield* StreakPolicies.StreakPolicies).setPolicy(t.daily.id, { repairWindowDays: 7 })
+      for (const date of ["2026-03-01", "2026-03-02", "2026-03-04"]) {
+        yield* TestClock.setTime(noon(date))
+        yield* call(client, "record_action", { programId: t.daily.id, userHash: "m1", test: true })
+      }
+      yield* TestClock.setTime(noon("2026-03-05"))
+      const args = { programId: t.daily.id, userHash: "m1", period: "2026-03-03", reason: "ticket 42" }
+      const repaired = yield* call(client, "repair_streak", args)
+      assert.deepInclude(repaired.structuredContent, { current: 4, best: 4, pending: true })
+      const explained = yield* call(client, "explain_streak", { programId: t.daily.id, userHash: "m1" })
+      assert.deepStrictEqual(
+        (explained.structuredContent as unknown as Ledger).periods.map((p) => `${p.start} ${p.status}`),
+        ["2026-03-01 kept", "2026-03-02 kept", "2026-03-03 repaired", "2026-03-04 kept", "2026-03-05 current"]
+      )
+      const again = yield* call(client, "repair_streak", args)
+      assert.isTrue(again.isError)
+      assert.deepStrictEqual(texts(again), ["NOT_REPAIRABLE"])
     }).pipe(Effect.provide(layer)))
 })

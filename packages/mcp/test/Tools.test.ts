@@ -61,7 +61,7 @@ const texts = (result: Record<string, unknown>) =>
   (result["content"] as ReadonlyArray<{ readonly type: string; readonly text?: string }>).map((c) => c.text)
 
 describe("tools/list", () => {
-  it.scoped("lists the seven tools, each with an object input and output schema; only record_action writes", () =>
+  it.scoped("lists the eight tools, each with an object input and output schema; only record_action and repair_streak write", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
       const client = yield* connect(t.mcpToken)
@@ -71,6 +71,7 @@ describe("tools/list", () => {
         "get_member_streak",
         "explain_streak",
         "record_action",
+        "repair_streak",
         "list_at_risk",
         "get_usage",
         "get_experiment_report"
@@ -78,7 +79,11 @@ describe("tools/list", () => {
       for (const tool of tools) {
         assert.strictEqual(tool.inputSchema.type, "object", tool.name)
         assert.strictEqual(tool.outputSchema?.type, "object", tool.name)
-        assert.strictEqual(tool.annotations?.readOnlyHint, tool.name !== "record_action", tool.name)
+        assert.strictEqual(
+          tool.annotations?.readOnlyHint,
+          tool.name !== "record_action" && tool.name !== "repair_streak",
+          tool.name
+        )
       }
       const record = tools.find((tool) => tool.name === "record_action")!
       assert.sameMembers(record.inputSchema.required as Array<string>, ["programId", "userHash"])
@@ -179,6 +184,7 @@ describe("errors", () => {
             ["get_member_streak", { programId, userHash: "m1" }],
             ["explain_streak", { programId, userHash: "m1" }],
             ["record_action", { programId, userHash: "m1" }],
+            ["repair_streak", { programId, userHash: "m1", period: "2026-01-01", reason: "why" }],
             ["list_at_risk", { programId }],
             ["get_experiment_report", { programId }]
           ] as const

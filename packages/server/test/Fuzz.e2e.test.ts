@@ -7,7 +7,8 @@
  * - every error body is `{"error": CODE}` with a code of docs/api.md's error table (MCP protocol
  *   errors: a JSON-RPC error object);
  * - a rejected request (status 400 or more, or an MCP tool result with `isError`) changes no row
- *   of any table (a checksum of every table before and after).
+ *   of any table (a checksum of every table before and after), but for the one change a refused
+ *   sign-in must make: an account's failure count and its audit entry (docs/accounts.md#sign-in).
  *
  * A fixed seed and a time box keep it short in the test suite; `STREAKS_FUZZ_RUNS` (requests),
  * `STREAKS_FUZZ_SECONDS` (time box) and `STREAKS_FUZZ_SEED` make a longer or another run.
@@ -63,6 +64,8 @@ interface Answer {
   readonly status: number
   readonly contentType: string
   readonly text: string
+  /** The `streaks_session=…` pair a sign-in sets, if any. */
+  readonly cookie?: string | undefined
 }
 
 /** One request over node:http (no client-side validation of the body or its type). */
@@ -85,7 +88,8 @@ const send = (base: URL, sent: Sent) =>
         resolve({
           status: res.statusCode ?? 0,
           contentType: String(res.headers["content-type"] ?? ""),
-          text: Buffer.concat(chunks).toString("utf8")
+          text: Buffer.concat(chunks).toString("utf8"),
+          cookie: res.headers["set-cookie"]?.find((c) => c.startsWith("streaks_session="))?.split(";")[0]
         }))
       res.on("error", reject)
     })
@@ -107,9 +111,11 @@ const jsonOf = (answer: Answer): Array<unknown> => {
 }
 
 /** What is wrong with an answer, if anything (besides rows changed by a rejection). */
-const violation = (method: string, answer: Answer): string | undefined => {
+const violation = (method: string, path: string, answer: Answer): string | undefined => {
   if (answer.status >= 500) return `status ${answer.status}`
   if (answer.status < 400 || method === "HEAD") return undefined // an answer to HEAD has no body
+  // The sign-in and invite pages answer a refusal with the page again, for a person to read.
+  if (/^\/(sign-in|invite)(\?|$)/.test(path) && answer.contentType.startsWith("text/html")) return undefined
   if (answer.status === 405 || answer.status === 406) return undefined // method or accept refused by the protocol layer
   // Node's HTTP parser refuses a header section over 16 KB (a long query string) before the application.
   if (answer.status === 431 && answer.text === "") return undefined
@@ -190,6 +196,11 @@ interface Seed {
   readonly mcp: string
   readonly mcpTokenId: string
   readonly origin: string
+  readonly email: string
+  readonly password: string
+  /** `streaks_session=…` of a signed-in owner, and its CSRF token. */
+  readonly cookie: string
+  readonly csrfToken: string
 }
 
 /** Percent-encoding of any text: a lone surrogate becomes the bytes of its 3-byte (WTF-8) form. */
@@ -319,7 +330,24 @@ const bodies = (s: Seed) => {
       url: fc.constantFrom("https://10.0.0.1/hook", "https://[::1]/x", "ftp://x", "not a url"),
       eventTypes: fc.constantFrom(["milestone.achieved"], ["nope"], [])
     }),
-    "POST /v1/api/programs/{programId}/experiments": shape({ holdoutPercent: fc.constantFrom(10, 0, 99) })
+    "POST /v1/api/programs/{programId}/experiments": shape({ holdoutPercent: fc.constantFrom(10, 0, 99) }),
+    "POST /v1/api/api-keys": shape({ name: g.name, workspaceId: g.workspaceId }),
+    "POST /admin/users": shape({
+      email: fc.constantFrom(s.email, "new@fuzz.example", "not an address", "A@B"),
+      name: g.name,
+      workspaces: fc.constantFrom(
+        [{ workspaceId: s.workspaceId, role: "viewer" }],
+        [{ workspaceId: "ws_unknown", role: "owner" }],
+        [{ workspaceId: s.workspaceId, role: "root" }],
+        []
+      )
+    }, { password: fc.constantFrom("short", "a long enough password", "") }),
+    "POST /sign-in": shape({
+      email: fc.constantFrom(s.email, "nobody@fuzz.example"),
+      password: fc.constantFrom(s.password, "wrong password here", "")
+    }, { return_to: fc.constantFrom("/console", "//evil.example", "https://evil.example/", "/v1/api/me") }),
+    "POST /invite": shape({ token: fc.constantFrom("ivt_unknown", ""), password: fc.constantFrom(s.password, "x") }),
+    "POST /sign-out": shape({}, { csrfToken: fc.constantFrom("wrong", "") })
   }
   const rpc = fc.record({
     jsonrpc: fc.constantFrom("2.0", "2.0", "1.0"),
@@ -445,6 +473,8 @@ const requests = (s: Seed, routes: ReadonlyArray<{ readonly method: string; read
       "Basic x"
     ]),
     "x-streak-server-token": headerValue([s.serverToken, s.serverToken, "sst_wrong"]),
+    cookie: headerValue([s.cookie, s.cookie, "streaks_session=sid_unknown", "streaks_session="]),
+    "x-csrf-token": headerValue([s.csrfToken, s.csrfToken, "wrong"]),
     "x-streak-webhook-secret": headerValue([s.webhookSecret, s.webhookSecret, "whi_wrong"]),
     origin: headerValue([s.origin, "https://evil.example", "null"]),
     "x-streak-identity": headerValue(["a.b.c"]),
@@ -515,6 +545,26 @@ const seedTenant = (base: URL) =>
     const key = yield* admin(base, `/admin/workspaces/${workspace.id}/api-keys`, { name: "k" })
     const grant = yield* admin(base, "/admin/oauth-grants", { workspaceIds: [workspace.id], appName: "Zap" })
     const mcp = yield* admin(base, "/admin/mcp-tokens", { name: "agent", workspaceIds: [workspace.id] })
+    const email = "owner@fuzz.example"
+    const password = "fuzz owner password"
+    yield* admin(base, "/admin/users", {
+      email,
+      name: "Owner",
+      workspaces: [{ workspaceId: workspace.id, role: "owner" }],
+      password
+    })
+    const signedIn = yield* Effect.promise(() =>
+      send(base, {
+        method: "POST",
+        path: "/sign-in",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: new URLSearchParams({ email, password }).toString()
+      })
+    )
+    const cookie = signedIn.cookie!
+    const me = yield* Effect.promise(() =>
+      send(base, { method: "GET", path: "/v1/api/me", headers: { cookie }, body: undefined })
+    )
     return {
       siteKey: project.siteKey,
       serverToken: project.serverToken,
@@ -528,9 +578,20 @@ const seedTenant = (base: URL) =>
       grantId: grant.id,
       mcp: mcp.token,
       mcpTokenId: mcp.id,
-      origin
+      origin,
+      email,
+      password,
+      cookie,
+      csrfToken: JSON.parse(me.text).csrfToken
     } satisfies Seed
   })
+
+/** The tables whose digest differs between two checksums (`table:digest` pairs). */
+const changedTables = (before: string, after: string): ReadonlyArray<string> => {
+  const old = new Map(before.split(" ").map((pair) => pair.split(":") as [string, string]))
+  return after.split(" ").map((pair) => pair.split(":") as [string, string]).filter(([t, h]) => old.get(t) !== h)
+    .map(([t]) => t)
+}
 
 /** One statement: a digest of every row of every table of the schema. */
 const checksumStatement = Effect.gen(function*() {
@@ -569,7 +630,12 @@ layer(server, { timeout: 600_000 })("fuzz", (it) => {
           { method: "DELETE", path: "/mcp" },
           { method: "GET", path: "/widget.js" },
           { method: "GET", path: "/docs" },
-          { method: "GET", path: "/.well-known/oauth-protected-resource" }
+          { method: "GET", path: "/.well-known/oauth-protected-resource" },
+          { method: "GET", path: "/sign-in" },
+          { method: "POST", path: "/sign-in" },
+          { method: "POST", path: "/sign-out" },
+          { method: "GET", path: "/invite" },
+          { method: "POST", path: "/invite" }
         ]
         expect(routes.length).toBeGreaterThan(30)
         expect(documented.has("INVALID_BODY") && documented.has("NOT_FOUND")).toBe(true)
@@ -588,11 +654,15 @@ layer(server, { timeout: 600_000 })("fuzz", (it) => {
           })
           tally.sent++
           tally.byStatus.set(answer.status, (tally.byStatus.get(answer.status) ?? 0) + 1)
-          const wrong = violation(sent.method, answer)
+          const wrong = violation(sent.method, sent.path, answer)
           const after = await checksum()
           const rejected = answer.status >= 400 || toolRefused(answer)
           if (rejected) tally.rejected++
-          const changed = rejected && after !== before
+          // A refused sign-in of a known account counts the failure and audits it (the lockout needs it).
+          const signInFailure = sent.method === "POST" && sent.path.startsWith("/sign-in")
+          const changed = rejected && (signInFailure
+            ? changedTables(before, after).some((t) => !t.endsWith("users") && !t.endsWith("audit_log"))
+            : after !== before)
           before = after
           if (wrong !== undefined || changed) {
             throw new Error(

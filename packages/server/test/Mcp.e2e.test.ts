@@ -172,6 +172,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           "get_member_streak",
           "explain_streak",
           "record_action",
+          "repair_streak",
           "list_at_risk",
           "get_usage",
           "get_experiment_report"
@@ -179,7 +180,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
         for (const tool of tools) {
           expect(tool.inputSchema.type).toBe("object")
           expect(tool.outputSchema?.type).toBe("object")
-          expect(tool.annotations?.readOnlyHint).toBe(tool.name !== "record_action")
+          expect(tool.annotations?.readOnlyHint).toBe(tool.name !== "record_action" && tool.name !== "repair_streak")
         }
       }
     }))

@@ -97,6 +97,7 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
         "get_member_streak",
         "explain_streak",
         "record_action",
+        "repair_streak",
         "list_at_risk",
         "get_usage",
         "get_experiment_report"

@@ -1,10 +1,11 @@
 /**
  * Security probes against the reference server (`Main.layer`, MCP worker included) on Postgres:
- * - no credential of one workspace (API key, OAuth grant, MCP token) reads, changes or learns of
- *   another workspace's data through any customer REST route (every `/v1/api` route of the
+ * - no credential of one workspace (API key, OAuth grant, MCP token, a signed-in user's session)
+ *   reads, changes or learns of another workspace's data (its programs, hooks, deliveries, keys,
+ *   apps, users and audit log) through any customer REST route (every `/v1/api` route of the
  *   OpenAPI document) or any MCP tool;
  * - no plaintext secret (tokens, keys, signing and webhook secrets, the admin token, the sealing
- *   key) is ever written to the log or to any table.
+ *   key, passwords, session and invite tokens) is ever written to the log or to any table.
  */
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -74,8 +75,45 @@ const admin = (path: string, body?: unknown, method?: string) =>
     ...(method ? { method } : {})
   })
 
-const rest = (token: string, path: string, init: { method?: string; body?: unknown } = {}) =>
-  http(`/v1/api${path}`, { headers: { authorization: `Bearer ${token}` }, ...init })
+/** A bearer token, or a session as `session:<cookie>|<csrf>`, which goes as the cookie and CSRF header. */
+const rest = (token: string, path: string, init: { method?: string; body?: unknown } = {}) => {
+  const session = /^session:(.*)\|(.*)$/.exec(token)
+  const headers: Record<string, string> = session === null
+    ? { authorization: `Bearer ${token}` }
+    : { cookie: session[1]!, "x-csrf-token": session[2]! }
+  return http(`/v1/api${path}`, { headers, ...init })
+}
+
+const PASSWORD = "security probe password 8d1e"
+
+/** A user of the workspace, signed in through the form: `session:<cookie>|<csrf>`, and the token. */
+const signedIn = (workspaceId: string, name: string) =>
+  Effect.gen(function*() {
+    const email = `${name}.owner@example.com`
+    const user = yield* admin("/admin/users", {
+      email,
+      name,
+      workspaces: [{ workspaceId, role: "owner" }],
+      password: PASSWORD
+    })
+    const answer = yield* Effect.flatMap(NodeServer.NodeServer, (s) =>
+      Effect.promise(() =>
+        fetch(`${s.url}/sign-in`, {
+          method: "POST",
+          redirect: "manual",
+          headers: { "content-type": "application/x-www-form-urlencoded" },
+          body: new URLSearchParams({ email, password: PASSWORD }).toString()
+        })
+      ))
+    const cookie = answer.headers.getSetCookie().find((c) => c.startsWith("streaks_session="))!.split(";")[0]!
+    const me = yield* http("/v1/api/me", { headers: { cookie } })
+    return {
+      userId: user.body.id as string,
+      email,
+      credential: `session:${cookie}|${me.body.csrfToken as string}`,
+      token: cookie.slice("streaks_session=".length)
+    }
+  })
 
 /** A workspace with a live program, a member with activity, a subscription, an experiment and every kind of secret. */
 const tenant = (name: string) =>
@@ -112,6 +150,15 @@ const tenant = (name: string) =>
       body: { userHash: `${member}-2`, event: "lesson" }
     })
     const experiment = yield* rest(token, `/programs/${program.body.id}/experiments`, { body: { holdoutPercent: 10 } })
+    const person = yield* signedIn(workspace.body.id, name)
+    const invited = yield* admin("/admin/users", {
+      email: `${name}.invited@example.com`,
+      name: `${name} invited`,
+      workspaces: [{ workspaceId: workspace.body.id, role: "viewer" }]
+    })
+    const sql = yield* SqlClient.SqlClient
+    const [message] = yield* sql<{ id: string }>`SELECT id FROM streaks_outbox WHERE subscription_id = ${hook.body.id}`
+      .pipe(Effect.orDie)
     expect([workspace, project, program, apiKey, grant, mcp, hook, experiment].map((r) => r.status)).toEqual([
       201,
       201,
@@ -132,9 +179,20 @@ const tenant = (name: string) =>
         member,
         subscriptionId: hook.body.id as string,
         experimentId: experiment.body.id as string,
-        coupon: `${name}-COUPON`
+        coupon: `${name}-COUPON`,
+        apiKeyId: apiKey.body.id as string,
+        grantId: grant.body.id as string,
+        userId: person.userId,
+        email: person.email,
+        invitedId: invited.body.id as string,
+        messageId: message!.id
       },
-      credentials: { apiKey: token, oauth: grant.body.accessToken as string, mcp: mcp.body.token as string },
+      credentials: {
+        apiKey: token,
+        oauth: grant.body.accessToken as string,
+        mcp: mcp.body.token as string,
+        session: person.credential
+      },
       secrets: [
         project.body.serverToken,
         project.body.signingSecret,
@@ -143,7 +201,10 @@ const tenant = (name: string) =>
         token,
         grant.body.accessToken,
         mcp.body.token,
-        hook.body.secret
+        hook.body.secret,
+        person.token,
+        PASSWORD,
+        new URL(invited.body.inviteUrl).searchParams.get("token")!
       ] as ReadonlyArray<string>
     }
   })
@@ -201,7 +262,23 @@ const probes = (victim: Tenant) => {
     "POST /v1/api/programs/{programId}/experiments/current/stop": [{
       path: `/programs/${v.programId}/experiments/current/stop`,
       method: "POST"
-    }]
+    }],
+    "GET /v1/api/api-keys": [{ path: "/api-keys" }],
+    "POST /v1/api/api-keys": [{ path: "/api-keys", body: { name: "stolen", workspaceId: v.workspaceId } }],
+    "DELETE /v1/api/api-keys/{id}": [{ path: `/api-keys/${v.apiKeyId}`, method: "DELETE" }],
+    "GET /v1/api/connected-apps": [{ path: "/connected-apps" }],
+    "DELETE /v1/api/connected-apps/{grantId}": [{ path: `/connected-apps/${v.grantId}`, method: "DELETE" }],
+    "POST /v1/api/programs/{programId}/webhook-secret": [{
+      path: `/programs/${v.programId}/webhook-secret`,
+      method: "POST"
+    }],
+    "GET /v1/api/hooks": [{ path: "/hooks" }],
+    "GET /v1/api/hooks/{id}/deliveries": [{ path: `/hooks/${v.subscriptionId}/deliveries` }],
+    "POST /v1/api/hooks/{id}/deliveries/{messageId}/redeliver": [{
+      path: `/hooks/${v.subscriptionId}/deliveries/${v.messageId}/redeliver`,
+      method: "POST"
+    }],
+    "GET /v1/api/audit": [{ path: "/audit?limit=200" }]
   } as Record<string, ReadonlyArray<{ readonly path: string; readonly method?: string; readonly body?: unknown }>>
 }
 
@@ -218,11 +295,27 @@ const standing = (victim: Tenant) =>
     const actions = yield* sql<
       { n: number }
     >`SELECT count(*)::int AS n FROM streaks_actions WHERE program_id = ${victim.ids.programId}`
+    // The victim's own credentials still work, and its keys and apps are as they were.
+    const own = yield* Effect.forEach(
+      [victim.credentials.apiKey, victim.credentials.oauth, victim.credentials.session],
+      (credential) => Effect.map(rest(credential, "/me"), (r) => r.status)
+    )
+    const keys = yield* rest(victim.credentials.session, "/api-keys")
+    const apps = yield* rest(victim.credentials.session, "/connected-apps")
+    const message = yield* sql<{ status: string }>`SELECT status FROM streaks_outbox WHERE id = ${victim.ids.messageId}`
+    const secret = yield* sql<
+      { h: string }
+    >`SELECT webhook_secret_hash AS h FROM streaks_programs WHERE id = ${victim.ids.programId}`
     return {
       member: member.body,
       experiment: experiment.body?.experiment?.id ?? experiment.body?.id,
       hooks: hooks[0]!.n,
-      actions: actions[0]!.n
+      actions: actions[0]!.n,
+      own,
+      keys: keys.body,
+      apps: apps.body,
+      message: message[0]!.status,
+      secret: secret[0]!.h
     }
   }).pipe(Effect.orDie)
 
@@ -269,8 +362,10 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
               if (leaked.length > 0) {
                 findings.push(`${kind} ${route} ${probe.path}: ${reply.status} shows ${leaked.join(", ")}`)
               }
-              const targetsVictim = probe.path.includes(b.ids.programId) || probe.path.includes(b.ids.subscriptionId) ||
-                (probe.body as { programId?: string } | undefined)?.programId === b.ids.programId
+              const victimIds = [b.ids.programId, b.ids.subscriptionId, b.ids.apiKeyId, b.ids.grantId, b.ids.messageId]
+              const body = probe.body as { programId?: string; workspaceId?: string } | undefined
+              const targetsVictim = victimIds.some((id) => probe.path.includes(id)) ||
+                body?.programId === b.ids.programId || body?.workspaceId === b.ids.workspaceId
               if (targetsVictim && reply.status < 400) {
                 findings.push(`${kind} ${route} ${probe.path}: answered ${reply.status}`)
               }
@@ -279,8 +374,8 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
             }
           }
         }
-        // MCP: every tool, with each of A's credentials, on B's program where the tool takes one.
-        for (const [kind, token] of Object.entries(a.credentials)) {
+        // MCP: every tool, with each of A's bearer credentials, on B's program where the tool takes one.
+        for (const [kind, token] of Object.entries(a.credentials).filter(([kind]) => kind !== "session")) {
           const client = yield* connectMcp(token)
           const { tools } = yield* Effect.promise(() => client.listTools())
           for (const tool of tools) {
@@ -301,7 +396,7 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
           }
         }
         expect(findings).toEqual([])
-        expect(calls).toBeGreaterThan(3 * routes.length)
+        expect(calls).toBeGreaterThan(4 * routes.length)
         expect(yield* standing(b)).toEqual(before)
       }),
     120_000
@@ -320,7 +415,9 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
       yield* admin("/admin/jobs/deliveries", {})
       const secrets = [...t.secrets, ADMIN, SEALING_KEY]
       // The random part of each secret, so that a store keeping it without its prefix is caught too.
-      const needles = secrets.flatMap((s) => [s, s.replace(/^(sst_|ass_|whi_|svc_api_|svc_oat_|svc_mcp_|whsec_)/, "")])
+      const needles = secrets.flatMap((
+        s
+      ) => [s, s.replace(/^(sst_|ass_|whi_|svc_api_|svc_oat_|svc_mcp_|whsec_|sid_|ivt_)/, "")])
       const sql = yield* SqlClient.SqlClient
       const tables = yield* sql<{ name: string }>`
         SELECT table_name AS name FROM information_schema.tables WHERE table_schema = current_schema() ORDER BY 1`

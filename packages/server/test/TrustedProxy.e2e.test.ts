@@ -5,7 +5,8 @@
  * `Forwarded`). The client address it reports keys the limits (here the failed-authentication
  * budget, 3 a minute), while whatever a client writes in those headers itself (through the proxy
  * or straight to the server) is ignored. The scheme comes from the trusted proxy alone: the MCP
- * protected-resource document names `https` only when the proxy says so.
+ * protected-resource document names `https`, and the session cookie carries `Secure`, only when the
+ * proxy says so.
  */
 import { expect, layer } from "@effect/vitest"
 import { NodeServer } from "@streaks/http"
@@ -132,7 +133,63 @@ const project = async (port: number): Promise<string> => {
 const wrongServerToken = (port: number, from: string, siteKey: string) =>
   send(port, from, "/v1/server/e", { "x-streak-server-token": "sst_wrong" }, { siteKey, userHash: "m", event: "e" })
 
+/** A sign-in form posted from `from`: the answer's status and its `Set-Cookie` headers. */
+const signIn = (port: number, from: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
+  new Promise<{ status: number; cookies: ReadonlyArray<string> }>((resolve, reject) => {
+    const text = new URLSearchParams(form).toString()
+    const req = httpRequest({
+      host: "127.0.0.1",
+      port,
+      path: "/sign-in",
+      localAddress: from,
+      method: "POST",
+      agent: false,
+      headers: { ...headers, "content-type": "application/x-www-form-urlencoded" }
+    }, (res) => {
+      res.resume().on("end", () => {
+        const set = res.headers["set-cookie"]
+        resolve({ status: res.statusCode ?? 0, cookies: set ?? [] })
+      })
+    })
+    req.on("error", reject)
+    req.end(text)
+  })
+
 layer(server, { timeout: 120_000 })("behind a trusted reverse proxy", (it) => {
+  it.scoped("the session cookie is Secure when the trusted proxy says the client came over https, never on a client's claim", () =>
+    Effect.gen(function*() {
+      const { url } = yield* NodeServer.NodeServer
+      const tls = yield* Effect.promise(() => startProxy(url, "forwarded"))
+      const plain = yield* Effect.promise(() => startProxy(url, "xfwd"))
+      yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all([tls.close(), plain.close()])))
+      yield* Effect.promise(async () => {
+        const admin = { "x-admin-token": "proxy-test-admin-token" }
+        const workspace = await send(tls.port, "127.0.0.1", "/admin/workspaces", admin, { name: "w", plan: "starter" })
+        const email = `secure.${Date.now()}@example.com`
+        const password = "correct horse battery staple"
+        const user = await send(tls.port, "127.0.0.1", "/admin/users", admin, {
+          email,
+          name: "Ada",
+          workspaces: [{ workspaceId: workspace.body.id, role: "owner" }],
+          password
+        })
+        expect(user.status).toBe(201)
+        const session = (r: { cookies: ReadonlyArray<string> }) =>
+          r.cookies.find((c) => c.startsWith("streaks_session="))
+        const overTls = await signIn(tls.port, "127.0.0.9", { email, password })
+        expect(overTls.status).toBe(303)
+        expect(session(overTls)).toMatch(/; HttpOnly; SameSite=Lax; Secure$/)
+        const claimed = await signIn(Number(new URL(url).port), "127.0.0.9", { email, password }, {
+          "x-forwarded-proto": "https",
+          forwarded: "proto=https"
+        })
+        expect(claimed.status).toBe(303)
+        expect(session(claimed)).not.toMatch(/Secure/)
+        const viaPlain = await signIn(plain.port, "127.0.0.9", { email, password }, { "x-forwarded-proto": "https" })
+        expect(session(viaPlain)).not.toMatch(/Secure/)
+      })
+    }))
+
   it.scoped("the client is the address the trusted proxy reports; spoofed headers from a client are ignored", () =>
     Effect.gen(function*() {
       const { url } = yield* NodeServer.NodeServer

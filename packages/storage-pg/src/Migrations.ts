@@ -37,7 +37,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0005_metered_month_on_streak_rows": ddl(meteredMonthOnStreakRows(prefix)),
   "0006_streak_policies": ddl(streakPolicies(prefix)),
   "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix)),
-  "0009_accounts_and_audit": ddl(accountsAndAudit(prefix))
+  "0009_accounts_and_audit": ddl(accountsAndAudit(prefix)),
+  "0011_forgiveness": ddl(forgiveness(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -354,6 +355,13 @@ ALTER TABLE ${p}streaks
   ADD COLUMN IF NOT EXISTS freezes integer,
   ADD COLUMN IF NOT EXISTS grants jsonb,
   ADD COLUMN IF NOT EXISTS frozen_notified_through date;
+`
+
+// Forgiveness (docs/streak-semantics.md#forgiveness): a program's outage windows, and a streak row's
+// repairs and pauses, inputs of the streak calculus. NULL means none, so nothing is rewritten.
+const forgiveness = (p: string) => `
+ALTER TABLE ${p}programs ADD COLUMN IF NOT EXISTS outages jsonb;
+ALTER TABLE ${p}streaks ADD COLUMN IF NOT EXISTS forgiveness jsonb;
 `
 
 // Distribution by project (docs/scaling.md#the-layout-rules): co-located tables must agree on the

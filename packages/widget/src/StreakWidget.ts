@@ -32,6 +32,7 @@ export interface State {
     readonly isCheckedIn: boolean
     readonly isFrozen?: boolean
     readonly isRestDay?: boolean
+    readonly isPaused?: boolean
   }>
   readonly milestones: ReadonlyArray<{
     readonly id: string
@@ -205,7 +206,8 @@ export class StreakWidget extends HTMLElement {
           "data-today": String(day.isToday),
           "data-checked": String(day.isCheckedIn),
           "data-frozen": String(day.isFrozen === true),
-          "data-rest": String(day.isRestDay === true)
+          "data-rest": String(day.isRestDay === true),
+          "data-paused": String(day.isPaused === true)
         },
         h("span", { "aria-hidden": "true" }, day.label),
         h("span", { class: "d", "aria-hidden": "true" }, String(day.dayNumber)),
@@ -214,7 +216,7 @@ export class StreakWidget extends HTMLElement {
           { class: "sr" },
           `${day.label} ${day.dayNumber}${day.isToday ? ", today" : ""}${day.isCheckedIn ? ", done" : ""}${
             day.isFrozen ? ", frozen" : ""
-          }${day.isRestDay ? ", rest day" : ""}`
+          }${day.isRestDay ? ", rest day" : ""}${day.isPaused ? ", paused" : ""}`
         )
       )
     )

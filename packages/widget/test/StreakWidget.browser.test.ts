@@ -300,6 +300,42 @@ if ("skip" in chromium) {
         expect(errors).toEqual([])
       }))
 
+    it.scoped("a member's paused days look paused (data-paused) and are heard as paused; nothing is owed inside", () =>
+      Effect.gen(function*() {
+        const { pages, script, t } = yield* setup({ policy: {} })
+        yield* Streaks.actionsOn(t, "member-1", [1])
+        const pause = yield* Streaks.request(`/v1/api/programs/${t.programId}/members/member-1/pauses`, {
+          headers: { authorization: `Bearer ${t.apiKey}` },
+          body: { start: Streaks.utcDate(0), end: Streaks.utcDate(-2) }
+        })
+        expect(pause.status).toBe(201)
+        pages.put("/paused.html", Pages.html({ script, widgets: widget(t, "member-1") }))
+        const { errors, page } = yield* open()
+        const seen = yield* Effect.promise(async () => {
+          await page.goto(`${pages.allowed}/paused.html`)
+          await settled(page, "ready")
+          return {
+            days: await page.locator("streak-widget [part=day]").evaluateAll((days) =>
+              days.map((d): Record<string, string | undefined> => ({
+                ...(d as HTMLElement).dataset,
+                spoken: d.querySelector(".sr")!.textContent ?? ""
+              }))
+            ),
+            events: await page.evaluate(() => (window as any).streakStates)
+          }
+        })
+        const week = thisWeek()
+        const paused = new Set([Streaks.utcDate(0), Streaks.utcDate(-1), Streaks.utcDate(-2)])
+        expect(seen.events[0].streak).toMatchObject({ current: 1, pending: false })
+        seen.days.forEach((day, i) => {
+          expect(day.paused, week[i]).toBe(String(paused.has(week[i]!)))
+          if (paused.has(week[i]!)) expect(day.spoken).toContain(", paused")
+          else expect(day.spoken).not.toContain("paused")
+        })
+        expect(seen.days.filter((d) => d.paused === "true").length).toBeGreaterThan(0)
+        expect(errors).toEqual([])
+      }))
+
     it.scoped("a weekly program counts in weeks (1 week, 2 weeks, weeks to go, best) and its strip has no frozen or rest day", () =>
       Effect.gen(function*() {
         const { pages, script, t } = yield* setup({

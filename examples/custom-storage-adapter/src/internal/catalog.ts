@@ -3,12 +3,14 @@
  * and four generic statements over them.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { CredentialRef } from "@streaks/core/Domain"
+import type { CredentialRef, Outage } from "@streaks/core/Domain"
 import {
   ApiKey,
   Experiment,
   Invite,
   Milestone,
+  outagesFromJson,
+  outagesToJson,
   OAuthGrant,
   Program,
   ProgramSettings,
@@ -97,6 +99,7 @@ const tables: { readonly [K in CatalogKind]: Table<CatalogRecords[K]> } = {
       ),
       settings: json("settings", (settings) => new ProgramSettings(settings, true)),
       policy,
+      outages: column<ReadonlyArray<Outage>>("outages", outagesToJson, outagesFromJson),
       createdAt: instant("created_at")
     }
   },

@@ -7,7 +7,7 @@
  * days, per horizon the retained flag and active days) and adds them up by group here.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import type { FreezeGrant } from "@streaks/core/Domain"
+import type { FreezeGrant, Pause, Repair } from "@streaks/core/Domain"
 import type { ProgramId } from "@streaks/core/Ids"
 import * as ProofReport from "@streaks/core/ProofReport"
 import type { ReportStore } from "@streaks/core/ReportStore"
@@ -32,9 +32,10 @@ export const makeReportStore = (sql: SqlClient.SqlClient): ReportStore["Type"] =
 
   streakSummaries: (programIds) =>
     programIds.length === 0 ? Effect.succeed([]) : sql.unsafe<Row>(
-      `SELECT program_id, timezone, last_active_day, run, period_days, freezes, grants, count(*) AS members
+      `SELECT program_id, timezone, last_active_day, run, period_days, freezes, grants, repairs, pauses,
+          count(*) AS members
         FROM streaks WHERE program_id IN (${placeholders(programIds.length)}) AND ledger = 'live'
-        GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants`,
+        GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, repairs, pauses`,
       [...programIds]
     ).pipe(
       Effect.map((rows) =>
@@ -49,7 +50,9 @@ export const makeReportStore = (sql: SqlClient.SqlClient): ReportStore["Type"] =
             ...(r.freezes === null ? {} : { freezes: Number(r.freezes) }),
             ...(r.grants === null
               ? {}
-              : { grants: JSON.parse(String(r.grants)) as ReadonlyArray<FreezeGrant> })
+              : { grants: JSON.parse(String(r.grants)) as ReadonlyArray<FreezeGrant> }),
+            ...(r.repairs === null ? {} : { repairs: JSON.parse(String(r.repairs)) as ReadonlyArray<Repair> }),
+            ...(r.pauses === null ? {} : { pauses: JSON.parse(String(r.pauses)) as ReadonlyArray<Pause> })
           },
           members: Number(r.members)
         }))

@@ -31,6 +31,8 @@ const streakRow: Codec<StreakRow> = {
     freezes: number("freezes"),
     grants: json("grants"),
     frozenNotifiedThrough: text("frozen_notified_through"),
+    repairs: json("repairs"),
+    pauses: json("pauses"),
     dueAt: instant("due_at"),
     updatedAt: instant("updated_at")
   }

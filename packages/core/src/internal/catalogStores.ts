@@ -52,7 +52,8 @@ export const directory = (catalog: CatalogApi): DirectoryStore["Type"] => {
         (changed) => changed.length > 0
       ),
     setWebhookSecretHash: (id, webhookSecretHash) => first(catalog.update("program", { id }, { webhookSecretHash })),
-    setProgramPolicy: (id, policy, mode) => first(catalog.update("program", { id }, { policy, mode }))
+    setProgramPolicy: (id, policy, mode) => first(catalog.update("program", { id }, { policy, mode })),
+    setProgramOutages: (id, outages) => first(catalog.update("program", { id }, { outages }))
   })
 }
 

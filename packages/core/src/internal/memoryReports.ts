@@ -38,7 +38,9 @@ export const makeReports = (s: MemoryState, { run }: Runner): Context.Tag.Servic
             best: 0,
             ...(row.periodDays === undefined ? {} : { periodDays: row.periodDays }),
             ...(row.freezes === undefined ? {} : { freezes: row.freezes }),
-            ...(row.grants === undefined ? {} : { grants: row.grants })
+            ...(row.grants === undefined ? {} : { grants: row.grants }),
+            ...(row.repairs === undefined ? {} : { repairs: row.repairs }),
+            ...(row.pauses === undefined ? {} : { pauses: row.pauses })
           }
           const k = pair(row.programId, row.timezone, JSON.stringify(summary))
           const hit = groups.get(k)

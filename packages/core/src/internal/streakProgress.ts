@@ -4,7 +4,7 @@
  */
 import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
-import { type Project, type StreakKey, StreakRow, unsafeMake } from "../Domain.js"
+import { type Program, type Project, type StreakKey, StreakRow, unsafeMake } from "../Domain.js"
 import type * as Policy from "../Policy.js"
 import * as Streak from "../Streak.js"
 
@@ -24,8 +24,28 @@ export const memberZone = (stored: Option.Option<string>, project: Project): str
   return Calendar.isValidZone(project.timezone) ? project.timezone : defaultZone
 }
 
-/** The row as the calculus sees it under the program's policy (absent fields take their defaults). */
-export const summaryOf: (row: StreakRow, policy: Policy.Policy) => Streak.Summary = Streak.fromRow
+/** A program's outage windows as instants (docs/streak-semantics.md#forgiveness). */
+export const windowsOf: (program: Pick<Program, "outages"> | undefined) => ReadonlyArray<Streak.Window> =
+  Streak.windowsOf
+
+/**
+ * The row as the calculus sees it under the program's policy (absent fields take their defaults),
+ * with its repairs and pauses and the program's outage windows.
+ */
+export const summaryOf = (
+  row: StreakRow,
+  policy: Policy.Policy,
+  program?: Pick<Program, "outages"> | undefined
+): Streak.Summary => Streak.fromRow(row, policy, windowsOf(program))
+
+/** The forgiveness of a row (repairs, pauses) under a program's windows, for a recomputation. */
+export const forgivenessOf = (
+  row: Pick<StreakRow, "repairs" | "pauses"> | undefined,
+  program: Pick<Program, "outages"> | undefined
+): Streak.Forgiveness | undefined => Streak.forgivenessOfRow({ run: 0, best: 0, ...row }, windowsOf(program))
+
+/** What a row keeps of forgiveness beyond the calculus (reasons, ids): carried to the row saved. */
+export type Forgiven = Pick<StreakRow, "repairs" | "pauses">
 
 export const notifiedOf = (row: StreakRow): Streak.Notified => ({
   atRiskFor: row.atRiskNotifiedFor,
@@ -40,8 +60,10 @@ export const rowOf = (
   zone: string,
   notified: Streak.Notified,
   now: Date,
-  policy: Policy.Policy
-): StreakRow => rowDueAt(key, summary, zone, notified, Streak.nextDueAt(summary, zone, notified, policy, now), now)
+  policy: Policy.Policy,
+  forgiven?: Forgiven | undefined
+): StreakRow =>
+  rowDueAt(key, summary, zone, notified, Streak.nextDueAt(summary, zone, notified, policy, now), now, forgiven)
 
 /** `rowOf` with its next due instant already known (the due checks work it out with the events). */
 export const rowDueAt = (
@@ -50,7 +72,8 @@ export const rowDueAt = (
   zone: string,
   notified: Streak.Notified,
   dueAt: Date | undefined,
-  now: Date
+  now: Date,
+  forgiven?: Forgiven | undefined
 ): StreakRow =>
   // Built from a validated key and the calculus' output: no constructor on the hot path.
   unsafeMake(StreakRow, {
@@ -68,6 +91,8 @@ export const rowDueAt = (
     freezes: summary.freezes,
     ...(summary.grants.length === 0 ? {} : { grants: summary.grants }),
     ...(notified.frozenThrough === undefined ? {} : { frozenNotifiedThrough: notified.frozenThrough }),
+    ...(forgiven?.repairs === undefined || forgiven.repairs.length === 0 ? {} : { repairs: forgiven.repairs }),
+    ...(forgiven?.pauses === undefined || forgiven.pauses.length === 0 ? {} : { pauses: forgiven.pauses }),
     ...(dueAt === undefined ? {} : { dueAt }),
     updatedAt: now
   })

@@ -26,6 +26,7 @@ import {
 } from "../../src/Ports.js"
 import * as SecretBox from "../../src/SecretBox.js"
 import * as StateQuery from "../../src/StateQuery.js"
+import * as Forgiveness from "../../src/Forgiveness.js"
 import * as StreakPolicies from "../../src/StreakPolicies.js"
 import * as MemoryStorage from "../../src/MemoryStorage.js"
 import * as Storage from "../../src/Storage.js"
@@ -58,7 +59,14 @@ const baseOn = <R>(ports: Layer.Layer<Ports.Storage, never, R>) => Layer.merge(S
 /** The in-memory store, an ephemeral secret box and a counted outbox signal: what the services need. */
 export const base = baseOn(memoryPorts)
 
-const services = Layer.mergeAll(Ingest.layer, StateQuery.layer, Aliases.layer, DueChecks.layer, StreakPolicies.layer)
+const services = Layer.mergeAll(
+  Ingest.layer,
+  StateQuery.layer,
+  Aliases.layer,
+  DueChecks.layer,
+  StreakPolicies.layer,
+  Forgiveness.layer
+)
 
 export const layer = services.pipe(Layer.provideMerge(base))
 

@@ -112,6 +112,28 @@ export const aggregatesSuite = (it: It) =>
         assert.deepStrictEqual(yield* reports.streakSummaries([]), [])
       }))
 
+    it.effect("streakSummaries keeps a row's repairs and pauses in its group: the same summary with them is a group of its own", () =>
+      Effect.gen(function*() {
+        const reports = yield* ReportStore
+        const tenant = yield* seedTenant()
+        const summary = { lastActiveDay: day("2024-03-05"), run: 3, best: 3 }
+        const repairs = [{ period: day("2024-03-02"), at: "2024-03-03T10:00:00.000Z", reason: "ticket" }]
+        const pauses = [{ id: "pau_1", start: day("2024-03-10"), end: day("2024-03-12") }]
+        yield* seedMember(makeKey(tenant.program), "UTC", [], summary)
+        yield* seedMember(makeKey(tenant.program), "UTC", [], { ...summary, repairs, pauses })
+        yield* seedMember(makeKey(tenant.program), "UTC", [], { ...summary, repairs, pauses })
+        const groups = yield* reports.streakSummaries([tenant.program.id])
+        const norm = groups.map((g) => ({
+          members: g.members,
+          repairs: (g.summary.repairs ?? []).map((r) => r.period),
+          pauses: (g.summary.pauses ?? []).map((p) => [p.start, p.end])
+        }))
+        assert.sameDeepMembers(norm, [
+          { members: 1, repairs: [], pauses: [] },
+          { members: 2, repairs: ["2024-03-02"], pauses: [["2024-03-10", "2024-03-12"]] }
+        ])
+      }))
+
     it.effect("zones lists the distinct zones of the program's live rows", () =>
       Effect.gen(function*() {
         const reports = yield* ReportStore

@@ -205,6 +205,22 @@ export const ingestSuite = (it: It) =>
         }
       }))
 
+    it.effect("history of many keys (a program's recomputation) answers each key's days ascending, in key order", () =>
+      Effect.gen(function*() {
+        const store = yield* IngestStore
+        const streaks = yield* StreakStore
+        const { program, project } = yield* seedTenant()
+        const keys = Array.from({ length: 40 }, () =>
+          new StreakKey({ projectId: project.id, programId: program.id, userHash: makeUserHash(), ledger: "live" }))
+        // Key i has the days 2024-03-01 .. 03-(i % 5) added newest first; every fifth key has none.
+        const expected = keys.map((_, i) =>
+          Array.from({ length: i % 5 }, (_, d) => day(`2024-03-0${d + 1}`))
+        )
+        yield* streaks.addDays(keys.flatMap((key, i) => [...expected[i]!].reverse().map((d) => ({ key, day: d }))))
+        assert.deepStrictEqual(yield* store.history(keys), expected)
+        assert.deepStrictEqual(yield* store.history([...keys].reverse()), [...expected].reverse())
+      }))
+
     it.effect("commit writes days, rows, achievements, usage, zones and actions; history answers the days ascending", () =>
       Effect.gen(function*() {
         const store = yield* IngestStore

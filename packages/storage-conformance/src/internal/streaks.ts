@@ -384,6 +384,38 @@ export const streakSuite = (it: It) =>
       })
     })
 
+    it.effect("a row's repairs and pauses round-trip through save, rows and lock; saved over, they go and come", () =>
+      Effect.gen(function*() {
+        const tx = yield* Transactor
+        const streaks = yield* StreakStore
+        const { program } = yield* seedTenant()
+        const key = makeKey(program)
+        const repairs = [
+          { period: day("2024-03-04"), at: "2024-03-05T12:00:00.000Z", reason: "support ticket #12 — «ünïcode»" },
+          { period: day("2024-02-26"), at: "2024-03-06T09:30:00.000Z", reason: "bought" }
+        ]
+        const pauses = [
+          { id: "pau_1", start: day("2024-03-10"), end: day("2024-03-20") },
+          { id: "pau_2", start: day("2024-04-01"), end: day("2024-04-01") }
+        ]
+        const row = makeRow(key, { lastActiveDay: day("2024-03-06"), run: 3, best: 3, repairs, pauses })
+        yield* streaks.save([row])
+        const read = Option.getOrThrow(yield* rowOf(key))
+        assert.deepStrictEqual([read.repairs, read.pauses], [repairs, pauses])
+        const [locked] = yield* tx.withTransaction(streaks.lock([{ key, timezone: "UTC" }]))
+        assert.deepStrictEqual([locked!.repairs, locked!.pauses], [repairs, pauses])
+        const [listed] = (yield* streaks.rows({ programId: program.id, ledger: "live" })).filter((r) =>
+          r.userHash === key.userHash
+        )
+        assert.deepStrictEqual([listed!.repairs, listed!.pauses], [repairs, pauses])
+        yield* streaks.save([makeRow(key, { lastActiveDay: day("2024-03-06"), run: 3, best: 3, pauses: [pauses[0]!] })])
+        const after = Option.getOrThrow(yield* rowOf(key))
+        assert.deepStrictEqual([after.repairs ?? [], after.pauses], [[], [pauses[0]!]])
+        yield* streaks.save([makeRow(key, { lastActiveDay: day("2024-03-06"), run: 3, best: 3 })])
+        const bare = Option.getOrThrow(yield* rowOf(key))
+        assert.deepStrictEqual([bare.repairs ?? [], bare.pauses ?? []], [[], []])
+      }))
+
     it.effect("addDays is true only for the first insert of (key, day), and days are kept per key", () =>
       Effect.gen(function*() {
         const streaks = yield* StreakStore

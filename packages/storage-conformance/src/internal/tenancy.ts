@@ -681,6 +681,48 @@ export const directorySuite = (it: It) =>
         assert.isTrue(Option.isNone(yield* directory.setProgramPolicy(freshId("ProgramId"), monthly, "monthly")))
       }))
 
+    it.effect("setProgramOutages replaces the outage windows (instants to the millisecond, in order) and keeps the rest; an unknown id gives None", () =>
+      Effect.gen(function*() {
+        const directory = yield* DirectoryStore
+        const { program } = yield* seedTenant()
+        assert.isUndefined(Option.getOrThrow(yield* directory.program(program.id)).outages)
+        const outages = [
+          {
+            id: "out_b",
+            start: new Date("2024-03-04T10:00:00.123Z"),
+            end: new Date("2024-03-04T14:00:00.000Z"),
+            reason: "database down — «ünïcode»",
+            restored: 10_000,
+            createdAt: new Date("2024-03-05T12:00:00.000Z")
+          },
+          {
+            id: "out_a",
+            start: new Date("2024-03-01T00:00:00.000Z"),
+            end: new Date("2024-03-02T00:00:00.000Z"),
+            reason: "deploy",
+            restored: 0,
+            createdAt: new Date("2024-03-05T13:00:00.000Z")
+          }
+        ]
+        const updated = Option.getOrThrow(yield* directory.setProgramOutages(program.id, outages))
+        assert.deepStrictEqual(updated.outages, outages)
+        const stored = Option.getOrThrow(yield* directory.program(program.id))
+        assert.deepStrictEqual(stored.outages, outages)
+        assert.deepStrictEqual(
+          (yield* directory.programsOfProjects([program.projectId])).find((p) => p.id === program.id)?.outages,
+          outages
+        )
+        const { outages: _o, ...rest } = plain(stored)
+        const { outages: _o2, ...unchanged } = plain(program)
+        assert.deepStrictEqual(
+          { ...rest, milestones: stored.milestones.map(plain), settings: plain(stored.settings) },
+          { ...unchanged, milestones: program.milestones.map(plain), settings: plain(program.settings) }
+        )
+        yield* directory.setProgramOutages(program.id, [outages[1]!])
+        assert.deepStrictEqual(Option.getOrThrow(yield* directory.program(program.id)).outages, [outages[1]!])
+        assert.isTrue(Option.isNone(yield* directory.setProgramOutages(freshId("ProgramId"), outages)))
+      }))
+
     it.effect("creating a workspace, project or program whose id exists, or a project with a siteKey in use, fails and stores nothing", () =>
       Effect.gen(function*() {
         const directory = yield* DirectoryStore

@@ -6,7 +6,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Fragment } from "@effect/sql/Statement"
-import type { CredentialRef } from "@streaks/core/Domain"
+import { type CredentialRef, outagesToJson, type Program } from "@streaks/core/Domain"
 import type { StorageError } from "@streaks/core/Errors"
 import type { Catalog, CatalogKind, CatalogRecords } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
@@ -100,6 +100,7 @@ const kinds: { readonly [K in CatalogKind]: Kind<CatalogRecords[K]> } = {
       milestones: column("milestones", "jsonb", milestonesJson),
       settings: column("settings", "jsonb", settingsJson),
       policy: column("policy", "jsonb", policyJson),
+      outages: column("outages", "jsonb", (o: Program["outages"]) => (o === undefined ? null : outagesToJson(o))),
       createdAt: instant("created_at")
     },
     decode: decodeProgram,

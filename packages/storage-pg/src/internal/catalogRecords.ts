@@ -8,6 +8,7 @@ import {
   Invite,
   Milestone,
   OAuthGrant,
+  outagesFromJson,
   Program,
   ProgramSettings,
   Project,
@@ -105,6 +106,7 @@ export const decodeProgram = (r: Row): Program => {
       mainMessage: settings.mainMessage
     }, trusted),
     ...opt("policy", r.policy === null || r.policy === undefined ? undefined : decodePolicy(r.policy)),
+    ...opt("outages", r.outages === null || r.outages === undefined ? undefined : outagesFromJson(r.outages)),
     createdAt: toDate(r.created_at)
   }, trusted)
 }

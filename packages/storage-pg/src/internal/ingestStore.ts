@@ -43,6 +43,9 @@ export interface Stores {
 
 const none = Effect.succeed([] as ReadonlyArray<never>)
 
+/** Most keys whose history is read one statement per key. */
+const HISTORY_PIPELINED = 16
+
 /**
  * What `load` learns for `commit` (`Snapshot.forCommit`): the usage month each locked row was last
  * metered in (`metered_month`), by key. A member whose row says it was marked in a month needs no
@@ -189,11 +192,15 @@ export const make = (stores: Stores): IngestStore["Type"] => {
   return {
     load,
     audience,
+    // A few keys (a late action's) one statement each, in one round trip; many (a recomputation of
+    // a program's streaks) in one statement.
     history: (keys: ReadonlyArray<StreakKey>) =>
-      pipelined(keys.map((k) => streaks.days(k))) as Effect.Effect<
-        ReadonlyArray<ReadonlyArray<LocalDate>>,
-        StorageError
-      >,
+      keys.length > HISTORY_PIPELINED
+        ? streaks.daysOfMany(keys)
+        : pipelined(keys.map((k) => streaks.days(k))) as Effect.Effect<
+          ReadonlyArray<ReadonlyArray<LocalDate>>,
+          StorageError
+        >,
     commit
   }
 }

@@ -4,6 +4,7 @@
  * only those programs' rows are read and only counts and sums come back.
  */
 import type { FreezeGrant } from "@streaks/core/Domain"
+import { forgivenOf } from "./streakRows.js"
 import type { ProgramId } from "@streaks/core/Ids"
 import * as ProofReport from "@streaks/core/ProofReport"
 import type { ReportStore } from "@streaks/core/ReportStore"
@@ -33,9 +34,9 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
       programIds.length === 0
         ? Effect.succeed([])
         : sql`SELECT program_id, timezone, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run,
-              period_days, freezes, grants, count(*)::bigint AS members
+              period_days, freezes, grants, forgiveness, count(*)::bigint AS members
             FROM ${t.streaks} WHERE ${programsOf(programIds)} AND ledger = 'live'
-            GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants`.pipe(
+            GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, forgiveness`.pipe(
           Effect.map((rows) =>
             rows.map((r) => ({
               programId: r.program_id as ProgramId,
@@ -46,7 +47,8 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
                 best: 0,
                 ...opt("periodDays", r.period_days as number | null),
                 ...opt("freezes", r.freezes as number | null),
-                ...opt("grants", r.grants as ReadonlyArray<FreezeGrant> | null)
+                ...opt("grants", r.grants as ReadonlyArray<FreezeGrant> | null),
+                ...forgivenOf(r.forgiveness as Parameters<typeof forgivenOf>[0])
               },
               members: num(r.members)
             }))

@@ -5,7 +5,7 @@
  */
 import type { Fragment } from "@effect/sql/Statement"
 import { type StreakKey, StreakRow, unsafeMake } from "@streaks/core/Domain"
-import type { FreezeGrant, Ledger } from "@streaks/core/Domain"
+import type { FreezeGrant, Ledger, Pause, Repair } from "@streaks/core/Domain"
 import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import { type Ctx, opt, toDate, toOptionalDate, toOptionalLocalDate } from "./sql.js"
 
@@ -25,7 +25,7 @@ export const streakColumns =
   to_char(frozen_notified_through, 'YYYY-MM-DD') AS frozen_notified_through, ${isoInstant("due_at")}, ${
     isoInstant("updated_at")
   },
-  metered_month`
+  metered_month, forgiveness`
 
 // Rows of the hot statements (every action locks one) skip the Schema constructor: `unsafeMake`.
 export const decodeStreakRow = (r: Row): StreakRow =>
@@ -45,8 +45,21 @@ export const decodeStreakRow = (r: Row): StreakRow =>
     ...opt("grants", r.grants as ReadonlyArray<FreezeGrant> | null),
     ...opt("frozenNotifiedThrough", toOptionalLocalDate(r.frozen_notified_through)),
     ...opt("dueAt", toOptionalDate(r.due_at)),
+    ...forgivenOf(r.forgiveness as Forgiveness | null | undefined),
     updatedAt: toDate(r.updated_at)
   })
+
+/** The `forgiveness` column (migration 0011): the row's repairs and pauses, NULL when none. */
+interface Forgiveness {
+  readonly repairs?: ReadonlyArray<Repair>
+  readonly pauses?: ReadonlyArray<Pause>
+}
+
+export const forgivenOf = (f: Forgiveness | null | undefined) =>
+  f === null || f === undefined ? {} : {
+    ...(f.repairs === undefined || f.repairs.length === 0 ? {} : { repairs: f.repairs }),
+    ...(f.pauses === undefined || f.pauses.length === 0 ? {} : { pauses: f.pauses })
+  }
 
 /**
  * A key's achieved milestone ids as an array: the streak row's copy (migration 0003) where it is

@@ -23,6 +23,15 @@ type Row = Record<string, unknown>
 const grantsJson = (row: StreakRow): string | null =>
   row.grants === undefined ? null : JSON.stringify(row.grants.map((g) => ({ day: g.day, count: g.count })))
 
+/** A row's repairs and pauses as JSON text (migration 0011); NULL when it has neither. */
+const forgivenessJson = (row: StreakRow): string | null =>
+  (row.repairs === undefined || row.repairs.length === 0) && (row.pauses === undefined || row.pauses.length === 0)
+    ? null
+    : JSON.stringify({
+      repairs: (row.repairs ?? []).map((r) => ({ period: r.period, at: r.at, reason: r.reason })),
+      pauses: (row.pauses ?? []).map((p) => ({ id: p.id, start: p.start, end: p.end }))
+    })
+
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
 
@@ -60,6 +69,10 @@ export interface StreakExtras {
     days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>,
     months?: ReadonlyMap<string, string>
   ) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
+  /** The days of many keys in one statement, each key's in day order (`days` for each, at once). */
+  readonly daysOfMany: (
+    keys: ReadonlyArray<StreakKey>
+  ) => Effect.Effect<ReadonlyArray<ReadonlyArray<LocalDate>>, StorageError>
 }
 
 /** A key to lock ahead, and whether to read its achievements with it. */
@@ -174,7 +187,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     const rows = lastPerKey(all, keyOf)
     return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
-            updated_at, metered_month)
+            updated_at, metered_month, forgiveness)
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
@@ -186,14 +199,14 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             ${rows.map((r) => r.dueAt?.toISOString() ?? null)}::timestamptz[], ${
       rows.map((r) => r.updatedAt.toISOString())
     }::timestamptz[],
-            ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[])
+            ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[], ${rows.map(forgivenessJson)}::jsonb[])
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
             broken_notified_after = excluded.broken_notified_after, period_days = excluded.period_days,
             freezes = excluded.freezes, grants = excluded.grants,
             frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
-            updated_at = excluded.updated_at,
+            updated_at = excluded.updated_at, forgiveness = excluded.forgiveness,
             metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)`
   }
   type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
@@ -298,6 +311,27 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
         io("StreakStore.saveAllWithDays")
       )
     },
+
+    daysOfMany: (keys) =>
+      keys.length === 0 ? Effect.succeed([]) : query(
+        // One index seek per key, as `lock` does, in one statement.
+        sql`SELECT k.i, to_char(d.day, 'YYYY-MM-DD') AS day
+          FROM unnest(${keyArraysOf(sql, keys)}, ${keys.map((_, i) => i)}::int[])
+            AS k(project_id, program_id, user_hash, ledger, i)
+          CROSS JOIN LATERAL (
+            SELECT a.day FROM ${t.activity_days} a
+            WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
+              AND a.ledger = k.ledger
+          ) d
+          ORDER BY k.i, d.day`
+      ).pipe(
+        Effect.map((rows) => {
+          const out = keys.map((): Array<LocalDate> => [])
+          for (const r of rows) out[Number(r.i)]!.push(toLocalDate(r.day))
+          return out
+        }),
+        io("StreakStore.days")
+      ),
 
     days: (key, range) =>
       query(

@@ -36,6 +36,7 @@ border:2px solid transparent;font-size:12px;font-weight:600;transition:backgroun
 [data-rest=true] .d{border:2px dashed currentColor}
 [data-checked=true] .d{background:var(--a);color:var(--b)}
 [data-frozen=true] .d{background:#dbeafe;color:#1e3a8a}
+[data-paused=true] .d{border:2px dotted currentColor;opacity:.6}
 [part=message]{font-weight:500}
 [part=details]{margin-top:10px;padding-top:10px;border-top:1px solid rgb(127 127 127/.3);animation:in .2s ease-out}
 [part=details] p{margin-bottom:4px}
