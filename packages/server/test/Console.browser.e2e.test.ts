@@ -312,6 +312,44 @@ suite("the console", () => {
       }), 60_000)
 
     it.effect(
+      "members: grant a freeze, repair a missed period, pause the streak and remove the pause",
+      () =>
+        Effect.gen(function*() {
+          const { context, world } = yield* signedIn
+          const before = (yield* Effect.promise(() => onLedger(world, "bo"))).body
+          const missed = before.periods.find((p: { status: string }) => p.status === "missed")
+          expect(missed).toBeDefined()
+          yield* Effect.promise(async () => {
+            const { page } = await watched(context, world.url)
+            await page.goto(`${world.url}/console/programs/${world.programId}/members`)
+            await settled(page)
+            await page.getByLabel("Member (userHash)").fill("bo")
+            await page.getByRole("button", { name: "Look up" }).click()
+            await page.getByRole("table", { name: "Ledger, day by day" }).waitFor()
+            await page.getByRole("button", { name: "Grant freeze" }).click()
+            await page.getByText(/Granted: the member now holds \d+ freezes/).waitFor()
+            await page.getByLabel("Day of the period").fill(missed.start)
+            await page.getByLabel("Reason").fill("support ticket 1234")
+            await page.getByRole("button", { name: "Repair" }).click()
+            await page.getByText("Repaired: the period counts as kept.").waitFor()
+            await page.getByRole("button", { name: "Pause", exact: true }).click()
+            const pause = page.getByRole("listitem").filter({ hasText: " to " })
+            await pause.waitFor()
+            const pauses = await call(world.url, `/v1/api/programs/${world.programId}/members/bo/pauses`, {
+              headers: { authorization: `Bearer ${world.apiKey}` }
+            })
+            expect(pauses.body.pauses).toHaveLength(1)
+            await pause.getByRole("button", { name: "Remove" }).click()
+            await page.getByText("No pause.").waitFor()
+            await page.close()
+          })
+          const after = (yield* Effect.promise(() => onLedger(world, "bo"))).body
+          expect(after.periods.find((p: { start: string }) => p.start === missed.start).status).toBe("repaired")
+        }),
+      60_000
+    )
+
+    it.effect(
       "edit the policy: an invalid field shows its message beside it; a valid policy changes the ledger",
       () =>
         Effect.gen(function*() {

@@ -146,7 +146,7 @@ export const seed = (url: string) =>
           name: "Daily lesson",
           eventKey: EVENT,
           milestones: [{ target: 1, msg: "First day" }, { target: 3, msg: "Three days" }, { target: 7, msg: "A week" }],
-          policy: { freezes: { initial: 1, max: 3, earnEvery: 7 } }
+          policy: { freezes: { initial: 1, max: 3, earnEvery: 7 }, repairWindowDays: 30, repairsPer30Days: 3 }
         }),
         201,
         "program"
@@ -201,6 +201,8 @@ export const seed = (url: string) =>
         if (m % 3 !== 0) { for (let d = 7; d <= 9; d++) actions.push([`member-${m}`, first - d]) }
         if (m % 4 === 0) { for (let d = 0; d < 12; d++) actions.push([`member-${m}`, d]) }
       }
+      // A member whose streak broke three days ago, to repair.
+      for (const d of [9, 8, 7, 6, 1, 0]) actions.push(["bo", d])
       // A member with a long, varied history for the ledger calendar.
       for (const d of [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 13, 14, 15, 16, 17, 18, 19, 20]) actions.push(["ada", d])
       await inBatches(actions, 16, ([userHash, daysAgo]) => act(userHash, daysAgo))
