@@ -145,9 +145,11 @@ suite("the console", () => {
             await visit("webhooks", `${program}/webhooks`, async () => {
               await page.getByRole("button", { name: "Recent deliveries" }).click()
               await page.getByRole("button", { name: "Redeliver" }).first().waitFor()
+              expect(await page.getByRole("region", { name: /Recent deliveries/ }).getByRole("row").count()).toBe(11)
+              await page.getByRole("button", { name: /Show all \d+ deliveries/ }).click()
               const deliveries = await page.getByRole("region", { name: /Recent deliveries/ }).textContent()
               expect(deliveries).toContain("Delivered")
-              // The receiver refused ada's events: pending again, the answer shown.
+              // The receiver refused every fifth: pending again, its answer shown.
               expect(deliveries).toContain("Pending")
               expect(deliveries).toContain("500")
             })

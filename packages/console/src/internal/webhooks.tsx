@@ -46,6 +46,7 @@ const Deliveries = (props: { readonly hook: Hook; readonly canWrite: boolean }) 
     `/v1/api/hooks/${id(props.hook.id)}/deliveries`
   )
   const [done, setDone] = useState<string | undefined>(undefined)
+  const [all, setAll] = useState(false)
   const redeliver = useAction((messageId: string) =>
     post(`/v1/api/hooks/${id(props.hook.id)}/deliveries/${id(messageId)}/redeliver`)
   )
@@ -69,7 +70,7 @@ const Deliveries = (props: { readonly hook: Hook; readonly canWrite: boolean }) 
                   </tr>
                 </thead>
                 <tbody>
-                  {data.deliveries.map((d) => {
+                  {(all ? data.deliveries : data.deliveries.slice(0, 10)).map((d) => {
                     const last = d.attempts[d.attempts.length - 1]
                     const rowId = `delivery-${d.messageId}`
                     return (
@@ -114,6 +115,13 @@ const Deliveries = (props: { readonly hook: Hook; readonly canWrite: boolean }) 
                 </tbody>
               </table>
             </div>
+            {!all && data.deliveries.length > 10
+              ? (
+                <button type="button" onClick={() => setAll(true)}>
+                  Show all {data.deliveries.length} deliveries
+                </button>
+              )
+              : null}
             <ErrorNotice error={redeliver.error} />
             <p role="status">{done !== undefined ? "Queued for delivery again." : ""}</p>
           </>
