@@ -790,7 +790,7 @@ export interface paths {
         };
         /**
          * The workspace's active streakers this month
-         * @description Active streakers (members with at least one counted live action in the UTC month) against the plan's limit; `month=YYYY-MM` for another month.
+         * @description Active streakers (members with at least one counted live action in the UTC month) against the plan's limit; `month=YYYY-MM` for another month, `workspaceId` for another of the credential's workspaces than its first (one outside its reach: 404).
          */
         get: operations["customer.usage"];
         put?: never;
@@ -7760,6 +7760,8 @@ export interface operations {
             query?: {
                 /** @description a string matching the pattern ^\d{4}-\d{2}$ */
                 month?: string;
+                /** @description a string at most 64 character(s) long */
+                workspaceId?: string;
             };
             header?: never;
             path?: never;

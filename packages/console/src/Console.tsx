@@ -186,7 +186,7 @@ const App = () => {
               ? (
                 <>
                   <Heading>Usage</Heading>
-                  <UsagePage />
+                  <UsagePage workspaces={account.workspaces} />
                 </>
               )
               : page === "audit"

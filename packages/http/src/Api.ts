@@ -564,7 +564,8 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       .annotateContext(Doc.route({
         summary: "The workspace's active streakers this month",
         description: "Active streakers (members with at least one counted live action in the UTC month) against the " +
-          "plan's limit; `month=YYYY-MM` for another month.",
+          "plan's limit; `month=YYYY-MM` for another month, `workspaceId` for another of the credential's " +
+          "workspaces than its first (one outside its reach: 404).",
         errors: ["NOT_FOUND"]
       }))
   )

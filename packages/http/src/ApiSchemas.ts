@@ -641,7 +641,9 @@ export const HookCreated = Schema.Struct({
 export const SamplesParams = Schema.Struct({ type: EventTypes })
 
 export const UsageParams = Schema.Struct({
-  month: Schema.optional(text(bounds.month).pipe(Schema.pattern(/^\d{4}-\d{2}$/)))
+  month: Schema.optional(text(bounds.month).pipe(Schema.pattern(/^\d{4}-\d{2}$/))),
+  /** One of the credential's workspaces (default: its first). */
+  workspaceId: Schema.optional(text(bounds.id))
 })
 export const Usage = Schema.Struct({
   month: Schema.String,

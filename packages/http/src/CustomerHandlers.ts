@@ -220,9 +220,14 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("usage", ({ urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const workspaceId = principal.workspaceIds[0]
+          const asked = urlParams.workspaceId
+          const workspaceId = asked === undefined
+            ? principal.workspaceIds[0]
+            : principal.workspaceIds.find((id) =>
+              id === asked
+            )
           if (workspaceId === undefined) {
-            return yield* new Errors.NotFound({ message: "no workspace" })
+            return yield* new Errors.NotFound({ message: "no such workspace within reach" })
           }
           return yield* metering.usage(workspaceId, urlParams.month)
         }))

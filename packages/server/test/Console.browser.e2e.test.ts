@@ -137,6 +137,11 @@ suite("the console", () => {
             })
             await visit("usage", "/console/usage", async () => {
               await page.getByRole("meter").waitFor()
+              expect(await page.locator(".figures").textContent()).toContain("growth")
+              // The other workspace, over its plan.
+              await page.getByLabel("Workspace").selectOption({ label: "Beta" })
+              await page.getByRole("button", { name: "Show" }).click()
+              await page.getByText("Over the plan: reports are paused").waitFor()
             })
             await visit("paused", `/console/programs/${world.pausedProgramId}/overview`, async () => {
               await page.getByText(/Paused/).waitFor()

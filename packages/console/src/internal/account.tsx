@@ -11,20 +11,33 @@ interface Usage {
   readonly overLimit: boolean
 }
 
-export const UsagePage = () => {
+export const UsagePage = (
+  props: { readonly workspaces: ReadonlyArray<{ readonly id: string; readonly name: string }> }
+) => {
   const [month, setMonth] = useState(utcDate(0).slice(0, 7))
-  const [shown, setShown] = useState(month)
-  const [usage] = useResource<Usage>(withQuery("/v1/api/usage", { month: shown }))
+  const [workspaceId, setWorkspaceId] = useState(props.workspaces[0]?.id ?? "")
+  const [shown, setShown] = useState({ month, workspaceId })
+  const [usage] = useResource<Usage>(withQuery("/v1/api/usage", shown))
   return (
     <>
       <form
         class="inline"
-        aria-label="Month"
+        aria-label="Usage of"
         onSubmit={(event) => {
           event.preventDefault()
-          setShown(month)
+          setShown({ month, workspaceId })
         }}
       >
+        {props.workspaces.length > 1
+          ? (
+            <label>
+              Workspace{" "}
+              <select value={workspaceId} onChange={(e) => setWorkspaceId(e.currentTarget.value)}>
+                {props.workspaces.map((w) => <option key={w.id} value={w.id}>{w.name}</option>)}
+              </select>
+            </label>
+          )
+          : null}
         <label>
           Month <input type="month" value={month} onInput={(e) => setMonth(e.currentTarget.value)} required />
         </label>
