@@ -27,7 +27,8 @@ export const pureDomain = [
   "packages/core/src/Usage.ts",
   "packages/core/src/ProofStatistics.ts",
   "packages/core/src/ProofReport.ts",
-  "packages/core/src/OutboundEvents.ts"
+  "packages/core/src/OutboundEvents.ts",
+  "packages/core/src/Simulation.ts"
 ]
 
 /** The packages a pure module may import: data, dates and cryptography, no I/O. */

@@ -20,6 +20,7 @@ import * as Targets from "./targets.js"
 import * as Db from "./db.js"
 import * as Fill from "./fill.js"
 import * as Scale from "./scale.js"
+import * as Simulation from "./simulation.js"
 import { ADMIN, admin, freePort, type Served, start, waitFor } from "./processes.js"
 
 const root = resolve(import.meta.dirname, "../..")
@@ -41,6 +42,12 @@ const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",")
  * (`reports.ts`) at those member counts; alone unless `BENCH_ONLY` also names other parts.
  */
 const REPORTS = Reports.sizes(process.env.BENCH_REPORTS)
+/**
+ * `BENCH_SIMULATION=100000,1000000` (or `1` for 100k) runs the simulation scenario
+ * (`simulation.ts`): the calculus alone, then the whole call at those member counts; alone unless
+ * `BENCH_ONLY` also names other parts.
+ */
+const SIMULATION = Simulation.sizes(process.env.BENCH_SIMULATION)
 
 /**
  * The server measured: the production bundle (`pnpm build`, built here first) unless
@@ -151,10 +158,9 @@ const main = async () => {
       })
     }
     console.log(`# server: node ${SERVER}${NODE_FLAGS.length > 0 ? ` (${NODE_FLAGS.join(" ")})` : ""}`)
-    if (REPORTS.length > 0) {
-      await Reports.run(SERVER, REPORTS)
-      if (process.env.BENCH_ONLY === undefined) return
-    }
+    if (REPORTS.length > 0) await Reports.run(SERVER, REPORTS)
+    if (SIMULATION.length > 0) await Simulation.run(SERVER, SIMULATION)
+    if ((REPORTS.length > 0 || SIMULATION.length > 0) && process.env.BENCH_ONLY === undefined) return
 
     const basePort = await freePort()
     const baseline = start("bench/src/baseline.ts", { DATABASE_URL: db.url, PORT: String(basePort) })

@@ -609,7 +609,7 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/v1/api/programs/{programId}/policy": {
+    "/v1/api/programs/{programId}/simulations": {
         parameters: {
             query?: never;
             header?: never;
@@ -617,12 +617,12 @@ export interface paths {
             cookie?: never;
         };
         get?: never;
+        put?: never;
         /**
-         * Replace a program's policy
-         * @description The body is the whole policy: a field left out takes its default. Every streak of the program is recomputed from its activity days under the new policy; no event is sent for the past. An invalid policy changes nothing and answers 400 `INVALID_BODY` with `field` (its path in the policy, such as `target` or `freezes.initial`) and `message` (what is wrong with it).
+         * Try a policy on the program's history
+         * @description Replays every member's stored live activity days (those from `from` to `to` when given) under the program's current policy (`actual`) and under the proposed one (`proposed`), with the same streak rules as counting, and answers what each makes of them: members alive, chains broken, freezes used, milestones reached and the current length histogram. Nothing is written and no event is sent; an invalid policy answers 400 `INVALID_BODY`, as `PUT /admin/programs/{id}/policy` would.
          */
-        put: operations["customer.setPolicy"];
-        post?: never;
+        post: operations["customer.simulatePolicy"];
         delete?: never;
         options?: never;
         head?: never;
@@ -790,7 +790,7 @@ export interface paths {
         };
         /**
          * The workspace's active streakers this month
-         * @description Active streakers (members with at least one counted live action in the UTC month) against the plan's limit; `month=YYYY-MM` for another month, `workspaceId` for another of the credential's workspaces than its first (one outside its reach: 404).
+         * @description Active streakers (members with at least one counted live action in the UTC month) against the plan's limit; `month=YYYY-MM` for another month.
          */
         get: operations["customer.usage"];
         put?: never;
@@ -5587,7 +5587,7 @@ export interface operations {
             };
         };
     };
-    "customer.setPolicy": {
+    "customer.simulatePolicy": {
         parameters: {
             query?: never;
             header?: never;
@@ -5599,11 +5599,79 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["PolicyInput"];
+                "application/json": {
+                    /** @description How the program counts. Every field may be left out and takes its default; a field this schema does not name is refused. */
+                    policy: {
+                        /**
+                         * @description The period a streak counts in: a day, an ISO week (Monday to Sunday) or a calendar month.
+                         * @default daily
+                         * @enum {string}
+                         */
+                        cadence?: "daily" | "weekly" | "monthly";
+                        /**
+                         * Format: int32
+                         * @description Active days a period needs to be kept: 1 for daily, 1 to 7 for weekly, 1 to 28 for monthly.
+                         * @default 1
+                         */
+                        target?: number;
+                        /**
+                         * Format: int32
+                         * @description The local hour a member's day starts (4: an action at 02:30 counts for the day before).
+                         * @default 0
+                         */
+                        dayStartHour?: number;
+                        /**
+                         * @description Daily cadence only: ISO weekdays (1 Monday to 7 Sunday) that never break a streak.
+                         * @default []
+                         */
+                        restDays?: number[];
+                        /** @description The freeze bank: a freeze carries a streak across a missed period. */
+                        freezes?: {
+                            /**
+                             * Format: int32
+                             * @description Freezes a member starts with (at most `max`).
+                             * @default 0
+                             */
+                            initial?: number;
+                            /**
+                             * Format: int32
+                             * @description Most freezes a member can hold.
+                             * @default 0
+                             */
+                            max?: number;
+                            /**
+                             * Format: int32
+                             * @description One freeze earned each time the streak reaches a multiple of this (0: never).
+                             * @default 0
+                             */
+                            earnEvery?: number;
+                        };
+                        /**
+                         * Format: int32
+                         * @description The local hour from which `streak.at_risk` may fire on a period's last chance day.
+                         * @default 0
+                         */
+                        atRiskHour?: number;
+                        /**
+                         * Format: int32
+                         * @description Days after a missed period's last day during which it may be repaired (0: no repairs).
+                         * @default 0
+                         */
+                        repairWindowDays?: number;
+                        /**
+                         * Format: int32
+                         * @description Repairs a member may have within any 30 days.
+                         * @default 1
+                         */
+                        repairsPer30Days?: number;
+                    };
+                    from?: string;
+                    to?: string;
+                };
             };
         };
         responses: {
-            /** @description The program, with its new policy and mode. */
+            /** @description Success */
             200: {
                 headers: {
                     /**
@@ -5620,18 +5688,81 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        id: string;
-                        name: string;
-                        eventKey: string;
-                        /** @enum {string} */
-                        status: "test" | "live";
-                        /** @enum {string} */
-                        mode: "continuous" | "weekly" | "monthly";
-                        policy: components["schemas"]["Policy"];
-                        project: {
-                            id: string;
-                            siteKey: string;
-                            name: string;
+                        /** @description The history under the program's current policy. */
+                        actual: {
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members replayed: every member with a streak on the program's live ledger.
+                             */
+                            members: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members whose streak is above 0 at the end of the replay.
+                             */
+                            alive: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Chains that ended in the replay (a member may break several).
+                             */
+                            broken: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Freezes that carried a streak across a missed period, also in chains that ended later.
+                             */
+                            freezesUsed: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description (member, milestone) pairs whose target the member's longest run reached.
+                             */
+                            milestonesAchieved: number;
+                            /** @description One entry per current streak length that some member has (0 included), ascending; the members sum to `members`. */
+                            lengthHistogram: {
+                                length: components["schemas"]["Int"];
+                                members: components["schemas"]["Int"];
+                            }[];
+                        };
+                        /** @description The same history under the proposed policy. */
+                        proposed: {
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members replayed: every member with a streak on the program's live ledger.
+                             */
+                            members: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Members whose streak is above 0 at the end of the replay.
+                             */
+                            alive: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Chains that ended in the replay (a member may break several).
+                             */
+                            broken: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description Freezes that carried a streak across a missed period, also in chains that ended later.
+                             */
+                            freezesUsed: number;
+                            /**
+                             * int
+                             * Format: int64
+                             * @description (member, milestone) pairs whose target the member's longest run reached.
+                             */
+                            milestonesAchieved: number;
+                            /** @description One entry per current streak length that some member has (0 included), ascending; the members sum to `members`. */
+                            lengthHistogram: {
+                                length: components["schemas"]["Int"];
+                                members: components["schemas"]["Int"];
+                            }[];
                         };
                     };
                 };
@@ -5657,8 +5788,6 @@ export interface operations {
                         error: "INVALID_BODY";
                         /** @description A human-readable detail; do not parse it. */
                         message?: string;
-                        /** @description The path in the policy of the field at fault, e.g. `target` or `freezes.initial`. */
-                        field?: string;
                     };
                 };
             };
@@ -7760,8 +7889,6 @@ export interface operations {
             query?: {
                 /** @description a string matching the pattern ^\d{4}-\d{2}$ */
                 month?: string;
-                /** @description a string at most 64 character(s) long */
-                workspaceId?: string;
             };
             header?: never;
             path?: never;

@@ -107,8 +107,24 @@ export const startOfDay = (date: LocalDate, zone: string): Date => new Date(dayS
 /** False for a date the zone skipped entirely (Pacific/Apia 2011-12-30). */
 export const dayExists = (date: LocalDate, zone: string): boolean => dayStart(date, zone).exists
 
+// The calculus steps over a few hundred distinct dates at a time, by a day (the next period, a
+// gap it judges) or by a week (a weekly period's end): those shifts are remembered per date rather
+// than parsed and formatted at every step.
+const SHIFTS = 7
+const shifted = Array.from({ length: 2 * SHIFTS + 1 }, () => new Map<string, LocalDate>())
+
 /** Pure calendar arithmetic: `n` days after `date` (negative for before); n must be an integer. */
-export const addDays = (date: LocalDate, n: number): LocalDate => ofEpochDay(EpochDay.toEpochDay(date) + n)
+export const addDays = (date: LocalDate, n: number): LocalDate => {
+  if (n === 0 || n > SHIFTS || n < -SHIFTS) return ofEpochDay(EpochDay.toEpochDay(date) + n)
+  const memo = shifted[n + SHIFTS]!
+  let to = memo.get(date)
+  if (to === undefined) {
+    to = ofEpochDay(EpochDay.toEpochDay(date) + n)
+    if (memo.size >= MAX_MEMO) memo.clear()
+    memo.set(date, to)
+  }
+  return to
+}
 
 /** Calendar days from `from` to `to` (negative when `to` is earlier). */
 export const daysBetween = (from: LocalDate, to: LocalDate): number =>
@@ -141,10 +157,19 @@ const LABELS = ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"] as const
 /** The ISO weekday of a date: 1 (Monday) .. 7 (Sunday). */
 export const isoWeekday = (date: LocalDate): number => EpochDay.isoWeekday(EpochDay.toEpochDay(date))
 
+// A weekly streak asks for the week of every active day it counts.
+const mondays = new Map<string, LocalDate>()
+
 /** The Monday of the ISO week containing `date`. */
 export const weekStart = (date: LocalDate): LocalDate => {
-  const n = EpochDay.toEpochDay(date)
-  return ofEpochDay(n - EpochDay.isoWeekday(n) + 1)
+  let monday = mondays.get(date)
+  if (monday === undefined) {
+    const n = EpochDay.toEpochDay(date)
+    monday = ofEpochDay(n - EpochDay.isoWeekday(n) + 1)
+    if (mondays.size >= MAX_MEMO) mondays.clear()
+    mondays.set(date, monday)
+  }
+  return monday
 }
 
 /** The first day of the month of `date`. */

@@ -15,6 +15,9 @@ import {
   type DeliveryAttempt,
   type EventType,
   Experiment,
+  type FreezeGrant,
+  type Pause,
+  type Repair,
   Invite,
   type Ledger,
   OAuthGrant,
@@ -218,6 +221,34 @@ export type RowQuery =
   /** Every row of a member in a project: all programs, both ledgers (an alias merge). */
   | { readonly projectId: ProjectId; readonly userHash: UserHash }
 
+/** Which streaks `StreakStore.histories` reads: one page of a program's members on one ledger. */
+export interface HistoryPage {
+  readonly projectId: ProjectId
+  readonly programId: ProgramId
+  readonly ledger: Ledger
+  /** The page starts after this member (user hashes in byte order); absent: the first page. */
+  readonly after?: UserHash | undefined
+  /** Most members in the page (at least 1). */
+  readonly limit: number
+  /** Only the active days from `from` through `to` (both inclusive, either optional). */
+  readonly from?: LocalDate | undefined
+  readonly to?: LocalDate | undefined
+}
+
+/** One member's streak as a replay needs it (docs/operations.md#trying-a-policy-before-shipping-it). */
+export interface StreakHistory {
+  readonly userHash: UserHash
+  /** The row's zone. */
+  readonly timezone: string
+  /** The row's granted freezes (none when it has none). */
+  readonly grants: ReadonlyArray<FreezeGrant>
+  /** Active days in the asked range, ascending. */
+  readonly days: ReadonlyArray<LocalDate>
+  /** The row's repairs and pauses (docs/streak-semantics.md#forgiveness); absent when it has none. */
+  readonly repairs?: ReadonlyArray<Repair> | undefined
+  readonly pauses?: ReadonlyArray<Pause> | undefined
+}
+
 /** Streak rows, their active days and their achievements: the heart of the per-action path. */
 export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<StreakStore, {
   /**
@@ -247,6 +278,13 @@ export class StreakStore extends Context.Tag("@streaks/core/StreakStore")<Streak
   ) => Io<ReadonlyArray<LocalDate>>
   /** The rows a query names (see `RowQuery`), in no particular order. */
   readonly rows: (query: RowQuery) => Io<ReadonlyArray<StreakRow>>
+  /**
+   * A page of the program's streak rows on `ledger`, each with its active days (see
+   * `HistoryPage`): rows ordered by user hash in byte order, those after `after`, at most `limit`;
+   * a row without days in the range is in the page with none. Paging until a page comes back
+   * shorter than `limit` reads every row once, so a caller holds one page at a time.
+   */
+  readonly histories: (page: HistoryPage) => Io<ReadonlyArray<StreakHistory>>
   /** Removes the row of `key` with its days and achievements (an anonymous id merged away). */
   readonly remove: (key: StreakKey) => Io<void>
   /**

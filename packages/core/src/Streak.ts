@@ -224,15 +224,35 @@ export const outageAt = (now: number, f: Forgiveness): Window | undefined =>
 // ---------------------------------------------------------------------------------------------
 // The chain, judged period by period
 
+/**
+ * What a replay of history counts as its periods are judged (mutable): freezes that carried a
+ * chain across a missed period, and chains that ended. A simulation sums them over members.
+ */
+export interface Tally {
+  frozen: number
+  broken: number
+}
+
+/** A tally at zero. */
+export const tally = (): Tally => ({ frozen: 0, broken: 0 })
+
 /** The chain while periods are judged in order (mutable, local to one computation). */
 interface Chain {
   run: number
   best: number
   freezes: number
   earned: number
+  /** Counts misses when a caller asked (a replay for a simulation). */
+  readonly tally: Tally | undefined
 }
 
-const chainOf = (s: Summary): Chain => ({ run: s.run, best: s.best, freezes: s.freezes, earned: 0 })
+const chainOf = (s: Summary, tally?: Tally): Chain => ({
+  run: s.run,
+  best: s.best,
+  freezes: s.freezes,
+  earned: 0,
+  tally
+})
 
 const grantsIn = (grants: ReadonlyArray<Grant>, from: LocalDate | undefined, to: LocalDate): number => {
   let n = 0
@@ -289,9 +309,11 @@ const miss = (c: Chain): Missed => {
   if (c.run === 0) return "none"
   if (c.freezes > 0) {
     c.freezes--
+    if (c.tally !== undefined) c.tally.frozen++
     return "frozen"
   }
   c.run = 0
+  if (c.tally !== undefined) c.tally.broken++
   return "broken"
 }
 
@@ -360,18 +382,18 @@ export const applyDay = (before: Summary, day: LocalDate, zone: string, policy: 
 }
 
 /** `applyDay` once the bank is known to hold exactly the grants dated up to `day`'s period. */
-const step = (before: Summary, day: LocalDate, zone: string, policy: Policy): Applied => {
+const step = (before: Summary, day: LocalDate, zone: string, policy: Policy, tally?: Tally): Applied => {
   const last = before.lastActiveDay
   const f = forgivenessOf(before)
   if (last === undefined) {
-    const c = chainOf(before)
+    const c = chainOf(before, tally)
     if (policy.target <= 1 && countsDays(periodStart(day, policy), policy, f)) keep(c, policy)
     return { _tag: "Applied", summary: summaryFrom(day, c, 1, before), earned: c.earned > 0 }
   }
   if (day === last) return DUPLICATE
   if (day < last) return NEEDS_HISTORY
   const lastStart = periodStart(last, policy)
-  const c = chainOf(before)
+  const c = chainOf(before, tally)
   if (day <= periodEnd(lastStart, policy)) {
     // Another day of the same period: it is kept once it holds `target` days (unless paused).
     const periodDays = before.periodDays + 1
@@ -385,6 +407,11 @@ const step = (before: Summary, day: LocalDate, zone: string, policy: Policy): Ap
   if (before.grants.length > 0) addFreezes(c, grantsIn(before.grants, start, periodEnd(start, policy)), policy)
   if (policy.target <= 1 && countsDays(start, policy, f)) keep(c, policy)
   return { _tag: "Applied", summary: summaryFrom(day, c, 1, before), earned: c.earned > 0 }
+}
+
+const isAscending = (days: ReadonlyArray<LocalDate>): boolean => {
+  for (let i = 1; i < days.length; i++) if (days[i - 1]! >= days[i]!) return false
+  return true
 }
 
 const byDay = (a: Grant, b: Grant) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0)
@@ -401,15 +428,22 @@ export const fromDays = (
   forgiveness?: Forgiveness
 ): Summary => replay(days, zone, policy, grants, forgiveness).summary
 
-/** `fromDays`, with how many freezes the history earned (a late action compares two replays). */
+/**
+ * `fromDays`, with how many freezes the history earned (a late action compares two replays);
+ * `tally`, when given, counts the freezes used and the chains ended along the way.
+ */
 export const replay = (
   days: Iterable<LocalDate>,
   zone: string,
   policy: Policy = defaultPolicy,
   grants: ReadonlyArray<Grant> = NO_GRANTS,
-  forgiveness?: Forgiveness
+  forgiveness?: Forgiveness,
+  tally?: Tally
 ): { readonly summary: Summary; readonly earned: number } => {
-  const sorted = Array.from(new Set(days)).sort()
+  // Stores hand days over ascending and distinct: then there is nothing to sort.
+  const sorted = Array.isArray(days) && isAscending(days)
+    ? days as ReadonlyArray<LocalDate>
+    : Array.from(new Set(days)).sort()
   const ordered = grants.length === 0 ? NO_GRANTS : [...grants].sort(byDay)
   const empty = emptyOf(policy)
   const initial = forgiveness === undefined || forgivesNothing(forgiveness) ? empty : { ...empty, forgiveness }
@@ -424,7 +458,7 @@ export const replay = (
   let summary: Summary = { ...initial, freezes: c.freezes, grants: ordered }
   let earned = 0
   for (const day of sorted) {
-    const r = step(summary, day, zone, policy)
+    const r = step(summary, day, zone, policy, tally)
     if (r._tag === "Applied") {
       summary = r.summary
       if (r.earned) earned++
@@ -512,10 +546,7 @@ export const evaluate = (
     if (summary.periodDays >= policy.target && summary.grants.length === 0 && nextPeriod(lastStart, policy) === start) {
       return stateAt(summary, policy, today, start, summary.run, false, summary.freezes, 0, rest)
     }
-    const c = chainOf(summary)
-    judgeEnded(c, lastStart, summary.periodDays, policy, zone, f)
-    gap(c, lastStart, start, summary.grants, policy, zone, f)
-    if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, start, periodEnd(start, policy)), policy)
+    const c = judgedThrough(summary, lastStart, start, zone, policy)
     // A repaired period after the last active day may have made the chain longer than ever.
     return stateAt(summary, policy, today, start, c.run, false, c.freezes, 0, rest, c.best)
   }
@@ -542,6 +573,62 @@ export const evaluate = (
     inRun ? 1 : 0,
     inRun
   )
+}
+
+/**
+ * The chain once every period from that of the last active day (starting `lastStart`) up to the
+ * one starting `start` is judged, with the grants dated through the end of `start`'s period.
+ */
+const judgedThrough = (
+  summary: Summary,
+  lastStart: LocalDate,
+  start: LocalDate,
+  zone: string,
+  policy: Policy,
+  tally?: Tally
+): Chain => {
+  const c = chainOf(summary, tally)
+  const f = forgivenessOf(summary)
+  judgeEnded(c, lastStart, summary.periodDays, policy, zone, f)
+  gap(c, lastStart, start, summary.grants, policy, zone, f)
+  if (summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, start, periodEnd(start, policy)), policy)
+  return c
+}
+
+/** What a replay of one member's history under a policy comes to at an instant. */
+export interface Replayed {
+  /** The streak at the instant, as `evaluate` answers it. */
+  readonly current: number
+  /** The longest run of the replay, as `evaluate` answers it. */
+  readonly best: number
+}
+
+/**
+ * Replays a member's active days, grants and forgiveness under `policy` and evaluates the result
+ * at `now` (docs/operations.md#trying-a-policy-before-shipping-it), adding to `tally` the freezes
+ * used and the chains ended, also those that the time since the last active day judges.
+ */
+export const replayAt = (
+  days: Iterable<LocalDate>,
+  zone: string,
+  policy: Policy,
+  grants: ReadonlyArray<Grant>,
+  forgiveness: Forgiveness | undefined,
+  now: Date | number,
+  tally: Tally
+): Replayed => {
+  const { summary } = replay(days, zone, policy, grants, forgiveness, tally)
+  const last = summary.lastActiveDay
+  if (last !== undefined) {
+    const start = periodStart(Calendar.activityDay(now, zone, policy.dayStartHour), policy)
+    const lastStart = periodStart(last, policy)
+    if (start > lastStart) {
+      const c = judgedThrough(summary, lastStart, start, zone, policy, tally)
+      return { current: c.run, best: Math.max(summary.best, c.best, c.run) }
+    }
+  }
+  const state = evaluate(summary, now, zone, policy)
+  return { current: state.current, best: state.best }
 }
 
 /** The state answer; `settled`: the current period is kept, or rests: then nothing is pending. */

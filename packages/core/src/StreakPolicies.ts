@@ -1,9 +1,10 @@
 /**
  * Streak policies at work (docs/streak-semantics.md#streak-policies): changing a program's policy
  * (its streaks recomputed from their activity days, no event for the past), granting freezes to a
- * member, and the ledger that explains a member's streak period by period.
+ * member, the ledger that explains a member's streak period by period, and the simulation of a
+ * policy over the program's history (docs/operations.md#trying-a-policy-before-shipping-it).
  */
-import { Context, Effect, Either, Layer, Option } from "effect"
+import { Context, Effect, Either, Fiber, Layer, Option, Scheduler } from "effect"
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
 import { type FreezeGrant, type Ledger, type Program, type Project, StreakKey, type StreakRow } from "./Domain.js"
@@ -12,8 +13,9 @@ import * as EventInput from "./EventInput.js"
 import * as Ids from "./Ids.js"
 import { forgivenessOf, memberZone, notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
+import * as Simulation from "./Simulation.js"
 import { IngestStore } from "./IngestStore.js"
-import { DirectoryStore, MemberStore, StreakStore, Transactor } from "./Ports.js"
+import { DirectoryStore, MemberStore, type StreakHistory, StreakStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
 
 /** `GET …/members/{userHash}/ledger` (docs/streak-semantics.md#streak-policies). */
@@ -43,6 +45,28 @@ export const defaultPeriods = 8
 /** Streaks recomputed per read of their days and write of their rows when a policy changes. */
 const RECOMPUTE_BATCH = 500
 
+/** Members a simulation reads per page of histories: the memory it holds is about two pages. */
+export const simulationPage = 2000
+
+/**
+ * A few turns of the event loop (not of Effect's queue of fibers alone), so that a forked read
+ * reaches its socket before a long replay takes the thread.
+ */
+const sendTurns = Effect.yieldNow().pipe(Effect.withScheduler(Scheduler.timer(0)), Effect.repeatN(2))
+
+/** `POST …/simulations`: a whole policy, and the span of activity days to replay (both optional, inclusive). */
+export interface SimulationRequest {
+  readonly policy: unknown
+  readonly from?: string | undefined
+  readonly to?: string | undefined
+}
+
+/** What the program's live history comes to under its current policy and under the proposed one. */
+export interface SimulationAnswer {
+  readonly actual: Simulation.Outcome
+  readonly proposed: Simulation.Outcome
+}
+
 export class StreakPolicies extends Context.Tag("@streaks/core/StreakPolicies")<StreakPolicies, {
   /**
    * Replaces a program's policy (validated: `InvalidBody` naming the field) and recomputes every
@@ -65,6 +89,15 @@ export class StreakPolicies extends Context.Tag("@streaks/core/StreakPolicies")<
     userHash: string,
     range: LedgerRange
   ) => Effect.Effect<LedgerAnswer, InvalidBody | NotFound | StorageError>
+  /**
+   * Replays every live member's activity days (those in [from, to] when given) under the
+   * program's policy and under `policy` (validated as `setPolicy` does), a page of members at a
+   * time; writes nothing.
+   */
+  readonly simulate: (
+    programId: string,
+    request: SimulationRequest
+  ) => Effect.Effect<SimulationAnswer, InvalidBody | NotFound | StorageError>
 }>() {}
 
 export type Requirements = DirectoryStore | StreakStore | MemberStore | IngestStore | Transactor
@@ -212,7 +245,53 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
       }
     })
 
-  return StreakPolicies.of({ setPolicy, grantFreezes, ledger })
+  const simulate = (programId: string, request: SimulationRequest) =>
+    Effect.gen(function*() {
+      const decoded = Policy.decode(request.policy)
+      if (Either.isLeft(decoded)) return yield* invalid(decoded.left)
+      const from = dateOf("from", request.from)
+      const to = dateOf("to", request.to)
+      if (Either.isLeft(from)) return yield* from.left
+      if (Either.isLeft(to)) return yield* to.left
+      if (from.right !== undefined && to.right !== undefined && from.right > to.right) {
+        return yield* invalid("from must not be after to")
+      }
+      const { program } = yield* programAndProject(programId)
+      const now = yield* nowDate
+      const window = { from: from.right, to: to.right }
+      const milestoneTargets = program.milestones.map((m) => m.target)
+      const outages = Streak.windowsOf(program)
+      const actual = { policy: Policy.of(program), milestoneTargets, now, window, outages }
+      const proposed = { policy: decoded.right, milestoneTargets, now, window, outages }
+      const page = (after: StreakHistory["userHash"] | undefined) =>
+        streaks.histories({
+          projectId: program.projectId,
+          programId: program.id,
+          ledger: "live",
+          after,
+          limit: simulationPage,
+          from: from.right,
+          to: to.right
+        })
+      let answer: SimulationAnswer = { actual: Simulation.empty, proposed: Simulation.empty }
+      let histories = yield* page(undefined)
+      while (histories.length > 0) {
+        // The store reads the next page while this one is replayed: the replay holds the thread,
+        // so the read is sent first, in a few turns of the event loop.
+        const next = histories.length < simulationPage
+          ? undefined
+          : yield* Effect.fork(page(histories[histories.length - 1]!.userHash))
+        if (next !== undefined) yield* sendTurns
+        answer = {
+          actual: Simulation.combine(answer.actual, Simulation.outcome(histories, actual)),
+          proposed: Simulation.combine(answer.proposed, Simulation.outcome(histories, proposed))
+        }
+        histories = next === undefined ? [] : yield* Fiber.join(next)
+      }
+      return answer
+    })
+
+  return StreakPolicies.of({ setPolicy, grantFreezes, ledger, simulate })
 })
 
 const keyFields = (row: StreakRow) => ({

@@ -473,6 +473,20 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       }))
   )
   .add(
+    HttpApiEndpoint.post("simulatePolicy")`/programs/${programId}/simulations`.setPayload(S.SimulationBody)
+      .addSuccess(S.SimulationAnswer)
+      .annotateContext(Doc.route({
+        summary: "Try a policy on the program's history",
+        description: "Replays every member's stored live activity days (those from `from` to `to` when given) " +
+          "under the program's current policy (`actual`) and under the proposed one (`proposed`), with the same " +
+          "streak rules as counting, and answers what each makes of them: members alive, chains broken, freezes " +
+          "used, milestones reached and the current length histogram. Nothing is written and no event is sent; " +
+          "an invalid policy answers 400 `INVALID_BODY`, as `PUT /admin/programs/{id}/policy` would.",
+        errors: ["NOT_FOUND"],
+        examples: { request: S.examples.simulationRequest, response: S.examples.simulationAnswer }
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("repairStreak")`/programs/${programId}/members/${userHash}/repairs`
       .setPayload(S.RepairBody).addSuccess(S.MemberStreak)
       .annotateContext(Doc.route({

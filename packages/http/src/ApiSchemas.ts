@@ -577,6 +577,40 @@ export const FreezesGranted = Schema.Struct({
   })
 })
 
+const simulationDay = (description: string) =>
+  Schema.optional(text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({ description }))
+
+/** `POST …/simulations` (docs/operations.md#trying-a-policy-before-shipping-it). */
+export const SimulationBody = Schema.Struct({
+  policy: PolicyInput.annotations({
+    description: "The whole policy to try, as `PUT /admin/programs/{id}/policy` takes it (checked the same way)."
+  }),
+  from: simulationDay("First activity day replayed (YYYY-MM-DD, inclusive); default: the first stored."),
+  to: simulationDay(
+    "Last activity day replayed (YYYY-MM-DD, inclusive); streaks are then read as they stood that day. Default: " +
+      "every stored day, streaks read now."
+  )
+})
+
+const count = (description: string) => Schema.Int.annotations({ description })
+
+export const Outcome = Schema.Struct({
+  members: count("Members replayed: every member with a streak on the program's live ledger."),
+  alive: count("Members whose streak is above 0 at the end of the replay."),
+  broken: count("Chains that ended in the replay (a member may break several)."),
+  freezesUsed: count("Freezes that carried a streak across a missed period, also in chains that ended later."),
+  milestonesAchieved: count("(member, milestone) pairs whose target the member's longest run reached."),
+  lengthHistogram: Schema.Array(Schema.Struct({ length: Schema.Int, members: Schema.Int })).annotations({
+    description: "One entry per current streak length that some member has (0 included), ascending; the members " +
+      "sum to `members`."
+  })
+}).annotations({ identifier: "SimulationOutcome" })
+
+export const SimulationAnswer = Schema.Struct({
+  actual: Outcome.annotations({ description: "The history under the program's current policy." }),
+  proposed: Outcome.annotations({ description: "The same history under the proposed policy." })
+})
+
 const date = (description: string) =>
   text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({ description })
 
@@ -776,6 +810,35 @@ export const examples = {
     }
   },
   stateParameters: { siteKey, userHash, event: "lesson_completed" },
+  simulationRequest: {
+    weekly: {
+      summary: "Try a weekly policy with freezes on the live history",
+      value: { policy: { cadence: "weekly", target: 3, freezes: { initial: 1, max: 2, earnEvery: 4 } } }
+    }
+  },
+  simulationAnswer: {
+    weekly: {
+      summary: "Fewer breaks and more members alive under the proposed policy",
+      value: {
+        actual: {
+          members: 5,
+          alive: 2,
+          broken: 6,
+          freezesUsed: 0,
+          milestonesAchieved: 3,
+          lengthHistogram: [{ length: 0, members: 3 }, { length: 4, members: 1 }, { length: 12, members: 1 }]
+        },
+        proposed: {
+          members: 5,
+          alive: 4,
+          broken: 1,
+          freezesUsed: 3,
+          milestonesAchieved: 2,
+          lengthHistogram: [{ length: 0, members: 1 }, { length: 1, members: 2 }, { length: 3, members: 2 }]
+        }
+      }
+    }
+  },
   policy: {
     weekly: {
       summary: "Three active days a week, two freezes to start with, one more every 4 kept weeks",

@@ -147,18 +147,22 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
             workspaceId: project.workspaceId,
             details: { userHash: path.userHash, count: payload.count }
           }))))
+      .handle("simulatePolicy", ({ path, payload }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          policies.simulate(program.id, payload)))
       .handle("repairStreak", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program, project }) =>
-          audited(Effect.flatMap(
-            forgiveness.repair(program.id, path.userHash, payload),
+          Effect.flatMap(
+            audited(forgiveness.repair(program.id, path.userHash, payload))(() => ({
+              action: "streak.repair",
+              target: program.id,
+              workspaceId: project.workspaceId,
+              details: { userHash: path.userHash }
+            })),
+            // Read once the repair is committed: state reads are batched on connections of their own.
             (repaired) =>
               stateQuery.memberStreak(program.id, repaired.userHash)
-          ))(() => ({
-            action: "streak.repair",
-            target: program.id,
-            workspaceId: project.workspaceId,
-            details: { userHash: path.userHash }
-          }))))
+          )))
       .handle("createPause", ({ path, payload }) =>
         Effect.flatMap(reach(path.programId), ({ program, project }) =>
           audited(forgiveness.addPause(program.id, path.userHash, payload))((pause) => ({

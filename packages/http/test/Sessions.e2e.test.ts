@@ -61,6 +61,19 @@ layer(testServer(), { timeout: 120_000 })("the session as a customer REST creden
       }
       const member = yield* withSession(viewer, `/programs/${t.programId}/members/m-1`)
       expect(member.body.current).toBe(0)
+      // A simulation is a POST that changes nothing: a viewer may run one (with the CSRF token).
+      const simulated = yield* withSession(viewer, `/programs/${t.programId}/simulations`, {
+        method: "POST",
+        body: { policy: { cadence: "weekly" } }
+      })
+      expect(simulated.status).toBe(200)
+      expect(
+        (yield* withSession(viewer, `/programs/${t.programId}/simulations`, {
+          method: "POST",
+          body: { policy: { cadence: "weekly" } },
+          csrf: false
+        })).status
+      ).toBe(403)
       expect((yield* withSession(viewer, "/hooks")).body).toEqual({ hooks: [] })
       // The same user as owner of the workspace may write.
       const owner = yield* signedInAs(t.workspaceId, "owner")

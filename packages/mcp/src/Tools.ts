@@ -311,6 +311,56 @@ const explainStreak = tool({
     })
 })
 
+/** What a policy makes of a program's history (docs/operations.md#trying-a-policy-before-shipping-it). */
+const Outcome = Schema.Struct({
+  members: Integer.annotations({ description: "Members replayed (every member with a live streak in the program)" }),
+  alive: Integer.annotations({ description: "Members whose streak is above 0 at the end of the replay" }),
+  broken: Integer.annotations({ description: "Chains that ended in the replay" }),
+  freezesUsed: Integer.annotations({
+    description: "Freezes that carried a streak across a missed period, also in chains that ended later"
+  }),
+  milestonesAchieved: Integer.annotations({
+    description: "(member, milestone) pairs whose target the member's longest run reached"
+  }),
+  lengthHistogram: Schema.Array(Schema.Struct({ length: Integer, members: Integer })).annotations({
+    description: "Members per current streak length (0 included), ascending"
+  })
+})
+
+const simulatePolicy = tool({
+  name: "simulate_policy",
+  title: "Try a streak policy on a program's history",
+  description: "Replays every member's stored live activity days under the program's current policy (actual) and " +
+    "under a proposed one (proposed), with the same rules as counting, and answers for each: members alive, " +
+    "chains broken, freezes used, milestones reached and the histogram of current lengths. Changes nothing: " +
+    "use it to compare policies before changing one.",
+  input: Schema.Struct({
+    programId: ProgramId,
+    policy: Schema.Unknown.annotations({
+      jsonSchema: {
+        type: "object",
+        description: "The whole policy to try; every field may be left out (its default): cadence " +
+          "(daily|weekly|monthly), target (active days per period), dayStartHour, restDays (daily: ISO weekdays), " +
+          "freezes {initial, max, earnEvery}, atRiskHour"
+      }
+    }),
+    from: Schema.optional(LocalDate).annotations({ description: "YYYY-MM-DD: the first activity day replayed" }),
+    to: Schema.optional(LocalDate).annotations({
+      description: "YYYY-MM-DD: the last activity day replayed (streaks read as they stood that day)"
+    })
+  }),
+  output: Schema.Struct({
+    actual: Outcome.annotations({ description: "Under the program's current policy" }),
+    proposed: Outcome.annotations({ description: "Under the proposed policy" })
+  }),
+  readOnly: true,
+  run: (caller, { programId, ...request }) =>
+    Effect.gen(function*() {
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      return yield* (yield* StreakPolicies.StreakPolicies).simulate(program.id, request)
+    })
+})
+
 const recordAction = tool({
   name: "record_action",
   title: "Record a member action",
@@ -472,6 +522,7 @@ export const all: ReadonlyArray<Tool> = [
   listPrograms,
   getMemberStreak,
   explainStreak,
+  simulatePolicy,
   recordAction,
   repairStreak,
   listAtRisk,

@@ -2,7 +2,7 @@
  * The tools on programs with a streak policy (docs/mcp.md#tools), through the official SDK's client
  * linked to the worker's server in process: `explain_streak` tells a weekly streak week by week
  * (a frozen week included), `list_programs` shows each program's policy, and the member view and
- * `list_at_risk` count in weeks.
+ * `list_at_risk` count in weeks; `simulate_policy` replays the history under another policy.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -278,6 +278,46 @@ describe("weekly streaks in the other tools", () => {
         "lastActiveDate",
         "isLive"
       ])
+    }).pipe(Effect.provide(layer)))
+})
+
+describe("simulate_policy", () => {
+  it.scoped("answers the weekly history under its policy and under a daily one, changing nothing", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant()
+      const client = yield* connect(t.mcpToken)
+      yield* history(client, t.program.id)
+      const result = yield* call(client, "simulate_policy", { programId: t.program.id, policy: {} })
+      assert.isUndefined(result.isError)
+      // Weekly: "frozen" keeps two weeks across the short one, "unfrozen" broke there. Daily: every
+      // member breaks after each run of days and is on a run of 1 with today still to do.
+      assert.deepStrictEqual(result.structuredContent, {
+        actual: {
+          members: 2,
+          alive: 1,
+          broken: 1,
+          freezesUsed: 1,
+          milestonesAchieved: 0,
+          lengthHistogram: [{ length: 0, members: 1 }, { length: 2, members: 1 }]
+        },
+        proposed: {
+          members: 2,
+          alive: 2,
+          broken: 8,
+          freezesUsed: 0,
+          milestonesAchieved: 0,
+          lengthHistogram: [{ length: 1, members: 2 }]
+        }
+      })
+      const ledger = yield* call(client, "explain_streak", { programId: t.program.id, userHash: "frozen" })
+      assert.strictEqual((ledger.structuredContent as { current: number }).current, 2)
+      const invalid = yield* call(client, "simulate_policy", {
+        programId: t.program.id,
+        policy: { cadence: "weekly", target: 8 }
+      })
+      assert.isTrue(invalid.isError)
+      assert.strictEqual(texts(invalid)[0], "INVALID_BODY")
+      assert.include(texts(invalid)[1], "policy")
     }).pipe(Effect.provide(layer)))
 })
 

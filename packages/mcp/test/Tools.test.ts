@@ -61,7 +61,7 @@ const texts = (result: Record<string, unknown>) =>
   (result["content"] as ReadonlyArray<{ readonly type: string; readonly text?: string }>).map((c) => c.text)
 
 describe("tools/list", () => {
-  it.scoped("lists the eight tools, each with an object input and output schema; only record_action and repair_streak write", () =>
+  it.scoped("lists the nine tools, each with an object input and output schema; only record_action and repair_streak write", () =>
     Effect.gen(function*() {
       const t = yield* tenant()
       const client = yield* connect(t.mcpToken)
@@ -70,6 +70,7 @@ describe("tools/list", () => {
         "list_programs",
         "get_member_streak",
         "explain_streak",
+        "simulate_policy",
         "record_action",
         "repair_streak",
         "list_at_risk",
@@ -183,6 +184,7 @@ describe("errors", () => {
           const [name, args] of [
             ["get_member_streak", { programId, userHash: "m1" }],
             ["explain_streak", { programId, userHash: "m1" }],
+            ["simulate_policy", { programId, policy: {} }],
             ["record_action", { programId, userHash: "m1" }],
             ["repair_streak", { programId, userHash: "m1", period: "2026-01-01", reason: "why" }],
             ["list_at_risk", { programId }],

@@ -314,6 +314,10 @@ const bodies = (s: Seed) => {
     "POST /v1/api/programs/{programId}/members/{userHash}/freezes": shape({
       count: fc.constantFrom(1, 3, 10, 0, 11, 1.5, -1, "2")
     }),
+    "POST /v1/api/programs/{programId}/simulations": shape({ policy: policy() }, {
+      from: fc.constantFrom("2026-01-01", "2026-02-30", "soon"),
+      to: fc.constantFrom("2026-12-31", "2025-01-01")
+    }),
     "POST /admin/programs/{id}/status": shape({ status: fc.constantFrom("test", "live", "paused") }),
     "POST /admin/workspaces/{id}/api-keys": shape({ name: g.name }),
     "POST /admin/oauth-grants": shape({ workspaceIds: g.workspaceIds, appName: g.name }),

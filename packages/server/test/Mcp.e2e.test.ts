@@ -171,6 +171,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
           "list_programs",
           "get_member_streak",
           "explain_streak",
+          "simulate_policy",
           "record_action",
           "repair_streak",
           "list_at_risk",

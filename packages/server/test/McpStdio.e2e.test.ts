@@ -96,6 +96,7 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
         "list_programs",
         "get_member_streak",
         "explain_streak",
+        "simulate_policy",
         "record_action",
         "repair_streak",
         "list_at_risk",

@@ -236,6 +236,30 @@ const probes = (victim: Tenant) => {
       path: `/programs/${v.programId}/members/${v.member}/freezes`,
       body: { count: 1 }
     }],
+    "POST /v1/api/programs/{programId}/members/{userHash}/repairs": [{
+      path: `/programs/${v.programId}/members/${v.member}/repairs`,
+      body: { period: new Date().toISOString().slice(0, 10), reason: "probe" }
+    }],
+    "POST /v1/api/programs/{programId}/members/{userHash}/pauses": [{
+      path: `/programs/${v.programId}/members/${v.member}/pauses`,
+      body: { start: new Date().toISOString().slice(0, 10), end: new Date().toISOString().slice(0, 10) }
+    }],
+    "GET /v1/api/programs/{programId}/members/{userHash}/pauses": [{
+      path: `/programs/${v.programId}/members/${v.member}/pauses`
+    }],
+    "DELETE /v1/api/programs/{programId}/members/{userHash}/pauses/{pauseId}": [{
+      path: `/programs/${v.programId}/members/${v.member}/pauses/pau_probe`,
+      method: "DELETE"
+    }],
+    "POST /v1/api/programs/{programId}/outages": [{
+      path: `/programs/${v.programId}/outages`,
+      body: { start: new Date(Date.now() - 3_600_000).toISOString(), end: new Date().toISOString(), reason: "probe" }
+    }],
+    "GET /v1/api/programs/{programId}/outages": [{ path: `/programs/${v.programId}/outages` }],
+    "POST /v1/api/programs/{programId}/simulations": [{
+      path: `/programs/${v.programId}/simulations`,
+      body: { policy: { cadence: "weekly" } }
+    }],
     "POST /v1/api/hooks": [{
       path: "/hooks",
       body: { programId: v.programId, url: "http://127.0.0.1:9/x", eventTypes: ["milestone.achieved"] }

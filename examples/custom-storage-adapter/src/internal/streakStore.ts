@@ -97,6 +97,31 @@ export const makeStreakStore = (sql: SqlClient.SqlClient): StreakStore["Type"] =
     return found.pipe(Effect.map((rows) => rows.map(decodeRow)), port(sql, "StreakStore.rows"))
   },
 
+  // The rows by primary key order of user hash (SQLite compares TEXT bytewise), then each row's days.
+  histories: (page) =>
+    Effect.gen(function*() {
+      const after = page.after === undefined ? sql`` : sql` AND user_hash > ${page.after}`
+      const found = yield* sql`SELECT * FROM streaks
+        WHERE project_id = ${page.projectId} AND program_id = ${page.programId} AND ledger = ${page.ledger}${after}
+        ORDER BY user_hash LIMIT ${Math.max(1, page.limit)}`
+      return yield* Effect.forEach(found, (r) => {
+        const row = decodeRow(r)
+        const from = page.from === undefined ? sql`` : sql` AND day >= ${page.from}`
+        const to = page.to === undefined ? sql`` : sql` AND day <= ${page.to}`
+        return Effect.map(
+          sql`SELECT day FROM activity_days WHERE ${isKey(sql, row)}${from}${to} ORDER BY day`,
+          (rows) => ({
+            userHash: row.userHash,
+            timezone: row.timezone,
+            grants: row.grants ?? [],
+            days: days(rows),
+            ...(row.repairs === undefined || row.repairs.length === 0 ? {} : { repairs: row.repairs }),
+            ...(row.pauses === undefined || row.pauses.length === 0 ? {} : { pauses: row.pauses })
+          })
+        )
+      })
+    }).pipe(port(sql, "StreakStore.histories")),
+
   remove: (key) =>
     Effect.gen(function*() {
       yield* sql`DELETE FROM achievements WHERE ${isKey(sql, key)}`

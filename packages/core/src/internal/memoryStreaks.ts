@@ -77,6 +77,27 @@ export const makeStreaks = (s: MemoryState, { run }: Runner): Context.Tag.Servic
         return range === undefined ? days : days.filter((d) => d >= range.from && d <= range.to)
       }),
     rows: (query) => run(() => rows(query)),
+    histories: (page) =>
+      run(() => {
+        const after = page.after
+        const selected = [...s.streaks.values()]
+          .filter((r) =>
+            r.projectId === page.projectId && r.programId === page.programId && r.ledger === page.ledger &&
+            (after === undefined || r.userHash > after)
+          )
+          .sort((a, b) => compare(a.userHash, b.userHash))
+          .slice(0, Math.max(1, page.limit))
+        return selected.map((r) => ({
+          userHash: r.userHash,
+          timezone: r.timezone,
+          grants: r.grants ?? [],
+          days: [...(s.days.get(keyOf(r)) ?? [])]
+            .filter((d) => (page.from === undefined || d >= page.from) && (page.to === undefined || d <= page.to))
+            .sort(),
+          ...(r.repairs === undefined || r.repairs.length === 0 ? {} : { repairs: r.repairs }),
+          ...(r.pauses === undefined || r.pauses.length === 0 ? {} : { pauses: r.pauses })
+        }))
+      }),
     remove: (key) =>
       run(() => {
         const k = keyOf(key)

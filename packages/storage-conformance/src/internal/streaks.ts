@@ -5,6 +5,7 @@
 import { assert, describe } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Option } from "effect"
 import { type StreakKey, StreakRow } from "@streaks/core/Domain"
+import type * as Ids from "@streaks/core/Ids"
 import { AchievementStore, StreakStore, Transactor } from "@streaks/core/Ports"
 import { StateStore } from "@streaks/core/StateStore"
 import {
@@ -634,6 +635,87 @@ export const streakSuite = (it: It) =>
           rowSet(test)
         )
         assert.deepStrictEqual(yield* streaks.rows({ programId: (yield* seedProgram(tenant)).id, ledger: "live" }), [])
+      }))
+
+    it.effect("histories pages a program's rows on one ledger by user hash in byte order, each with its days ascending, grants, repairs and pauses", () =>
+      Effect.gen(function*() {
+        const streaks = yield* StreakStore
+        const tenant = yield* seedTenant()
+        const other = yield* seedProgram(tenant)
+        // Hashes whose byte order differs from a locale's (upper case before lower case, "_" after both).
+        const hashes = ["user_B", "user_a", "user__", "user_A1", "user_b"].map((h) => h as Ids.UserHash)
+        const keys = hashes.map((userHash) => makeKey(tenant.program, { userHash }))
+        const grants = [{ day: day("2024-03-02"), count: 2 }]
+        const repairs = [{ period: day("2024-03-04"), at: "2024-03-05T10:00:00.000Z", reason: "support" }]
+        const pauses = [{ id: "pau_1", start: day("2024-03-10"), end: day("2024-03-12") }]
+        yield* streaks.save(keys.map((key, i) =>
+          makeRow(key, {
+            timezone: i === 0 ? "Europe/Paris" : "UTC",
+            lastActiveDay: day("2024-03-05"),
+            run: 1,
+            best: 1,
+            ...(i === 1 ? { grants, repairs, pauses } : {})
+          })
+        ))
+        // Days given out of order, in two calls; another ledger's and another program's rows and days.
+        yield* streaks.addDays(keys.map((key) => ({ key, day: day("2024-03-05") })))
+        yield* streaks.addDays(keys.map((key) => ({ key, day: day("2024-03-01") })))
+        // Days far apart too (a year's end between them).
+        yield* streaks.addDays([{ key: keys[1]!, day: day("2024-03-03") }, { key: keys[1]!, day: day("2023-12-31") }])
+        const test = makeKey(tenant.program, { userHash: hashes[0]!, ledger: "test" })
+        const elsewhere = makeKey(other, { userHash: hashes[0]! })
+        yield* streaks.save([makeRow(test), makeRow(elsewhere)])
+        yield* streaks.addDays([{ key: test, day: day("2024-03-04") }, { key: elsewhere, day: day("2024-03-04") }])
+        // A row without days is in its page with none.
+        const empty = makeKey(tenant.program, { userHash: "user_C" as Ids.UserHash })
+        yield* streaks.save([makeRow(empty)])
+
+        const page = { projectId: tenant.project.id, programId: tenant.program.id, ledger: "live" as const }
+        const byteOrder = [...hashes, empty.userHash].sort()
+        assert.deepStrictEqual(byteOrder, ["user_A1", "user_B", "user_C", "user__", "user_a", "user_b"])
+        const first = yield* streaks.histories({ ...page, limit: 4 })
+        const second = yield* streaks.histories({ ...page, limit: 4, after: first[first.length - 1]!.userHash })
+        assert.deepStrictEqual([...first, ...second].map((h) => h.userHash), byteOrder)
+        assert.strictEqual(second.length, 2)
+        assert.deepStrictEqual(yield* streaks.histories({ ...page, limit: 4, after: "user_b" as Ids.UserHash }), [])
+        const all = new Map([...first, ...second].map((h) => [h.userHash, h]))
+        assert.deepStrictEqual(all.get(hashes[0]!), {
+          userHash: hashes[0]!,
+          timezone: "Europe/Paris",
+          grants: [],
+          days: [day("2024-03-01"), day("2024-03-05")]
+        })
+        assert.deepStrictEqual(all.get(hashes[1]!), {
+          userHash: hashes[1]!,
+          timezone: "UTC",
+          grants,
+          days: [day("2023-12-31"), day("2024-03-01"), day("2024-03-03"), day("2024-03-05")],
+          repairs,
+          pauses
+        })
+        assert.deepStrictEqual(all.get(empty.userHash)!.days, [])
+        // A range keeps the days inside it, both ends inclusive, either end alone.
+        const ranged = yield* streaks.histories({ ...page, limit: 10, from: day("2024-03-03"), to: day("2024-03-05") })
+        assert.deepStrictEqual(ranged.find((h) => h.userHash === hashes[1])!.days, [
+          day("2024-03-03"),
+          day("2024-03-05")
+        ])
+        assert.deepStrictEqual(ranged.find((h) => h.userHash === hashes[0])!.days, [day("2024-03-05")])
+        const upTo = yield* streaks.histories({ ...page, limit: 10, to: day("2024-03-03") })
+        assert.deepStrictEqual(upTo.find((h) => h.userHash === hashes[1])!.days, [
+          day("2023-12-31"),
+          day("2024-03-01"),
+          day("2024-03-03")
+        ])
+        const since = yield* streaks.histories({ ...page, limit: 10, from: day("2024-03-02") })
+        assert.deepStrictEqual(since.find((h) => h.userHash === hashes[0])!.days, [day("2024-03-05")])
+        // The other ledger has its own rows.
+        assert.deepStrictEqual(yield* streaks.histories({ ...page, ledger: "test", limit: 10 }), [{
+          userHash: hashes[0]!,
+          timezone: "UTC",
+          grants: [],
+          days: [day("2024-03-04")]
+        }])
       }))
 
     it.effect("remove deletes the row, the days and the achievements of that key only", () =>

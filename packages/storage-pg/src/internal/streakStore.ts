@@ -10,18 +10,38 @@ import type { Ledger } from "@streaks/core/Domain"
 import type { MilestoneId, ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { StorageError } from "@streaks/core/Errors"
 import type { StreakStore } from "@streaks/core/Ports"
+import * as Calendar from "@streaks/core/Calendar"
 import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
 import { makeDistributed, makeRotation } from "./claimsByProject.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
-import { achievedIds, achievementsOfK, decodeStreakRow, keyArraysOf, streakColumns } from "./streakRows.js"
+import { achievedIds, achievementsOfK, decodeStreakRow, forgivenOf, keyArraysOf, streakColumns } from "./streakRows.js"
 
 type Row = Record<string, unknown>
 
 /** A row's granted freezes as JSON text for a `jsonb[]` element; NULL when it has none recorded. */
 const grantsJson = (row: StreakRow): string | null =>
   row.grants === undefined ? null : JSON.stringify(row.grants.map((g) => ({ day: g.day, count: g.count })))
+
+const EPOCH = Calendar.unsafeLocalDate("1970-01-01")
+
+/**
+ * Dates from ascending day numbers since 1970-01-01 ("19723,19725"): each from the one before, so
+ * that the short steps between a member's days take `Calendar`'s remembered shifts.
+ */
+const daysOfNumbers = (text: string): Array<LocalDate> => {
+  const parts = text.split(",")
+  const out = new Array<LocalDate>(parts.length)
+  let before = Number(parts[0])
+  out[0] = Calendar.addDays(EPOCH, before)
+  for (let i = 1; i < parts.length; i++) {
+    const n = Number(parts[i])
+    out[i] = Calendar.addDays(out[i - 1]!, n - before)
+    before = n
+  }
+  return out
+}
 
 /** A row's repairs and pauses as JSON text (migration 0011); NULL when it has neither. */
 const forgivenessJson = (row: StreakRow): string | null =>
@@ -343,6 +363,35 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
         .pipe(Effect.map((rows) => rows.map((r) => toLocalDate(r.day))), io("StreakStore.days")),
 
     rows: (which) => rows(which).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
+
+    // A range of the primary key (project, program, user hash), and for each row a range of the
+    // days' primary key. The days come as one text per row, day numbers since 1970-01-01 (cheaper
+    // for Postgres to write than formatted dates, and independent of the session's DateStyle).
+    histories: (page) => {
+      const from = page.from === undefined ? sql`` : sql` AND d.day >= ${page.from}::date`
+      const to = page.to === undefined ? sql`` : sql` AND d.day <= ${page.to}::date`
+      const after = page.after === undefined ? sql`` : sql` AND s.user_hash > ${page.after}`
+      return query(
+        sql`SELECT s.user_hash, s.timezone, s.grants, s.forgiveness,
+          (SELECT string_agg((d.day - DATE '1970-01-01')::text, ',' ORDER BY d.day) FROM ${t.activity_days} d
+            WHERE d.project_id = s.project_id AND d.program_id = s.program_id AND d.user_hash = s.user_hash
+              AND d.ledger = s.ledger${from}${to}) AS days
+        FROM ${t.streaks} s
+        WHERE s.project_id = ${page.projectId} AND s.program_id = ${page.programId} AND s.ledger = ${page.ledger}${after}
+        ORDER BY s.user_hash LIMIT ${Math.max(1, page.limit)}`
+      ).pipe(
+        Effect.map((found) =>
+          found.map((r) => ({
+            userHash: r.user_hash as UserHash,
+            timezone: r.timezone as string,
+            grants: (r.grants as ReadonlyArray<{ day: LocalDate; count: number }> | null) ?? [],
+            days: typeof r.days === "string" && r.days !== "" ? daysOfNumbers(r.days) : [],
+            ...forgivenOf(r.forgiveness as Parameters<typeof forgivenOf>[0])
+          }))
+        ),
+        io("StreakStore.histories")
+      )
+    },
 
     // The row goes with its days and achievements, and so does the copy of its achieved ids.
     remove: (key) =>
