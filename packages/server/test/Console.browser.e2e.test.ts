@@ -381,6 +381,12 @@ suite("the console", () => {
             await field.fill("3")
             await page.getByLabel("Cadence").selectOption("weekly")
             await page.getByLabel("Target").fill("2")
+            // Tried on the history first: nothing is written.
+            await page.getByRole("button", { name: "Try on the history" }).click()
+            const tried = page.getByRole("table", { name: "The program's history under each policy" })
+            await tried.waitFor()
+            expect(await tried.textContent()).toContain("Streaks broken")
+            expect((await onLedger(world, "ada")).body.policy.cadence).toBe("daily")
             await page.getByRole("button", { name: "Save policy" }).click()
             await page.getByText("Policy saved.").waitFor()
             await page.close()

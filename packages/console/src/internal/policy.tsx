@@ -4,8 +4,8 @@
  * whose message is shown beside it and which gets the focus.
  */
 import { useState } from "preact/hooks"
-import { type ApiError, id, put } from "./api.js"
-import { useAction } from "./ui.js"
+import { type ApiError, id, post, put } from "./api.js"
+import { ErrorNotice, useAction } from "./ui.js"
 
 export interface Policy {
   readonly cadence: "daily" | "weekly" | "monthly"
@@ -18,6 +18,22 @@ export interface Policy {
   readonly repairWindowDays?: number
   readonly repairsPer30Days?: number
 }
+
+/** What a policy makes of the program's history (`POST …/simulations`). */
+interface Outcome {
+  readonly members: number
+  readonly alive: number
+  readonly broken: number
+  readonly freezesUsed: number
+  readonly milestonesAchieved: number
+}
+
+const outcomeRows: ReadonlyArray<readonly [keyof Outcome, string]> = [
+  ["alive", "Members with a streak alive"],
+  ["broken", "Streaks broken"],
+  ["freezesUsed", "Freezes used"],
+  ["milestonesAchieved", "Milestones reached"]
+]
 
 const weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
@@ -116,6 +132,12 @@ export const PolicyEditor = (
   const [draft, setDraft] = useState<Draft>(draftOf(props.policy))
   const [saved, setSaved] = useState(false)
   const save = useAction((body: unknown) => put(`/v1/api/programs/${id(props.programId)}/policy`, body))
+  const simulate = useAction((body: unknown) =>
+    post<{ actual: Outcome; proposed: Outcome }>(`/v1/api/programs/${id(props.programId)}/simulations`, {
+      policy: body
+    })
+  )
+  const [outcome, setOutcome] = useState<{ actual: Outcome; proposed: Outcome } | undefined>(undefined)
   const set = (patch: Partial<Draft>) => {
     setSaved(false)
     setDraft({ ...draft, ...patch })
@@ -227,7 +249,41 @@ export const PolicyEditor = (
         ? <p class="notice error" role="alert">The policy was not saved: {error.message}</p>
         : null}
       <p role="status">{saved ? "Policy saved. Streaks are recomputed with it." : ""}</p>
-      <button type="submit" disabled={save.busy || !props.canWrite}>Save policy</button>
+      <div class="row">
+        <button type="submit" disabled={save.busy || !props.canWrite}>Save policy</button>
+        <button
+          type="button"
+          disabled={simulate.busy}
+          onClick={async () => {
+            setOutcome(undefined)
+            const answer = await simulate.act(bodyOf(draft))
+            if (answer !== undefined) setOutcome(answer.value)
+          }}
+        >
+          Try on the history
+        </button>
+      </div>
+      <ErrorNotice error={simulate.error} />
+      {outcome === undefined ? null : (
+        <table aria-label="The program's history under each policy">
+          <thead>
+            <tr>
+              <th scope="col">Of {outcome.actual.members} members</th>
+              <th scope="col">Current policy</th>
+              <th scope="col">This policy</th>
+            </tr>
+          </thead>
+          <tbody>
+            {outcomeRows.map(([key, label]) => (
+              <tr key={key}>
+                <th scope="row">{label}</th>
+                <td>{outcome.actual[key]}</td>
+                <td>{outcome.proposed[key]}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
       {props.canWrite ? null : <p class="hint">Your role is viewer: you can read the policy, not change it.</p>}
     </form>
   )
