@@ -97,6 +97,12 @@ interface AuditEntry {
 const text = (value: unknown): string =>
   value === undefined || value === null ? "" : typeof value === "string" ? value : JSON.stringify(value)
 
+/** An entry's details as `key: value` pairs. */
+const details = (value: unknown): string =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+    ? Object.entries(value).map(([k, v]) => `${k}: ${text(v)}`).join("; ")
+    : text(value)
+
 export const AuditPage = () => {
   const [cursor, setCursor] = useState<string | undefined>(undefined)
   const [audit] = useResource<{ entries: ReadonlyArray<AuditEntry>; nextCursor?: string }>(
@@ -125,12 +131,12 @@ export const AuditPage = () => {
                 <tbody>
                   {entries.map((e, i) => (
                     <tr key={i}>
-                      <td>{dateTime(e.at)}</td>
+                      <td class="when">{dateTime(e.at)}</td>
                       <td>{e.actor.kind} {e.actor.id}</td>
                       <td>{e.action}</td>
                       <td>{text(e.target)}</td>
                       <td>{e.clientAddress ?? ""}</td>
-                      <td class="details">{text(e.details)}</td>
+                      <td class="details">{details(e.details)}</td>
                     </tr>
                   ))}
                 </tbody>

@@ -95,17 +95,19 @@ export interface World {
 }
 
 /**
- * A receiver that answers 200, except 500 to every fifth delivery (so failed attempts show among the
- * newest, whoever the Proof holdout keeps from receiving events).
+ * A receiver that answers 200, except 500 to every fifth message it sees, on every attempt of it (so
+ * failed deliveries show among the newest, whoever the Proof holdout keeps from receiving events,
+ * and however often the dispatcher retries).
  */
 const receive = () =>
   new Promise<{ server: Server; url: string }>((resolve) => {
-    let seen = 0
+    const refused = new Map<string, boolean>()
     const server = createServer((req, res) => {
       req.resume()
       req.on("end", () => {
-        seen++
-        res.writeHead(seen % 5 === 0 ? 500 : 200).end()
+        const id = String(req.headers["webhook-id"])
+        if (!refused.has(id)) refused.set(id, refused.size % 5 === 0)
+        res.writeHead(refused.get(id) === true ? 500 : 200).end()
       })
     })
     server.listen(0, "127.0.0.1", () =>
