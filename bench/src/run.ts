@@ -19,6 +19,7 @@ import * as Sweep from "./sweep.js"
 import * as Targets from "./targets.js"
 import * as Db from "./db.js"
 import * as Fill from "./fill.js"
+import * as Imports from "./imports.js"
 import * as Scale from "./scale.js"
 import * as Simulation from "./simulation.js"
 import { ADMIN, admin, freePort, type Served, start, waitFor } from "./processes.js"
@@ -48,6 +49,11 @@ const REPORTS = Reports.sizes(process.env.BENCH_REPORTS)
  * `BENCH_ONLY` also names other parts.
  */
 const SIMULATION = Simulation.sizes(process.env.BENCH_SIMULATION)
+/**
+ * `BENCH_IMPORT=500000` (`1`: 500k) first runs the history-import scenario (`imports.ts`) with that
+ * many actions; alone unless `BENCH_ONLY` also names other parts.
+ */
+const IMPORT = Imports.sizeOf(process.env.BENCH_IMPORT)
 
 /**
  * The server measured: the production bundle (`pnpm build`, built here first) unless
@@ -158,9 +164,12 @@ const main = async () => {
       })
     }
     console.log(`# server: node ${SERVER}${NODE_FLAGS.length > 0 ? ` (${NODE_FLAGS.join(" ")})` : ""}`)
+    // The import scenario runs `streaks import` of the same build, on databases of its own.
+    if (IMPORT !== undefined) Imports.print(await Imports.run(IMPORT, SERVER))
     if (REPORTS.length > 0) await Reports.run(SERVER, REPORTS)
     if (SIMULATION.length > 0) await Simulation.run(SERVER, SIMULATION)
-    if ((REPORTS.length > 0 || SIMULATION.length > 0) && process.env.BENCH_ONLY === undefined) return
+    const scenarios = IMPORT !== undefined || REPORTS.length > 0 || SIMULATION.length > 0
+    if (scenarios && process.env.BENCH_ONLY === undefined) return
 
     const basePort = await freePort()
     const baseline = start("bench/src/baseline.ts", { DATABASE_URL: db.url, PORT: String(basePort) })

@@ -225,6 +225,49 @@ const runningExperimentPerProject: ReadonlyArray<string> = [
   `CREATE UNIQUE INDEX experiments_running ON experiments (project_id, program_id) WHERE ended_at IS NULL`
 ]
 
+// The authorization server (docs/oauth.md in the repository): clients, codes and the tokens of
+// consented grants, which name their client and user.
+const oauthAuthorizationServer: ReadonlyArray<string> = [
+  `ALTER TABLE oauth_grants ADD COLUMN client_id TEXT`,
+  `ALTER TABLE oauth_grants ADD COLUMN user_id TEXT`,
+  `CREATE INDEX oauth_grants_client ON oauth_grants (client_id)`,
+  `CREATE INDEX oauth_grants_user ON oauth_grants (user_id)`,
+  `CREATE TABLE oauth_clients (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    redirect_uris TEXT NOT NULL,
+    secret_hash TEXT,
+    created_at INTEGER NOT NULL,
+    revoked_at INTEGER
+  )`,
+  `CREATE TABLE oauth_codes (
+    id TEXT PRIMARY KEY,
+    code_hash TEXT NOT NULL,
+    client_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    redirect_uri TEXT NOT NULL,
+    code_challenge TEXT NOT NULL,
+    workspace_ids TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER,
+    grant_id TEXT
+  )`,
+  `CREATE INDEX oauth_codes_code_hash ON oauth_codes (code_hash)`,
+  `CREATE TABLE oauth_tokens (
+    id TEXT PRIMARY KEY,
+    token_hash TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    grant_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    used_at INTEGER,
+    revoked_at INTEGER
+  )`,
+  `CREATE INDEX oauth_tokens_token_hash ON oauth_tokens (token_hash)`,
+  `CREATE INDEX oauth_tokens_grant ON oauth_tokens (grant_id)`
+]
+
 // Users with their workspace roles, sign-in sessions, invites and the audit log
 // (docs/accounts.md): only hashes of tokens and the argon2id string of a password are stored.
 const accountsAndAudit: ReadonlyArray<string> = [
@@ -283,13 +326,46 @@ const forgiveness: ReadonlyArray<string> = [
 const statements = (list: ReadonlyArray<string>): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => Effect.forEach(list, (text) => sql.unsafe(text), { discard: true }))
 
+// History imports (docs/operations.md#bringing-your-history): jobs with their progress, the
+// identity of every imported line, and the members each job touched.
+const historyImports: ReadonlyArray<string> = [
+  `CREATE TABLE imports (
+    id TEXT PRIMARY KEY,
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    source TEXT NOT NULL,
+    status TEXT NOT NULL,
+    received INTEGER NOT NULL,
+    imported INTEGER NOT NULL,
+    duplicates INTEGER NOT NULL,
+    rejected TEXT NOT NULL,
+    committed_line INTEGER NOT NULL,
+    started_at INTEGER NOT NULL,
+    finished_at INTEGER
+  )`,
+  `CREATE INDEX imports_resumable ON imports (program_id, source, status)`,
+  `CREATE TABLE import_identities (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    identity TEXT NOT NULL,
+    PRIMARY KEY (project_id, program_id, identity)
+  )`,
+  `CREATE TABLE import_members (
+    import_id TEXT NOT NULL,
+    user_hash TEXT NOT NULL,
+    PRIMARY KEY (import_id, user_hash)
+  )`
+]
+
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
   "0001_initial": statements(initial),
   "0002_streak_policies": statements(streakPolicies),
   "0003_running_experiment_per_project": statements(runningExperimentPerProject),
   "0004_accounts_and_audit": statements(accountsAndAudit),
-  "0006_forgiveness": statements(forgiveness)
+  "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
+  "0006_forgiveness": statements(forgiveness),
+  "0007_history_imports": statements(historyImports)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

@@ -26,6 +26,7 @@ import {
   Transactor,
   UsageStore
 } from "@streaks/core/Ports"
+import { ImportStore } from "@streaks/core/ImportStore"
 import { ReportStore } from "@streaks/core/ReportStore"
 import * as CoreStorage from "@streaks/core/Storage"
 import { Context, Effect, Layer } from "effect"
@@ -35,6 +36,7 @@ import { makeActionLog } from "./internal/actionLog.js"
 import { makeAuditLog } from "./internal/auditLog.js"
 import { makeCatalog } from "./internal/catalog.js"
 import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
+import { makeImportStore } from "./internal/importStore.js"
 import { makeMemberStore } from "./internal/memberStore.js"
 import { makeOutbox } from "./internal/outbox.js"
 import { makeReportStore } from "./internal/reportStore.js"
@@ -65,7 +67,8 @@ export const make = (client: SqlClient.SqlClient): Context.Context<Storage> => {
     Context.add(Outbox, makeOutbox(sql)),
     Context.add(UsageStore, makeUsageStore(sql)),
     Context.add(ReportStore, makeReportStore(sql)),
-    Context.add(AuditLog, makeAuditLog(sql))
+    Context.add(AuditLog, makeAuditLog(sql)),
+    Context.add(ImportStore, makeImportStore(sql))
   )
 }
 

@@ -5,11 +5,11 @@
  * rules it checks them with (formats, hashes, signed tokens) are the pure `Tokens` module,
  * re-exported here.
  */
-import { Context, Effect, Layer, Option, Schema } from "effect"
-import type { CredentialRef, Program, Project, Workspace } from "./Domain.js"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import type { CredentialRef, OAuthGrant, Program, Project, Workspace } from "./Domain.js"
 import { NotFound, Unauthorized, type StorageError } from "./Errors.js"
 import { McpTokenId, OAuthGrantId, type ProgramId, type WorkspaceId } from "./Ids.js"
-import { CredentialStore, DirectoryStore } from "./Ports.js"
+import { CredentialStore, DirectoryStore, OAuthStore } from "./Ports.js"
 import { hashToken, prefixes } from "./Tokens.js"
 
 export {
@@ -52,6 +52,8 @@ export interface McpPrincipal {
   /** The credential's id (`key_…`, `oag_…` or `mcp_…`). */
   readonly id: string
   readonly workspaceIds: ReadonlyArray<WorkspaceId>
+  /** Of `workspaceIds`, those reached read only (a consented grant whose user is a viewer there). */
+  readonly readOnlyWorkspaceIds?: ReadonlyArray<WorkspaceId> | undefined
 }
 
 /** What decides a credential's reach: the workspaces it holds. */
@@ -114,6 +116,7 @@ export class Credentials extends Context.Tag("@streaks/core/Credentials")<Creden
 export const make = Effect.gen(function*() {
   const store = yield* CredentialStore
   const directory = yield* DirectoryStore
+  const oauth = yield* OAuthStore
   const unauthorized = new Unauthorized({ message: "missing, unknown or revoked credential" })
   const isOAuthApp = Schema.is(OAuthGrantId)
   const isMcpToken = Schema.is(McpTokenId)
@@ -130,6 +133,45 @@ export const make = Effect.gen(function*() {
           ? Effect.fail(unauthorized)
           : Effect.succeed(grant.value)
     )
+
+  /**
+   * The grant of an access token issued by the authorization server (docs/oauth.md): the token
+   * unrevoked and unexpired (by `Clock`), its grant unrevoked.
+   */
+  const consentedGrantOf = (token: string) =>
+    Effect.gen(function*() {
+      const found = yield* oauth.tokenByHash(hashToken(token))
+      if (Option.isNone(found) || found.value.kind !== "access" || found.value.revokedAt !== undefined) {
+        return yield* unauthorized
+      }
+      const nowMs = yield* Clock.currentTimeMillis
+      if (found.value.expiresAt.getTime() <= nowMs) return yield* unauthorized
+      const grant = yield* oauth.grant(found.value.grantId)
+      if (Option.isNone(grant)) return yield* unauthorized
+      return yield* capped(grant.value)
+    })
+
+  /**
+   * A consented grant's reach as its user's memberships stand now (docs/oauth.md#what-a-grant-reaches):
+   * the consented workspaces the user still belongs to, those where the user is a viewer read
+   * only. A grant whose user is gone, or belongs to none of them any more, reaches nothing.
+   */
+  const capped = (grant: OAuthGrant) =>
+    Effect.gen(function*() {
+      if (grant.userId === undefined) {
+        return { id: grant.id, workspaceIds: grant.workspaceIds, readOnlyWorkspaceIds: [] }
+      }
+      const memberships = yield* oauth.memberships(grant.userId)
+      if (Option.isNone(memberships)) return yield* unauthorized
+      const roles = new Map(memberships.value.map((m) => [m.workspaceId, m.role]))
+      const workspaceIds = grant.workspaceIds.filter((id) => roles.has(id))
+      if (workspaceIds.length === 0) return yield* unauthorized
+      return {
+        id: grant.id,
+        workspaceIds,
+        readOnlyWorkspaceIds: workspaceIds.filter((id) => roles.get(id) === "viewer")
+      }
+    })
 
   const authenticate = (header: string | undefined): Effect.Effect<Principal, Unauthorized | StorageError> => {
     const token = tokenOf(header)
@@ -148,11 +190,22 @@ export const make = Effect.gen(function*() {
       )
     }
     if (token.startsWith(prefixes.oauth)) {
-      return Effect.map(grantOf(token, isOAuthApp), (grant): Principal => ({
-        credential: { type: "oauth", id: grant.id },
-        workspaceIds: grant.workspaceIds,
-        kind: "oauth"
-      }))
+      return Effect.map(
+        Effect.orElse(
+          Effect.map(grantOf(token, isOAuthApp), (grant) => ({
+            id: grant.id,
+            workspaceIds: grant.workspaceIds,
+            readOnlyWorkspaceIds: [] as ReadonlyArray<WorkspaceId>
+          })),
+          () => consentedGrantOf(token)
+        ),
+        (grant): Principal => ({
+          credential: { type: "oauth", id: grant.id },
+          workspaceIds: grant.workspaceIds,
+          kind: "oauth",
+          ...(grant.readOnlyWorkspaceIds.length > 0 ? { readOnlyWorkspaceIds: grant.readOnlyWorkspaceIds } : {})
+        })
+      )
     }
     return Effect.fail(unauthorized)
   }
@@ -170,7 +223,8 @@ export const make = Effect.gen(function*() {
       // `authenticate` answers the two bearer kinds only; a session never reaches the MCP worker.
       kind: principal.kind as "api_key" | "oauth",
       id: principal.credential.id,
-      workspaceIds: principal.workspaceIds
+      workspaceIds: principal.workspaceIds,
+      ...(principal.readOnlyWorkspaceIds === undefined ? {} : { readOnlyWorkspaceIds: principal.readOnlyWorkspaceIds })
     }))
   }
 
@@ -202,4 +256,7 @@ export const make = Effect.gen(function*() {
   })
 })
 
-export const layer: Layer.Layer<Credentials, never, CredentialStore | DirectoryStore> = Layer.effect(Credentials, make)
+export const layer: Layer.Layer<Credentials, never, CredentialStore | DirectoryStore | OAuthStore> = Layer.effect(
+  Credentials,
+  make
+)

@@ -8,12 +8,15 @@ import { LocalDate } from "./Calendar.js"
 import { Mode, Policy } from "./Policy.js"
 import {
   ApiKeyId,
+  AuthorizationCodeId,
   EventId,
   ExperimentId,
   McpTokenId,
   MessageId,
   MilestoneId,
+  OAuthClientId,
   OAuthGrantId,
+  OAuthTokenId,
   ProgramId,
   ProjectId,
   SiteKey,
@@ -338,12 +341,72 @@ export class ApiKey extends Schema.Class<ApiKey>("ApiKey")({
  * or an operator-issued MCP token's (`mcp_…` id, `svc_mcp_…` token; `appName` is its name). The
  * id's prefix tells which: the two share one store and never answer for each other.
  */
+/**
+ * A grant of an app (or an MCP token) over workspaces. An operator-issued one carries its token's
+ * hash; one a user consented to (docs/oauth.md) names its client and user, and its tokens are
+ * `OAuthToken` records (its own `tokenHash` is the hash of a secret never handed out).
+ */
 export class OAuthGrant extends Schema.Class<OAuthGrant>("OAuthGrant")({
   id: Schema.Union(OAuthGrantId, McpTokenId),
   workspaceIds: Schema.Array(WorkspaceId),
   appName: Schema.String,
   tokenHash: Schema.String,
   createdAt: Schema.DateFromSelf,
+  revokedAt: Schema.optional(Schema.DateFromSelf),
+  /** The client it was consented to. */
+  clientId: Schema.optional(OAuthClientId),
+  /** The user who consented: the grant reaches no more than the user does, then and later. */
+  userId: Schema.optional(Schema.String)
+}) {}
+
+/**
+ * A client of the authorization server (docs/oauth.md#clients). Confidential when it has a
+ * secret (registered by the operator), public otherwise (Dynamic Client Registration, PKCE only).
+ * Redirect URIs are compared exactly.
+ */
+export class OAuthClient extends Schema.Class<OAuthClient>("OAuthClient")({
+  id: OAuthClientId,
+  name: Schema.String,
+  redirectUris: Schema.Array(Schema.String),
+  secretHash: Schema.optional(Schema.String),
+  createdAt: Schema.DateFromSelf,
+  revokedAt: Schema.optional(Schema.DateFromSelf)
+}) {}
+
+/**
+ * An authorization code as issued on consent (docs/oauth.md#codes): single-use, short-lived, bound
+ * to its client, redirect URI and PKCE challenge. `usedAt` is set by the one exchange that wins;
+ * `grantId` names the grant it produced, so that a second presentation can revoke it.
+ */
+export class AuthorizationCode extends Schema.Class<AuthorizationCode>("AuthorizationCode")({
+  id: AuthorizationCodeId,
+  codeHash: Schema.String,
+  clientId: OAuthClientId,
+  userId: Schema.String,
+  redirectUri: Schema.String,
+  codeChallenge: Schema.String,
+  workspaceIds: Schema.Array(WorkspaceId),
+  createdAt: Schema.DateFromSelf,
+  expiresAt: Schema.DateFromSelf,
+  usedAt: Schema.optional(Schema.DateFromSelf),
+  grantId: Schema.optional(OAuthGrantId)
+}) {}
+
+export const OAuthTokenKind = Schema.Literal("access", "refresh")
+export type OAuthTokenKind = typeof OAuthTokenKind.Type
+
+/**
+ * An access (`svc_oat_…`) or refresh (`svc_ort_…`) token of a consented grant, stored as a hash.
+ * A refresh token is spent once (`usedAt`); an access token expires (`expiresAt`).
+ */
+export class OAuthToken extends Schema.Class<OAuthToken>("OAuthToken")({
+  id: OAuthTokenId,
+  tokenHash: Schema.String,
+  kind: OAuthTokenKind,
+  grantId: OAuthGrantId,
+  createdAt: Schema.DateFromSelf,
+  expiresAt: Schema.DateFromSelf,
+  usedAt: Schema.optional(Schema.DateFromSelf),
   revokedAt: Schema.optional(Schema.DateFromSelf)
 }) {}
 

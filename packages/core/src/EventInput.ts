@@ -355,6 +355,31 @@ export const checkEventRecord = (u: unknown, now: Date): Either.Either<Action, I
   return isInFuture(action, now) ? Either.left(tooFarAhead()) : Either.right(action)
 }
 
+const decodeCountEither = Schema.decodeUnknownEither(CountAction, eitherOptions)
+
+/**
+ * `decodeCountAction` with `now` given, as a value: for a caller that checks many actions at once
+ * (a history import), with the same checks and answers.
+ */
+export const checkCountAction = (u: unknown, now: Date): Either.Either<Action, InvalidBody> => {
+  if (!isCleanText(u)) return Either.left(uncleanText())
+  const decoded = decodeCountEither(u)
+  if (Either.isLeft(decoded)) return Either.left(invalidBody(decoded.left))
+  const r = decoded.right
+  const action: Action = {
+    userHash: r.userHash,
+    eventType: "streak_interaction",
+    ts: tsOf(r.ts),
+    tz: r.tz,
+    idempotencyKey: r.idempotencyKey,
+    externalService: r.externalService,
+    integrationId: r.integrationId,
+    test: r.test === true,
+    extra: extraOf({ meta: r.meta })
+  }
+  return isInFuture(action, now) ? Either.left(tooFarAhead()) : Either.right(action)
+}
+
 const decodeWebhook = decoder(WebhookEvent)
 const decodeCount = decoder(CountAction)
 const decodeHash = Schema.decodeUnknownEither(UserHash, { errors: "first" })

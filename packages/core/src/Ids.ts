@@ -87,6 +87,15 @@ export type OAuthGrantId = typeof OAuthGrantId.Type
 /** An operator-issued MCP token (docs/mcp.md), stored as a grant beside the OAuth apps' ones. */
 export const McpTokenId = id("McpTokenId", "mcp_")
 export type McpTokenId = typeof McpTokenId.Type
+/** A client of the OAuth authorization server (docs/oauth.md): registered by the operator or by itself. */
+export const OAuthClientId = id("OAuthClientId", "oac_")
+export type OAuthClientId = typeof OAuthClientId.Type
+/** An authorization code's record (the code itself is a secret, stored as a hash). */
+export const AuthorizationCodeId = id("AuthorizationCodeId", "ocd_")
+export type AuthorizationCodeId = typeof AuthorizationCodeId.Type
+/** An access or refresh token's record of a consented grant (the token is stored as a hash). */
+export const OAuthTokenId = id("OAuthTokenId", "otk_")
+export type OAuthTokenId = typeof OAuthTokenId.Type
 export const ExperimentId = id("ExperimentId", "exp_")
 export type ExperimentId = typeof ExperimentId.Type
 export const EventId = id("EventId", "evt_")
@@ -108,6 +117,9 @@ export const InviteId = id("InviteId", "inv_")
 export type InviteId = typeof InviteId.Type
 export const AuditEntryId = id("AuditEntryId", "aud_")
 export type AuditEntryId = typeof AuditEntryId.Type
+/** A history import (docs/operations.md#bringing-your-history). */
+export const ImportId = id("ImportId", "imp_")
+export type ImportId = typeof ImportId.Type
 
 const USER_HASH_MAX = 256
 const EMAIL = /^[^@\s]+@[^@\s]+\.[^@\s]+$/
@@ -143,6 +155,9 @@ export interface Kinds {
   readonly ApiKeyId: typeof ApiKeyId
   readonly OAuthGrantId: typeof OAuthGrantId
   readonly McpTokenId: typeof McpTokenId
+  readonly OAuthClientId: typeof OAuthClientId
+  readonly AuthorizationCodeId: typeof AuthorizationCodeId
+  readonly OAuthTokenId: typeof OAuthTokenId
   readonly ExperimentId: typeof ExperimentId
   readonly EventId: typeof EventId
   readonly MessageId: typeof MessageId
@@ -153,6 +168,7 @@ export interface Kinds {
   readonly AuditEntryId: typeof AuditEntryId
   readonly PauseId: typeof PauseId
   readonly OutageId: typeof OutageId
+  readonly ImportId: typeof ImportId
 }
 
 type Kind = keyof Kinds

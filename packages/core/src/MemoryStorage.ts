@@ -4,6 +4,8 @@
  */
 import { Context, Effect, Layer } from "effect"
 import { makeAudit } from "./internal/memoryAudit.js"
+import { ImportStore } from "./ImportStore.js"
+import { makeImports } from "./internal/memoryImports.js"
 import { makeCatalog } from "./internal/memoryCatalog.js"
 import { makeOutbox } from "./internal/memoryOutbox.js"
 import { makeReports } from "./internal/memoryReports.js"
@@ -49,7 +51,8 @@ export const make: Effect.Effect<Context.Context<Storage>> = Effect.sync(() => {
     Context.add(Outbox, makeOutbox(state, runner)),
     Context.add(UsageStore, makeUsage(state, runner)),
     Context.add(ReportStore, makeReports(state, runner)),
-    Context.add(AuditLog, makeAudit(state, runner))
+    Context.add(AuditLog, makeAudit(state, runner)),
+    Context.add(ImportStore, makeImports(state, runner))
   )
 })
 

@@ -10,17 +10,21 @@ import {
   type Achievement,
   type ActionRecord,
   ApiKey,
+  AuthorizationCode,
   type AuditEntry,
   type CredentialRef,
   type DeliveryAttempt,
   type EventType,
   Experiment,
+  Invite,
+  type Membership,
   type FreezeGrant,
   type Pause,
   type Repair,
-  Invite,
   type Ledger,
+  OAuthClient,
   OAuthGrant,
+  OAuthToken,
   type Outage,
   type OutboundEventType,
   type OutboxMessage,
@@ -39,10 +43,15 @@ import {
 } from "./Domain.js"
 import type { StorageError } from "./Errors.js"
 import type { Policy } from "./Policy.js"
+import type { ImportStore } from "./ImportStore.js"
 import type { ReportStore } from "./ReportStore.js"
 import type { UsageEntry } from "./Usage.js"
 import type {
   ApiKeyId,
+  AuthorizationCodeId,
+  OAuthClientId,
+  OAuthGrantId,
+  OAuthTokenId,
   MessageId,
   MilestoneId,
   ProgramId,
@@ -73,6 +82,9 @@ export interface CatalogRecords {
   readonly apiKey: ApiKey
   readonly grant: OAuthGrant
   readonly experiment: Experiment
+  readonly oauthClient: OAuthClient
+  readonly authorizationCode: AuthorizationCode
+  readonly oauthToken: OAuthToken
   readonly user: User
   readonly session: Session
   readonly invite: Invite
@@ -93,6 +105,9 @@ export const catalogSchemas: {
   apiKey: ApiKey,
   grant: OAuthGrant,
   experiment: Experiment,
+  oauthClient: OAuthClient,
+  authorizationCode: AuthorizationCode,
+  oauthToken: OAuthToken,
   user: User,
   session: Session,
   invite: Invite
@@ -105,8 +120,11 @@ export interface CatalogFields {
   readonly program: "id" | "projectId" | "eventKey" | "status"
   readonly subscription: "id" | "programId" | "workspaceId"
   readonly apiKey: "id" | "tokenHash" | "revokedAt" | "workspaceId"
-  readonly grant: "id" | "tokenHash" | "revokedAt"
+  readonly grant: "id" | "tokenHash" | "revokedAt" | "clientId" | "userId"
   readonly experiment: "id" | "programId" | "endedAt"
+  readonly oauthClient: "id" | "revokedAt"
+  readonly authorizationCode: "id" | "codeHash" | "usedAt"
+  readonly oauthToken: "id" | "tokenHash" | "grantId" | "usedAt" | "revokedAt"
   readonly user: "id" | "emailKey"
   readonly session: "id" | "tokenHash" | "userId"
   readonly invite: "id" | "tokenHash" | "userId" | "usedAt"
@@ -501,6 +519,7 @@ export type Storage =
   | UsageStore
   | ReportStore
   | AuditLog
+  | ImportStore
 
 // Stores core builds on the `Catalog` (`Storage.layer`): services read and write tenancy through
 // them; an adapter does not implement them.
@@ -568,6 +587,41 @@ export class CredentialStore extends Context.Tag("@streaks/core/CredentialStore"
   ) => Io<Option.Option<OAuthGrant>>
 }>() {}
 
+/**
+ * The records of the OAuth authorization server (docs/oauth.md), on the `Catalog`: clients,
+ * authorization codes, consented grants and their access and refresh tokens (hashes only).
+ */
+export class OAuthStore extends Context.Tag("@streaks/core/OAuthStore")<OAuthStore, {
+  readonly createClient: (client: OAuthClient) => Io<void>
+  /** An unrevoked client. */
+  readonly client: (id: OAuthClientId) => Io<Option.Option<OAuthClient>>
+  /** Marks the client revoked; None if unknown or already revoked. */
+  readonly revokeClient: (id: OAuthClientId, at: Date) => Io<Option.Option<OAuthClient>>
+  /** The unrevoked grants consented to the client. */
+  readonly grantsOfClient: (id: OAuthClientId) => Io<ReadonlyArray<OAuthGrant>>
+  /** The unrevoked grants the user consented to. */
+  readonly grantsOfUser: (userId: string) => Io<ReadonlyArray<OAuthGrant>>
+  /** An unrevoked grant by id. */
+  readonly grant: (id: OAuthGrant["id"]) => Io<Option.Option<OAuthGrant>>
+  readonly createCode: (code: AuthorizationCode) => Io<void>
+  /** The code with this hash, spent or not. */
+  readonly codeByHash: (codeHash: string) => Io<Option.Option<AuthorizationCode>>
+  /**
+   * Spends an unspent code, recording the grant it produces. MUST be atomic: of concurrent callers
+   * exactly one gets the code; the others (and every later caller) get None.
+   */
+  readonly spendCode: (id: AuthorizationCodeId, at: Date, grantId: OAuthGrantId) => Io<Option.Option<AuthorizationCode>>
+  readonly createToken: (token: OAuthToken) => Io<void>
+  /** The token with this hash, spent, revoked or expired alike. */
+  readonly tokenByHash: (tokenHash: string) => Io<Option.Option<OAuthToken>>
+  /** Spends an unspent, unrevoked refresh token; atomic as `spendCode`. */
+  readonly spendToken: (id: OAuthTokenId, at: Date) => Io<Option.Option<OAuthToken>>
+  /** Marks the token revoked; None if unknown or already revoked. */
+  readonly revokeToken: (id: OAuthTokenId, at: Date) => Io<Option.Option<OAuthToken>>
+  /** The user's workspaces and roles as they stand now; None for an unknown user. */
+  readonly memberships: (userId: string) => Io<Option.Option<ReadonlyArray<Membership>>>
+}>() {}
+
 /** Holdout experiments, on the `Catalog`. */
 export class ExperimentStore extends Context.Tag("@streaks/core/ExperimentStore")<ExperimentStore, {
   /** Refuses (false) when the program already has a running experiment. */
@@ -580,4 +634,10 @@ export class ExperimentStore extends Context.Tag("@streaks/core/ExperimentStore"
 }>() {}
 
 /** Every store services use: the ports and what `Storage.layer` builds on them. */
-export type Stores = Storage | DirectoryStore | SubscriptionStore | CredentialStore | ExperimentStore
+export type Stores =
+  | Storage
+  | DirectoryStore
+  | SubscriptionStore
+  | CredentialStore
+  | ExperimentStore
+  | OAuthStore

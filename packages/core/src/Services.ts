@@ -11,8 +11,10 @@ import * as Credentials from "./Credentials.js"
 import * as DueChecks from "./DueChecks.js"
 import * as Experiments from "./Experiments.js"
 import * as Forgiveness from "./Forgiveness.js"
+import * as Imports from "./Imports.js"
 import * as Ingest from "./Ingest.js"
 import * as Metering from "./Metering.js"
+import * as OAuthServer from "./OAuthServer.js"
 import * as Passwords from "./Passwords.js"
 import * as Provisioning from "./Provisioning.js"
 import * as Reports from "./Reports.js"
@@ -32,10 +34,12 @@ export type Services =
   | Subscriptions.Subscriptions
   | Reports.Reports
   | StreakPolicies.StreakPolicies
+  | OAuthServer.OAuthServer
   | Forgiveness.Forgiveness
   | Audit.Audit
   | Accounts.Accounts
   | Connections.Connections
+  | Imports.Imports
 
 /** How the batching services group their work (see `Ingest.BatchOptions`, `StateQuery.ReadOptions`). */
 export interface Options {
@@ -57,9 +61,11 @@ export const layerWith = (options: Options) =>
     Subscriptions.layer,
     Reports.layer,
     StreakPolicies.layer,
+    OAuthServer.layer,
     Forgiveness.layer,
     Accounts.layer.pipe(Layer.provide(Passwords.layer)),
-    Connections.layer
+    Connections.layer,
+    Imports.layer
   ).pipe(Layer.provideMerge(Audit.layer))
 
 /** Every core service, with the default batching. */

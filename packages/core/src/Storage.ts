@@ -11,6 +11,7 @@ import {
   CredentialStore,
   DirectoryStore,
   ExperimentStore,
+  OAuthStore,
   type Storage,
   type Stores,
   SubscriptionStore
@@ -49,6 +50,7 @@ export const make: Effect.Effect<Context.Context<Exclude<Complete, Storage>>, ne
       Context.add(SubscriptionStore, CatalogStores.subscriptions(catalog)),
       Context.add(CredentialStore, CatalogStores.credentials(catalog)),
       Context.add(ExperimentStore, CatalogStores.experiments(catalog)),
+      Context.add(OAuthStore, CatalogStores.oauth(catalog)),
       Context.add(IngestStore.IngestStore, ingest),
       Context.add(StateStore.StateStore, state)
     )

@@ -18,6 +18,9 @@ export type TokenKind =
   | "webhook"
   | "apiKey"
   | "oauth"
+  | "oauthRefresh"
+  | "oauthCode"
+  | "oauthClientSecret"
   | "mcp"
   | "subscription"
   | "signing"
@@ -30,6 +33,9 @@ export const prefixes: Record<TokenKind, string> = {
   webhook: "whi_",
   apiKey: "svc_api_",
   oauth: "svc_oat_",
+  oauthRefresh: "svc_ort_",
+  oauthCode: "svc_ocd_",
+  oauthClientSecret: "svc_ocs_",
   mcp: "svc_mcp_",
   subscription: "whsec_",
   signing: "ass_",

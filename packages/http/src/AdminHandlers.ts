@@ -5,7 +5,7 @@
  * is recorded in the audit log with the operator as its actor, in the change's own transaction.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Accounts, Aliases, Audit, Forgiveness, Ids, Ports, Provisioning, StreakPolicies } from "@streaks/core"
+import { Accounts, Aliases, Audit, Forgiveness, Ids, OAuthServer, Ports, Provisioning, StreakPolicies } from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import * as AuditTrail from "./AuditTrail.js"
@@ -21,6 +21,7 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
     const policies = yield* StreakPolicies.StreakPolicies
     const jobs = yield* Jobs
     const forgiveness = yield* Forgiveness.Forgiveness
+    const oauth = yield* OAuthServer.OAuthServer
     const accounts = yield* Accounts.Accounts
     const audit = yield* Audit.Audit
     const directory = yield* Ports.DirectoryStore
@@ -121,6 +122,16 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
         ))
       .handle("revokeGrant", ({ path }) =>
         audited(provisioning.revokeOAuthGrant(path.id))(() => ({ action: "oauth_grant.revoke", target: path.id })))
+      .handle("createOAuthClient", ({ payload }) =>
+        Effect.map(
+          Effect.flatMap(
+            AuditTrail.byOperator,
+            (by) =>
+              oauth.registerClient({ name: payload.name, redirectUris: payload.redirectUris, confidential: true }, by)
+          ),
+          ({ client, clientSecret }) => ({ clientId: client.id, clientSecret: clientSecret ?? "" })
+        ))
+      .handle("revokeOAuthClient", ({ path }) => Effect.flatMap(AuditTrail.byOperator, (by) => oauth.revokeClient(path.id, by)))
       .handle("createUser", ({ payload }) =>
         Effect.gen(function*() {
           // Accounts records the user's creation itself, in its own transaction.

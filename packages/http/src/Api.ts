@@ -327,6 +327,27 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
+    HttpApiEndpoint.post("createOAuthClient", "/admin/oauth-clients").setPayload(S.OAuthClientBody).addSuccess(
+      S.OAuthClientCreated,
+      Created
+    )
+      .annotateContext(Doc.route({
+        summary: "Register an OAuth client",
+        description:
+          "A confidential client of the authorization server (`/oauth/authorize`, `/oauth/token`): its redirect URIs are compared exactly (https, or http on a loopback host). The client secret is shown this once.",
+        errors: []
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("revokeOAuthClient")`/admin/oauth-clients/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Remove an OAuth client",
+        description:
+          "Every grant users consented to it ends at once (tokens stop working, its subscriptions are removed); the client can no longer start a flow.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("createUser", "/admin/users").setPayload(S.UserBody).addSuccess(S.UserCreated, Created)
       .annotateContext(Doc.route({
         summary: "Create a user",
@@ -738,6 +759,49 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
         summary: "The audit log of your workspaces",
         description: "Every write made with a credential in the workspaces this credential reaches, newest first, a " +
           "page at a time (see `GET /admin/audit`)."
+      }))
+  )
+  .add(
+    HttpApiEndpoint.post("startImport")`/programs/${programId}/imports`
+      .addSuccess(S.ImportStarted, Accepted)
+      .annotateContext(Doc.route({
+        summary: "Import past actions (history import)",
+        description: "The body is streamed: one action per line, as NDJSON (`application/x-ndjson`) or as CSV " +
+          "with a header (`text/csv`; columns `userHash, ts, tz, idempotencyKey, meta`). Each line is checked " +
+          "as the count-action route checks a body (`ts` required); a bad line is rejected with its code and the " +
+          "rest go on. A line's identity is its `idempotencyKey`, else its `userHash` and `ts`: a line whose " +
+          "identity is stored already counts as a duplicate. Actions go to the live ledger (a test program " +
+          "stays in test); once the body is read the answer is 202, and the members' streaks, bests and " +
+          "milestones are recomputed in the background, with no outbound event for the past.",
+        errors: ["NOT_FOUND"],
+        success: "Accepted: every line is read; follow the import with its id."
+      }))
+      .annotate(OpenApi.Override, {
+        requestBody: {
+          required: true,
+          content: {
+            "application/x-ndjson": {
+              schema: { type: "string", maxLength: 2147483647 },
+              example: "{\"userHash\":\"u_8f14e45f\",\"ts\":\"2026-03-01T08:15:00+01:00\",\"tz\":\"Europe/Paris\"}\n"
+            },
+            "text/csv": {
+              schema: { type: "string", maxLength: 2147483647 },
+              example: "userHash,ts,tz,idempotencyKey\nu_8f14e45f,2026-03-01T08:15:00+01:00,Europe/Paris,ord-1\n"
+            }
+          }
+        }
+      })
+  )
+  .add(
+    HttpApiEndpoint.get("import")`/programs/${programId}/imports/${
+      HttpApiSchema.param("importId", S.text(S.bounds.id))
+    }`
+      .addSuccess(S.ImportView)
+      .annotateContext(Doc.route({
+        summary: "A history import and its progress",
+        description: "`running` while lines are loaded and streaks recomputed, then `finished` (or `failed`). " +
+          "Lines are numbered from 1 (a CSV header is line 1).",
+        errors: ["NOT_FOUND"]
       }))
   )
   .middleware(CustomerAuth)

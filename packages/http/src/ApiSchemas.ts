@@ -340,6 +340,12 @@ export const GrantBody = Schema.Struct({
   appName: nonEmpty(bounds.name)
 })
 export const GrantCreated = Schema.Struct({ id: Schema.String, accessToken: Schema.String })
+/** Bounds of an OAuth client's registration (as `OAuthServer.limits`). */
+export const OAuthClientBody = Schema.Struct({
+  name: nonEmpty(bounds.name),
+  redirectUris: Schema.Array(text(2000)).pipe(Schema.minItems(1), Schema.maxItems(10))
+})
+export const OAuthClientCreated = Schema.Struct({ clientId: Schema.String, clientSecret: Schema.String })
 export const UserBody = Schema.Struct({
   email: nonEmpty(254),
   name: nonEmpty(bounds.name),
@@ -708,6 +714,28 @@ export const ExperimentId = Schema.String.pipe(Schema.minLength(1), Schema.maxLe
 
 /** An experiment with its groups and Proof report (docs/api.md, "Proof report"). */
 export const ExperimentReport = ProofReport.ExperimentReport
+
+/** The answer to starting a history import (docs/api.md#import-history). */
+export const ImportStarted = Schema.Struct({ importId: text(bounds.id) }).annotations({ identifier: "ImportStarted" })
+
+const lineCount = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
+
+/** A history import and its progress (docs/api.md#import-history). */
+export const ImportView = Schema.Struct({
+  id: text(bounds.id),
+  status: Schema.Literal("running", "finished", "failed"),
+  received: lineCount.annotations({ description: "Lines read (blank lines and a CSV header are not counted)." }),
+  imported: lineCount.annotations({ description: "Lines stored as new actions." }),
+  duplicates: lineCount.annotations({
+    description: "Lines whose identity (idempotencyKey, else userHash and ts) was stored already."
+  }),
+  rejected: Schema.Array(Schema.Struct({
+    line: lineCount.annotations({ description: "The line's number in the input, from 1." }),
+    error: text(64).annotations({ description: "The code ingest answers for such an action." })
+  })).annotations({ description: "The first 1000 rejected lines." }),
+  startedAt: text(64),
+  finishedAt: Schema.optional(text(64))
+}).annotations({ identifier: "ImportView" })
 
 export const Health = Schema.Struct({ status: Schema.Literal("ok") })
 

@@ -141,6 +141,35 @@ export const layerCustomer = Layer.effect(
         return principal
       })
 
+    /**
+     * A consented OAuth grant reaches no more than its user: where the user is a viewer, the grant
+     * reads only (docs/oauth.md#what-a-grant-reaches). A write to such a workspace's program answers
+     * 403, and a write elsewhere reaches only the other workspaces.
+     */
+    const bearerWrites = (principal: Credentials.Principal) =>
+      Effect.gen(function*() {
+        const readOnly = principal.readOnlyWorkspaceIds ?? []
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (readOnly.length === 0 || Sessions.isSafeMethod(request.method)) return principal
+        const writable = principal.workspaceIds.filter((id) => !readOnly.includes(id))
+        if (writable.length === 0) return yield* viewerWrite
+        const program = programPath.exec(new URL(request.url, "http://localhost").pathname)?.[1]
+        if (program !== undefined) {
+          const reached = yield* Effect.option(
+            Effect.provideService(
+              Credentials.reach(principal, decodeURIComponent(program)),
+              Ports.DirectoryStore,
+              directory
+            )
+          )
+          if (Option.isSome(reached) && readOnly.includes(reached.value.project.workspaceId)) {
+            return yield* viewerWrite
+          }
+        }
+        const limited: Credentials.Principal = { ...principal, workspaceIds: writable, readOnlyWorkspaceIds: [] }
+        return limited
+      })
+
     // Both schemes of the middleware run this one decision (a bearer header wins over a cookie);
     // the platform tries the second scheme when the first fails, and then only repeats the first's
     // answer, so a request is judged and charged once.
@@ -155,7 +184,10 @@ export const layerCustomer = Layer.effect(
         const cookie = yield* Sessions.tokenOf
         const principal = bearer.length === 0 && Option.isSome(cookie)
           ? yield* sessionPrincipal(cookie.value, client.address)
-          : yield* bearerPrincipal(bearer.length === 0 ? undefined : `Bearer ${bearer}`, client.address)
+          : yield* Effect.flatMap(
+            bearerPrincipal(bearer.length === 0 ? undefined : `Bearer ${bearer}`, client.address),
+            bearerWrites
+          )
         const key = credentialKey(principal)
         yield* answerWithLimits(limiter, [["credential", key]])
         const decision = yield* limiter.take("credential", key)

@@ -3,7 +3,7 @@
  * is looked up through the credential's reach, so a program outside it answers 404 like an unknown
  * one.
  */
-import { HttpApiBuilder } from "@effect/platform"
+import { HttpApiBuilder, HttpServerRequest } from "@effect/platform"
 import {
   Audit,
   Connections,
@@ -12,6 +12,7 @@ import {
   EventInput,
   Experiments,
   Forgiveness,
+  Imports,
   Ingest,
   Metering,
   Provisioning,
@@ -21,14 +22,25 @@ import {
   Subscriptions,
   WebhookSamples
 } from "@streaks/core"
-import { Effect, Option } from "effect"
+import { Effect, Option, Stream } from "effect"
 import { Api, CurrentPrincipal } from "./Api.js"
 import * as AuditTrail from "./AuditTrail.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { checkParts } from "./IngestHandlers.js"
 import * as S from "./ApiSchemas.js"
+import * as JsonLimits from "./JsonLimits.js"
 import * as Sessions from "./Sessions.js"
 import * as Views from "./Views.js"
+
+/** The format of an import body by its content type, else undefined. */
+export const importFormat = (contentType: string | undefined): Imports.Format | undefined => {
+  const type = contentType?.split(";")[0]?.trim().toLowerCase()
+  return type === "application/x-ndjson" ? "ndjson" : type === "text/csv" ? "csv" : undefined
+}
+
+/** An imported line's parts are limited as an action body's (413 there: PAYLOAD_TOO_LARGE here). */
+export const lineLimits = (u: unknown): string | undefined =>
+  Option.isSome(JsonLimits.oversize(u)) ? "PAYLOAD_TOO_LARGE" : undefined
 
 export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
   Effect.gen(function*() {
@@ -62,6 +74,8 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       (principal.readOnlyWorkspaceIds ?? []).includes(workspaceId as never)
         ? Effect.fail(new Errors.Forbidden({ message: "a viewer reads only" }))
         : Effect.void
+
+    const imports = yield* Imports.Imports
 
     const reach = (programId: string) =>
       Effect.flatMap(CurrentPrincipal, (principal) =>
@@ -268,6 +282,34 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("experiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           experiments.get(program.id, path.experimentId)))
+      .handle("startImport", ({ path }) =>
+        Effect.gen(function*() {
+          // The body's type is checked before the program, as a body is everywhere.
+          const request = yield* HttpServerRequest.HttpServerRequest
+          const format = importFormat(request.headers["content-type"])
+          if (format === undefined) {
+            return yield* new Errors.InvalidBody({ message: "content-type: send application/x-ndjson or text/csv" })
+          }
+          const { program } = yield* reach(path.programId)
+          const job = yield* imports.start(program.id)
+          const loaded = yield* imports.load(
+            job,
+            Imports.lines(Stream.decodeText(
+              Stream.mapError(request.stream, () =>
+                new Errors.InvalidBody({ message: "body: could not be read" }))
+            )),
+            {
+              format,
+              checkLine: lineLimits
+            }
+          )
+          // The recomputation outlives the request: the import is followed with its id.
+          yield* Effect.forkDaemon(imports.finish(loaded))
+          return { importId: job.id }
+        }))
+      .handle("import", ({ path }) =>
+        Effect.flatMap(reach(path.programId), ({ program }) =>
+          Effect.map(imports.get(program.id, path.importId), Imports.view)))
       .handle("stopExperiment", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program, project }) =>
           audited(experiments.stop(program.id))(() => ({

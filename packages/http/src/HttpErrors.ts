@@ -179,6 +179,18 @@ export const retryAfterOf = (e: unknown): number | undefined => {
   return code === "IDEMPOTENCY_KEY_IN_PROGRESS" ? 1 : undefined
 }
 
+const IMPORT_ROUTE = /^\/v1\/api\/programs\/[^/?#]+\/imports\/?(?:[?#]|$)/
+
+const STREAMED_TYPE = /^\s*(application\/x-ndjson|text\/csv)\s*(;|$)/i
+
+/**
+ * Whether a request's body is streamed with no overall cap: an NDJSON or CSV body of
+ * `POST /v1/api/programs/{id}/imports` (docs/api.md#import-history), whose lines are checked one by
+ * one. Any other body of that route is capped as every body is.
+ */
+export const isStreamedBody = (method: string, url: string, contentType: string | undefined): boolean =>
+  method === "POST" && contentType !== undefined && STREAMED_TYPE.test(contentType) && IMPORT_ROUTE.test(url)
+
 /**
  * The middleware function behind `ErrorMapping`: refuses bodies declaring more than
  * `maxBodyBytes` before reading them, caps what is read at `maxBodyBytes`, and maps
@@ -194,7 +206,9 @@ export const retryAfterOf = (e: unknown): number | undefined => {
 export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
   Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const declared = request.headers["content-length"]
-    if (declared !== undefined && Number(declared) > maxBodyBytes) return Effect.succeed(tooLarge)
+    // A history import streams its body line by line, each line limited as an action's body.
+    const streamed = isStreamedBody(request.method, request.url, request.headers["content-type"])
+    if (!streamed && declared !== undefined && Number(declared) > maxBodyBytes) return Effect.succeed(tooLarge)
     // No route takes a multipart body, and the platform's multipart reader can wait forever on a
     // body that never brings its boundary: refused before anything reads it.
     if (request.headers["content-type"]?.toLowerCase().trimStart().startsWith("multipart/") === true) {
@@ -203,7 +217,7 @@ export const mapErrors = (app: HttpApp.Default): HttpApp.Default =>
     const checked = Effect.flatMap(TextHygiene.refuses, (refused) => (refused ? Effect.succeed(invalidBody) : app))
     return Effect.zipRight(
       RateLimitHeaders.fallback(request),
-      HttpIncomingMessage.withMaxBodySize(checked, Option.some(maxBodyBytes))
+      HttpIncomingMessage.withMaxBodySize(checked, streamed ? Option.none() : Option.some(maxBodyBytes))
     )
   }).pipe(Effect.catchAllCause((cause) => {
     const failure = Cause.failureOption(cause)

@@ -68,10 +68,15 @@ const baseUrlOf = (
   client: ClientAddress.Client
 ): string => Option.getOrElse(config.baseUrl, () => `${client.scheme}://${request.headers["host"] ?? "localhost"}`)
 
-/** The RFC 9728 document: the worker is a resource that takes bearer tokens in the header only. */
+/**
+ * The RFC 9728 document: the worker is a resource that takes bearer tokens in the header only,
+ * issued by the authorization server at the service's base URL (docs/oauth.md), so that an MCP
+ * client can run the OAuth flow itself.
+ */
 export const metadata = (baseUrl: string) => ({
   resource: `${baseUrl}${path}`,
   resource_name: "Streaks MCP worker",
+  authorization_servers: [baseUrl],
   bearer_methods_supported: ["header"]
 })
 

@@ -87,6 +87,14 @@ const objectSchema = (schema: Schema.Schema.Any): Descriptor["inputSchema"] => {
 
 const invalidArguments = (error: ParseResult.ParseError) => EventInput.invalidBody(error, "arguments")
 
+/** The caller as a writer: without the workspaces it reaches read only. */
+const writer = (caller: Credentials.McpPrincipal): Credentials.McpPrincipal => {
+  const readOnly = caller.readOnlyWorkspaceIds ?? []
+  return readOnly.length === 0
+    ? caller
+    : { ...caller, workspaceIds: caller.workspaceIds.filter((id) => !readOnly.includes(id)), readOnlyWorkspaceIds: [] }
+}
+
 const tool = <I, IE, O, OE>(definition: Definition<I, IE, O, OE>): Tool => {
   // Unknown arguments are refused, as the published schema (`additionalProperties: false`) says.
   const decode = Schema.decodeUnknown(definition.input, { errors: "first", onExcessProperty: "error" })
@@ -110,7 +118,9 @@ const tool = <I, IE, O, OE>(definition: Definition<I, IE, O, OE>): Tool => {
     call: (caller, args) =>
       decode(args ?? {}).pipe(
         Effect.mapError(invalidArguments),
-        Effect.flatMap((input) => definition.run(caller, input)),
+        // A write reaches only the workspaces the caller may write to (a consented grant whose user
+        // is a viewer somewhere reads there only): elsewhere the program is not found.
+        Effect.flatMap((input) => definition.run(definition.readOnly ? caller : writer(caller), input)),
         Effect.flatMap((output) => Effect.orDie(encode(output))),
         Effect.map((encoded) => encoded as Record<string, unknown>)
       )

@@ -2,13 +2,15 @@
  * The `streaks` command line: `serve` runs the service, `migrate` prepares the database and
  * exits, `demo` provisions a demo tenant and prints its credentials (shown once), `mcp` runs the
  * MCP worker on its own (Streamable HTTP, or stdio for a local agent), `users invite` creates a
- * user and prints the one-time link where they set a password (docs/operations.md#creating-the-first-owner).
+ * user and prints the one-time link where they set a password (docs/operations.md#creating-the-first-owner),
+ * `import` loads a file of past actions into a program.
  */
 import { Command, Options } from "@effect/cli"
 import { PgStorage } from "@streaks/storage-pg"
 import { Accounts, OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import * as Demo from "./Demo.js"
+import * as ImportCommand from "./ImportCommand.js"
 import * as Main from "./Main.js"
 import * as McpWorker from "./McpWorker.js"
 import * as SecretKey from "./SecretKey.js"
@@ -137,6 +139,8 @@ const mcp = Command.make("mcp", { stdio, port: mcpPort }, ({ port, stdio }) =>
     onFalse: () => reportFailure(mcpHttp(port))
   }))
 
-export const command = Command.make("streaks").pipe(Command.withSubcommands([serve, migrate, demo, mcp, users]))
+export const command = Command.make("streaks").pipe(
+  Command.withSubcommands([serve, migrate, demo, mcp, users, ImportCommand.command])
+)
 
 export const run = Command.run(command, { name: "streaks", version: "0.1.0" })

@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { ClientAddress, DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
-import { AccessLog, ConsolePage, Http, HttpConfig, Jobs, RateLimit, WidgetScript } from "@streaks/http"
+import { AccessLog, ConsolePage, Http, HttpConfig, Jobs, OAuthRoutes, RateLimit, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
 import { McpLimits } from "@streaks/mcp/McpLimits"
@@ -87,6 +87,12 @@ const mcpRoutes = StreamableHttp.layerRoutes.pipe(
   Layer.provide(Layer.effect(McpLimits, Effect.map(RateLimit.RateLimiter, RateLimit.gate)))
 )
 
+/**
+ * The authorization server (`/oauth/*` and its metadata, docs/oauth.md), its settings from the
+ * environment, under the same failed-authentication budgets as the other credential routes.
+ */
+const oauthRoutes = OAuthRoutes.layerRoutes.pipe(Layer.provide(OAuthRoutes.layerConfig))
+
 /** The rate limiter with the configured limits, shared by every route of one process. */
 export const layerRateLimit = (config: ServerConfig) =>
   RateLimit.layer({
@@ -108,7 +114,7 @@ export const layer = (config: ServerConfig) => {
   // The fast path answers the hot public routes in front of HttpApi.
   const http = Http.layerServer(
     { port: config.port, host: config.host },
-    Layer.mergeAll(mcpRoutes, widgetRoutes, consoleRoutes),
+    Layer.mergeAll(mcpRoutes, widgetRoutes, oauthRoutes, consoleRoutes),
     (api) =>
       Effect.flatMap(
         FastPath.front(api),

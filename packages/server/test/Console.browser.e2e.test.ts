@@ -16,7 +16,7 @@ import * as Chromium from "./support/Chromium.js"
 import { call, EMAIL, PASSWORD, seed, server, type World } from "./support/ConsoleWorld.js"
 
 const images = fileURLToPath(new URL("../../../docs/images/", import.meta.url))
-const chromium = Chromium.find()
+const chromium = Chromium.executable()
 
 interface Signed {
   readonly world: World
@@ -77,8 +77,8 @@ const onLedger = (world: World, userHash: string) =>
     headers: { authorization: `Bearer ${world.apiKey}` }
   })
 
-const suite = "skip" in chromium ? describe.skip : describe
-if ("skip" in chromium) console.warn(`console browser tests skipped: ${chromium.skip}`)
+const suite = "missing" in chromium ? describe.skip : describe
+if ("missing" in chromium) console.warn(`console browser tests skipped: ${chromium.missing}`)
 
 suite("the console", () => {
   layer(

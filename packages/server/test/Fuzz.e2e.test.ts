@@ -5,7 +5,8 @@
  * authentication. Each answer must hold three rules:
  * - never a 5xx;
  * - every error body is `{"error": CODE}` with a code of docs/api.md's error table (MCP protocol
- *   errors: a JSON-RPC error object);
+ *   errors: a JSON-RPC error object; the OAuth endpoints: an RFC 6749 / RFC 7591 error code, and
+ *   on `/oauth/authorize` an HTML error page);
  * - a rejected request (status 400 or more, or an MCP tool result with `isError`) changes no row
  *   of any table (a checksum of every table before and after), but for the one change a refused
  *   sign-in must make: an account's failure count and its audit entry (docs/accounts.md#sign-in).
@@ -43,7 +44,8 @@ const settings = {
   // Limits would answer most requests 429 before they reach anything else.
   STREAKS_RATE_LIMIT_IP: "0",
   STREAKS_RATE_LIMIT_SITE: "0",
-  STREAKS_RATE_LIMIT_AUTH_FAILURES: "0"
+  STREAKS_RATE_LIMIT_AUTH_FAILURES: "0",
+  STREAKS_OAUTH_DCR: "true"
 }
 
 const server = ReferenceServer.layer(settings).pipe(
@@ -110,6 +112,17 @@ const jsonOf = (answer: Answer): Array<unknown> => {
   }
 }
 
+/** The error codes of the OAuth endpoints (RFC 6749 §5.2, RFC 7591 §3.2.2, docs/oauth.md). */
+const oauthCodes = new Set([
+  "invalid_request",
+  "invalid_client",
+  "invalid_grant",
+  "unauthorized_client",
+  "unsupported_grant_type",
+  "invalid_redirect_uri",
+  "invalid_client_metadata"
+])
+
 /** What is wrong with an answer, if anything (besides rows changed by a rejection). */
 const violation = (method: string, path: string, answer: Answer): string | undefined => {
   if (answer.status >= 500) return `status ${answer.status}`
@@ -119,6 +132,21 @@ const violation = (method: string, path: string, answer: Answer): string | undef
   if (answer.status === 405 || answer.status === 406) return undefined // method or accept refused by the protocol layer
   // Node's HTTP parser refuses a header section over 16 KB (a long query string) before the application.
   if (answer.status === 431 && answer.text === "") return undefined
+  // The OAuth endpoints answer in their RFCs' terms; the edge's refusals (a URL or body that does
+  // not decode, a body over the limit) keep the service's codes there too.
+  const route = path.split("?")[0]!
+  const edge = jsonOf(answer)[0] as { error?: unknown } | undefined
+  const edgeCode = typeof edge?.error === "string" && documented.has(edge.error)
+  if (route === "/oauth/authorize" && [400, 403].includes(answer.status) && !edgeCode) {
+    return answer.contentType.startsWith("text/html")
+      ? undefined
+      : `not an HTML error page: ${answer.text.slice(0, 200)}`
+  }
+  if (route.startsWith("/oauth/") && !edgeCode) {
+    return typeof edge?.error === "string" && oauthCodes.has(edge.error)
+      ? undefined
+      : `not an OAuth error body: ${answer.text.slice(0, 200)}`
+  }
   const bodies = jsonOf(answer)
   if (bodies.length === 0) return answer.status === 404 ? undefined : `status ${answer.status} with an empty body`
   for (const body of bodies) {
@@ -201,6 +229,8 @@ interface Seed {
   /** `streaks_session=…` of a signed-in owner, and its CSRF token. */
   readonly cookie: string
   readonly csrfToken: string
+  readonly clientId: string
+  readonly clientSecret: string
 }
 
 /** Percent-encoding of any text: a lone surrogate becomes the bytes of its 3-byte (WTF-8) form. */
@@ -351,7 +381,32 @@ const bodies = (s: Seed) => {
       password: fc.constantFrom(s.password, "wrong password here", "")
     }, { return_to: fc.constantFrom("/console", "//evil.example", "https://evil.example/", "/v1/api/me") }),
     "POST /invite": shape({ token: fc.constantFrom("ivt_unknown", ""), password: fc.constantFrom(s.password, "x") }),
-    "POST /sign-out": shape({}, { csrfToken: fc.constantFrom("wrong", "") })
+    "POST /sign-out": shape({}, { csrfToken: fc.constantFrom("wrong", "") }),
+    "POST /admin/oauth-clients": shape({
+      name: g.name,
+      redirectUris: fc.constantFrom(["https://app.example/cb"], ["http://127.0.0.1:9/cb"], ["http://x.example/cb"], [])
+    }),
+    "POST /oauth/token": shape({ grant_type: fc.constantFrom("authorization_code", "refresh_token", "password") }, {
+      code: fc.constantFrom("svc_ocd_unknown", ""),
+      code_verifier: fc.constantFrom("a".repeat(43), "short"),
+      redirect_uri: fc.constantFrom("https://app.example/cb"),
+      refresh_token: fc.constantFrom("svc_ort_unknown"),
+      client_id: fc.constantFrom(s.clientId, "oac_unknown"),
+      client_secret: fc.constantFrom(s.clientSecret, "svc_ocs_wrong")
+    }),
+    "POST /oauth/revoke": shape({ token: fc.constantFrom("svc_ort_unknown", s.oauth) }, {
+      client_id: fc.constantFrom(s.clientId, "oac_unknown"),
+      client_secret: fc.constantFrom(s.clientSecret, "svc_ocs_wrong")
+    }),
+    "POST /oauth/authorize": shape({
+      client_id: fc.constantFrom(s.clientId, "oac_unknown"),
+      redirect_uri: fc.constantFrom("https://app.example/cb", "https://evil.example/cb"),
+      decision: fc.constantFrom("allow", "deny")
+    }, { response_type: fc.constantFrom("code"), code_challenge_method: fc.constantFrom("S256", "plain") }),
+    "POST /oauth/register": shape({ redirect_uris: fc.constantFrom(["https://app.example/cb"], ["http://x/cb"], []) }, {
+      client_name: g.name,
+      token_endpoint_auth_method: fc.constantFrom("none", "client_secret_basic")
+    })
   }
   const rpc = fc.record({
     jsonrpc: fc.constantFrom("2.0", "2.0", "1.0"),
@@ -440,12 +495,31 @@ const requests = (s: Seed, routes: ReadonlyArray<{ readonly method: string; read
             "month",
             "from",
             "to",
-            "programId"
+            "programId",
+            "client_id",
+            "redirect_uri",
+            "response_type",
+            "code_challenge",
+            "code_challenge_method",
+            "state"
           ),
           nasty
         ),
         fc.oneof(
-          fc.constantFrom(s.siteKey, "member-1", "lesson", "milestone.achieved", "2026-01", "2026-01-01", s.programId),
+          fc.constantFrom(
+            s.siteKey,
+            "member-1",
+            "lesson",
+            "milestone.achieved",
+            "2026-01",
+            "2026-01-01",
+            s.programId,
+            s.clientId,
+            "https://app.example/cb",
+            "code",
+            "S256",
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
+          ),
           nasty
         )
       ),
@@ -569,6 +643,10 @@ const seedTenant = (base: URL) =>
     const me = yield* Effect.promise(() =>
       send(base, { method: "GET", path: "/v1/api/me", headers: { cookie }, body: undefined })
     )
+    const client = yield* admin(base, "/admin/oauth-clients", {
+      name: "Fuzz app",
+      redirectUris: ["https://app.example/cb"]
+    })
     return {
       siteKey: project.siteKey,
       serverToken: project.serverToken,
@@ -586,7 +664,9 @@ const seedTenant = (base: URL) =>
       email,
       password,
       cookie,
-      csrfToken: JSON.parse(me.text).csrfToken
+      csrfToken: JSON.parse(me.text).csrfToken,
+      clientId: client.clientId,
+      clientSecret: client.clientSecret
     } satisfies Seed
   })
 
@@ -639,7 +719,13 @@ layer(server, { timeout: 600_000 })("fuzz", (it) => {
           { method: "POST", path: "/sign-in" },
           { method: "POST", path: "/sign-out" },
           { method: "GET", path: "/invite" },
-          { method: "POST", path: "/invite" }
+          { method: "POST", path: "/invite" },
+          { method: "GET", path: "/.well-known/oauth-authorization-server" },
+          { method: "GET", path: "/oauth/authorize" },
+          { method: "POST", path: "/oauth/authorize" },
+          { method: "POST", path: "/oauth/token" },
+          { method: "POST", path: "/oauth/revoke" },
+          { method: "POST", path: "/oauth/register" }
         ]
         expect(routes.length).toBeGreaterThan(30)
         expect(documented.has("INVALID_BODY") && documented.has("NOT_FOUND")).toBe(true)

@@ -346,6 +346,7 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       expect([document.status, document.body]).toEqual([200, {
         resource: `${url}/mcp`,
         resource_name: "Streaks MCP worker",
+        authorization_servers: [url],
         bearer_methods_supported: ["header"]
       }])
       expect((yield* http("/.well-known/oauth-protected-resource/mcp")).body).toEqual(document.body)

@@ -1,9 +1,9 @@
 /**
  * Security probes against the reference server (`Main.layer`, MCP worker included) on Postgres:
- * - no credential of one workspace (API key, OAuth grant, MCP token, a signed-in user's session)
- *   reads, changes or learns of another workspace's data (its programs, hooks, deliveries, keys,
- *   apps, users and audit log) through any customer REST route (every `/v1/api` route of the
- *   OpenAPI document) or any MCP tool;
+ * - no credential of one workspace (API key, OAuth grant, a token a user consented to through the
+ *   authorization server, MCP token, a signed-in user's session) reads, changes or learns of another
+ *   workspace's data (its programs, hooks, deliveries, keys, apps, users and audit log) through any
+ *   customer REST route (every `/v1/api` route of the OpenAPI document) or any MCP tool;
  * - no plaintext secret (tokens, keys, signing and webhook secrets, the admin token, the sealing
  *   key, passwords, session and invite tokens) is ever written to the log or to any table.
  */
@@ -14,6 +14,7 @@ import { SqlClient } from "@effect/sql"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer, Logger, LogLevel } from "effect"
+import * as OAuthFlow from "./support/OAuthFlow.js"
 import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "security-probe-admin-token-7f3a"
@@ -50,13 +51,26 @@ interface Reply {
   readonly body: any
 }
 
-const http = (path: string, init: { method?: string; headers?: Record<string, string>; body?: unknown } = {}) =>
+/** A JSON `body`, or a `raw` body of its own type (an import's NDJSON). */
+interface Init {
+  readonly method?: string
+  readonly headers?: Record<string, string>
+  readonly body?: unknown
+  readonly raw?: { readonly contentType: string; readonly text: string }
+}
+
+const http = (path: string, init: Init = {}) =>
   Effect.flatMap(NodeServer.NodeServer, (s) =>
     Effect.promise(async (): Promise<Reply> => {
+      const sent = init.raw !== undefined
+        ? { type: init.raw.contentType, text: init.raw.text }
+        : init.body !== undefined
+        ? { type: "application/json", text: JSON.stringify(init.body) }
+        : undefined
       const response = await fetch(`${s.url}${path}`, {
-        method: init.method ?? (init.body === undefined ? "GET" : "POST"),
-        headers: { ...(init.body !== undefined ? { "content-type": "application/json" } : {}), ...init.headers },
-        ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {})
+        method: init.method ?? (sent === undefined ? "GET" : "POST"),
+        headers: { ...(sent !== undefined ? { "content-type": sent.type } : {}), ...init.headers },
+        ...(sent !== undefined ? { body: sent.text } : {})
       })
       const text = await response.text()
       let body: unknown = undefined
@@ -76,7 +90,7 @@ const admin = (path: string, body?: unknown, method?: string) =>
   })
 
 /** A bearer token, or a session as `session:<cookie>|<csrf>`, which goes as the cookie and CSRF header. */
-const rest = (token: string, path: string, init: { method?: string; body?: unknown } = {}) => {
+const rest = (token: string, path: string, init: Omit<Init, "headers"> = {}) => {
   const session = /^session:(.*)\|(.*)$/.exec(token)
   const headers: Record<string, string> = session === null
     ? { authorization: `Bearer ${token}` }
@@ -136,6 +150,28 @@ const tenant = (name: string) =>
     const grant = yield* admin("/admin/oauth-grants", { workspaceIds: [workspace.body.id], appName: "Zapier" })
     const mcp = yield* admin("/admin/mcp-tokens", { name: "agent", workspaceIds: [workspace.body.id] })
     yield* admin(`/admin/programs/${program.body.id}/status`, { status: "live" })
+    // A user of the workspace who connects an app by consent.
+    const redirectUri = "https://app.example/callback"
+    const client = yield* admin("/admin/oauth-clients", { name: `${name} app`, redirectUris: [redirectUri] })
+    const password = `${name}-password-long-enough`
+    const email = `${name}-owner@example.com`
+    yield* admin("/admin/users", {
+      email,
+      name,
+      workspaces: [{ workspaceId: workspace.body.id, role: "owner" }],
+      password
+    })
+    const base = (yield* NodeServer.NodeServer).url
+    const cookie = yield* Effect.promise(() => OAuthFlow.signIn(base, email, password))
+    const consented = yield* Effect.promise(() =>
+      OAuthFlow.consent(base, {
+        clientId: client.body.clientId,
+        clientSecret: client.body.clientSecret,
+        redirectUri,
+        cookie,
+        workspaceIds: [workspace.body.id]
+      })
+    )
     const member = `${name}-member`
     const token = apiKey.body.key as string
     const hook = yield* rest(token, "/hooks", {
@@ -190,6 +226,7 @@ const tenant = (name: string) =>
       credentials: {
         apiKey: token,
         oauth: grant.body.accessToken as string,
+        consented: consented.accessToken,
         mcp: mcp.body.token as string,
         session: person.credential
       },
@@ -204,7 +241,14 @@ const tenant = (name: string) =>
         hook.body.secret,
         person.token,
         PASSWORD,
-        new URL(invited.body.inviteUrl).searchParams.get("token")!
+        new URL(invited.body.inviteUrl).searchParams.get("token")!,
+        client.body.clientSecret,
+        password,
+        cookie.split("=")[1]!,
+        consented.code,
+        consented.verifier,
+        consented.accessToken,
+        consented.refreshToken
       ] as ReadonlyArray<string>
     }
   })
@@ -260,6 +304,14 @@ const probes = (victim: Tenant) => {
       path: `/programs/${v.programId}/simulations`,
       body: { policy: { cadence: "weekly" } }
     }],
+    "POST /v1/api/programs/{programId}/imports": [{
+      path: `/programs/${v.programId}/imports`,
+      raw: {
+        contentType: "application/x-ndjson",
+        text: `${JSON.stringify({ userHash: v.member, ts: new Date().toISOString() })}\n`
+      }
+    }],
+    "GET /v1/api/programs/{programId}/imports/{importId}": [{ path: `/programs/${v.programId}/imports/imp_probe` }],
     "POST /v1/api/hooks": [{
       path: "/hooks",
       body: { programId: v.programId, url: "http://127.0.0.1:9/x", eventTypes: ["milestone.achieved"] }
@@ -303,7 +355,12 @@ const probes = (victim: Tenant) => {
       method: "POST"
     }],
     "GET /v1/api/audit": [{ path: "/audit?limit=200" }]
-  } as Record<string, ReadonlyArray<{ readonly path: string; readonly method?: string; readonly body?: unknown }>>
+  } as Record<
+    string,
+    ReadonlyArray<
+      { readonly path: string; readonly method?: string; readonly body?: unknown; readonly raw?: Init["raw"] }
+    >
+  >
 }
 
 /** What the victim's own credential sees of its data, to compare before and after the probes. */
@@ -379,7 +436,8 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
             for (const probe of table[route]!) {
               const reply = yield* rest(token, probe.path, {
                 ...(probe.method !== undefined ? { method: probe.method } : {}),
-                ...(probe.body !== undefined ? { body: probe.body } : {})
+                ...(probe.body !== undefined ? { body: probe.body } : {}),
+                ...(probe.raw !== undefined ? { raw: probe.raw } : {})
               })
               calls++
               const leaked = leaks(reply.text, b)

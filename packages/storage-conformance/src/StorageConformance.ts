@@ -44,7 +44,9 @@ import {
   rowOf,
   seedTenant
 } from "./Fixtures.js"
+import { importSuite } from "./internal/imports.js"
 import { ingestSuite } from "./internal/ingest.js"
+import { oauthSuite } from "./internal/oauth.js"
 import { Boom, type It, type Origin, Origins } from "./internal/kit.js"
 import { standingSuite } from "./internal/standing.js"
 import { achievementSuite, streakSuite, transactorSuite } from "./internal/streaks.js"
@@ -212,6 +214,7 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     subscriptionSuite(it)
     outboxSuite(it)
     credentialSuite(it)
+    oauthSuite(it)
     usageSuite(it)
     experimentSuite(it)
     batchSuite(it)
@@ -221,4 +224,5 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     accountsSuite(it)
     auditSuite(it)
     deliveriesLogSuite(it)
+    importSuite(it)
   })

@@ -17,6 +17,9 @@ export const referenceTables = [
   "experiments",
   "api_keys",
   "oauth_grants",
+  "oauth_clients",
+  "oauth_codes",
+  "oauth_tokens",
   "users",
   "sessions",
   "invites",
@@ -35,7 +38,10 @@ export const projectTables = [
   "aliases",
   "actions",
   "idempotency_keys",
-  "outbox"
+  "outbox",
+  "imports",
+  "import_identities",
+  "import_members"
 ] as const
 
 /**

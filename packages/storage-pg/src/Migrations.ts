@@ -38,7 +38,9 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0006_streak_policies": ddl(streakPolicies(prefix)),
   "0008_one_collation_for_ids": ddl(oneCollationForIds(prefix)),
   "0009_accounts_and_audit": ddl(accountsAndAudit(prefix)),
-  "0011_forgiveness": ddl(forgiveness(prefix))
+  "0010_oauth_authorization_server": ddl(oauthAuthorizationServer(prefix)),
+  "0011_forgiveness": ddl(forgiveness(prefix)),
+  "0012_history_imports": ddl(historyImports(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -443,7 +445,7 @@ CREATE TABLE ${p}audit_log (
   at              timestamptz NOT NULL,
   workspace_id    text COLLATE "C",
   actor_kind      text NOT NULL,
-  actor_id        text NOT NULL,
+  actor_id        text COLLATE "C" NOT NULL,
   client_address  text NOT NULL,
   action          text NOT NULL,
   target          text NOT NULL,
@@ -458,6 +460,87 @@ CREATE INDEX ${p}outbox_subscription ON ${p}outbox (subscription_id, created_at 
 ALTER TABLE ${p}subscriptions DROP CONSTRAINT IF EXISTS ${p}subscriptions_created_by_type_check;
 ALTER TABLE ${p}subscriptions ADD CONSTRAINT ${p}subscriptions_created_by_type_check
   CHECK (created_by_type IN ('api_key', 'oauth', 'user'));
+`
+
+// History imports (docs/operations.md#bringing-your-history): each job with its progress (the
+// last committed line, so an interrupted import resumes), the identity of every imported line
+// (its idempotency key, else member and instant: a re-run finds them all), and the members a job
+// touched, recomputed once at its end. Keyed by project first, as every tenant table.
+const historyImports = (p: string) => `
+CREATE TABLE ${p}imports (
+  project_id      text COLLATE "C" NOT NULL,
+  id              text COLLATE "C" NOT NULL,
+  program_id      text COLLATE "C" NOT NULL,
+  source          text NOT NULL,
+  status          text NOT NULL CHECK (status IN ('running', 'finished', 'failed')),
+  received        bigint NOT NULL DEFAULT 0,
+  imported        bigint NOT NULL DEFAULT 0,
+  duplicates      bigint NOT NULL DEFAULT 0,
+  rejected        jsonb NOT NULL DEFAULT '[]',
+  committed_line  bigint NOT NULL DEFAULT 0,
+  started_at      timestamptz NOT NULL,
+  finished_at     timestamptz,
+  PRIMARY KEY (project_id, id)
+);
+CREATE INDEX ${p}imports_id ON ${p}imports (id);
+CREATE INDEX ${p}imports_resumable ON ${p}imports (program_id, source) WHERE status = 'running';
+CREATE TABLE ${p}import_identities (
+  project_id  text COLLATE "C" NOT NULL,
+  program_id  text COLLATE "C" NOT NULL,
+  identity    text COLLATE "C" NOT NULL,
+  PRIMARY KEY (project_id, program_id, identity)
+);
+CREATE TABLE ${p}import_members (
+  project_id  text COLLATE "C" NOT NULL,
+  import_id   text COLLATE "C" NOT NULL,
+  user_hash   text COLLATE "C" NOT NULL,
+  PRIMARY KEY (project_id, import_id, user_hash)
+);
+`
+
+// The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,
+// which name their client and user. Reference tables like the grants: few rows, no project.
+const oauthAuthorizationServer = (p: string) => `
+ALTER TABLE ${p}oauth_grants ADD COLUMN client_id text COLLATE "C", ADD COLUMN user_id text COLLATE "C";
+CREATE INDEX ${p}oauth_grants_client ON ${p}oauth_grants (client_id) WHERE client_id IS NOT NULL;
+CREATE INDEX ${p}oauth_grants_user ON ${p}oauth_grants (user_id) WHERE user_id IS NOT NULL;
+
+CREATE TABLE ${p}oauth_clients (
+  id             text COLLATE "C" PRIMARY KEY,
+  name           text NOT NULL,
+  redirect_uris  text[] NOT NULL,
+  secret_hash    text,
+  created_at     timestamptz NOT NULL,
+  revoked_at     timestamptz
+);
+
+CREATE TABLE ${p}oauth_codes (
+  id              text COLLATE "C" PRIMARY KEY,
+  code_hash       text NOT NULL,
+  client_id       text COLLATE "C" NOT NULL,
+  user_id         text COLLATE "C" NOT NULL,
+  redirect_uri    text NOT NULL,
+  code_challenge  text NOT NULL,
+  workspace_ids   text[] NOT NULL,
+  created_at      timestamptz NOT NULL,
+  expires_at      timestamptz NOT NULL,
+  used_at         timestamptz,
+  grant_id        text COLLATE "C"
+);
+CREATE INDEX ${p}oauth_codes_code_hash ON ${p}oauth_codes (code_hash);
+
+CREATE TABLE ${p}oauth_tokens (
+  id          text COLLATE "C" PRIMARY KEY,
+  token_hash  text NOT NULL,
+  kind        text NOT NULL CHECK (kind IN ('access', 'refresh')),
+  grant_id    text COLLATE "C" NOT NULL,
+  created_at  timestamptz NOT NULL,
+  expires_at  timestamptz NOT NULL,
+  used_at     timestamptz,
+  revoked_at  timestamptz
+);
+CREATE INDEX ${p}oauth_tokens_token_hash ON ${p}oauth_tokens (token_hash);
+CREATE INDEX ${p}oauth_tokens_grant ON ${p}oauth_tokens (grant_id);
 `
 
 const checkPrefix = (prefix: string) =>

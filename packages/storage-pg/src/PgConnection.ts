@@ -77,10 +77,27 @@ export const make = (
   config: PgClient.PgClientConfig & { readonly prepare?: boolean; readonly statementTimeout?: Duration.DurationInput }
 ): Effect.Effect<PgClient.PgClient, SqlError.SqlError, Scope.Scope | Reactivity.Reactivity> => {
   let created: pg.Pool | undefined
+  let copying: pg.Pool | undefined
   return PgClient.fromPool({
     acquire: Effect.acquireRelease(
       Effect.tryPromise({
         try: async () => {
+          const connection = {
+            connectionString: config.url === undefined ? undefined : Redacted.value(config.url),
+            host: config.host,
+            port: config.port,
+            database: config.database,
+            user: config.username,
+            password: config.password === undefined ? undefined : Redacted.value(config.password),
+            connectionTimeoutMillis: millis(config.connectTimeout),
+            keepAlive: true,
+            keepAliveInitialDelayMillis: Duration.toMillis(keepAliveDelay),
+            application_name: config.applicationName ?? "streaks"
+          }
+          // COPY streams a query through its own submit, which a pipelined connection refuses:
+          // history imports get a small pool of plain connections, opened only when one runs.
+          copying = new pg.Pool({ ...connection, max: 2, idleTimeoutMillis: 10_000, allowExitOnIdle: true })
+          copying.on("error", () => {})
           const pool = created = new pg.Pool({
             // Statements issued together on one connection (a transaction's independent writes) go
             // out at once instead of one round trip each; Postgres still runs them in order
@@ -119,11 +136,21 @@ export const make = (
         },
         catch: (cause) => new SqlError.SqlError({ cause, message: "PgClient: Failed to connect" })
       }),
-      (pool) => Effect.promise(() => pool.end()).pipe(Effect.interruptible, Effect.timeoutOption(1000))
+      (pool) =>
+        Effect.promise(() => Promise.all([pool.end(), copying?.end()])).pipe(
+          Effect.interruptible,
+          Effect.timeoutOption(1000)
+        )
     ),
     ...(config.applicationName !== undefined ? { applicationName: config.applicationName } : {})
   }).pipe(Effect.tap((client) => {
-    if (created !== undefined) Pools.register(client, { pool: created, prepare: config.prepare !== false })
+    if (created !== undefined) {
+      Pools.register(client, {
+        pool: created,
+        prepare: config.prepare !== false,
+        ...(copying === undefined ? {} : { copying })
+      })
+    }
   }))
 }
 

@@ -10,6 +10,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { MigrationError } from "@effect/sql/Migrator"
+import { ImportStore } from "@streaks/core/ImportStore"
 import { IngestStore } from "@streaks/core/IngestStore"
 import {
   AchievementStore,
@@ -34,6 +35,7 @@ import { makeActionLog } from "./internal/actionLog.js"
 import { makeAuditLog } from "./internal/auditLog.js"
 import { makeCatalog } from "./internal/catalog.js"
 import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
+import { makeImportStore } from "./internal/importStore.js"
 import * as PgIngest from "./internal/ingestStore.js"
 import { makeMemberStore } from "./internal/memberStore.js"
 import { makeOutbox } from "./internal/outbox.js"
@@ -87,6 +89,7 @@ export const make = (
     Context.add(UsageStore, stores.usage),
     Context.add(ReportStore, makeReportStore(ctx)),
     Context.add(AuditLog, makeAuditLog(ctx)),
+    Context.add(ImportStore, makeImportStore(ctx, pool)),
     // Ingest's reads and writes as whole statements of their own (internal/ingestStore.ts), and
     // the widgets' read in one statement (internal/stateStore.ts).
     Context.add(IngestStore, PgIngest.make(stores)),

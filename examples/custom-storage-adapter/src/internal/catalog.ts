@@ -9,9 +9,12 @@ import {
   Experiment,
   Invite,
   Milestone,
+  AuthorizationCode,
+  OAuthClient,
   outagesFromJson,
   outagesToJson,
   OAuthGrant,
+  OAuthToken,
   Program,
   ProgramSettings,
   Project,
@@ -139,6 +142,51 @@ const tables: { readonly [K in CatalogKind]: Table<CatalogRecords[K]> } = {
       appName: text("app_name"),
       tokenHash: text("token_hash"),
       createdAt: instant("created_at"),
+      revokedAt: instant("revoked_at"),
+      clientId: text("client_id"),
+      userId: text("user_id")
+    }
+  },
+  oauthClient: {
+    name: "oauth_clients",
+    Class: OAuthClient,
+    columns: {
+      id: text("id"),
+      name: text("name"),
+      redirectUris: json("redirect_uris"),
+      secretHash: text("secret_hash"),
+      createdAt: instant("created_at"),
+      revokedAt: instant("revoked_at")
+    }
+  },
+  authorizationCode: {
+    name: "oauth_codes",
+    Class: AuthorizationCode,
+    columns: {
+      id: text("id"),
+      codeHash: text("code_hash"),
+      clientId: text("client_id"),
+      userId: text("user_id"),
+      redirectUri: text("redirect_uri"),
+      codeChallenge: text("code_challenge"),
+      workspaceIds: json("workspace_ids"),
+      createdAt: instant("created_at"),
+      expiresAt: instant("expires_at"),
+      usedAt: instant("used_at"),
+      grantId: text("grant_id")
+    }
+  },
+  oauthToken: {
+    name: "oauth_tokens",
+    Class: OAuthToken,
+    columns: {
+      id: text("id"),
+      tokenHash: text("token_hash"),
+      kind: text("kind"),
+      grantId: text("grant_id"),
+      createdAt: instant("created_at"),
+      expiresAt: instant("expires_at"),
+      usedAt: instant("used_at"),
       revokedAt: instant("revoked_at")
     }
   },

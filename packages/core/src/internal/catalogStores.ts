@@ -2,10 +2,10 @@
  * The directory, subscription, credential and experiment stores services use, built on the four
  * calls of the `Catalog` port.
  */
-import type { Option } from "effect"
-import { Array as Arr, Effect } from "effect"
+import { Array as Arr, Effect, Option } from "effect"
 import type { CredentialRef } from "../Domain.js"
 import { StorageError } from "../Errors.js"
+import type { UserId } from "../Ids.js"
 import {
   type Catalog,
   type CatalogKind,
@@ -13,6 +13,7 @@ import {
   CredentialStore,
   DirectoryStore,
   ExperimentStore,
+  OAuthStore,
   SubscriptionStore
 } from "../Ports.js"
 
@@ -111,3 +112,28 @@ export const experiments = (catalog: CatalogApi): ExperimentStore["Type"] =>
         (found) => [...found].sort((a, b) => b.startedAt.getTime() - a.startedAt.getTime() || (a.id < b.id ? 1 : -1))
       )
   })
+
+export const oauth = (catalog: CatalogApi): OAuthStore["Type"] => {
+  const insert = inserted(catalog)
+  return OAuthStore.of({
+    createClient: (client) => insert("oauthClient", client),
+    client: (id) => first(catalog.find("oauthClient", { id, revokedAt: null })),
+    revokeClient: (id, at) => first(catalog.update("oauthClient", { id, revokedAt: null }, { revokedAt: at })),
+    grantsOfClient: (clientId) => catalog.find("grant", { clientId, revokedAt: null }),
+    grantsOfUser: (userId) => catalog.find("grant", { userId, revokedAt: null }),
+    grant: (id) => first(catalog.find("grant", { id, revokedAt: null })),
+    createCode: (code) => insert("authorizationCode", code),
+    codeByHash: (codeHash) => first(catalog.find("authorizationCode", { codeHash })),
+    spendCode: (id, at, grantId) =>
+      first(catalog.update("authorizationCode", { id, usedAt: null }, { usedAt: at, grantId })),
+    createToken: (token) => insert("oauthToken", token),
+    tokenByHash: (tokenHash) => first(catalog.find("oauthToken", { tokenHash })),
+    spendToken: (id, at) => first(catalog.update("oauthToken", { id, usedAt: null, revokedAt: null }, { usedAt: at })),
+    revokeToken: (id, at) => first(catalog.update("oauthToken", { id, revokedAt: null }, { revokedAt: at })),
+    memberships: (userId) =>
+      Effect.map(
+        first(catalog.find("user", { id: userId as UserId })),
+        (user) => user.pipe(Option.map((u) => u.memberships))
+      )
+  })
+}

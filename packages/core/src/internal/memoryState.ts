@@ -14,6 +14,7 @@ import type {
   StreakRow
 } from "../Domain.js"
 import type { MessageId, MilestoneId, UserHash } from "../Ids.js"
+import type { ImportJob } from "../ImportStore.js"
 import type { CatalogKind, CatalogRecords } from "../Ports.js"
 
 /**
@@ -104,6 +105,12 @@ export interface MemoryState {
   readonly usage: Map<string, Set<string>>
   /** The audit log, in the order appended. */
   readonly audit: Array<AuditEntry>
+  /** Import jobs by id. */
+  readonly imports: Map<string, ImportJob>
+  /** (programId, identity) of every imported line. */
+  readonly importIdentities: Set<string>
+  /** Import id → members it touched. */
+  readonly importMembers: Map<string, Set<UserHash>>
 }
 
 export const makeState = (): MemoryState => ({
@@ -116,6 +123,9 @@ export const makeState = (): MemoryState => ({
     apiKey: new Map(),
     grant: new Map(),
     experiment: new Map(),
+    oauthClient: new Map(),
+    authorizationCode: new Map(),
+    oauthToken: new Map(),
     user: new Map(),
     session: new Map(),
     invite: new Map()
@@ -130,7 +140,10 @@ export const makeState = (): MemoryState => ({
   idempotency: new Map(),
   messages: new Map(),
   attempts: new Map(),
-  usage: new Map()
+  usage: new Map(),
+  imports: new Map(),
+  importIdentities: new Set(),
+  importMembers: new Map()
 })
 
 /** A composite map key; JSON keeps parts apart whatever characters they contain. */

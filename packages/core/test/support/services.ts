@@ -4,10 +4,12 @@
  * Provide `layer` per test: every build starts empty, so tests never see each other's data.
  */
 import { Effect, Layer } from "effect"
+import * as Audit from "../../src/Audit.js"
 import * as Credentials from "../../src/Credentials.js"
 import * as Experiments from "../../src/Experiments.js"
 import * as MemoryStorage from "../../src/MemoryStorage.js"
 import * as Metering from "../../src/Metering.js"
+import * as OAuthServer from "../../src/OAuthServer.js"
 import * as OutboxSignal from "../../src/OutboxSignal.js"
 import * as Provisioning from "../../src/Provisioning.js"
 import * as SecretBox from "../../src/SecretBox.js"
@@ -18,8 +20,12 @@ export const layer = Layer.mergeAll(
   Provisioning.layer,
   Metering.layer,
   Experiments.layer,
-  Subscriptions.layer
-).pipe(Layer.provideMerge(Layer.mergeAll(MemoryStorage.layer, SecretBox.layerEphemeral, OutboxSignal.layerNoop)))
+  Subscriptions.layer,
+  OAuthServer.layer
+).pipe(
+  Layer.provideMerge(Audit.layer),
+  Layer.provideMerge(Layer.mergeAll(MemoryStorage.layer, SecretBox.layerEphemeral, OutboxSignal.layerNoop))
+)
 
 /** A workspace with one project, one program and one API key (the usual starting point). */
 export const tenant = (

@@ -1,41 +1,42 @@
 /**
- * Debian's Chromium for the console browser tests, driven by `playwright-core`: found on the PATH, or
- * installed with apt-get where it is missing and the tests run as root (browser downloads are
- * not possible here, so Playwright's own browsers are never used).
+ * Debian's Chromium for browser tests, driven by `playwright-core`: its path, installed with apt
+ * where it is missing and the tests run as root; otherwise undefined, with the reason.
  */
 import { Context, Effect, Layer } from "effect"
-import { execSync } from "node:child_process"
+import { execFileSync } from "node:child_process"
 import { type Browser as PlaywrightBrowser, chromium } from "playwright-core"
 
 const which = (): string | undefined => {
   try {
-    return execSync("which chromium", { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim() || undefined
+    return execFileSync("sh", ["-c", "command -v chromium"], { encoding: "utf8" }).trim() || undefined
   } catch {
     return undefined
   }
 }
 
-/** The Chromium binary, installed first when missing and possible; else why the tests cannot run. */
-export const find = (): { readonly path: string } | { readonly skip: string } => {
+/** The flags every launch uses: no sandbox (root in CI), no GPU, and no traffic of Chromium's own. */
+export const args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
+
+/** Chromium's path, or why there is none. */
+export const executable = (): { readonly path: string } | { readonly missing: string } => {
   const found = which()
   if (found !== undefined) return { path: found }
   if (process.getuid?.() !== 0) {
-    return { skip: "chromium is not installed and cannot be (not root): apt-get install chromium" }
+    return { missing: "chromium is not installed and the tests do not run as root to install it" }
   }
   try {
-    execSync("apt-get update && apt-get install -y chromium", { stdio: "ignore", timeout: 600_000 })
-  } catch (error) {
-    return { skip: `chromium is not installed and apt-get install chromium failed: ${String(error)}` }
+    execFileSync("sh", ["-c", "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium"], {
+      stdio: "ignore",
+      timeout: 600_000
+    })
+  } catch (e) {
+    return { missing: `chromium could not be installed with apt-get: ${e instanceof Error ? e.message : String(e)}` }
   }
   const installed = which()
-  return installed !== undefined
-    ? { path: installed }
-    : { skip: "apt-get install chromium left no chromium on the PATH" }
+  return installed !== undefined ? { path: installed } : { missing: "apt-get installed no chromium binary" }
 }
 
-export const args = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"]
-
-/** One headless Chromium for a test file. */
+/** One headless Chromium for a test file (the console's browser tests). */
 export class Browser extends Context.Tag("@streaks/server/test/Browser")<Browser, PlaywrightBrowser>() {}
 
 export const layer = (executablePath: string): Layer.Layer<Browser> =>

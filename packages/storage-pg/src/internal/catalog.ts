@@ -12,9 +12,12 @@ import type { Catalog, CatalogKind, CatalogRecords } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
 import {
   decodeApiKey,
+  decodeAuthorizationCode,
   decodeExperiment,
   decodeGrant,
   decodeInvite,
+  decodeOAuthClient,
+  decodeOAuthToken,
   decodeProgram,
   decodeProject,
   decodeSession,
@@ -146,9 +149,57 @@ const kinds: { readonly [K in CatalogKind]: Kind<CatalogRecords[K]> } = {
       appName: text("app_name"),
       tokenHash: text("token_hash"),
       createdAt: instant("created_at"),
-      revokedAt: instant("revoked_at")
+      revokedAt: instant("revoked_at"),
+      clientId: text("client_id"),
+      userId: text("user_id")
     },
     decode: decodeGrant,
+    idInProject: false
+  },
+  oauthClient: {
+    table: "oauth_clients",
+    fields: {
+      id: text("id"),
+      name: text("name"),
+      redirectUris: texts("redirect_uris"),
+      secretHash: text("secret_hash"),
+      createdAt: instant("created_at"),
+      revokedAt: instant("revoked_at")
+    },
+    decode: decodeOAuthClient,
+    idInProject: false
+  },
+  authorizationCode: {
+    table: "oauth_codes",
+    fields: {
+      id: text("id"),
+      codeHash: text("code_hash"),
+      clientId: text("client_id"),
+      userId: text("user_id"),
+      redirectUri: text("redirect_uri"),
+      codeChallenge: text("code_challenge"),
+      workspaceIds: texts("workspace_ids"),
+      createdAt: instant("created_at"),
+      expiresAt: instant("expires_at"),
+      usedAt: instant("used_at"),
+      grantId: text("grant_id")
+    },
+    decode: decodeAuthorizationCode,
+    idInProject: false
+  },
+  oauthToken: {
+    table: "oauth_tokens",
+    fields: {
+      id: text("id"),
+      tokenHash: text("token_hash"),
+      kind: text("kind"),
+      grantId: text("grant_id"),
+      createdAt: instant("created_at"),
+      expiresAt: instant("expires_at"),
+      usedAt: instant("used_at"),
+      revokedAt: instant("revoked_at")
+    },
+    decode: decodeOAuthToken,
     idInProject: false
   },
   experiment: {

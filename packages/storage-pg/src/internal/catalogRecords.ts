@@ -4,10 +4,13 @@
  */
 import {
   ApiKey,
+  AuthorizationCode,
   Experiment,
   Invite,
   Milestone,
+  OAuthClient,
   OAuthGrant,
+  OAuthToken,
   outagesFromJson,
   Program,
   ProgramSettings,
@@ -28,10 +31,13 @@ import type {
 } from "@streaks/core/Domain"
 import type {
   ApiKeyId,
+  AuthorizationCodeId,
   ExperimentId,
   InviteId,
   MilestoneId,
+  OAuthClientId,
   OAuthGrantId,
+  OAuthTokenId,
   ProgramId,
   ProjectId,
   SessionId,
@@ -128,6 +134,45 @@ export const decodeGrant = (r: Row): OAuthGrant =>
     appName: r.app_name as string,
     tokenHash: r.token_hash as string,
     createdAt: toDate(r.created_at),
+    ...opt("revokedAt", toOptionalDate(r.revoked_at)),
+    ...opt("clientId", (r.client_id ?? undefined) as OAuthClientId | undefined),
+    ...opt("userId", (r.user_id ?? undefined) as string | undefined)
+  }, trusted)
+
+export const decodeOAuthClient = (r: Row): OAuthClient =>
+  new OAuthClient({
+    id: r.id as OAuthClientId,
+    name: r.name as string,
+    redirectUris: r.redirect_uris as ReadonlyArray<string>,
+    ...opt("secretHash", (r.secret_hash ?? undefined) as string | undefined),
+    createdAt: toDate(r.created_at),
+    ...opt("revokedAt", toOptionalDate(r.revoked_at))
+  }, trusted)
+
+export const decodeAuthorizationCode = (r: Row): AuthorizationCode =>
+  new AuthorizationCode({
+    id: r.id as AuthorizationCodeId,
+    codeHash: r.code_hash as string,
+    clientId: r.client_id as OAuthClientId,
+    userId: r.user_id as string,
+    redirectUri: r.redirect_uri as string,
+    codeChallenge: r.code_challenge as string,
+    workspaceIds: r.workspace_ids as ReadonlyArray<WorkspaceId>,
+    createdAt: toDate(r.created_at),
+    expiresAt: toDate(r.expires_at),
+    ...opt("usedAt", toOptionalDate(r.used_at)),
+    ...opt("grantId", (r.grant_id ?? undefined) as OAuthGrantId | undefined)
+  }, trusted)
+
+export const decodeOAuthToken = (r: Row): OAuthToken =>
+  new OAuthToken({
+    id: r.id as OAuthTokenId,
+    tokenHash: r.token_hash as string,
+    kind: r.kind as OAuthToken["kind"],
+    grantId: r.grant_id as OAuthGrantId,
+    createdAt: toDate(r.created_at),
+    expiresAt: toDate(r.expires_at),
+    ...opt("usedAt", toOptionalDate(r.used_at)),
     ...opt("revokedAt", toOptionalDate(r.revoked_at))
   }, trusted)
 

@@ -9,6 +9,8 @@ import type pg from "pg"
 export interface Registered {
   readonly pool: pg.Pool
   readonly prepare: boolean
+  /** Plain (not pipelined) connections to the same database, for `COPY` (history imports). */
+  readonly copying?: pg.Pool
 }
 
 const pools = new WeakMap<object, Registered>()

@@ -30,12 +30,18 @@ export const tableNames = [
   "delivery_attempts",
   "api_keys",
   "oauth_grants",
+  "oauth_clients",
+  "oauth_codes",
+  "oauth_tokens",
   "usage",
   "experiments",
   "users",
   "sessions",
   "invites",
-  "audit_log"
+  "audit_log",
+  "imports",
+  "import_identities",
+  "import_members"
 ] as const
 export type TableName = (typeof tableNames)[number]
 
