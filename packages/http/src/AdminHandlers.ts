@@ -5,7 +5,17 @@
  * is recorded in the audit log with the operator as its actor, in the change's own transaction.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Accounts, Aliases, Audit, Forgiveness, Ids, OAuthServer, Ports, Provisioning, StreakPolicies } from "@streaks/core"
+import {
+  Accounts,
+  Aliases,
+  Audit,
+  Forgiveness,
+  Ids,
+  OAuthServer,
+  Ports,
+  Provisioning,
+  StreakPolicies
+} from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import * as AuditTrail from "./AuditTrail.js"
@@ -131,7 +141,9 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
           ),
           ({ client, clientSecret }) => ({ clientId: client.id, clientSecret: clientSecret ?? "" })
         ))
-      .handle("revokeOAuthClient", ({ path }) => Effect.flatMap(AuditTrail.byOperator, (by) => oauth.revokeClient(path.id, by)))
+      .handle("revokeOAuthClient", ({ path }) =>
+        Effect.flatMap(AuditTrail.byOperator, (by) =>
+          oauth.revokeClient(path.id, by)))
       .handle("createUser", ({ payload }) =>
         Effect.gen(function*() {
           // Accounts records the user's creation itself, in its own transaction.

@@ -12,11 +12,14 @@ import * as HttpConfig from "../../src/HttpConfig.js"
 import * as Jobs from "../../src/Jobs.js"
 import { NodeServer } from "../../src/NodeServer.js"
 import * as RateLimit from "../../src/RateLimit.js"
+import type * as Sessions from "../../src/Sessions.js"
 import * as Contract from "./Contract.js"
 
 export const ADMIN_TOKEN = "test-admin-token"
 
 export interface Options {
+  /** Routes of its own on the same router, as the reference server mounts the console's. */
+  readonly routes?: Layer.Layer<never, never, Sessions.Sessions>
   readonly rateLimit?: {
     readonly ipPerSecond: number
     readonly sitePerSecond: number
@@ -37,7 +40,7 @@ const jobs = Layer.effect(
 
 /** The server plus the core services and storage it runs on (for seeding and inspection). */
 export const layer = (options: Options = {}) =>
-  Http.layerServer({ port: 0, shutdownTimeout: "1 second" }).pipe(
+  Http.layerServer({ port: 0, shutdownTimeout: "1 second" }, options.routes ?? Layer.empty).pipe(
     Layer.provide(jobs),
     // Tests fail authentication on purpose, many times from one address.
     Layer.provide(
