@@ -488,11 +488,14 @@ export const make = Effect.gen(function*() {
       Effect.gen(function*() {
         if (request.grantType === undefined) return yield* oauthError("invalid_request", "grant_type is required")
         const c = yield* authenticateClient(auth)
-        if (request.grantType === "authorization_code") {
-          return yield* exchangeCode(c, request, byClient(c, clientAddress))
+        switch (request.grantType) {
+          case "authorization_code":
+            return yield* exchangeCode(c, request, byClient(c, clientAddress))
+          case "refresh_token":
+            return yield* refresh(c, request, byClient(c, clientAddress))
+          default:
+            return yield* oauthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
         }
-        if (request.grantType === "refresh_token") return yield* refresh(c, request, byClient(c, clientAddress))
-        return yield* oauthError("unsupported_grant_type", "grant_type must be authorization_code or refresh_token")
       }),
 
     revoke: (auth, token, clientAddress) =>

@@ -46,6 +46,9 @@ export const paths = {
 
 // --- Small pieces ------------------------------------------------------------------------------
 
+/** The consent form's own fields, left out when the request goes round the sign-in page. */
+const consentFields: ReadonlySet<string> = new Set(["csrfToken", "decision"])
+
 const escapeHtml = (s: string): string =>
   s.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", "\"": "&quot;", "'": "&#39;" })[c]!)
 
@@ -284,7 +287,7 @@ const authorizePost = Effect.gen(function*() {
   const user = yield* sessions.current
   if (Option.isNone(user)) {
     const query = new URLSearchParams(
-      Object.entries(params).filter(([k]) => k !== "csrfToken" && k !== "decision")
+      Object.entries(params).filter(([k]) => !consentFields.has(k))
     ).toString()
     return sessions.toSignIn(`${paths.authorize}?${query}`)
   }
