@@ -222,6 +222,24 @@ layer(testServer({ oauth: true }), { timeout: 120_000 })("the operator's user ro
       }, "PATCH")
       expect((yield* bearer(access, `/programs/${t.programId}/outages`)).status).toBe(404)
       expect((yield* bearer(access, `/programs/${other.programId}/outages`)).status).toBe(200)
+      // Left out of the grant's last workspace: the grant is revoked, and disconnected from the list.
+      yield* admin(`/admin/users/${user.id}`, { workspaces: [{ workspaceId: t.workspaceId, role: "owner" }] }, "PATCH")
+      expect((yield* bearer(access, "/me")).status).toBe(401)
+      expect(yield* apps()).toEqual([])
+    }))
+
+  it.effect("a refresh counts as a use of the app", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant()
+      const user = yield* createUser([{ workspaceId: t.workspaceId, role: "owner" }])
+      const session = yield* signIn(user.email)
+      const { client, refresh } = yield* consent(session, [t.workspaceId])
+      expect((yield* withSession(session, "/connected-apps")).body.apps[0].lastUsedAt).toBeNull()
+      const ahead = Date.now()
+      const refreshed = yield* tokenForm(client, { grant_type: "refresh_token", refresh_token: refresh })
+      expect(refreshed.status).toBe(200)
+      const [app] = (yield* withSession(session, "/connected-apps")).body.apps
+      expect(Date.parse(app.lastUsedAt)).toBeGreaterThanOrEqual(ahead - 1000)
     }))
 
   it.effect("removing the user revokes their grant at once: the access token answers 401 and the refresh token invalid_grant", () =>
