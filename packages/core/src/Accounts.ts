@@ -325,7 +325,8 @@ export const make = Effect.gen(function*() {
   const userById = (id: string) =>
     Effect.flatMap(
       catalog.find("user", { id: Ids.unsafe("UserId", id) }),
-      (found) => found[0] === undefined ? Effect.fail(new NotFound({ message: "user not found" })) : Effect.succeed(found[0])
+      (found) =>
+        found[0] === undefined ? Effect.fail(new NotFound({ message: "user not found" })) : Effect.succeed(found[0])
     )
 
   /**

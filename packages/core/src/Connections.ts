@@ -149,7 +149,8 @@ export const make = Effect.gen(function*() {
   return Connections.of({ apiKeys, createApiKey, revokeApiKey, apps, disconnect })
 })
 
-export const layer: Layer.Layer<Connections, never, CredentialStore | OAuthStore | SubscriptionStore | Transactor> = Layer.effect(
-  Connections,
-  make
-)
+export const layer: Layer.Layer<Connections, never, CredentialStore | OAuthStore | SubscriptionStore | Transactor> =
+  Layer.effect(
+    Connections,
+    make
+  )

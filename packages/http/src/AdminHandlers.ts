@@ -5,7 +5,17 @@
  * is recorded in the audit log with the operator as its actor, in the change's own transaction.
  */
 import { HttpApiBuilder } from "@effect/platform"
-import { Accounts, Aliases, Audit, Forgiveness, Ids, OAuthServer, Ports, Provisioning, StreakPolicies } from "@streaks/core"
+import {
+  Accounts,
+  Aliases,
+  Audit,
+  Forgiveness,
+  Ids,
+  OAuthServer,
+  Ports,
+  Provisioning,
+  StreakPolicies
+} from "@streaks/core"
 import { Effect } from "effect"
 import { Api } from "./Api.js"
 import * as AuditTrail from "./AuditTrail.js"
@@ -131,7 +141,9 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
           ),
           ({ client, clientSecret }) => ({ clientId: client.id, clientSecret: clientSecret ?? "" })
         ))
-      .handle("revokeOAuthClient", ({ path }) => Effect.flatMap(AuditTrail.byOperator, (by) => oauth.revokeClient(path.id, by)))
+      .handle("revokeOAuthClient", ({ path }) =>
+        Effect.flatMap(AuditTrail.byOperator, (by) =>
+          oauth.revokeClient(path.id, by)))
       .handle("createUser", ({ payload }) =>
         Effect.gen(function*() {
           // Accounts records the user's creation itself, in its own transaction.
@@ -145,14 +157,17 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
               : { inviteUrl: `${base}/invite?token=${encodeURIComponent(created.inviteToken)}` })
           }
         }))
-      .handle("users", () => Effect.map(accounts.users, (users) => ({ users: users.map(Views.user) })))
+      .handle("users", () =>
+        Effect.map(accounts.users, (users) => ({ users: users.map(Views.user) })))
       .handle("setUserRoles", ({ path, payload }) =>
         Effect.map(
-          Effect.flatMap(AuditTrail.byOperator, (by) => accounts.setMemberships(path.id, payload.workspaces, by)),
+          Effect.flatMap(AuditTrail.byOperator, (by) =>
+            accounts.setMemberships(path.id, payload.workspaces, by)),
           Views.user
         ))
       .handle("removeUser", ({ path }) =>
-        Effect.flatMap(AuditTrail.byOperator, (by) => accounts.removeUser(path.id, by)))
+        Effect.flatMap(AuditTrail.byOperator, (by) =>
+          accounts.removeUser(path.id, by)))
       .handle("createMcpToken", ({ payload }) =>
         audited(provisioning.createMcpToken(payload))((t) =>
           perWorkspace(payload.workspaceIds, {

@@ -489,8 +489,10 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
       const t = yield* tenant("delta")
       const victim = t.ids.userId
       const roles = () =>
-        Effect.map(admin("/admin/users"), (r) =>
-          JSON.stringify((r.body.users as Array<{ id: string }>).find((u) => u.id === victim)))
+        Effect.map(
+          admin("/admin/users"),
+          (r) => JSON.stringify((r.body.users as Array<{ id: string }>).find((u) => u.id === victim))
+        )
       const before = yield* roles()
       const findings: Array<string> = []
       for (const [kind, token] of Object.entries(t.credentials)) {
