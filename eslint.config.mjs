@@ -28,7 +28,13 @@ export const pureDomain = [
   "packages/core/src/ProofStatistics.ts",
   "packages/core/src/ProofReport.ts",
   "packages/core/src/OutboundEvents.ts",
-  "packages/core/src/Simulation.ts"
+  "packages/core/src/Simulation.ts",
+  "packages/core/src/IngestRecords.ts",
+  "packages/core/src/IngestPlan.ts",
+  "packages/core/src/DuePlan.ts",
+  "packages/core/src/MergePlan.ts",
+  "packages/core/src/ForgivenessPlan.ts",
+  "packages/core/src/internal/streakProgress.ts"
 ]
 
 /** The packages a pure module may import: data, dates and cryptography, no I/O. */

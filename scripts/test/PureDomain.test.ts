@@ -43,7 +43,7 @@ describe("streaks/pure-domain", () => {
       assert.strictEqual(reexport.length, 1)
       const internal = yield* lint(
         "packages/core/src/internal/zoneDate.ts",
-        `export { memberZone } from "./streakProgress.js"\n`
+        `export { make } from "./groupCommit.js"\n`
       )
       assert.strictEqual(internal.length, 1)
     }))

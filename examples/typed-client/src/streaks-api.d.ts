@@ -677,6 +677,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/api/programs/{programId}/policy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Replace a program's policy
+         * @description The body is the whole policy: a field left out takes its default. Every streak of the program is recomputed from its activity days under the new policy; no event is sent for the past. An invalid policy changes nothing and answers 400 `INVALID_BODY` with `field` (its path in the policy, such as `target` or `freezes.initial`) and `message` (what is wrong with it).
+         */
+        put: operations["customer.setPolicy"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/api/programs/{programId}/simulations": {
         parameters: {
             query?: never;
@@ -858,7 +878,7 @@ export interface paths {
         };
         /**
          * The workspace's active streakers this month
-         * @description Active streakers (members with at least one counted live action in the UTC month) against the plan's limit; `month=YYYY-MM` for another month.
+         * @description Active streakers (members with at least one counted live action in the UTC month) against the plan's limit; `month=YYYY-MM` for another month, `workspaceId` for another of the credential's workspaces than its first (one outside its reach: 404).
          */
         get: operations["customer.usage"];
         put?: never;
@@ -6239,6 +6259,219 @@ export interface operations {
             };
         };
     };
+    "customer.setPolicy": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a string at most 64 character(s) long */
+                programId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PolicyInput"];
+            };
+        };
+        responses: {
+            /** @description The program, with its new policy and mode. */
+            200: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        id: string;
+                        name: string;
+                        eventKey: string;
+                        /** @enum {string} */
+                        status: "test" | "live";
+                        /** @enum {string} */
+                        mode: "continuous" | "weekly" | "monthly";
+                        policy: components["schemas"]["Policy"];
+                        project: {
+                            id: string;
+                            siteKey: string;
+                            name: string;
+                        };
+                    };
+                };
+            };
+            /** @description `INVALID_BODY`: The body is not JSON, or a field is missing, of the wrong type or out of range (for example a bad ISO 8601 `ts` or one more than 5 minutes ahead, an unknown IANA `tz` or `eventType`, a raw e-mail address as `userHash`); also a query or path parameter that does not decode, and text holding U+0000 or an unpaired surrogate anywhere in the URL or the body. */
+            400: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "INVALID_BODY";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                        /** @description The path in the policy of the field at fault, e.g. `target` or `freezes.initial`. */
+                        field?: string;
+                    };
+                };
+            };
+            /** @description `UNAUTHORIZED`: The admin token, the bearer credential or the session is missing, wrong, revoked or ended. */
+            401: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "UNAUTHORIZED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `FORBIDDEN`: The credential may not do this: a write by a viewer, a session-only route called with an API key or OAuth token, or a state-changing request made with a session but without its CSRF token. */
+            403: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "FORBIDDEN";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `NOT_FOUND`: Nothing with this id, or nothing within the credential's reach (existence is never revealed). */
+            404: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "NOT_FOUND";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `PAYLOAD_TOO_LARGE`: The body is over 64 KiB, or one of an action's parts over its limit (`meta`, `details`, `performance`: 4096 bytes of JSON each; `error`: 2048; `consent`: 1024). */
+            413: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "PAYLOAD_TOO_LARGE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `RATE_LIMITED`: Too many requests from this address, for this site or with this credential, or too many failed authentications from this address (a credential that verifies is never refused for those); retry after `Retry-After` seconds. */
+            429: {
+                headers: {
+                    /**
+                     * @description The limit nearest to refusing this request, as a structured field: `"<name>";q=<quota>;w=<window seconds>` (`address`, `site`, `credential` or `failed-auth`).
+                     * @example "credential";q=200;w=2
+                     */
+                    "RateLimit-Policy"?: string;
+                    /**
+                     * @description What is left of that limit: `"<name>";r=<remaining>;t=<seconds until it is whole again>`.
+                     * @example "credential";r=199;t=1
+                     */
+                    RateLimit?: string;
+                    /** @description Seconds to wait before retrying. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "RATE_LIMITED";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+            /** @description `SERVICE_UNAVAILABLE`: Storage could not be reached; the request had no effect. Retry later. */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        error: "SERVICE_UNAVAILABLE";
+                        /** @description A human-readable detail; do not parse it. */
+                        message?: string;
+                    };
+                };
+            };
+        };
+    };
     "customer.simulatePolicy": {
         parameters: {
             query?: never;
@@ -8541,6 +8774,8 @@ export interface operations {
             query?: {
                 /** @description a string matching the pattern ^\d{4}-\d{2}$ */
                 month?: string;
+                /** @description a string at most 64 character(s) long */
+                workspaceId?: string;
             };
             header?: never;
             path?: never;

@@ -1,5 +1,5 @@
 /**
- * The Zapier app definition of Streaks, for one authentication: the six REST-hook triggers, the
+ * The Zapier app definition of Streaks, for one authentication: the seven REST-hook triggers, the
  * hidden program list behind the dropdowns, Record Member Action and Find Member Streak.
  */
 import { createRequire } from "node:module"

@@ -43,13 +43,28 @@ const tokenRequest = async (
   form: Record<string, string>,
   refreshing: boolean
 ): Promise<Tokens> => {
-  const response = await z.request({
-    url: `${Server.baseUrl(bundle)}/oauth/token`,
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
-    body: new URLSearchParams({ ...form, ...client() }).toString(),
-    skipThrowForStatus: true
-  })
+  let response: Awaited<ReturnType<ZObject["request"]>>
+  try {
+    response = await z.request({
+      url: `${Server.baseUrl(bundle)}/oauth/token`,
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+      body: new URLSearchParams({ ...form, ...client() }).toString(),
+      skipThrowForStatus: true
+    })
+  } catch (e) {
+    // With `autoRefresh` the platform turns every 401 into a RefreshAuthError before the app sees
+    // it. At the token endpoint a 401 is `invalid_client`: refreshing cannot help, the integration's
+    // CLIENT_ID / CLIENT_SECRET are wrong or the operator removed the client.
+    if (e instanceof Error && e.name === "RefreshAuthError") {
+      throw new z.errors.Error(
+        "The Streaks server refused the integration's OAuth client: check CLIENT_ID and CLIENT_SECRET",
+        "invalid_client",
+        401
+      )
+    }
+    throw e
+  }
   if (response.status >= 400) {
     const error = Server.errorBody(response)
     const code = error?.code ?? `HTTP_${response.status}`

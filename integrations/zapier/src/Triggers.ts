@@ -16,6 +16,7 @@ export type EventType =
   | "streak.broken"
   | "streak.freeze_used"
   | "streak.freeze_earned"
+  | "streak.repaired"
 
 /** A delivery's JSON body (docs/webhooks.md, "The delivery"). */
 export interface Delivery {
@@ -107,6 +108,12 @@ export const samples: Record<EventType, ReturnType<typeof record>> = {
     type: "streak.freeze_earned",
     timestamp: "2026-03-03T08:12:40.000Z",
     data: { ...base, streak: { current: 3, best: 3 }, freezesAvailable: 1, timezone: "Europe/Paris" }
+  }),
+  "streak.repaired": record({
+    id: "msg_06eeqbmgm1k2p4qz7c0vb9ds3e",
+    type: "streak.repaired",
+    timestamp: "2026-03-17T10:04:51.000Z",
+    data: { ...base, streak: { current: 8, best: 8 }, period: { start: "2026-03-16", end: "2026-03-16" }, current: 8 }
   })
 }
 
@@ -169,6 +176,12 @@ const outputFields: Record<EventType, ReadonlyArray<OutputField>> = {
     ...common,
     { key: "freezesAvailable", label: "Freezes Available", type: "integer" },
     { key: "timezone", label: "Member Time Zone" }
+  ],
+  "streak.repaired": [
+    ...common,
+    { key: "period__start", label: "Repaired Period Start (YYYY-MM-DD)" },
+    { key: "period__end", label: "Repaired Period End (YYYY-MM-DD)" },
+    { key: "current", label: "Streak After the Repair", type: "integer" }
   ]
 }
 
@@ -282,6 +295,15 @@ export const specs: ReadonlyArray<Spec> = [
     noun: "Freeze",
     label: "Freeze Earned",
     description: "Triggers when a member earns a streak freeze by keeping their streak going."
+  },
+  {
+    key: "streakRepaired",
+    type: "streak.repaired",
+    noun: "Streak",
+    label: "Streak Repaired",
+    description:
+      "Triggers when a missed day (or period) of a member was made whole: repaired by your team, or forgiven by an " +
+      "outage window declared over it."
   }
 ]
 

@@ -103,9 +103,13 @@ describe("connection", () => {
     expect(e.message).toContain("UNAUTHORIZED")
   })
 
-  it("the program dropdown lists both programs with their project", async () => {
+  it("the program dropdown lists the programs with their project", async () => {
     const programs = (await appTester(triggers.program.operation.perform, { authData: authData() })) as Array<any>
-    expect(programs.map((p) => p.label).sort()).toEqual(["Lessons (App, live)", "Workouts (App, live)"])
+    expect(programs.map((p) => p.label).sort()).toEqual([
+      "Lessons (App, live)",
+      "Reading (App, live)",
+      "Workouts (App, live)"
+    ])
     expect(programs.find((p) => p.id === customer.programId)).toMatchObject({
       name: "Lessons",
       eventKey: "lesson",
@@ -208,6 +212,36 @@ describe("REST-hook triggers", () => {
       timezone: "UTC"
     })
     expectShapeOfSample("freezeUsed", frozen)
+  })
+
+  it("Streak Repaired: a support agent repairs the member's missed yesterday", async () => {
+    const repaired = await subscribe("streakRepaired", customer.repairProgramId)
+    expect(repaired.subscribeData.eventTypes).toEqual(["streak.repaired"])
+    await ReferenceServer.act(server.url, customer, "reading", "mender", ReferenceServer.noonDaysAgo(2))
+    const yesterday = ReferenceServer.noonDaysAgo(1).slice(0, 10)
+    const repair = await ReferenceServer.call(
+      server.url,
+      `/v1/api/programs/${customer.repairProgramId}/members/mender/repairs`,
+      { headers: { authorization: `Bearer ${customer.apiKey}` }, body: { period: yesterday, reason: "ticket 7" } }
+    )
+    expect(repair.status).toBe(200)
+    const made = await performed("streakRepaired", repaired.targetUrl, repaired.subscribeData)
+    expect(made).toMatchObject({
+      type: "streak.repaired",
+      programId: customer.repairProgramId,
+      userHash: "mender",
+      period: { start: yesterday, end: yesterday },
+      current: repair.body.current,
+      streak: { current: repair.body.current, best: repair.body.best }
+    })
+    expect(made.current).toBe(2)
+    expectShapeOfSample("streakRepaired", made)
+
+    const listed = (await appTester(triggers.streakRepaired.operation.performList, {
+      authData: authData(),
+      inputData: { programId: customer.repairProgramId }
+    })) as Array<any>
+    expect(listed).toEqual([expect.objectContaining({ id: made.id, type: "streak.repaired", userHash: "mender" })])
   })
 
   it("performList gives the recent deliveries of the type, newest first, or one made-up sample", async () => {

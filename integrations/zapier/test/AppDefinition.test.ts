@@ -44,7 +44,7 @@ describe("app definition", () => {
     expect(((await command(ApiKeyApp, "definition")) as any).authentication.type).toBe("custom")
   })
 
-  it("has the six REST-hook triggers, each with a program dropdown, a sample and every hook method", async () => {
+  it("has the seven REST-hook triggers, each with a program dropdown, a sample and every hook method", async () => {
     const definition = (await command(ApiKeyApp, "definition")) as any
     const hooks = Object.values(definition.triggers).filter((t: any) => t.operation.type === "hook") as Array<any>
     expect(hooks.map((t) => t.display.label).sort()).toEqual([
@@ -53,7 +53,8 @@ describe("app definition", () => {
       "Milestone Achieved",
       "Reward Unlocked",
       "Streak At Risk",
-      "Streak Broken"
+      "Streak Broken",
+      "Streak Repaired"
     ])
     for (const t of hooks) {
       expect(Object.keys(t.operation)).toEqual(

@@ -20,13 +20,22 @@ import {
 } from "./Domain.js"
 import type { Action } from "./EventInput.js"
 import type { EventId, MessageId, ProgramId, UserHash } from "./Ids.js"
-import type { Changes, KeyAnswer, KeyRequest, LoadRequest, MemberRequest, Snapshot, ZoneChange } from "./IngestStore.js"
-import { keyOf } from "./IngestStore.js"
-import * as Metering from "./Metering.js"
+import type {
+  Changes,
+  KeyAnswer,
+  KeyRequest,
+  LoadRequest,
+  MemberRequest,
+  Snapshot,
+  ZoneChange
+} from "./IngestRecords.js"
+import { keyOf } from "./IngestRecords.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import * as Policy from "./Policy.js"
-import type { IdempotencyClaim, UsageEntry } from "./Ports.js"
+import type { IdempotencyClaim } from "./IngestRecords.js"
+import type { UsageEntry } from "./Usage.js"
 import * as Streak from "./Streak.js"
+import * as Usage from "./Usage.js"
 import { memberZone, notifiedOf, rowOf, summaryOf } from "./internal/streakProgress.js"
 
 /** One authorised action: its project, the program that counts it, and the door it came through. */
@@ -435,7 +444,7 @@ const planOne = (
     day,
     achievements,
     outbox,
-    usage: c.ledger === "live" ? Metering.activeEntry(project.workspaceId, project.id, userHash, at) : undefined,
+    usage: c.ledger === "live" ? Usage.activeEntry(project.workspaceId, project.id, userHash, at) : undefined,
     goLive: c.promote && w.program.status === "test" ? w.program.id : undefined,
     body: answerBody(door, true, c.reason, false),
     record: record(true)

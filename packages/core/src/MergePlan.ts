@@ -13,7 +13,7 @@ import {
   type StreakRow
 } from "./Domain.js"
 import type { MessageId, ProgramId, UserHash } from "./Ids.js"
-import type { NewDay } from "./IngestStore.js"
+import type { NewDay } from "./IngestRecords.js"
 import { forgivenessOf, notifiedOf, rowOf } from "./internal/streakProgress.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import * as Policy from "./Policy.js"

@@ -33,7 +33,6 @@ import {
   type ProgramStatus,
   Project,
   Session,
-  type StoredResponse,
   type StreakMode,
   type StreakKey,
   type StreakRow,
@@ -61,6 +60,7 @@ import type {
   UserHash,
   WorkspaceId
 } from "./Ids.js"
+import type { IdempotencyClaim, KeyAnswer, KeyRequest, Member } from "./IngestRecords.js"
 
 type Io<A> = Effect.Effect<A, StorageError>
 
@@ -181,12 +181,6 @@ export interface MemberRef {
 /** A member's zone to store. */
 export interface MemberZone extends MemberRef {
   readonly timezone: string
-}
-
-/** The canonical member behind an id, with the member's stored zone. */
-export interface Member {
-  readonly userHash: UserHash
-  readonly timezone: Option.Option<string>
 }
 
 /** One member's key in one program, named by any id of the member (aliases are resolved by the store). */
@@ -357,26 +351,6 @@ export class ActionLog extends Context.Tag("@streaks/core/ActionLog")<ActionLog,
   >
 }>() {}
 
-export type IdempotencyClaim =
-  | { readonly _tag: "Claimed" }
-  | { readonly _tag: "InProgress" }
-  | { readonly _tag: "Completed"; readonly response: StoredResponse }
-
-/** An idempotency key to claim at `now`. */
-export interface KeyRequest {
-  readonly projectId: ProjectId
-  readonly key: string
-  readonly now: Date
-}
-
-/** The answer to store with a claimed idempotency key. */
-export interface KeyAnswer {
-  readonly projectId: ProjectId
-  readonly key: string
-  readonly response: StoredResponse
-  readonly now: Date
-}
-
 /** Idempotency keys shared by every replica (docs/api.md#idempotency). */
 export class IdempotencyStore extends Context.Tag("@streaks/core/IdempotencyStore")<IdempotencyStore, {
   /**
@@ -470,6 +444,7 @@ export interface MessageHistory {
 
 /** One member active in one UTC month of a workspace (defined with the rules that make it, in `Usage`). */
 export type { UsageEntry } from "./Usage.js"
+export type { IdempotencyClaim, KeyAnswer, KeyRequest, Member }
 
 /** Active streakers per workspace and UTC month (docs/api.md#get-usage). */
 export class UsageStore extends Context.Tag("@streaks/core/UsageStore")<UsageStore, {

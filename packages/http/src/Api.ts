@@ -508,6 +508,20 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       }))
   )
   .add(
+    HttpApiEndpoint.put("setPolicy")`/programs/${programId}/policy`.setPayload(S.PolicyInput)
+      .addSuccess(S.CustomerProgram).addError(S.PolicyRefused)
+      .annotateContext(Doc.route({
+        summary: "Replace a program's policy",
+        description: "The body is the whole policy: a field left out takes its default. Every streak of the program " +
+          "is recomputed from its activity days under the new policy; no event is sent for the past. An invalid " +
+          "policy changes nothing and answers 400 `INVALID_BODY` with `field` (its path in the policy, such as " +
+          "`target` or `freezes.initial`) and `message` (what is wrong with it).",
+        success: "The program, with its new policy and mode.",
+        errors: ["NOT_FOUND", "FORBIDDEN"],
+        examples: { request: S.examples.policy }
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("simulatePolicy")`/programs/${programId}/simulations`.setPayload(S.SimulationBody)
       .addSuccess(S.SimulationAnswer)
       .annotateContext(Doc.route({
@@ -613,7 +627,8 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       .annotateContext(Doc.route({
         summary: "The workspace's active streakers this month",
         description: "Active streakers (members with at least one counted live action in the UTC month) against the " +
-          "plan's limit; `month=YYYY-MM` for another month.",
+          "plan's limit; `month=YYYY-MM` for another month, `workspaceId` for another of the credential's " +
+          "workspaces than its first (one outside its reach: 404).",
         errors: ["NOT_FOUND"]
       }))
   )

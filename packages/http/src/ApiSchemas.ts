@@ -5,6 +5,7 @@
  * server and client.
  */
 import { Domain, Policy, ProofReport, Provisioning } from "@streaks/core"
+import { HttpApiSchema } from "@effect/platform"
 import { Schema } from "effect"
 
 /**
@@ -513,6 +514,49 @@ export const MemberStreak = Schema.Struct({
   period: Schema.optional(periodNow)
 })
 
+/**
+ * A policy refused by `PUT /v1/api/programs/{id}/policy`: 400 `INVALID_BODY` naming the field at
+ * fault (its path in the policy, e.g. `freezes.initial`) and what is wrong with it, so that a form
+ * can show the message beside that field.
+ */
+export class PolicyRefused extends Schema.Class<PolicyRefused>("PolicyRefused")({
+  error: Schema.Literal("INVALID_BODY"),
+  field: Schema.optional(Schema.String),
+  message: Schema.String
+}, HttpApiSchema.annotations({ status: 400 })) {}
+
+const policyFields = [
+  "cadence",
+  "target",
+  "dayStartHour",
+  "restDays",
+  "freezes.initial",
+  "freezes.max",
+  "freezes.earnEvery",
+  "freezes",
+  "atRiskHour",
+  "repairWindowDays",
+  "repairsPer30Days"
+]
+
+/**
+ * The refusal for a policy core judged invalid: core's message is `policy.<path>: <what>` for one
+ * field, or `policy: <field> must …` for a rule between fields, which starts with the field it is about.
+ */
+export const policyRefused = (message: string | undefined): PolicyRefused => {
+  const text = message ?? "the policy is not valid"
+  const one = /^policy\.([A-Za-z0-9.]+): (.*)$/s.exec(text)
+  if (one !== null) {
+    const field = one[1]!.split(".").filter((part) => !/^\d+$/.test(part)).join(".")
+    return new PolicyRefused({ error: "INVALID_BODY", field, message: one[2]! })
+  }
+  const rest = text.replace(/^policy: /, "")
+  const first = rest.split(" ")[0]!
+  return policyFields.includes(first)
+    ? new PolicyRefused({ error: "INVALID_BODY", field: first, message: rest })
+    : new PolicyRefused({ error: "INVALID_BODY", message: rest })
+}
+
 export const LedgerParams = Schema.Struct({
   from: Schema.optional(
     text(bounds.date).pipe(Schema.pattern(/^\d{4}-\d{2}-\d{2}$/)).annotations({
@@ -656,7 +700,9 @@ export const HookCreated = Schema.Struct({
 export const SamplesParams = Schema.Struct({ type: EventTypes })
 
 export const UsageParams = Schema.Struct({
-  month: Schema.optional(text(bounds.month).pipe(Schema.pattern(/^\d{4}-\d{2}$/)))
+  month: Schema.optional(text(bounds.month).pipe(Schema.pattern(/^\d{4}-\d{2}$/))),
+  /** One of the credential's workspaces (default: its first). */
+  workspaceId: Schema.optional(text(bounds.id))
 })
 export const Usage = Schema.Struct({
   month: Schema.String,

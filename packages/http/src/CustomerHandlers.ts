@@ -27,6 +27,7 @@ import { Api, CurrentPrincipal } from "./Api.js"
 import * as AuditTrail from "./AuditTrail.js"
 import { HttpConfig } from "./HttpConfig.js"
 import { checkParts } from "./IngestHandlers.js"
+import * as S from "./ApiSchemas.js"
 import * as JsonLimits from "./JsonLimits.js"
 import * as Sessions from "./Sessions.js"
 import * as Views from "./Views.js"
@@ -129,6 +130,26 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("member", ({ path }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           stateQuery.memberStreak(program.id, path.userHash)))
+      .handle("setPolicy", ({ path, payload }) =>
+        Effect.gen(function*() {
+          const { program, project } = yield* reach(path.programId)
+          const changed = yield* audited(policies.setPolicy(program.id, payload))((p) => ({
+            action: "program.set_policy",
+            target: p.id,
+            workspaceId: project.workspaceId,
+            details: { policy: Views.policy(p) }
+          })).pipe(Effect.catchTag("InvalidBody", (error) =>
+            Effect.fail(S.policyRefused(error.message))))
+          return {
+            id: changed.id,
+            name: changed.name,
+            eventKey: changed.eventKey,
+            status: changed.status,
+            mode: Views.mode(changed),
+            policy: Views.policy(changed),
+            project: { id: project.id, siteKey: project.siteKey, name: project.name }
+          }
+        }))
       .handle("ledger", ({ path, urlParams }) =>
         Effect.flatMap(reach(path.programId), ({ program }) =>
           policies.ledger(program.id, path.userHash, urlParams)))
@@ -217,9 +238,14 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
       .handle("usage", ({ urlParams }) =>
         Effect.gen(function*() {
           const principal = yield* CurrentPrincipal
-          const workspaceId = principal.workspaceIds[0]
+          const asked = urlParams.workspaceId
+          const workspaceId = asked === undefined
+            ? principal.workspaceIds[0]
+            : principal.workspaceIds.find((id) =>
+              id === asked
+            )
           if (workspaceId === undefined) {
-            return yield* new Errors.NotFound({ message: "no workspace" })
+            return yield* new Errors.NotFound({ message: "no such workspace within reach" })
           }
           return yield* metering.usage(workspaceId, urlParams.month)
         }))

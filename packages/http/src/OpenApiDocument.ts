@@ -166,6 +166,10 @@ const errorResponse = (status: number, codes: ReadonlyArray<HttpErrors.Code>): J
   return response
 }
 
+/** The routes whose 400 names the field at fault (docs/api.md#put-programsprogramidpolicy). */
+const namesField = (method: string, path: string): boolean =>
+  method === "put" && path === "/v1/api/programs/{programId}/policy"
+
 /** The routes whose every answer says where its nearest limit stands (docs/api.md#rate-limits). */
 const limited = (method: string, path: string): boolean =>
   path.startsWith("/v1/api/") || (method === "post" && (path === "/v1/e" || path === "/v1/alias"))
@@ -262,6 +266,12 @@ const completeOperation = (method: string, path: string, op: Json, annotated: An
   const statuses = [...new Set(codes.map((code) => HttpErrors.codes[code].status))].sort((a, b) => a - b)
   for (const status of statuses) {
     responses[status] = errorResponse(status, codes.filter((code) => HttpErrors.codes[code].status === status))
+  }
+  if (namesField(method, path) && responses[400] !== undefined) {
+    responses[400].content["application/json"].schema.properties.field = {
+      type: "string",
+      description: "The path in the policy of the field at fault, e.g. `target` or `freezes.initial`."
+    }
   }
   if (limited(method, path)) withHeaders(responses, rateLimitHeaders)
   if (browserDoor(method, path)) withHeaders(responses, corsHeaders)

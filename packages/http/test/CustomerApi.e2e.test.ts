@@ -277,4 +277,20 @@ layer(testServer(), { timeout: 120_000 })("customer REST API over real HTTP", (i
       yield* api(t.apiKey, `/hooks/${created.body.id}`, { method: "DELETE" })
       expect((yield* api(t.apiKey, `/programs/${t.programId}/experiments/current`)).status).toBe(404)
     }))
+
+  it.effect("usage of another of the credential's workspaces with ?workspaceId; one outside its reach is 404", () =>
+    Effect.gen(function*() {
+      const first = yield* tenant({ plan: "growth" })
+      const second = yield* tenant({ plan: "scale" })
+      const elsewhere = yield* tenant()
+      const grant = yield* admin("/admin/oauth-grants", {
+        workspaceIds: [first.workspaceId, second.workspaceId],
+        appName: "Usage app"
+      })
+      const token = grant.body.accessToken as string
+      expect((yield* api(token, "/usage")).body.plan).toBe("growth")
+      expect((yield* api(token, `/usage?workspaceId=${second.workspaceId}`)).body.plan).toBe("scale")
+      const outside = yield* api(token, `/usage?workspaceId=${elsewhere.workspaceId}`)
+      expect(outside.status).toBe(404)
+    }))
 })

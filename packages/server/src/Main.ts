@@ -4,7 +4,7 @@
  */
 import { SqlClient } from "@effect/sql"
 import { ClientAddress, DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
-import { AccessLog, Http, HttpConfig, Jobs, OAuthRoutes, RateLimit, WidgetScript } from "@streaks/http"
+import { AccessLog, ConsolePage, Http, HttpConfig, Jobs, OAuthRoutes, RateLimit, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
 import { McpLimits } from "@streaks/mcp/McpLimits"
@@ -75,6 +75,9 @@ const layerJobs = Layer.effect(
 /** `GET /widget.js`: the display widget's module, read when first asked for (a bundle inlines it). */
 const widgetRoutes = WidgetScript.layer(() => import("@streaks/widget/source").then((module) => module.default))
 
+/** `/console`: the console's page and files (`@streaks/console`), read when first asked for. */
+const consoleRoutes = ConsolePage.layer(() => import("@streaks/console/source").then((module) => module.default))
+
 /**
  * The MCP worker at `/mcp` (`@streaks/mcp`), its settings from the environment, under the same
  * failed-authentication budgets and per-credential buckets as `/v1/api`.
@@ -111,7 +114,7 @@ export const layer = (config: ServerConfig) => {
   // The fast path answers the hot public routes in front of HttpApi.
   const http = Http.layerServer(
     { port: config.port, host: config.host },
-    Layer.mergeAll(mcpRoutes, widgetRoutes, oauthRoutes),
+    Layer.mergeAll(mcpRoutes, widgetRoutes, oauthRoutes, consoleRoutes),
     (api) =>
       Effect.flatMap(
         FastPath.front(api),

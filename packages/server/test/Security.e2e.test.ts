@@ -300,6 +300,11 @@ const probes = (victim: Tenant) => {
       body: { start: new Date(Date.now() - 3_600_000).toISOString(), end: new Date().toISOString(), reason: "probe" }
     }],
     "GET /v1/api/programs/{programId}/outages": [{ path: `/programs/${v.programId}/outages` }],
+    "PUT /v1/api/programs/{programId}/policy": [{
+      path: `/programs/${v.programId}/policy`,
+      method: "PUT",
+      body: { cadence: "weekly" }
+    }],
     "POST /v1/api/programs/{programId}/simulations": [{
       path: `/programs/${v.programId}/simulations`,
       body: { policy: { cadence: "weekly" } }

@@ -83,9 +83,11 @@ export interface Customer {
   readonly programId: string
   /** Live, a policy with freezes (one at start, at most two, one earned every 2 days), no milestones. */
   readonly freezeProgramId: string
+  /** Live, a policy that allows one repair within 7 days of a missed day, no milestones. */
+  readonly repairProgramId: string
 }
 
-/** A workspace with one project in UTC, two live programs and an API key, through the admin API. */
+/** A workspace with one project in UTC, three live programs and an API key, through the admin API. */
 export const provision = async (base: string, name = "Acme"): Promise<Customer> => {
   const ws = expectStatus(await admin(base, "/admin/workspaces", { name, plan: "pro" }), 201, "workspace")
   const project = expectStatus(
@@ -117,7 +119,18 @@ export const provision = async (base: string, name = "Acme"): Promise<Customer> 
     201,
     "freeze program"
   )
-  for (const id of [program.id, freezeProgram.id]) {
+  const repairProgram = expectStatus(
+    await admin(base, "/admin/programs", {
+      projectId: project.id,
+      name: "Reading",
+      eventKey: "reading",
+      milestones: [],
+      policy: { repairWindowDays: 7, repairsPer30Days: 1 }
+    }),
+    201,
+    "repair program"
+  )
+  for (const id of [program.id, freezeProgram.id, repairProgram.id]) {
     expectStatus(await admin(base, `/admin/programs/${id}/status`, { status: "live" }), 200, "status")
   }
   const key = expectStatus(await admin(base, `/admin/workspaces/${ws.id}/api-keys`, { name: "zapier" }), 201, "key")
@@ -128,7 +141,8 @@ export const provision = async (base: string, name = "Acme"): Promise<Customer> 
     apiKey: key.key,
     apiKeyId: key.id,
     programId: program.id,
-    freezeProgramId: freezeProgram.id
+    freezeProgramId: freezeProgram.id,
+    repairProgramId: repairProgram.id
   }
 }
 

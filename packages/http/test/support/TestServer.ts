@@ -13,11 +13,14 @@ import * as Jobs from "../../src/Jobs.js"
 import * as OAuthRoutes from "../../src/OAuthRoutes.js"
 import { NodeServer } from "../../src/NodeServer.js"
 import * as RateLimit from "../../src/RateLimit.js"
+import type * as Sessions from "../../src/Sessions.js"
 import * as Contract from "./Contract.js"
 
 export const ADMIN_TOKEN = "test-admin-token"
 
 export interface Options {
+  /** Routes of its own on the same router, as the reference server mounts the console's. */
+  readonly routes?: Layer.Layer<never, never, Sessions.Sessions>
   readonly rateLimit?: {
     readonly ipPerSecond: number
     readonly sitePerSecond: number
@@ -42,11 +45,14 @@ const jobs = Layer.effect(
 export const layer = (options: Options = {}) =>
   Http.layerServer(
     { port: 0, shutdownTimeout: "1 second" },
-    options.oauth === true
-      ? OAuthRoutes.layerRoutes.pipe(
-        Layer.provide(OAuthRoutes.layerConfigWith({ publicUrl: Option.none(), dynamicRegistration: false }))
-      )
-      : Layer.empty
+    Layer.mergeAll(
+      options.routes ?? Layer.empty,
+      options.oauth === true
+        ? OAuthRoutes.layerRoutes.pipe(
+          Layer.provide(OAuthRoutes.layerConfigWith({ publicUrl: Option.none(), dynamicRegistration: false }))
+        )
+        : Layer.empty
+    )
   ).pipe(
     Layer.provide(jobs),
     // Tests fail authentication on purpose, many times from one address.

@@ -2,7 +2,9 @@
  * Debian's Chromium for browser tests, driven by `playwright-core`: its path, installed with apt
  * where it is missing and the tests run as root; otherwise undefined, with the reason.
  */
+import { Context, Effect, Layer } from "effect"
 import { execFileSync } from "node:child_process"
+import { type Browser as PlaywrightBrowser, chromium } from "playwright-core"
 
 const which = (): string | undefined => {
   try {
@@ -33,3 +35,15 @@ export const executable = (): { readonly path: string } | { readonly missing: st
   const installed = which()
   return installed !== undefined ? { path: installed } : { missing: "apt-get installed no chromium binary" }
 }
+
+/** One headless Chromium for a test file (the console's browser tests). */
+export class Browser extends Context.Tag("@streaks/server/test/Browser")<Browser, PlaywrightBrowser>() {}
+
+export const layer = (executablePath: string): Layer.Layer<Browser> =>
+  Layer.scoped(
+    Browser,
+    Effect.acquireRelease(
+      Effect.promise(() => chromium.launch({ executablePath, args, headless: true })),
+      (browser) => Effect.promise(() => browser.close())
+    )
+  )
