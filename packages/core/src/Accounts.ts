@@ -11,7 +11,7 @@ import * as Ids from "./Ids.js"
 import type { WorkspaceId } from "./Ids.js"
 import { Passwords } from "./Passwords.js"
 import * as PasswordRules from "./Passwords.js"
-import { Catalog, Transactor } from "./Ports.js"
+import { Catalog, CredentialStore, OAuthStore, SubscriptionStore, Transactor } from "./Ports.js"
 import { generate, hashToken } from "./Tokens.js"
 
 const minute = 60_000
@@ -95,6 +95,24 @@ export class Accounts extends Context.Tag("@streaks/core/Accounts")<Accounts, {
   /** Ends the session of the token (nothing when there is none). */
   readonly signOut: (token: string, clientAddress: string) => Effect.Effect<void, StorageError>
   readonly user: (id: Ids.UserId) => Effect.Effect<Option.Option<User>, StorageError>
+  /** Every user, by id (the operator's list). */
+  readonly users: Effect.Effect<ReadonlyArray<User>, StorageError>
+  /**
+   * Replaces the user's workspace roles (docs/accounts.md#changing-roles-and-removing-users): NotFound
+   * for an unknown user or workspace, InvalidBody for a bad role. The user's OAuth grants stop
+   * reaching the workspaces the user left, and the subscriptions they (and the user) created there
+   * are removed; a grant left with no workspace is revoked. One transaction, audited.
+   */
+  readonly setMemberships: (
+    id: string,
+    workspaces: CreateUserInput["workspaces"],
+    by: Audit.By
+  ) => Effect.Effect<User, InvalidBody | NotFound | StorageError>
+  /**
+   * Removes the user: their sessions and invites end, their OAuth grants are revoked, and the
+   * subscriptions they and their grants created are removed. One transaction, audited.
+   */
+  readonly removeUser: (id: string, by: Audit.By) => Effect.Effect<void, NotFound | StorageError>
   /** Users with a role in any of these workspaces, by id. */
   readonly usersOfWorkspaces: (ids: ReadonlyArray<WorkspaceId>) => Effect.Effect<ReadonlyArray<User>, StorageError>
 }>() {}
@@ -104,6 +122,9 @@ export const make = Effect.gen(function*() {
   const transactor = yield* Transactor
   const passwords = yield* Passwords
   const audit = yield* Audit.Audit
+  const credentials = yield* CredentialStore
+  const oauth = yield* OAuthStore
+  const subscriptions = yield* SubscriptionStore
   const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
   // A constant PHC string to check a password against when the e-mail is unknown, so that a wrong
@@ -301,7 +322,96 @@ export const make = Effect.gen(function*() {
       }
     }))
 
+  const userById = (id: string) =>
+    Effect.flatMap(
+      catalog.find("user", { id: Ids.unsafe("UserId", id) }),
+      (found) =>
+        found[0] === undefined ? Effect.fail(new NotFound({ message: "user not found" })) : Effect.succeed(found[0])
+    )
+
+  /**
+   * Takes the user's grants and subscriptions out of `left` (workspaces the user no longer belongs
+   * to); with every workspace left, the user's grants are revoked. Inside the caller's transaction.
+   */
+  const leave = (user: User, left: ReadonlyArray<WorkspaceId>, at: Date, by: Audit.By) =>
+    Effect.gen(function*() {
+      if (left.length === 0) return
+      yield* subscriptions.removeCreatedBy(left, { type: "user", id: user.id })
+      for (const grant of yield* oauth.grantsOfUser(user.id)) {
+        const dropped = grant.workspaceIds.filter((w) => left.includes(w))
+        if (dropped.length === 0) continue
+        const kept = grant.workspaceIds.filter((w) => !left.includes(w))
+        yield* kept.length === 0
+          ? credentials.revokeGrant(grant.id, at)
+          : credentials.setGrantWorkspaces(grant.id, kept)
+        yield* subscriptions.removeCreatedBy(dropped, { type: "oauth", id: grant.id })
+        for (const workspaceId of dropped) {
+          yield* audit.record(by, {
+            action: "oauth_grant.revoke",
+            target: grant.id,
+            workspaceId,
+            details: { reason: "user left the workspace", userId: user.id }
+          })
+        }
+      }
+    })
+
+  const setMemberships = (id: string, workspaces: CreateUserInput["workspaces"], by: Audit.By) =>
+    Effect.gen(function*() {
+      yield* userById(id)
+      const memberships = yield* validMemberships(workspaces)
+      const at = yield* now
+      return yield* transactor.withTransaction(Effect.gen(function*() {
+        const user = yield* userById(id)
+        const [updated] = yield* catalog.update("user", { id: user.id }, { memberships })
+        if (updated === undefined) return yield* new NotFound({ message: "user not found" })
+        const kept = new Set(memberships.map((m) => m.workspaceId))
+        const left = user.memberships.map((m) => m.workspaceId).filter((w) => !kept.has(w))
+        yield* leave(user, left, at, by)
+        const before = new Map(user.memberships.map((m) => [m.workspaceId as string, m.role]))
+        const after = new Map(memberships.map((m) => [m.workspaceId as string, m.role]))
+        for (const workspaceId of new Set([...before.keys(), ...after.keys()])) {
+          yield* audit.record(by, {
+            action: "user.set_roles",
+            target: user.id,
+            workspaceId: Ids.unsafe("WorkspaceId", workspaceId),
+            details: { from: before.get(workspaceId) ?? null, to: after.get(workspaceId) ?? null }
+          })
+        }
+        return updated
+      }))
+    })
+
+  const removeUser = (id: string, by: Audit.By) =>
+    Effect.gen(function*() {
+      const at = yield* now
+      yield* transactor.withTransaction(Effect.gen(function*() {
+        const user = yield* userById(id)
+        const removed = yield* catalog.remove("user", { id: user.id })
+        if (removed.length === 0) return yield* new NotFound({ message: "user not found" })
+        yield* catalog.remove("session", { userId: user.id })
+        yield* catalog.remove("invite", { userId: user.id })
+        // Every grant goes, also one whose workspaces the user had already left.
+        yield* leave(user, user.memberships.map((m) => m.workspaceId), at, by)
+        for (const grant of yield* oauth.grantsOfUser(user.id)) {
+          yield* credentials.revokeGrant(grant.id, at)
+          yield* subscriptions.removeCreatedBy(grant.workspaceIds, { type: "oauth", id: grant.id })
+        }
+        for (const m of user.memberships) {
+          yield* audit.record(by, {
+            action: "user.delete",
+            target: user.id,
+            workspaceId: m.workspaceId,
+            details: { email: user.email }
+          })
+        }
+      }))
+    })
+
   return Accounts.of({
+    users: Effect.map(catalog.find("user", {}), (users) => [...users].sort((a, b) => (a.id < b.id ? -1 : 1))),
+    setMemberships,
+    removeUser,
     createUser,
     invited,
     acceptInvite,
@@ -317,7 +427,11 @@ export const make = Effect.gen(function*() {
   })
 })
 
-export const layer: Layer.Layer<Accounts, never, Catalog | Transactor | Passwords | Audit.Audit> = Layer.effect(
+export const layer: Layer.Layer<
+  Accounts,
+  never,
+  Catalog | CredentialStore | OAuthStore | SubscriptionStore | Transactor | Passwords | Audit.Audit
+> = Layer.effect(
   Accounts,
   make
 )

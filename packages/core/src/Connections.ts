@@ -10,7 +10,7 @@ import { ApiKey, type OAuthGrant } from "./Domain.js"
 import { NotFound, type InvalidBody, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import type { WorkspaceId } from "./Ids.js"
-import { CredentialStore, SubscriptionStore, Transactor } from "./Ports.js"
+import { CredentialStore, OAuthStore, SubscriptionStore, Transactor } from "./Ports.js"
 import * as Provisioning from "./Provisioning.js"
 import { generate, hashToken } from "./Tokens.js"
 
@@ -23,6 +23,11 @@ export interface App {
   /** Of the grant's workspaces, those the caller's user belongs to. */
   readonly workspaceIds: ReadonlyArray<WorkspaceId>
   readonly createdAt: Date
+  /**
+   * When the app last used the grant: an access token's last request (written to the minute) or a
+   * refresh, whichever is later; absent before the first, and for apps the operator connected.
+   */
+  readonly lastUsedAt?: Date | undefined
 }
 
 export interface Disconnected {
@@ -61,6 +66,7 @@ export class Connections extends Context.Tag("@streaks/core/Connections")<Connec
 
 export const make = Effect.gen(function*() {
   const credentials = yield* CredentialStore
+  const oauth = yield* OAuthStore
   const subscriptions = yield* SubscriptionStore
   const transactor = yield* Transactor
   const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
@@ -103,16 +109,28 @@ export const make = Effect.gen(function*() {
       (grants) => grants.filter((g) => isApp(g.id) && g.workspaceIds.some((w) => workspaceIds.includes(w)))
     )
 
+  const lastUse = (grant: OAuthGrant) =>
+    grant.clientId === undefined
+      ? Effect.succeed(undefined)
+      : Effect.map(oauth.tokensOfGrant(grant.id as Ids.OAuthGrantId), (tokens) => {
+        const latest = Math.max(...tokens.map((t) => t.usedAt?.getTime() ?? -Infinity))
+        return Number.isFinite(latest) ? new Date(latest) : undefined
+      })
+
   const apps = (workspaceIds: ReadonlyArray<WorkspaceId>) =>
-    Effect.map(reaching(workspaceIds), (grants) =>
-      grants
-        .map((g): App => ({
+    Effect.gen(function*() {
+      const grants = yield* reaching(workspaceIds)
+      const listed = yield* Effect.forEach(grants, (g) =>
+        Effect.map(lastUse(g), (lastUsedAt): App => ({
           grantId: g.id as Ids.OAuthGrantId,
           appName: g.appName,
+          ...(g.clientId === undefined ? {} : { clientId: g.clientId }),
           workspaceIds: g.workspaceIds.filter((w) => workspaceIds.includes(w)),
-          createdAt: g.createdAt
-        }))
-        .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.grantId < b.grantId ? -1 : 1)))
+          createdAt: g.createdAt,
+          ...(lastUsedAt === undefined ? {} : { lastUsedAt })
+        })))
+      return listed.sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.grantId < b.grantId ? -1 : 1))
+    })
 
   const disconnect = (allowed: ReadonlyArray<WorkspaceId>, grantId: string) =>
     transactor.withTransaction(Effect.gen(function*() {
@@ -131,7 +149,8 @@ export const make = Effect.gen(function*() {
   return Connections.of({ apiKeys, createApiKey, revokeApiKey, apps, disconnect })
 })
 
-export const layer: Layer.Layer<Connections, never, CredentialStore | SubscriptionStore | Transactor> = Layer.effect(
-  Connections,
-  make
-)
+export const layer: Layer.Layer<Connections, never, CredentialStore | OAuthStore | SubscriptionStore | Transactor> =
+  Layer.effect(
+    Connections,
+    make
+  )

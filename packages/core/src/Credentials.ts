@@ -86,6 +86,9 @@ export const reach = (
     return { program: program.value, project: project.value }
   })
 
+/** An access token's last use is written again at most this often (docs/accounts.md#connected-apps). */
+export const lastUseMillis = 60_000
+
 const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i
 
 export class Credentials extends Context.Tag("@streaks/core/Credentials")<Credentials, {
@@ -148,7 +151,14 @@ export const make = Effect.gen(function*() {
       if (found.value.expiresAt.getTime() <= nowMs) return yield* unauthorized
       const grant = yield* oauth.grant(found.value.grantId)
       if (Option.isNone(grant)) return yield* unauthorized
-      return yield* capped(grant.value)
+      const reach = yield* capped(grant.value)
+      // The connected-apps list shows the last use; it is written at most once a minute per token, on
+      // its own (no transaction), and a failure to write it never fails the request.
+      const usedAt = found.value.usedAt?.getTime()
+      if (usedAt === undefined || nowMs - usedAt >= lastUseMillis) {
+        yield* Effect.ignore(oauth.touchToken(found.value.id, new Date(nowMs)))
+      }
+      return reach
     })
 
   /**

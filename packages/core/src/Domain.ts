@@ -406,6 +406,7 @@ export class OAuthToken extends Schema.Class<OAuthToken>("OAuthToken")({
   grantId: OAuthGrantId,
   createdAt: Schema.DateFromSelf,
   expiresAt: Schema.DateFromSelf,
+  /** A refresh token: when it was spent (rotated). An access token: when it was last used, to the minute. */
   usedAt: Schema.optional(Schema.DateFromSelf),
   revokedAt: Schema.optional(Schema.DateFromSelf)
 }) {}

@@ -593,6 +593,13 @@ export class OAuthStore extends Context.Tag("@streaks/core/OAuthStore")<OAuthSto
   readonly spendToken: (id: OAuthTokenId, at: Date) => Io<Option.Option<OAuthToken>>
   /** Marks the token revoked; None if unknown or already revoked. */
   readonly revokeToken: (id: OAuthTokenId, at: Date) => Io<Option.Option<OAuthToken>>
+  /**
+   * Records that an unrevoked access token was used at `at` (its `usedAt`); None if unknown or
+   * revoked. Only for access tokens: a refresh token's `usedAt` means spent (`spendToken`).
+   */
+  readonly touchToken: (id: OAuthTokenId, at: Date) => Io<Option.Option<OAuthToken>>
+  /** Every token issued for the grant, spent, revoked or expired alike. */
+  readonly tokensOfGrant: (grantId: OAuthGrantId) => Io<ReadonlyArray<OAuthToken>>
   /** The user's workspaces and roles as they stand now; None for an unknown user. */
   readonly memberships: (userId: string) => Io<Option.Option<ReadonlyArray<Membership>>>
 }>() {}

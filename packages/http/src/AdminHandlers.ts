@@ -157,6 +157,17 @@ export const layer = HttpApiBuilder.group(Api, "admin", (handlers) =>
               : { inviteUrl: `${base}/invite?token=${encodeURIComponent(created.inviteToken)}` })
           }
         }))
+      .handle("users", () =>
+        Effect.map(accounts.users, (users) => ({ users: users.map(Views.user) })))
+      .handle("setUserRoles", ({ path, payload }) =>
+        Effect.map(
+          Effect.flatMap(AuditTrail.byOperator, (by) =>
+            accounts.setMemberships(path.id, payload.workspaces, by)),
+          Views.user
+        ))
+      .handle("removeUser", ({ path }) =>
+        Effect.flatMap(AuditTrail.byOperator, (by) =>
+          accounts.removeUser(path.id, by)))
       .handle("createMcpToken", ({ payload }) =>
         audited(provisioning.createMcpToken(payload))((t) =>
           perWorkspace(payload.workspaceIds, {

@@ -360,6 +360,34 @@ export class AdminGroup extends HttpApiGroup.make("admin")
       }))
   )
   .add(
+    HttpApiEndpoint.get("users", "/admin/users").addSuccess(S.UserList)
+      .annotateContext(Doc.route({
+        summary: "List users",
+        description: "Every user with their workspace roles, by id; never a password or its hash."
+      }))
+  )
+  .add(
+    HttpApiEndpoint.patch("setUserRoles")`/admin/users/${id}`.setPayload(S.MembershipsBody).addSuccess(S.UserView)
+      .annotateContext(Doc.route({
+        summary: "Change a user's workspace roles",
+        description: "Replaces the user's workspaces and roles. Takes effect on the next request of every " +
+          "session of the user and of every app the user connected: made `viewer`, they read only; from a " +
+          "workspace left out, the user's apps are disconnected (a grant left with no workspace is revoked) and " +
+          "the subscriptions the user and those apps created there are removed.",
+        errors: ["NOT_FOUND"],
+        examples: { request: S.examples.membershipsBody }
+      }))
+  )
+  .add(
+    HttpApiEndpoint.del("removeUser")`/admin/users/${id}`.addSuccess(HttpApiSchema.NoContent)
+      .annotateContext(Doc.route({
+        summary: "Remove a user",
+        description: "The user's sessions and invite link stop working at once, every app the user connected is " +
+          "disconnected, and the subscriptions the user and those apps created are removed.",
+        errors: ["NOT_FOUND"]
+      }))
+  )
+  .add(
     HttpApiEndpoint.post("createMcpToken", "/admin/mcp-tokens").setPayload(S.McpTokenBody).addSuccess(
       S.McpTokenCreated,
       Created
@@ -699,7 +727,9 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
     HttpApiEndpoint.get("connectedApps", "/connected-apps").addSuccess(S.ConnectedApps)
       .annotateContext(Doc.route({
         summary: "Apps connected to your workspaces (session only)",
-        description: "The OAuth apps that reach any of the signed-in user's workspaces.",
+        description: "The OAuth apps that reach any of the signed-in user's workspaces. `lastUsedAt` is the " +
+          "app's last request with an access token (recorded to the minute) or its last token refresh, whichever " +
+          "is later; null before either, and for an app the operator connected.",
         errors: ["FORBIDDEN"],
         security: [{ session: [] }]
       }))

@@ -356,6 +356,22 @@ export const UserBody = Schema.Struct({
   /** At least 12 characters (checked by the service, which answers INVALID_BODY). */
   password: Schema.optional(text(256))
 })
+export const MembershipsBody = Schema.Struct({
+  workspaces: Schema.Array(Schema.Struct({ workspaceId: text(bounds.id), role: RoleName })).pipe(
+    Schema.minItems(1),
+    Schema.maxItems(bounds.workspaces)
+  )
+})
+export const UserView = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  name: Schema.String,
+  workspaces: Schema.Array(Schema.Struct({ workspaceId: Schema.String, role: RoleName })),
+  /** False until an invited user sets a password. */
+  hasPassword: Schema.Boolean,
+  createdAt: Schema.String
+})
+export const UserList = Schema.Struct({ users: Schema.Array(UserView) })
 export const UserCreated = Schema.Struct({
   id: Schema.String,
   email: Schema.String,
@@ -380,7 +396,10 @@ export const ConnectedApps = Schema.Struct({
     /** Of the app's workspaces, those the signed-in user belongs to. */
     workspaceIds: Schema.Array(Schema.String),
     createdAt: Schema.String,
-    /** Not recorded: always null. */
+    /**
+     * The app's last request with one of its access tokens (recorded to the minute) or its last
+     * token refresh, whichever is later; null before either, and for an app the operator connected.
+     */
     lastUsedAt: Schema.NullOr(Schema.String)
   }))
 })
@@ -889,6 +908,14 @@ export const examples = {
         name: "Grace",
         workspaces: [{ workspaceId: "ws_01hz3k", role: "viewer" }],
         password: "correct horse battery staple"
+      }
+    }
+  },
+  membershipsBody: {
+    demote: {
+      summary: "Owner of one workspace, viewer of another",
+      value: {
+        workspaces: [{ workspaceId: "ws_01hz3k", role: "owner" }, { workspaceId: "ws_01hz3p", role: "viewer" }]
       }
     }
   },

@@ -355,7 +355,7 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
               clientId: a.clientId ?? null,
               workspaceIds: a.workspaceIds,
               createdAt: a.createdAt.toISOString(),
-              lastUsedAt: null
+              lastUsedAt: a.lastUsedAt?.toISOString() ?? null
             }))
           }))))
       .handle("disconnectApp", ({ path }) =>

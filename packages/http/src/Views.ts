@@ -77,3 +77,13 @@ export const auditPage = (page: {
   })),
   ...(page.nextCursor === undefined ? {} : { nextCursor: page.nextCursor })
 })
+
+/** A user as the operator sees it: never the password hash or the failed sign-ins. */
+export const user = (u: Domain.User) => ({
+  id: u.id,
+  email: u.email,
+  name: u.name,
+  workspaces: u.memberships.map((m) => ({ workspaceId: m.workspaceId, role: m.role })),
+  hasPassword: u.passwordHash !== undefined,
+  createdAt: u.createdAt.toISOString()
+})

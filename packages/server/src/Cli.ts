@@ -3,11 +3,11 @@
  * exits, `demo` provisions a demo tenant and prints its credentials (shown once), `mcp` runs the
  * MCP worker on its own (Streamable HTTP, or stdio for a local agent), `users invite` creates a
  * user and prints the one-time link where they set a password (docs/operations.md#creating-the-first-owner),
- * `import` loads a file of past actions into a program.
+ * `users set-role` and `users remove` change a user's roles or remove the user, `import` loads a file of past actions into a program.
  */
 import { Command, Options } from "@effect/cli"
 import { PgStorage } from "@streaks/storage-pg"
-import { Accounts, OutboxSignal, SecretBox, Services } from "@streaks/core"
+import { Accounts, Errors, OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
 import * as Demo from "./Demo.js"
 import * as ImportCommand from "./ImportCommand.js"
@@ -77,20 +77,23 @@ const baseUrl = Options.text("base-url").pipe(
   Options.optional
 )
 
+/** `<workspaceId>:<role>` options as the memberships Accounts takes (a missing role is refused there). */
+const membershipsOf = (options: ReadonlyArray<string>) =>
+  options.map((w) => {
+    const at = w.lastIndexOf(":")
+    return { workspaceId: at < 0 ? w : w.slice(0, at), role: at < 0 ? "" : w.slice(at + 1) }
+  })
+
+const byCli = { actor: { kind: "admin", id: "cli" }, clientAddress: "cli" } as const
+
 const invite = Command.make("invite", { email, name, workspace, baseUrl }, (input) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig.config
-    const workspaces = input.workspace.map((w) => {
-      const at = w.lastIndexOf(":")
-      return { workspaceId: at < 0 ? w : w.slice(0, at), role: at < 0 ? "" : w.slice(at + 1) }
-    })
+    const workspaces = membershipsOf(input.workspace)
     const services = yield* coreServices(config)
     const created = yield* Effect.provide(
       Effect.flatMap(Accounts.Accounts, (accounts) =>
-        accounts.createUser({ email: input.email, name: input.name, workspaces }, {
-          actor: { kind: "admin", id: "cli" },
-          clientAddress: "cli"
-        })),
+        accounts.createUser({ email: input.email, name: input.name, workspaces }, byCli)),
       services
     )
     const base = Option.getOrElse(input.baseUrl, () =>
@@ -107,7 +110,47 @@ const invite = Command.make("invite", { email, name, workspace, baseUrl }, (inpu
     ))
   }).pipe(reportFailure))
 
-const users = Command.make("users").pipe(Command.withSubcommands([invite]))
+const user = Options.text("user").pipe(Options.withDescription("The user's id (usr_…) or e-mail address"))
+
+/** The user named by id or by e-mail address (compared without regard to case), else NotFound. */
+const userNamed = (accounts: Accounts.Accounts["Type"], named: string) =>
+  Effect.flatMap(accounts.users, (all) => {
+    const found = all.find((u) => u.id === named || u.emailKey === named.trim().toLowerCase())
+    return found === undefined ? Effect.fail(new Errors.NotFound({ message: "user not found" })) : Effect.succeed(found)
+  })
+
+const setRole = Command.make("set-role", { user, workspace }, (input) =>
+  Effect.gen(function*() {
+    const services = yield* coreServices(yield* ServerConfig.config)
+    const updated = yield* Effect.provide(
+      Effect.gen(function*() {
+        const accounts = yield* Accounts.Accounts
+        const found = yield* userNamed(accounts, input.user)
+        return yield* accounts.setMemberships(found.id, membershipsOf(input.workspace), byCli)
+      }),
+      services
+    )
+    yield* Console.log(
+      JSON.stringify({ id: updated.id, email: updated.email, workspaces: updated.memberships }, null, 2)
+    )
+  }).pipe(reportFailure))
+
+const remove = Command.make("remove", { user }, (input) =>
+  Effect.gen(function*() {
+    const services = yield* coreServices(yield* ServerConfig.config)
+    const removed = yield* Effect.provide(
+      Effect.gen(function*() {
+        const accounts = yield* Accounts.Accounts
+        const found = yield* userNamed(accounts, input.user)
+        yield* accounts.removeUser(found.id, byCli)
+        return found
+      }),
+      services
+    )
+    yield* Console.log(JSON.stringify({ removed: removed.id, email: removed.email }, null, 2))
+  }).pipe(reportFailure))
+
+const users = Command.make("users").pipe(Command.withSubcommands([invite, setRole, remove]))
 
 const stdio = Options.boolean("stdio").pipe(
   Options.withDescription("Serve one local agent over stdin/stdout, as the holder of STREAKS_MCP_TOKEN")

@@ -231,6 +231,8 @@ interface Seed {
   readonly csrfToken: string
   readonly clientId: string
   readonly clientSecret: string
+  /** A second user, whose roles `PATCH /admin/users/{id}` changes. */
+  readonly userId: string
 }
 
 /** Percent-encoding of any text: a lone surrogate becomes the bytes of its 3-byte (WTF-8) form. */
@@ -376,6 +378,16 @@ const bodies = (s: Seed) => {
         []
       )
     }, { password: fc.constantFrom("short", "a long enough password", "") }),
+    "PATCH /admin/users/{id}": shape({
+      workspaces: fc.constantFrom(
+        [{ workspaceId: s.workspaceId, role: "admin" }],
+        [{ workspaceId: s.workspaceId, role: "viewer" }],
+        [{ workspaceId: "ws_unknown", role: "owner" }],
+        [{ workspaceId: s.workspaceId, role: "root" }],
+        [{ workspaceId: s.workspaceId, role: "viewer" }, { workspaceId: s.workspaceId, role: "owner" }],
+        []
+      )
+    }),
     "POST /sign-in": shape({
       email: fc.constantFrom(s.email, "nobody@fuzz.example"),
       password: fc.constantFrom(s.password, "wrong password here", "")
@@ -469,6 +481,7 @@ const parameter = (s: Seed, route: string, name: string): fc.Arbitrary<string> =
     if (route.startsWith("DELETE") || route.includes("webhook-secret")) return ["unknown_id"] // keeps the seed's credentials
     if (route.includes("/workspaces/")) return [s.workspaceId]
     if (route.includes("/programs/")) return [s.programId]
+    if (route.includes("/admin/users/")) return [s.userId]
     return [s.programId, s.workspaceId]
   })()
   return fc.oneof(
@@ -647,6 +660,11 @@ const seedTenant = (base: URL) =>
       name: "Fuzz app",
       redirectUris: ["https://app.example/cb"]
     })
+    const member = yield* admin(base, "/admin/users", {
+      email: "member@fuzz.example",
+      name: "Member",
+      workspaces: [{ workspaceId: workspace.id, role: "viewer" }]
+    })
     return {
       siteKey: project.siteKey,
       serverToken: project.serverToken,
@@ -666,7 +684,8 @@ const seedTenant = (base: URL) =>
       cookie,
       csrfToken: JSON.parse(me.text).csrfToken,
       clientId: client.clientId,
-      clientSecret: client.clientSecret
+      clientSecret: client.clientSecret,
+      userId: member.id
     } satisfies Seed
   })
 

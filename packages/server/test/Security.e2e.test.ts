@@ -489,6 +489,41 @@ layer(server, { timeout: 180_000 })("security probes", (it) => {
     120_000
   )
 
+  it.effect("no customer credential, a consented OAuth token and a session included, lists, changes or removes users", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant("delta")
+      const victim = t.ids.userId
+      const roles = () =>
+        Effect.map(
+          admin("/admin/users"),
+          (r) => JSON.stringify((r.body.users as Array<{ id: string }>).find((u) => u.id === victim))
+        )
+      const before = yield* roles()
+      const findings: Array<string> = []
+      for (const [kind, token] of Object.entries(t.credentials)) {
+        const session = /^session:(.*)\|(.*)$/.exec(token)
+        const headers: Record<string, string> = session === null
+          ? { authorization: `Bearer ${token}` }
+          : { cookie: session[1]!, "x-csrf-token": session[2]! }
+        const calls = [
+          http("/admin/users", { headers }),
+          http(`/admin/users/${victim}`, {
+            headers,
+            method: "PATCH",
+            body: { workspaces: [{ workspaceId: t.ids.workspaceId, role: "viewer" }] }
+          }),
+          http(`/admin/users/${victim}`, { headers, method: "DELETE" })
+        ]
+        for (const reply of yield* Effect.all(calls)) {
+          if (reply.status !== 401) findings.push(`${kind}: ${reply.status}`)
+          if (reply.text.includes(t.ids.email)) findings.push(`${kind}: shows the e-mail`)
+        }
+      }
+      expect(findings).toEqual([])
+      expect(yield* roles()).toBe(before)
+      expect(before).toContain(`"role":"owner"`)
+    }))
+
   it.effect("no plaintext secret appears in the log or in a dump of every table", () =>
     Effect.gen(function*() {
       const t = yield* tenant("charlie")

@@ -1,7 +1,8 @@
 /**
  * `streaks users invite` as an operator runs it, on a fresh Postgres database: it prints the new
  * user's one-time invite link, a second user with the same address (in any case) is refused with a
- * non-zero exit, and the link works on the running server.
+ * non-zero exit, and the link works on the running server; `users set-role` and `users remove`
+ * change the user's roles and remove the user, the session ending at once.
  */
 import { assert, layer } from "@effect/vitest"
 import { NodeServer } from "@streaks/http"
@@ -28,8 +29,8 @@ const cli = (databaseUrl: string, args: ReadonlyArray<string>) =>
     env: { ...process.env, DATABASE_URL: databaseUrl, STREAKS_SECRET_KEY: KEY, STREAKS_ADMIN_TOKEN: ADMIN }
   })
 
-layer(server, { timeout: 120_000 })("streaks users invite", (it) => {
-  it.effect("prints a one-time invite link that sets the password on the server; a taken e-mail exits 1", () =>
+layer(server, { timeout: 180_000 })("streaks users invite, set-role and remove", (it) => {
+  it.effect("invite prints a one-time link that sets the password; set-role replaces the roles; remove ends the session; mistakes exit non-zero", () =>
     Effect.gen(function*() {
       const { url } = yield* NodeServer.NodeServer
       const databaseUrl = Redacted.value(yield* PgTest.url)
@@ -103,5 +104,52 @@ layer(server, { timeout: 120_000 })("streaks users invite", (it) => {
       )
       assert.strictEqual(signIn.status, 303)
       assert.isTrue(signIn.headers.getSetCookie().some((c) => c.startsWith("streaks_session=sid_")))
+      const cookie = signIn.headers.getSetCookie().find((c) => c.startsWith("streaks_session="))!.split(";")[0]!
+
+      // set-role by e-mail replaces the roles; an unknown user or a bad role exits non-zero.
+      const demoted = cli(databaseUrl, [
+        "users",
+        "set-role",
+        "--user",
+        "ADA@example.com",
+        "--workspace",
+        `${workspace.id}:viewer`
+      ])
+      assert.strictEqual(demoted.status, 0, demoted.stderr)
+      const listed = yield* Effect.promise(() =>
+        fetch(`${url}/admin/users`, { headers: { "x-admin-token": ADMIN } }).then((r) =>
+          r.json() as Promise<{ users: Array<{ id: string; workspaces: unknown }> }>
+        )
+      )
+      assert.deepStrictEqual(listed.users.find((u) => u.id === printed.id)!.workspaces, [
+        { workspaceId: workspace.id, role: "viewer" }
+      ])
+      const nobody = cli(databaseUrl, [
+        "users",
+        "set-role",
+        "--user",
+        "nobody@example.com",
+        "--workspace",
+        `${workspace.id}:owner`
+      ])
+      assert.notStrictEqual(nobody.status, 0)
+      assert.include(nobody.stdout + nobody.stderr, "user not found")
+      const wrongRole = cli(databaseUrl, [
+        "users",
+        "set-role",
+        "--user",
+        printed.id,
+        "--workspace",
+        `${workspace.id}:root`
+      ])
+      assert.notStrictEqual(wrongRole.status, 0)
+
+      // remove ends the session at once; a second remove exits non-zero.
+      const removed = cli(databaseUrl, ["users", "remove", "--user", printed.id])
+      assert.strictEqual(removed.status, 0, removed.stderr)
+      const me = yield* Effect.promise(() => fetch(`${url}/v1/api/me`, { headers: { cookie } }))
+      assert.strictEqual(me.status, 401)
+      const twice = cli(databaseUrl, ["users", "remove", "--user", printed.id])
+      assert.notStrictEqual(twice.status, 0)
     }))
 })

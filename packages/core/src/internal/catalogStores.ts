@@ -130,6 +130,8 @@ export const oauth = (catalog: CatalogApi): OAuthStore["Type"] => {
     tokenByHash: (tokenHash) => first(catalog.find("oauthToken", { tokenHash })),
     spendToken: (id, at) => first(catalog.update("oauthToken", { id, usedAt: null, revokedAt: null }, { usedAt: at })),
     revokeToken: (id, at) => first(catalog.update("oauthToken", { id, revokedAt: null }, { revokedAt: at })),
+    touchToken: (id, at) => first(catalog.update("oauthToken", { id, revokedAt: null }, { usedAt: at })),
+    tokensOfGrant: (grantId) => catalog.find("oauthToken", { grantId }),
     memberships: (userId) =>
       Effect.map(
         first(catalog.find("user", { id: userId as UserId })),

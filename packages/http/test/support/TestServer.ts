@@ -10,6 +10,7 @@ import { Clock, Effect, Layer, Option, Redacted } from "effect"
 import * as Http from "../../src/Http.js"
 import * as HttpConfig from "../../src/HttpConfig.js"
 import * as Jobs from "../../src/Jobs.js"
+import * as OAuthRoutes from "../../src/OAuthRoutes.js"
 import { NodeServer } from "../../src/NodeServer.js"
 import * as RateLimit from "../../src/RateLimit.js"
 import type * as Sessions from "../../src/Sessions.js"
@@ -26,6 +27,8 @@ export interface Options {
     readonly credentialPerSecond?: number
     readonly authFailuresPerMinute?: number
   }
+  /** Mount the authorization server's routes (`/oauth/*`), as the server process does. */
+  readonly oauth?: boolean
 }
 
 const jobs = Layer.effect(
@@ -40,7 +43,17 @@ const jobs = Layer.effect(
 
 /** The server plus the core services and storage it runs on (for seeding and inspection). */
 export const layer = (options: Options = {}) =>
-  Http.layerServer({ port: 0, shutdownTimeout: "1 second" }, options.routes ?? Layer.empty).pipe(
+  Http.layerServer(
+    { port: 0, shutdownTimeout: "1 second" },
+    Layer.mergeAll(
+      options.routes ?? Layer.empty,
+      options.oauth === true
+        ? OAuthRoutes.layerRoutes.pipe(
+          Layer.provide(OAuthRoutes.layerConfigWith({ publicUrl: Option.none(), dynamicRegistration: false }))
+        )
+        : Layer.empty
+    )
+  ).pipe(
     Layer.provide(jobs),
     // Tests fail authentication on purpose, many times from one address.
     Layer.provide(

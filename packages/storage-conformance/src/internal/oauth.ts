@@ -1,7 +1,8 @@
 /**
  * Conformance of the authorization server's records (`OAuthStore` on the `Catalog`): clients,
  * codes and tokens round-trip exactly; revoked records are hidden where the port says so; a code
- * and a refresh token are spent once, also among concurrent callers.
+ * and a refresh token are spent once, also among concurrent callers; an access token's last use
+ * is recorded.
  */
 import { assert, describe } from "@effect/vitest"
 import { AuthorizationCode, OAuthClient, OAuthToken } from "@streaks/core/Domain"
@@ -96,6 +97,33 @@ export const oauthSuite = (it: It) =>
         assert.isTrue(Option.isNone(yield* store.grant(grant.id)))
         assert.deepStrictEqual(yield* store.grantsOfClient(client.id), [])
         assert.deepStrictEqual(yield* store.grantsOfUser(grant.userId!), [])
+      }))
+
+    it.effect("an access token's last use is recorded and read back with the grant's tokens; a revoked one is not touched", () =>
+      Effect.gen(function*() {
+        const store = yield* OAuthStore
+        const grantId = freshId("OAuthGrantId")
+        const access = makeToken(grantId, "access")
+        const refresh = makeToken(grantId, "refresh")
+        const elsewhere = makeToken(freshId("OAuthGrantId"), "access")
+        yield* store.createToken(access)
+        yield* store.createToken(refresh)
+        yield* store.createToken(elsewhere)
+        const touched = Option.getOrThrow(yield* store.touchToken(access.id, at(epoch, 1000)))
+        assert.deepStrictEqual(touched.usedAt, at(epoch, 1000))
+        // Touched again later: the newer time replaces the older.
+        yield* store.touchToken(access.id, at(epoch, 61_000))
+        const tokens = yield* store.tokensOfGrant(grantId)
+        assert.deepStrictEqual(tokens.map((t) => t.id).sort(), [access.id, refresh.id].sort())
+        assert.deepStrictEqual(tokens.find((t) => t.id === access.id)!.usedAt, at(epoch, 61_000))
+        assert.isUndefined(tokens.find((t) => t.id === refresh.id)!.usedAt)
+        yield* store.revokeToken(access.id, at(epoch, 2 * HOUR))
+        assert.isTrue(Option.isNone(yield* store.touchToken(access.id, at(epoch, 3 * HOUR))))
+        assert.deepStrictEqual(
+          Option.getOrThrow(yield* store.tokenByHash(access.tokenHash)).usedAt,
+          at(epoch, 61_000)
+        )
+        assert.deepStrictEqual(yield* store.tokensOfGrant(freshId("OAuthGrantId")), [])
       }))
 
     it.effect("of 8 concurrent spends of a code exactly one gets it, and the code then names its grant", () =>
