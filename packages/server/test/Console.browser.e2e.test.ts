@@ -386,6 +386,10 @@ suite("the console", () => {
             const tried = page.getByRole("table", { name: "The program's history under each policy" })
             await tried.waitFor()
             expect(await tried.textContent()).toContain("Streaks broken")
+            // The two length histograms side by side, each naming its numbers.
+            for (const name of ["Streak lengths under the current policy", "Streak lengths under this policy"]) {
+              expect(await page.getByRole("img", { name: new RegExp(`^${name}: 0 \\d+`) }).count()).toBe(1)
+            }
             expect((await onLedger(world, "ada")).body.policy.cadence).toBe("daily")
             await page.getByRole("button", { name: "Save policy" }).click()
             await page.getByText("Policy saved.").waitFor()

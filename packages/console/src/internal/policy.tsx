@@ -5,6 +5,7 @@
  */
 import { useState } from "preact/hooks"
 import { type ApiError, id, post, put } from "./api.js"
+import { type Bar, Bars } from "./charts.js"
 import { ErrorNotice, useAction } from "./ui.js"
 
 export interface Policy {
@@ -26,14 +27,29 @@ interface Outcome {
   readonly broken: number
   readonly freezesUsed: number
   readonly milestonesAchieved: number
+  /** Members by their streak's length at the end of the replay, ascending. */
+  readonly lengthHistogram: ReadonlyArray<{ readonly length: number; readonly members: number }>
 }
 
-const outcomeRows: ReadonlyArray<readonly [keyof Outcome, string]> = [
+const outcomeRows: ReadonlyArray<readonly [Exclude<keyof Outcome, "lengthHistogram">, string]> = [
   ["alive", "Members with a streak alive"],
   ["broken", "Streaks broken"],
   ["freezesUsed", "Freezes used"],
   ["milestonesAchieved", "Milestones reached"]
 ]
+
+/** Lengths one by one up to 14, the longer ones together: the two histograms stay comparable. */
+const lengthBars = (histogram: Outcome["lengthHistogram"]): ReadonlyArray<Bar> => {
+  const longest = 15
+  const bars = Array.from({ length: longest }, (_, length) => ({ label: String(length), value: 0 }))
+  const longer = { label: `${longest}+`, value: 0 }
+  for (const { length, members } of histogram) {
+    if (length < longest) bars[length] = { label: String(length), value: members }
+    else longer.value += members
+  }
+  const last = Math.max(0, ...histogram.filter((h) => h.length < longest).map((h) => h.length))
+  return [...bars.slice(0, last + 1), ...(longer.value > 0 ? [longer] : [])]
+}
 
 const weekdays = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 
@@ -283,6 +299,18 @@ export const PolicyEditor = (
             ))}
           </tbody>
         </table>
+      )}
+      {outcome === undefined ? null : (
+        <div class="pair">
+          <figure>
+            <figcaption>Streak lengths, current policy (members per length in days)</figcaption>
+            <Bars title="Streak lengths under the current policy" bars={lengthBars(outcome.actual.lengthHistogram)} />
+          </figure>
+          <figure>
+            <figcaption>Streak lengths, this policy (members per length in days)</figcaption>
+            <Bars title="Streak lengths under this policy" bars={lengthBars(outcome.proposed.lengthHistogram)} />
+          </figure>
+        </div>
       )}
       {props.canWrite ? null : <p class="hint">Your role is viewer: you can read the policy, not change it.</p>}
     </form>
