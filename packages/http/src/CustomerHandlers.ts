@@ -290,8 +290,13 @@ export const layer = HttpApiBuilder.group(Api, "customer", (handlers) =>
           if (format === undefined) {
             return yield* new Errors.InvalidBody({ message: "content-type: send application/x-ndjson or text/csv" })
           }
-          const { program } = yield* reach(path.programId)
-          const job = yield* imports.start(program.id)
+          const { program, project } = yield* reach(path.programId)
+          const job = yield* audited(imports.start(program.id))((started) => ({
+            action: "import.start",
+            target: started.id,
+            workspaceId: project.workspaceId,
+            details: { programId: program.id, format }
+          }))
           const loaded = yield* imports.load(
             job,
             Imports.lines(Stream.decodeText(

@@ -163,6 +163,12 @@ layer(server, { timeout: 120_000 })("history import over real HTTP on Postgres",
       expect(rerun.body).toMatchObject({ status: "finished", received: 24, imported: 0, duplicates: 18 })
       expect((yield* p.member("alice")).body).toMatchObject({ current: 10, best: 10 })
 
+      // Each start is in the workspace's audit log, with who started it.
+      const audit = yield* call(base, "/v1/api/audit", { headers: { authorization: `Bearer ${p.token}` } })
+      const starts = audit.body.entries.filter((e: any) => e.action === "import.start")
+      expect(starts.map((e: any) => e.target).sort()).toEqual([started.body.importId, again.body.importId].sort())
+      expect(starts[0].actor.kind).toBe("api_key")
+
       // The dispatcher runs all along: no message was ever written for the past.
       yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1500)))
       expect(p.receiver.deliveries).toEqual([])
