@@ -9,7 +9,8 @@ import { Calendar } from "@streaks/core"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer } from "effect"
-import { call, receiver } from "./support/Receivers.js"
+import * as LiveProgram from "./support/LiveProgram.js"
+import { call } from "./support/Receivers.js"
 import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "e2e-admin"
@@ -26,38 +27,10 @@ const admin = (base: string, path: string, body?: unknown) =>
 
 /** A live program with `policy`, an API key, and a verifying receiver subscribed to the streak events. */
 const setup = (base: string, policy: Record<string, unknown>) =>
-  Effect.gen(function*() {
-    const ws = yield* admin(base, "/admin/workspaces", { name: "Acme", plan: "pro" })
-    const project = yield* admin(base, "/admin/projects", { workspaceId: ws.body.id, name: "App", allowedOrigins: [] })
-    const program = yield* admin(base, "/admin/programs", {
-      projectId: project.body.id,
-      name: "Lessons",
-      eventKey: "lesson",
-      milestones: [],
-      policy
-    })
-    expect(program.status).toBe(201)
-    yield* admin(base, `/admin/programs/${program.body.id}/status`, { status: "live" })
-    const key = yield* admin(base, `/admin/workspaces/${ws.body.id}/api-keys`, { name: "k" })
-    const auth = { authorization: `Bearer ${key.body.key}` }
-    let secret = ""
-    const r = yield* receiver(() => secret)
-    const hook = yield* call(base, "/v1/api/hooks", {
-      headers: auth,
-      body: { programId: program.body.id, url: r.url, eventTypes: ["streak.broken", "streak.repaired"] }
-    })
-    expect(hook.status).toBe(201)
-    secret = hook.body.secret
-    const programId = program.body.id as string
-    const act = (userHash: string, ts: string) =>
-      call(base, "/v1/server/e", {
-        headers: { "x-streak-server-token": project.body.serverToken },
-        body: { siteKey: project.body.siteKey, userHash, event: "lesson", tz: "UTC", ts }
-      })
-    const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
-      call(base, `/v1/api/programs/${programId}${path}`, { ...init, headers: auth })
-    return { receiver: r, act, api, programId }
-  })
+  Effect.map(
+    LiveProgram.make(base, ADMIN, { policy, eventTypes: ["streak.broken", "streak.repaired"] }),
+    (p) => ({ ...p, act: (userHash: string, ts: string) => p.act(userHash, { tz: "UTC", ts }) })
+  )
 
 const today = () => Calendar.localDate(Date.now(), "UTC")
 const noonAgo = (daysAgo: number) => `${Calendar.addDays(today(), -daysAgo)}T12:00:00.000Z`

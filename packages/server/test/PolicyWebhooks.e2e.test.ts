@@ -8,7 +8,8 @@ import { Calendar } from "@streaks/core"
 import { NodeServer } from "@streaks/http"
 import * as PgTest from "@streaks/storage-pg/PgTest"
 import { Clock, Effect, Layer } from "effect"
-import { call, receiver } from "./support/Receivers.js"
+import * as LiveProgram from "./support/LiveProgram.js"
+import { call } from "./support/Receivers.js"
 import * as ReferenceServer from "./support/ReferenceServer.js"
 
 const ADMIN = "e2e-admin"
@@ -25,42 +26,13 @@ const admin = (base: string, path: string, body?: unknown) =>
 
 /** A live program with `policy`, an API key, and a verifying receiver subscribed to every event type. */
 const setup = (base: string, policy: Record<string, unknown>) =>
-  Effect.gen(function*() {
-    const ws = yield* admin(base, "/admin/workspaces", { name: "Acme", plan: "pro" })
-    const project = yield* admin(base, "/admin/projects", { workspaceId: ws.body.id, name: "App", allowedOrigins: [] })
-    const program = yield* admin(base, "/admin/programs", {
-      projectId: project.body.id,
-      name: "Lessons",
-      eventKey: "lesson",
-      milestones: [],
-      policy
-    })
-    expect(program.status).toBe(201)
-    yield* admin(base, `/admin/programs/${program.body.id}/status`, { status: "live" })
-    const key = yield* admin(base, `/admin/workspaces/${ws.body.id}/api-keys`, { name: "k" })
-    let secret = ""
-    const r = yield* receiver(() => secret)
-    const hook = yield* call(base, "/v1/api/hooks", {
-      headers: { authorization: `Bearer ${key.body.key}` },
-      body: {
-        programId: program.body.id,
-        url: r.url,
-        eventTypes: ["streak.at_risk", "streak.broken", "streak.freeze_used", "streak.freeze_earned"]
-      }
-    })
-    expect(hook.status).toBe(201)
-    secret = hook.body.secret
-    const act = (userHash: string, extra: Record<string, unknown>) =>
-      call(base, "/v1/server/e", {
-        headers: { "x-streak-server-token": project.body.serverToken },
-        body: { siteKey: project.body.siteKey, userHash, event: "lesson", ...extra }
-      })
-    const member = (userHash: string) =>
-      call(base, `/v1/api/programs/${program.body.id}/members/${userHash}`, {
-        headers: { authorization: `Bearer ${key.body.key}` }
-      })
-    return { receiver: r, act, member, programId: program.body.id as string }
-  })
+  Effect.map(
+    LiveProgram.make(base, ADMIN, {
+      policy,
+      eventTypes: ["streak.at_risk", "streak.broken", "streak.freeze_used", "streak.freeze_earned"]
+    }),
+    (p) => ({ ...p, member: (userHash: string) => p.api(`/members/${userHash}`) })
+  )
 
 /** Noon of the date `daysAgo` days before today in `zone`, as an ISO instant. */
 const localNoon = (zone: string, daysAgo: number) => {
