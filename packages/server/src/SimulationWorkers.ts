@@ -1,0 +1,74 @@
+/**
+ * Policy simulations replayed in worker threads (docs/operations.md#trying-a-policy-before-shipping-it):
+ * the server reads the next page of histories while workers replay earlier ones with the pure
+ * calculus. Workers start with the first simulation and stop after a minute without one.
+ */
+import * as Worker from "@effect/platform/Worker"
+import { NodeWorker } from "@effect/platform-node"
+import type * as Simulation from "@streaks/core/Simulation"
+import { inThread, SimulationReplay } from "@streaks/core/SimulationReplay"
+import { Effect, Layer } from "effect"
+import { existsSync } from "node:fs"
+import { createRequire } from "node:module"
+import { availableParallelism } from "node:os"
+import { pathToFileURL } from "node:url"
+import * as WorkerThreads from "node:worker_threads"
+import * as ReplayRequest from "./internal/replayRequest.js"
+
+/**
+ * Workers when none are configured: one per core beside the one the server's own thread and the
+ * database's reads keep busy; none (replay in the server's thread) on a host of one or two cores.
+ */
+export const defaultWorkers = (cores: number = availableParallelism()): number => (cores <= 2 ? 0 : cores - 1)
+
+/**
+ * A worker thread running the worker's script: beside this module when compiled (`.js`), the
+ * TypeScript source through tsx's API (a loader named in a worker's flags does not reach it on
+ * node 20), or, in the production bundle (no `import.meta` there, a `require` of its own), the
+ * worker's bundle beside it.
+ */
+const spawn = (): () => WorkerThreads.Worker => {
+  const here: string | undefined = import.meta.url
+  if (here === undefined) {
+    const file = require.resolve("./simulationWorker.cjs")
+    return () => new WorkerThreads.Worker(file)
+  }
+  if (!here.endsWith(".ts")) {
+    const file = new URL("./internal/simulationWorker.js", here)
+    if (!existsSync(file)) throw new Error(`the simulation worker's script is missing: ${file.href}`)
+    return () => new WorkerThreads.Worker(file)
+  }
+  // tsx's ES module API: `require.resolve` would name its CommonJS one.
+  const tsx = createRequire(here).resolve("tsx/package.json")
+  const api = new URL("dist/esm/api/index.mjs", pathToFileURL(tsx)).href
+  const file = new URL("./internal/simulationWorker.ts", here).href
+  const code = `import(${JSON.stringify(api)}).then((tsx) => tsx.tsImport(${JSON.stringify(file)}, ${
+    JSON.stringify(here)
+  }))`
+  return () => new WorkerThreads.Worker(code, { eval: true })
+}
+
+/** Replays pages in `workers` threads (0: in the server's thread, the core's default). */
+export const layer = (workers: number): Layer.Layer<SimulationReplay> => {
+  if (workers <= 0) return Layer.succeed(SimulationReplay, inThread)
+  const worker = spawn()
+  const replay = Effect.gen(function*() {
+    // No worker starts here (`minSize` 0): the pool spawns them as pages come.
+    const pool = yield* Effect.orDie(
+      Worker.makePool<ReplayRequest.ReplayRequest, ReadonlyArray<Simulation.Outcome>, never>({
+        minSize: 0,
+        maxSize: workers,
+        timeToLive: "1 minute"
+      })
+    )
+    return {
+      concurrency: workers,
+      outcomes: (histories: ReadonlyArray<Simulation.History>, settings: ReadonlyArray<Simulation.Settings>) =>
+        // A worker that fails to start or dies is the server's fault, not the caller's: a defect.
+        Effect.orDie(pool.executeEffect(ReplayRequest.encode(histories, settings)))
+    }
+  })
+  return Layer.scoped(SimulationReplay, replay).pipe(
+    Layer.provide(NodeWorker.layer(worker))
+  )
+}
