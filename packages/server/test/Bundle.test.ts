@@ -1,8 +1,9 @@
 /**
  * The production artifact: `pnpm build` bundles the server into `dist/server.cjs` with its V8 code
  * cache and an entry, `dist/bin.mjs`, which runs on plain node (no TypeScript loader), serves,
- * counts an action end to end and stops cleanly on SIGTERM, on `DATABASE_URL` or the embedded
- * default; without the cache, or with one made from another source, it compiles from source.
+ * counts an action end to end, replays a policy simulation in a worker thread and stops cleanly on
+ * SIGTERM, on `DATABASE_URL` or the embedded default; without the cache, or with one made from
+ * another source, it compiles from source.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
@@ -78,7 +79,7 @@ const post = async (base: string, path: string, headers: Record<string, string>,
 }
 
 layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
-  it.effect("builds, runs on plain node, counts an action and stops on SIGTERM", () =>
+  it.effect("builds, runs on plain node, counts an action, simulates in a worker and stops on SIGTERM", () =>
     Effect.gen(function*() {
       build()
       assert.isTrue(readFileSync(bundle, "utf8").startsWith("#!/usr/bin/env node\n"))
@@ -90,7 +91,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
         DATABASE_URL: url,
         PORT: String(port),
         STREAKS_ADMIN_TOKEN: admin,
-        STREAKS_SECRET_KEY: "bundle-test-key"
+        STREAKS_SECRET_KEY: "bundle-test-key",
+        STREAKS_SIMULATION_WORKERS: "1"
       })
       const base = `http://127.0.0.1:${port}`
       try {
@@ -107,12 +109,14 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
             name: "b",
             allowedOrigins: []
           })
-          await post(base, "/admin/programs", h, {
+          const program = await post(base, "/admin/programs", h, {
             projectId: project.body.id,
             name: "p",
             eventKey: "read",
             milestones: [{ target: 1, msg: "first" }]
           })
+          await post(base, `/admin/programs/${program.body.id}/status`, h, { status: "live" })
+          const key = await post(base, `/admin/workspaces/${ws.body.id}/api-keys`, h, { name: "b" })
           const ingest = await post(base, "/v1/server/e", { "x-streak-server-token": project.body.serverToken }, {
             siteKey: project.body.siteKey,
             userHash: "member-1",
@@ -121,11 +125,17 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
           const state = await fetch(`${base}/v1/state?siteKey=${project.body.siteKey}&userHash=member-1&event=read`, {
             headers: { "x-streak-server-token": project.body.serverToken }
           }).then((r) => r.json() as Promise<any>)
-          return { ingest, state }
+          // A simulation replays in the worker thread, which runs the worker's bundle beside the server's.
+          const simulation = await post(base, `/v1/api/programs/${program.body.id}/simulations`, {
+            authorization: `Bearer ${key.body.key}`
+          }, { policy: { freezes: { initial: 1, max: 1 } } })
+          return { ingest, state, simulation }
         })
         assert.deepStrictEqual(answers.ingest, { status: 202, body: { ok: true, counted: true } })
         assert.strictEqual(answers.state.streak.current, 1)
         assert.isTrue(answers.state.milestones[0].achieved)
+        assert.strictEqual(answers.simulation.status, 200, JSON.stringify(answers.simulation.body))
+        assert.deepStrictEqual([answers.simulation.body.actual.alive, answers.simulation.body.proposed.members], [1, 1])
       } finally {
         child.kill("SIGTERM")
       }
