@@ -270,15 +270,21 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
           from: from.right,
           to: to.right
         })
+      const first = yield* page(undefined)
+      // A program of one page has nothing to replay beside it: this thread, without a handover.
+      if (first.length < simulationPage) {
+        return { actual: Simulation.outcome(first, actual), proposed: Simulation.outcome(first, proposed) }
+      }
+      const next = (histories: ReadonlyArray<StreakHistory>) =>
+        histories.length < simulationPage ? Option.none() : Option.some(histories[histories.length - 1]!.userHash)
       // Pages stream from the store while earlier ones are replayed: the pages in replay (the
       // replay's `concurrency`) and up to two read ahead, so the memory follows the page size,
       // not the program's.
-      const pages = Stream.paginateEffect(undefined as StreakHistory["userHash"] | undefined, (after) =>
-        Effect.map(page(after), (histories) =>
-          [
-            histories,
-            histories.length < simulationPage ? Option.none() : Option.some(histories[histories.length - 1]!.userHash)
-          ] as const))
+      const pages = Stream.concat(
+        Stream.make(first),
+        Stream.paginateEffect(first[first.length - 1]!.userHash, (after) =>
+          Effect.map(page(after), (histories) => [histories, next(histories)] as const))
+      )
       const replayPage = (histories: ReadonlyArray<StreakHistory>) =>
         replay.outcomes(histories, [actual, proposed])
       const answer = yield* pages.pipe(

@@ -16,10 +16,12 @@ import * as WorkerThreads from "node:worker_threads"
 import * as ReplayRequest from "./internal/replayRequest.js"
 
 /**
- * Workers when none are configured: one per core beside the one the server's own thread and the
- * database's reads keep busy; none (replay in the server's thread) on a host of one or two cores.
+ * Workers when none are configured: two on a host of four cores or more, else none (the replay in
+ * the server's thread). Handing a page over costs both threads a copy of it, so workers pay only
+ * where cores are free beside the server's thread and the database; past two, the server's thread
+ * (reading and decoding the pages) is the limit (docs/performance.md#policy-simulation).
  */
-export const defaultWorkers = (cores: number = availableParallelism()): number => (cores <= 2 ? 0 : cores - 1)
+export const defaultWorkers = (cores: number = availableParallelism()): number => (cores >= 4 ? 2 : 0)
 
 /**
  * A worker thread running the worker's script: beside this module when compiled (`.js`), the

@@ -14,6 +14,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as PgTest from "@streaks/storage-pg/PgTest"
+import { SqlClient } from "@effect/sql"
+import * as StreakPolicies from "@streaks/core/StreakPolicies"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const bundle = `${root}dist/bin.mjs`
@@ -125,17 +127,27 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
           const state = await fetch(`${base}/v1/state?siteKey=${project.body.siteKey}&userHash=member-1&event=read`, {
             headers: { "x-streak-server-token": project.body.serverToken }
           }).then((r) => r.json() as Promise<any>)
-          // A simulation replays in the worker thread, which runs the worker's bundle beside the server's.
-          const simulation = await post(base, `/v1/api/programs/${program.body.id}/simulations`, {
-            authorization: `Bearer ${key.body.key}`
-          }, { policy: { freezes: { initial: 1, max: 1 } } })
-          return { ingest, state, simulation }
+          return { ingest, state, projectId: project.body.id, programId: program.body.id, key: key.body.key }
         })
+        // Past one page of members a simulation replays in the worker thread, which runs the
+        // worker's bundle beside the server's.
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO streaks_streaks (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at)
+          SELECT ${answers.projectId}, ${answers.programId}, 'm' || g, 'live', 0, 0, 'UTC', now()
+          FROM generate_series(1, ${StreakPolicies.simulationPage}) g`
+        const simulation = yield* Effect.promise(() =>
+          post(base, `/v1/api/programs/${answers.programId}/simulations`, { authorization: `Bearer ${answers.key}` }, {
+            policy: { freezes: { initial: 1, max: 1 } }
+          })
+        )
         assert.deepStrictEqual(answers.ingest, { status: 202, body: { ok: true, counted: true } })
         assert.strictEqual(answers.state.streak.current, 1)
         assert.isTrue(answers.state.milestones[0].achieved)
-        assert.strictEqual(answers.simulation.status, 200, JSON.stringify(answers.simulation.body))
-        assert.deepStrictEqual([answers.simulation.body.actual.alive, answers.simulation.body.proposed.members], [1, 1])
+        assert.strictEqual(simulation.status, 200, JSON.stringify(simulation.body))
+        assert.deepStrictEqual(
+          [simulation.body.actual.alive, simulation.body.proposed.members],
+          [1, StreakPolicies.simulationPage + 1]
+        )
       } finally {
         child.kill("SIGTERM")
       }

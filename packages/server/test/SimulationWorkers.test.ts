@@ -83,7 +83,7 @@ layer(Layer.mergeAll(stores, SimulationWorkers.layer(2)), { timeout: "300 second
 })
 
 describe("SimulationWorkers.defaultWorkers", () => {
-  it("replays in the server's thread on one or two cores, and in one worker per core but one beyond", () => {
-    assert.deepStrictEqual([1, 2, 3, 4, 8].map(SimulationWorkers.defaultWorkers), [0, 0, 2, 3, 7])
+  it("replays in the server's thread on up to three cores, and in two workers from four", () => {
+    assert.deepStrictEqual([1, 2, 3, 4, 8].map(SimulationWorkers.defaultWorkers), [0, 0, 0, 2, 2])
   })
 })
