@@ -7,7 +7,7 @@ import * as Worker from "@effect/platform/Worker"
 import { NodeWorker } from "@effect/platform-node"
 import type * as Simulation from "@streaks/core/Simulation"
 import { inThread, SimulationReplay } from "@streaks/core/SimulationReplay"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Scope } from "effect"
 import { existsSync } from "node:fs"
 import { createRequire } from "node:module"
 import { availableParallelism } from "node:os"
@@ -55,19 +55,22 @@ export const layer = (workers: number): Layer.Layer<SimulationReplay> => {
   if (workers <= 0) return Layer.succeed(SimulationReplay, inThread)
   const worker = spawn()
   const replay = Effect.gen(function*() {
-    // No worker starts here (`minSize` 0): the pool spawns them as pages come.
-    const pool = yield* Effect.orDie(
+    // The pool is made by the first simulation that needs it (a process that never simulates
+    // starts no worker), in the layer's scope, and its workers go after a minute without work.
+    const scope = yield* Effect.scope
+    const platform = yield* Effect.context<Worker.WorkerManager | Worker.Spawner>()
+    const pool = yield* Effect.cached(
       Worker.makePool<ReplayRequest.ReplayRequest, ReadonlyArray<Simulation.Outcome>, never>({
         minSize: 0,
         maxSize: workers,
         timeToLive: "1 minute"
-      })
+      }).pipe(Scope.extend(scope), Effect.provide(platform), Effect.orDie)
     )
     return {
       concurrency: workers,
       outcomes: (histories: ReadonlyArray<Simulation.History>, settings: ReadonlyArray<Simulation.Settings>) =>
         // A worker that fails to start or dies is the server's fault, not the caller's: a defect.
-        Effect.orDie(pool.executeEffect(ReplayRequest.encode(histories, settings)))
+        Effect.flatMap(pool, (p) => Effect.orDie(p.executeEffect(ReplayRequest.encode(histories, settings))))
     }
   })
   return Layer.scoped(SimulationReplay, replay).pipe(
