@@ -157,6 +157,73 @@ describe("repairs", () => {
       yield* fromScratch(t, "u1")
       assert.strictEqual((yield* member(t, "u1")).current, 3)
     }).pipe(Effect.provide(layer)))
+
+  // New York moves to summer time on 2026-03-08: local midnight is 05:00Z before, 04:00Z after.
+  const newYork = (t: Tenant, userHash: string, iso: string) =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(at(iso))
+      return yield* server({
+        siteKey: t.project.siteKey,
+        userHash,
+        event: t.program.eventKey,
+        ts: iso,
+        tz: "America/New_York"
+      })
+    })
+  const dueTypes = Effect.map(drainOutbox, (messages) =>
+    messages.map((m) => m.body).filter((b) => b.type === "streak.at_risk" || b.type === "streak.broken"))
+
+  it.effect("a repaired period that continues a chain, with no action after it, is at risk and breaks as an action would (across a DST change)", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 2, atRiskHour: 18 }))
+      yield* newYork(t, "u1", "2026-03-05T17:00:00Z")
+      yield* newYork(t, "u1", "2026-03-06T17:00:00Z")
+      assert.deepStrictEqual(yield* sweep("2026-03-08T05:00:00Z"), { ...none, broken: 1 }) // 03-07 missed
+      yield* drainOutbox
+      // On 03-08 (local, the day of the change) support repairs 03-07: the chain goes on into 03-08.
+      yield* TestClock.setTime(at("2026-03-08T15:00:00Z"))
+      yield* (yield* Forgiveness).repair(t.program.id, "u1", { period: "2026-03-07", reason: "support" })
+      yield* drainOutbox
+      // 18:00 EDT is 22:00Z, midnight EDT 04:00Z: both one hour earlier in UTC than the day before.
+      assert.deepStrictEqual(yield* sweep("2026-03-08T21:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-08T22:00:00Z"), { ...none, atRisk: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-03-09T03:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-09T04:00:00Z"), { ...none, broken: 1 })
+      const sent = yield* dueTypes
+      assert.deepStrictEqual(sent.map((b) => b.type), ["streak.at_risk", "streak.broken"])
+      assert.deepStrictEqual(sent[0]!.data.localDate, "2026-03-08")
+      assert.deepStrictEqual([sent[1]!.data.endedRun, sent[1]!.data.lastActiveDate], [3, "2026-03-06"])
+      // Each is sent once.
+      assert.deepStrictEqual(yield* sweep("2026-03-10T04:00:00Z"), none)
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("a repaired period after a break starts a chain again: with no action after it, it is at risk and breaks as an action would (across a DST change)", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 2, atRiskHour: 18 }))
+      yield* newYork(t, "u1", "2026-03-05T17:00:00Z")
+      yield* newYork(t, "u1", "2026-03-06T17:00:00Z")
+      assert.deepStrictEqual(yield* sweep("2026-03-08T05:00:00Z"), { ...none, broken: 1 }) // 03-07 missed
+      yield* drainOutbox
+      // 03-07 and 03-08 missed; on 03-09 support repairs 03-08 only: a chain of 1 from 03-08.
+      yield* TestClock.setTime(at("2026-03-09T14:00:00Z"))
+      yield* (yield* Forgiveness).repair(t.program.id, "u1", { period: "2026-03-08", reason: "support" })
+      yield* drainOutbox
+      const answer = yield* member(t, "u1")
+      assert.deepStrictEqual([answer.current, answer.pending], [1, true])
+      assert.deepStrictEqual(yield* sweep("2026-03-09T21:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-09T22:00:00Z"), { ...none, atRisk: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-03-10T03:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-10T04:00:00Z"), { ...none, broken: 1 })
+      const sent = yield* dueTypes
+      assert.deepStrictEqual(sent.map((b) => b.type), ["streak.at_risk", "streak.broken"])
+      assert.deepStrictEqual(sent[0]!.data.localDate, "2026-03-09")
+      assert.deepStrictEqual([sent[1]!.data.endedRun, sent[1]!.data.lastActiveDate], [1, "2026-03-06"])
+      assert.deepStrictEqual(yield* sweep("2026-03-11T04:00:00Z"), none)
+      // An action on 03-11 starts a new chain whose break is announced in turn.
+      yield* newYork(t, "u1", "2026-03-11T16:00:00Z")
+      assert.deepStrictEqual(yield* sweep("2026-03-13T04:00:00Z"), { ...none, broken: 1 })
+      yield* fromScratch(t, "u1")
+    }).pipe(Effect.provide(layer)))
 })
 
 describe("pauses", () => {
