@@ -357,6 +357,10 @@ const historyImports: ReadonlyArray<string> = [
   )`
 ]
 
+// A program's outage windows change by compare-and-set on this counter
+// (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
+const outageRevisions: ReadonlyArray<string> = [`ALTER TABLE programs ADD COLUMN outages_revision INTEGER`]
+
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
   "0001_initial": statements(initial),
@@ -365,7 +369,8 @@ export const migrations = {
   "0004_accounts_and_audit": statements(accountsAndAudit),
   "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
   "0006_forgiveness": statements(forgiveness),
-  "0007_history_imports": statements(historyImports)
+  "0007_history_imports": statements(historyImports),
+  "0008_outage_revisions": statements(outageRevisions)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

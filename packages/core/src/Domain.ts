@@ -111,6 +111,11 @@ export class Program extends Schema.Class<Program>("Program")({
   policy: Schema.optional(Policy),
   /** Outage windows declared for the program (docs/streak-semantics.md#forgiveness); absent: none. */
   outages: Schema.optional(Schema.Array(Schema.suspend((): Schema.Schema<Outage, OutageEncoded> => Outage))),
+  /**
+   * How many times `outages` changed (absent: never): each change compares and sets it, so that
+   * of concurrent changes none is lost (`DirectoryStore.changeProgramOutages`).
+   */
+  outagesRevision: Schema.optional(Schema.Int),
   createdAt: Schema.DateFromSelf
 }) {}
 

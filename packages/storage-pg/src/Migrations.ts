@@ -40,7 +40,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0009_accounts_and_audit": ddl(accountsAndAudit(prefix)),
   "0010_oauth_authorization_server": ddl(oauthAuthorizationServer(prefix)),
   "0011_forgiveness": ddl(forgiveness(prefix)),
-  "0012_history_imports": ddl(historyImports(prefix))
+  "0012_history_imports": ddl(historyImports(prefix)),
+  "0013_outage_revisions": ddl(outageRevisions(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -496,6 +497,12 @@ CREATE TABLE ${p}import_members (
   user_hash   text COLLATE "C" NOT NULL,
   PRIMARY KEY (project_id, import_id, user_hash)
 );
+`
+
+// A program's outage windows change by compare-and-set on this counter
+// (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
+const outageRevisions = (p: string) => `
+ALTER TABLE ${p}programs ADD COLUMN IF NOT EXISTS outages_revision integer;
 `
 
 // The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,
