@@ -170,8 +170,10 @@ describe("repairs", () => {
         tz: "America/New_York"
       })
     })
-  const dueTypes = Effect.map(drainOutbox, (messages) =>
-    messages.map((m) => m.body).filter((b) => b.type === "streak.at_risk" || b.type === "streak.broken"))
+  const dueTypes = Effect.map(
+    drainOutbox,
+    (messages) => messages.map((m) => m.body).filter((b) => b.type === "streak.at_risk" || b.type === "streak.broken")
+  )
 
   it.effect("a repaired period that continues a chain, with no action after it, is at risk and breaks as an action would (across a DST change)", () =>
     Effect.gen(function*() {
