@@ -228,6 +228,27 @@ describe("repairs", () => {
     }).pipe(Effect.provide(layer)))
 })
 
+describe("repairs and recomputation", () => {
+  it.effect("a policy change after the break of a run a repair started again, in the past and never swept, announces nothing", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 2 }))
+      for (const d of ["01", "02"]) yield* act(t, "u1", `2026-03-${d}T12:00:00Z`)
+      assert.deepStrictEqual(yield* sweep("2026-03-04T00:00:00Z"), { ...none, broken: 1 }) // 03-03 missed
+      // On 03-05 support repairs 03-04 (a chain of one), which breaks at the start of 03-06.
+      yield* TestClock.setTime(at("2026-03-05T12:00:00Z"))
+      yield* (yield* Forgiveness).repair(t.program.id, "u1", { period: "2026-03-04", reason: "support" })
+      // No sweep until 03-07, when the policy changes: that break is in the past, and stays unsaid.
+      yield* TestClock.setTime(at("2026-03-07T12:00:00Z"))
+      yield* (yield* StreakPolicies).setPolicy(t.program.id, {
+        repairWindowDays: 3,
+        repairsPer30Days: 2,
+        atRiskHour: 9
+      })
+      yield* drainOutbox
+      assert.deepStrictEqual(yield* sweep("2026-03-07T12:00:00Z"), none)
+    }).pipe(Effect.provide(layer)))
+})
+
 describe("pauses", () => {
   it.effect("paused days neither add nor break nor use a freeze, nothing is owed nor at risk inside, and the bounds hold", () =>
     Effect.gen(function*() {
