@@ -79,7 +79,7 @@ interface Definition<I, IE, O, OE> {
 /** Who calls a tool, and from where: the credential, and the client's address for the audit log. */
 export interface Caller {
   readonly principal: Credentials.McpPrincipal
-  /** The client address of the request (docs/operations.md#client-addresses), `stdio` over stdio. */
+  /** The client address of the request (docs/operations.md#behind-a-proxy), `stdio` over stdio. */
   readonly clientAddress: string
 }
 
