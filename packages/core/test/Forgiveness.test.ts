@@ -4,9 +4,10 @@
  * (`streak.repaired`), and each recomputation equal to the calculus from scratch.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema, TestClock } from "effect"
+import { Effect, Layer, Schema, Stream, TestClock } from "effect"
 import { DueChecks } from "../src/DueChecks.js"
 import { Forgiveness } from "../src/Forgiveness.js"
+import * as Imports from "../src/Imports.js"
 import { forgivenessOf } from "../src/internal/streakProgress.js"
 import * as Policy from "../src/Policy.js"
 import { DirectoryStore } from "../src/Ports.js"
@@ -247,6 +248,36 @@ describe("repairs and recomputation", () => {
       yield* drainOutbox
       assert.deepStrictEqual(yield* sweep("2026-03-07T12:00:00Z"), none)
     }).pipe(Effect.provide(layer)))
+})
+
+describe("history imports", () => {
+  it.effect("an import recomputes a member with their repairs and pauses: both stay, and still count", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 1 }))
+      for (const d of ["05", "06", "08"]) yield* act(t, "u1", `2026-03-${d}T12:00:00Z`)
+      yield* TestClock.setTime(at("2026-03-08T18:00:00Z"))
+      const forgiveness = yield* Forgiveness
+      yield* forgiveness.repair(t.program.id, "u1", { period: "2026-03-07", reason: "support" })
+      yield* forgiveness.addPause(t.program.id, "u1", { start: "2026-03-10", end: "2026-03-12" })
+      assert.strictEqual((yield* member(t, "u1")).current, 4)
+      // Older history arrives by import: 03-03 and 03-04 join the chain, the repair still bridges 03-07.
+      const imports = yield* Imports.Imports
+      const lines = ["2026-03-03", "2026-03-04"].map((d) => JSON.stringify({ userHash: "u1", ts: `${d}T12:00:00Z` }))
+      const job = yield* imports.start(t.program.id)
+      yield* imports.finish(
+        yield* imports.load(job, Imports.lines(Stream.make(lines.join("\n") + "\n")), { format: "ndjson" })
+      )
+      assert.strictEqual((yield* member(t, "u1")).current, 6)
+      const row = (yield* rowOf(t, "u1", "live"))!
+      assert.deepStrictEqual(row.repairs?.map((r) => r.period), ["2026-03-07"])
+      assert.deepStrictEqual(row.pauses?.map((p) => [p.start, p.end]), [["2026-03-10", "2026-03-12"]])
+      assert.deepStrictEqual(yield* statuses(t, "u1", "2026-03-06", "2026-03-08"), [
+        "2026-03-06 kept",
+        "2026-03-07 repaired",
+        "2026-03-08 kept"
+      ])
+      yield* fromScratch(t, "u1")
+    }).pipe(Effect.provide(Layer.merge(layer, Imports.layer.pipe(Layer.provide(layer))))))
 })
 
 describe("pauses", () => {
