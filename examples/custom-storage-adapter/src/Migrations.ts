@@ -357,6 +357,10 @@ const historyImports: ReadonlyArray<string> = [
   )`
 ]
 
+// A program's outage windows change by compare-and-set on this counter
+// (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
+const outageRevisions: ReadonlyArray<string> = [`ALTER TABLE programs ADD COLUMN outages_revision INTEGER`]
+
 // An import's owner renews its heartbeat; `loaded`: every line read (docs/operations.md#when-the-process-doing-an-import-dies).
 const importLeases: ReadonlyArray<string> = [
   `ALTER TABLE imports ADD COLUMN heartbeat_at INTEGER`,
@@ -373,6 +377,7 @@ export const migrations = {
   "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
   "0006_forgiveness": statements(forgiveness),
   "0007_history_imports": statements(historyImports),
+  "0008_outage_revisions": statements(outageRevisions),
   "0010_import_leases": statements(importLeases)
 }
 

@@ -41,6 +41,7 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0010_oauth_authorization_server": ddl(oauthAuthorizationServer(prefix)),
   "0011_forgiveness": ddl(forgiveness(prefix)),
   "0012_history_imports": ddl(historyImports(prefix)),
+  "0013_outage_revisions": ddl(outageRevisions(prefix)),
   "0015_import_leases": ddl(importLeases(prefix))
 })
 
@@ -497,6 +498,12 @@ CREATE TABLE ${p}import_members (
   user_hash   text COLLATE "C" NOT NULL,
   PRIMARY KEY (project_id, import_id, user_hash)
 );
+`
+
+// A program's outage windows change by compare-and-set on this counter
+// (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
+const outageRevisions = (p: string) => `
+ALTER TABLE ${p}programs ADD COLUMN IF NOT EXISTS outages_revision integer;
 `
 
 // An import's owner renews its heartbeat while it works; a running import whose heartbeat is older
