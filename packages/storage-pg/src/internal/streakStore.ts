@@ -303,13 +303,14 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   // A probe per program of the project and ledger, each a primary-key seek (LIMIT 1 keeps the
   // planner from turning it into a scan), so that an alias merge costs the same in a small
   // project and in a huge one. The streaks table has no index by member (migration 0002):
-  // programs are never deleted, so every row is found.
+  // programs are never deleted, so every row is found. The project is named in the probe itself,
+  // which Citus routes to its shard (not taken from the programs' reference table).
   const rowsOfMember = (projectId: ProjectId, userHash: UserHash) =>
     sql`SELECT s.* FROM ${t.programs} p
           CROSS JOIN (VALUES ('live'), ('test')) AS l (ledger)
           CROSS JOIN LATERAL (
             SELECT ${cols} FROM ${t.streaks} r
-            WHERE r.project_id = p.project_id AND r.program_id = p.id AND r.user_hash = ${userHash}
+            WHERE r.project_id = ${projectId} AND r.program_id = p.id AND r.user_hash = ${userHash}
               AND r.ledger = l.ledger
             LIMIT 1
           ) s
