@@ -357,6 +357,13 @@ const historyImports: ReadonlyArray<string> = [
   )`
 ]
 
+// An import's owner renews its heartbeat; `loaded`: every line read (docs/operations.md#when-the-process-doing-an-import-dies).
+const importLeases: ReadonlyArray<string> = [
+  `ALTER TABLE imports ADD COLUMN heartbeat_at INTEGER`,
+  `UPDATE imports SET heartbeat_at = coalesce(finished_at, started_at)`,
+  `ALTER TABLE imports ADD COLUMN loaded INTEGER NOT NULL DEFAULT 0`
+]
+
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
   "0001_initial": statements(initial),
@@ -365,7 +372,8 @@ export const migrations = {
   "0004_accounts_and_audit": statements(accountsAndAudit),
   "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
   "0006_forgiveness": statements(forgiveness),
-  "0007_history_imports": statements(historyImports)
+  "0007_history_imports": statements(historyImports),
+  "0010_import_leases": statements(importLeases)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor
