@@ -41,7 +41,9 @@ export const projectTables = [
   "outbox",
   "imports",
   "import_identities",
-  "import_members"
+  "import_members",
+  "action_counts",
+  "active_spans"
 ] as const
 
 /**

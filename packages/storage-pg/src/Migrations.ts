@@ -40,7 +40,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0009_accounts_and_audit": ddl(accountsAndAudit(prefix)),
   "0010_oauth_authorization_server": ddl(oauthAuthorizationServer(prefix)),
   "0011_forgiveness": ddl(forgiveness(prefix)),
-  "0012_history_imports": ddl(historyImports(prefix))
+  "0012_history_imports": ddl(historyImports(prefix)),
+  "0014_report_rollups": ddl(reportRollups(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -496,6 +497,54 @@ CREATE TABLE ${p}import_members (
   user_hash   text COLLATE "C" NOT NULL,
   PRIMARY KEY (project_id, import_id, user_hash)
 );
+`
+
+// The rollups reports read instead of every action and activity day of a range
+// ([decisions/0024](../../../docs/decisions/0024-report-rollups.md)), filled here from what is
+// stored and kept from then on by the statements that write actions and days.
+// - action_counts: actions per program, ledger, UTC day of \`ts\`, local date, event type and
+//   source labels (a missing label is NULL, one key with NULLS NOT DISTINCT).
+// - active_spans: per program, ledger and activity day, how many members were active that day
+//   whose previous active day was \`prev\` ('-infinity' for their first): the members active in
+//   [from, to] are the days in it whose \`prev\` is before \`from\`.
+const reportRollups = (p: string) => `
+CREATE TABLE ${p}action_counts (
+  project_id        text COLLATE "C" NOT NULL,
+  program_id        text COLLATE "C" NOT NULL,
+  ledger            text COLLATE "C" NOT NULL,
+  day               date NOT NULL,
+  local_date        date NOT NULL,
+  event_type        text NOT NULL,
+  source            text,
+  external_service  text,
+  integration_id    text,
+  count             bigint NOT NULL,
+  counted           bigint NOT NULL,
+  UNIQUE NULLS NOT DISTINCT (project_id, program_id, ledger, day, local_date, event_type, source,
+    external_service, integration_id)
+);
+INSERT INTO ${p}action_counts
+  SELECT project_id, program_id, ledger, (ts AT TIME ZONE 'UTC')::date, local_date, event_type, source,
+    external_service, integration_id, count(*), count(*) FILTER (WHERE counted)
+  FROM ${p}actions WHERE program_id IS NOT NULL
+  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9;
+CREATE TABLE ${p}active_spans (
+  project_id  text COLLATE "C" NOT NULL,
+  program_id  text COLLATE "C" NOT NULL,
+  ledger      text COLLATE "C" NOT NULL,
+  day         date NOT NULL,
+  prev        date NOT NULL,
+  members     bigint NOT NULL,
+  PRIMARY KEY (project_id, program_id, ledger, day, prev)
+);
+INSERT INTO ${p}active_spans
+  SELECT project_id, program_id, ledger, day, prev, count(*)
+  FROM (
+    SELECT project_id, program_id, ledger, day,
+      coalesce(lag(day) OVER (PARTITION BY project_id, program_id, user_hash, ledger ORDER BY day), '-infinity') AS prev
+    FROM ${p}activity_days
+  ) AS d
+  GROUP BY 1, 2, 3, 4, 5;
 `
 
 // The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,

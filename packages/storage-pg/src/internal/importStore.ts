@@ -1,8 +1,8 @@
 /**
  * `ImportStore` on Postgres. A batch is copied (`COPY … FROM STDIN`, pg-copy-streams) into a
  * temporary staging table on a plain connection of its own, then written with set-based
- * statements: new identities, their days, the touched members and the job's progress, in one
- * transaction. A client not made by `PgConnection` sends the batch as arrays (`unnest`) instead.
+ * statements: new identities, their days (with their links in the `active_spans` rollup), the
+ * touched members and the job's progress, in one transaction. A client not made by `PgConnection` sends the batch as arrays (`unnest`) instead.
  */
 import type { Statement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
@@ -15,6 +15,7 @@ import { pipeline } from "node:stream/promises"
 import { Readable } from "node:stream"
 import type * as Pools from "./pools.js"
 import { type Ctx, io, lastPerKey, storageError, toDate, toOptionalDate } from "./sql.js"
+import { addedSpansText } from "./activeSpans.js"
 import { keyArraysOf } from "./streakRows.js"
 
 type Row = Record<string, unknown>
@@ -63,11 +64,12 @@ WITH fresh AS (
 ), firsts AS (
   SELECT DISTINCT ON (s.identity) s.user_hash, s.day FROM ${source} s JOIN fresh f USING (identity)
   ORDER BY s.identity, s.ord
-), days AS (
+), added AS (
   INSERT INTO ${name("activity_days")} (project_id, program_id, user_hash, ledger, day)
   SELECT DISTINCT $1::text, $2::text, user_hash, 'live', day FROM firsts
   ON CONFLICT DO NOTHING
-), touched AS (
+  RETURNING project_id, program_id, user_hash, ledger, day
+), ${addedSpansText(name("active_spans"), name("activity_days"), "added")}, touched AS (
   INSERT INTO ${name("import_members")} (project_id, import_id, user_hash)
   SELECT DISTINCT $1::text, $3::text, user_hash FROM firsts
   ON CONFLICT DO NOTHING

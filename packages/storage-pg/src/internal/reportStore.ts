@@ -1,7 +1,7 @@
 /**
- * `ReportStore` on Postgres: each aggregate is one statement over the streak rows and activity
- * days of the programs asked about, read through their primary keys (project, program, …), so
- * only those programs' rows are read and only counts and sums come back.
+ * `ReportStore` on Postgres: each aggregate is one statement over the streak rows, activity days
+ * and rollups of the programs asked about, read through their primary keys (project, program, …),
+ * so only those programs' rows are read and only counts and sums come back.
  */
 import type { FreezeGrant } from "@streaks/core/Domain"
 import { forgivenOf } from "./streakRows.js"
@@ -19,13 +19,24 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
     sql`(project_id, program_id) IN (SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[...ids]}::text[]))`
 
   return {
+    // A project with one program asked about is read from `active_spans`: its members active in
+    // [from, to] are the days in it linked to a day before `from`, a count over days, not members.
+    // A project with several needs each member once across them: distinct over their days.
     activeMembers: (q) =>
       q.programIds.length === 0
         ? Effect.succeed(0)
-        : sql`SELECT count(*)::bigint AS n FROM (
-              SELECT DISTINCT project_id, user_hash FROM ${t.activity_days}
-              WHERE ${programsOf(q.programIds)} AND ledger = 'live' AND day >= ${q.from}::date AND day <= ${q.to}::date
-            ) AS members`.pipe(
+        : sql`WITH p AS (SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[...q.programIds]}::text[])),
+            one AS (SELECT project_id FROM p GROUP BY project_id HAVING count(*) = 1)
+          SELECT
+            (SELECT coalesce(sum(s.members), 0) FROM ${t.active_spans} s
+              WHERE (s.project_id, s.program_id) IN (SELECT p.project_id, p.id FROM p JOIN one USING (project_id))
+                AND s.ledger = 'live' AND s.day >= ${q.from}::date AND s.day <= ${q.to}::date
+                AND s.prev < ${q.from}::date)::bigint
+            + (SELECT count(*) FROM (
+                SELECT DISTINCT project_id, user_hash FROM ${t.activity_days}
+                WHERE (project_id, program_id) IN (SELECT project_id, id FROM p WHERE project_id NOT IN (SELECT project_id FROM one))
+                  AND ledger = 'live' AND day >= ${q.from}::date AND day <= ${q.to}::date
+              ) AS members)::bigint AS n`.pipe(
           Effect.map((rows) => num(rows[0]?.n)),
           io("ReportStore.activeMembers")
         ),

@@ -24,6 +24,8 @@ export const tableNames = [
   "activity_days",
   "achievements",
   "actions",
+  "action_counts",
+  "active_spans",
   "idempotency_keys",
   "subscriptions",
   "outbox",

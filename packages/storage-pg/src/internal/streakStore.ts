@@ -15,6 +15,7 @@ import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
 import { makeDistributed, makeRotation } from "./claimsByProject.js"
+import { addedSpansText, removedSpansText } from "./activeSpans.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
 import { achievedIds, achievementsOfK, decodeStreakRow, forgivenOf, keyArraysOf, streakColumns } from "./streakRows.js"
 
@@ -114,6 +115,8 @@ export interface LockedRow {
 
 export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras => {
   const { query, sql, t } = ctx
+  const tableName = (name: string) => `"${ctx.prefix}${name}"`
+  const removedSpans = sql.literal(removedSpansText(tableName("active_spans"), "removed"))
   const cols = sql.literal(streakColumns)
   const distributed = makeDistributed(ctx)
   const rotation = makeRotation(ctx)
@@ -234,7 +237,10 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
           SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.day)}::date[])
           ON CONFLICT DO NOTHING
-          RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`
+          RETURNING project_id, program_id, user_hash, ledger, day`
+  // The new days' links in the `active_spans` rollup, in the statement that inserts them.
+  const spans = sql.literal(addedSpansText(tableName("active_spans"), tableName("activity_days"), "added"))
+  const addedRows = sql`SELECT project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day FROM added`
   // The inserted days' rows as `addDays`'s answers: true at the first position of each new pair.
   const daysAdded = (inputs: ReadonlyArray<DayInput>) => (rows: ReadonlyArray<Row>) =>
     firstOccurrences(
@@ -244,15 +250,16 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
         rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`)
       )
     )
-  const addDays = (inputs: ReadonlyArray<DayInput>) => Effect.map(query(insertDays(inputs)), daysAdded(inputs))
-  // Both writes in one statement; they touch different tables, so neither needs to see the other.
+  const addDays = (inputs: ReadonlyArray<DayInput>) =>
+    Effect.map(query(sql`WITH added AS (${insertDays(inputs)}), ${spans} ${addedRows}`), daysAdded(inputs))
+  // All writes in one statement; they touch different tables, so none needs to see the others.
   const saveAllWithDays = (
     rows: ReadonlyArray<StreakRow>,
     days: ReadonlyArray<DayInput>,
     months?: ReadonlyMap<string, string>
   ) =>
     Effect.map(
-      query(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows, months)}) SELECT * FROM added`),
+      query(sql`WITH added AS (${insertDays(days)}), ${spans}, saved AS (${saveRows(rows, months)}) ${addedRows}`),
       daysAdded(days)
     )
 
@@ -395,7 +402,9 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
 
     // The row goes with its days and achievements, and so does the copy of its achieved ids.
     remove: (key) =>
-      query(sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}),
+      query(sql`WITH removed AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}
+              RETURNING project_id, program_id, user_hash, ledger, day),
+            ${removedSpans},
             a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)})
           DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`)
         .pipe(Effect.asVoid, io("StreakStore.remove")),
