@@ -100,9 +100,11 @@ export const rollupsSuite = (it: It) =>
           startedAt: epoch
         }
         yield* imports.create(job)
-        const lines = shuffled(members.filter((m) => m.key.programId === tenant.program.id).flatMap((m) =>
-          pick(0.2).map((day) => ({ userHash: m.key.userHash, identity: `${m.key.userHash}:${day}`, day, m }))
-        ))
+        const lines = shuffled(
+          members.filter((m) => m.key.programId === tenant.program.id).flatMap((m) =>
+            pick(0.2).map((day) => ({ userHash: m.key.userHash, identity: `${m.key.userHash}:${day}`, day, m }))
+          )
+        )
         yield* imports.load({
           importId: job.id,
           projectId: job.projectId,
@@ -161,7 +163,9 @@ export const rollupsSuite = (it: It) =>
               eventType: random() < 0.7 ? "streak_interaction" : "widget_impression",
               counted: random() < 0.6,
               ledger: random() < 0.9 ? "live" : "test",
-              ...(labels[Math.floor(random() * 3)] === undefined ? {} : { source: labels[1 + Math.floor(random() * 2)]! }),
+              ...(labels[Math.floor(random() * 3)] === undefined
+                ? {}
+                : { source: labels[1 + Math.floor(random() * 2)]! }),
               ...(random() < 0.3 ? { externalService: "stripe" } : {})
             })
           })
@@ -187,11 +191,13 @@ export const rollupsSuite = (it: It) =>
                 sources.set(s, (sources.get(s) ?? 0) + 1)
               }
             }
-            const gotCounts = (yield* log.countsByDay(query)).map((c) => [`${c.date}|${c.eventType}`, c.count, c.counted])
+            const gotCounts = (yield* log.countsByDay(query)).map((
+              c
+            ) => [`${c.date}|${c.eventType}`, c.count, c.counted])
             assert.sameDeepMembers(gotCounts, [...counts].map(([k, c]) => [k, c.count, c.counted]))
-            const gotSources = (yield* log.sources(query)).map((s) =>
-              [`${s.source ?? "-"}|${s.externalService ?? "-"}|${s.integrationId ?? "-"}`, s.count]
-            )
+            const gotSources = (yield* log.sources(query)).map((
+              s
+            ) => [`${s.source ?? "-"}|${s.externalService ?? "-"}|${s.integrationId ?? "-"}`, s.count])
             assert.sameDeepMembers(gotSources, [...sources])
             // Most first.
             const ns = gotSources.map((s) => s[1] as number)

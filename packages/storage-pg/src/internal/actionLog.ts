@@ -33,7 +33,9 @@ export const makeActionLog = ({ query, sql, t }: Ctx): ActionLog["Type"] => {
   // of \`ts\`, so they answer exactly that, whatever the number of actions.
   const wholeDays = (q: ActionQuery) => isMidnight(q.from) && isMidnight(q.to)
   const whereCounts = (q: ActionQuery) =>
-    sql`(project_id, program_id) IN (SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[...q.programIds]}::text[]))
+    sql`(project_id, program_id) IN (SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[
+      ...q.programIds
+    ]}::text[]))
       AND ledger = ${q.ledger} AND day >= ${utcDate(q.from)}::date AND day < ${utcDate(q.to)}::date`
 
   // A batch of actions is one insert: each column travels as an array.
