@@ -357,6 +357,45 @@ const historyImports: ReadonlyArray<string> = [
   )`
 ]
 
+// The report rollups (docs/decisions/0024-report-rollups.md, internal/rollups.ts), filled from
+// what is stored. A missing source label is JSON null in \`labels\`: one exact key.
+const reportRollups: ReadonlyArray<string> = [
+  `CREATE TABLE action_counts (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    day TEXT NOT NULL,
+    local_date TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    counted INTEGER NOT NULL,
+    PRIMARY KEY (project_id, program_id, ledger, day, local_date, event_type, labels)
+  )`,
+  `INSERT INTO action_counts
+    SELECT project_id, program_id, ledger, date(ts / 1000, 'unixepoch'), local_date, event_type,
+      json_array(source, external_service, integration_id), count(*), sum(counted)
+    FROM actions WHERE program_id IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+  `CREATE INDEX action_counts_program ON action_counts (program_id, ledger, day)`,
+  `CREATE TABLE active_spans (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    day TEXT NOT NULL,
+    prev TEXT NOT NULL,
+    members INTEGER NOT NULL,
+    PRIMARY KEY (project_id, program_id, ledger, day, prev)
+  )`,
+  `INSERT INTO active_spans
+    SELECT project_id, program_id, ledger, day, prev, count(*) FROM (
+      SELECT project_id, program_id, ledger, day,
+        coalesce(lag(day) OVER (PARTITION BY project_id, program_id, user_hash, ledger ORDER BY day), '') AS prev
+      FROM activity_days
+    ) GROUP BY 1, 2, 3, 4, 5`,
+  `CREATE INDEX active_spans_program ON active_spans (program_id, ledger, day)`
+]
+
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
   "0001_initial": statements(initial),
@@ -365,7 +404,8 @@ export const migrations = {
   "0004_accounts_and_audit": statements(accountsAndAudit),
   "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
   "0006_forgiveness": statements(forgiveness),
-  "0007_history_imports": statements(historyImports)
+  "0007_history_imports": statements(historyImports),
+  "0009_report_rollups": statements(reportRollups)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

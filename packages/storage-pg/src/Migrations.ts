@@ -517,17 +517,12 @@ CREATE TABLE ${p}action_counts (
   event_type        text NOT NULL,
   source            text,
   external_service  text,
-  integration_id    text,
+  integration_id    text COLLATE "C",
   count             bigint NOT NULL,
   counted           bigint NOT NULL,
   UNIQUE NULLS NOT DISTINCT (project_id, program_id, ledger, day, local_date, event_type, source,
     external_service, integration_id)
 );
-INSERT INTO ${p}action_counts
-  SELECT project_id, program_id, ledger, (ts AT TIME ZONE 'UTC')::date, local_date, event_type, source,
-    external_service, integration_id, count(*), count(*) FILTER (WHERE counted)
-  FROM ${p}actions WHERE program_id IS NOT NULL
-  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9;
 CREATE TABLE ${p}active_spans (
   project_id  text COLLATE "C" NOT NULL,
   program_id  text COLLATE "C" NOT NULL,
@@ -537,14 +532,30 @@ CREATE TABLE ${p}active_spans (
   members     bigint NOT NULL,
   PRIMARY KEY (project_id, program_id, ledger, day, prev)
 );
-INSERT INTO ${p}active_spans
+${fillReportRollups(p)}`
+
+/**
+ * The report rollups computed from the actions and activity days stored, added to what the
+ * rollups hold: the migration's backfill, and a fill after rows were written around the adapter
+ * (the bench's SQL fill). Multi-statement text without parameters.
+ */
+export const fillReportRollups = (p: string = defaultPrefix): string => `
+INSERT INTO ${p}action_counts AS c
+  SELECT project_id, program_id, ledger, (ts AT TIME ZONE 'UTC')::date, local_date, event_type, source,
+    external_service, integration_id, count(*), count(*) FILTER (WHERE counted)
+  FROM ${p}actions WHERE program_id IS NOT NULL
+  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
+  ON CONFLICT (project_id, program_id, ledger, day, local_date, event_type, source, external_service, integration_id)
+  DO UPDATE SET count = c.count + excluded.count, counted = c.counted + excluded.counted;
+INSERT INTO ${p}active_spans AS s
   SELECT project_id, program_id, ledger, day, prev, count(*)
   FROM (
     SELECT project_id, program_id, ledger, day,
       coalesce(lag(day) OVER (PARTITION BY project_id, program_id, user_hash, ledger ORDER BY day), '-infinity') AS prev
     FROM ${p}activity_days
   ) AS d
-  GROUP BY 1, 2, 3, 4, 5;
+  GROUP BY 1, 2, 3, 4, 5
+  ON CONFLICT (project_id, program_id, ledger, day, prev) DO UPDATE SET members = s.members + excluded.members;
 `
 
 // The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,
