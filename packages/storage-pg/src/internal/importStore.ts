@@ -76,6 +76,14 @@ WITH fresh AS (
 )
 SELECT count(*)::int AS imported FROM fresh`
 
+  // The members' streak rows locked first, in key order as ingest locks them: the days' links
+  // (active_spans) are computed from the member's days as the statement finds them, so no action
+  // of the same member may add a day meanwhile.
+  const lockText = (source: string) => `
+SELECT 1 FROM ${name("streaks")} WHERE project_id = $1 AND program_id = $2 AND ledger = 'live'
+  AND user_hash IN (SELECT user_hash FROM ${source} s)
+ORDER BY user_hash FOR UPDATE`
+
   const progressText = `
 UPDATE ${name("imports")} SET received = received + $3, imported = imported + $4, duplicates = duplicates + $5,
   rejected = rejected || $6::jsonb, committed_line = $7
@@ -123,6 +131,7 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
               Readable.from([copyRows(batch.actions)]),
               client.query(copyFrom(`COPY ${staging} (ord, user_hash, identity, day) FROM STDIN`))
             )
+            await client.query(lockText(staging), [batch.projectId, batch.programId])
             const written = await client.query(writeText(staging), [batch.projectId, batch.programId, batch.importId])
             imported = Number(written.rows[0]?.imported ?? 0)
           }
@@ -154,6 +163,11 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
       if (batch.actions.length > 0) {
         const source =
           `(SELECT * FROM unnest($4::int[], $5::text[], $6::text[], $7::date[]) AS u (ord, user_hash, identity, day))`
+        yield* sql.unsafe(lockText(`(SELECT unnest($3::text[]) AS user_hash)`), [
+          batch.projectId,
+          batch.programId,
+          batch.actions.map((a) => a.userHash)
+        ])
         const written = yield* sql.unsafe<Row>(writeText(source), [
           batch.projectId,
           batch.programId,
