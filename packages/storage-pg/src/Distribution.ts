@@ -43,7 +43,8 @@ export const projectTables = [
   "import_identities",
   "import_members",
   "action_counts",
-  "active_spans"
+  "active_spans",
+  "streak_summaries"
 ] as const
 
 /**

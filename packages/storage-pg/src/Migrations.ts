@@ -12,6 +12,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgMigrator from "@effect/sql-pg/PgMigrator"
+import { summariesChangeText } from "./internal/activeSpans.js"
 import { Effect, Layer } from "effect"
 import { isValidPrefix } from "./internal/sql.js"
 
@@ -504,6 +505,8 @@ CREATE TABLE ${p}import_members (
 // stored and kept from then on by the statements that write actions and days.
 // - action_counts: actions per program, ledger, UTC day of \`ts\`, local date, event type and
 //   source labels (a missing label is NULL, one key with NULLS NOT DISTINCT).
+// - streak_summaries: the streak rows per program, ledger and what their current length depends
+//   on (zone and summary), with their number; rows no action has counted on are left out.
 // - active_spans: per program, ledger and activity day, how many members were active that day
 //   whose previous active day was \`prev\` ('-infinity' for their first): the members active in
 //   [from, to] are the days in it whose \`prev\` is before \`from\`.
@@ -532,6 +535,21 @@ CREATE TABLE ${p}active_spans (
   members     bigint NOT NULL,
   PRIMARY KEY (project_id, program_id, ledger, day, prev)
 );
+CREATE TABLE ${p}streak_summaries (
+  project_id       text COLLATE "C" NOT NULL,
+  program_id       text COLLATE "C" NOT NULL,
+  ledger           text COLLATE "C" NOT NULL,
+  timezone         text NOT NULL,
+  last_active_day  date,
+  run              integer NOT NULL,
+  period_days      integer,
+  freezes          integer,
+  grants           jsonb,
+  forgiveness      jsonb,
+  members          bigint NOT NULL
+);
+CREATE UNIQUE INDEX ${p}streak_summaries_group ON ${p}streak_summaries (project_id, program_id, ledger, timezone,
+  last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text)) NULLS NOT DISTINCT;
 ${fillReportRollups(p)}`
 
 /**
@@ -556,6 +574,7 @@ INSERT INTO ${p}active_spans AS s
   ) AS d
   GROUP BY 1, 2, 3, 4, 5
   ON CONFLICT (project_id, program_id, ledger, day, prev) DO UPDATE SET members = s.members + excluded.members;
+${summariesChangeText(`${p}streak_summaries`, undefined, `${p}streaks`)};
 `
 
 // The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,

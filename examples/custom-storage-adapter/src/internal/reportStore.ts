@@ -44,6 +44,8 @@ export const makeReportStore = (sql: SqlClient.SqlClient): ReportStore["Type"] =
       `SELECT program_id, timezone, last_active_day, run, period_days, freezes, grants, repairs, pauses,
           count(*) AS members
         FROM streaks WHERE program_id IN (${placeholders(programIds.length)}) AND ledger = 'live'
+          AND NOT (last_active_day IS NULL AND run = 0 AND period_days IS NULL AND freezes IS NULL
+            AND grants IS NULL AND coalesce(repairs, '[]') = '[]' AND coalesce(pauses, '[]') = '[]')
         GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, repairs, pauses`,
       [...programIds]
     ).pipe(

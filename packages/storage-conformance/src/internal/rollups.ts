@@ -1,15 +1,15 @@
 /**
  * Conformance of what reports read from rollups kept with the writes (active members over a
- * range, counts per day and type, counted actions per source): equal to a recompute over the
- * same activity, whatever the order and path the days and actions came by — ingest's commit,
- * `addDays` out of order and in batches with several days of a member, a history import, and a
- * member removed.
+ * range, the streak rows' summary groups, counts per day and type, counted actions per source):
+ * equal to a recompute over the same activity, whatever the order and path the rows, days and
+ * actions came by — ingest's commit, saves and locks, `addDays` out of order and in batches with
+ * several days of a member, a history import, and a member removed.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Calendar from "@streaks/core/Calendar"
 import type { LocalDate } from "@streaks/core/Calendar"
-import type { ActionRecord, StreakKey } from "@streaks/core/Domain"
+import type { ActionRecord, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { ProgramId } from "@streaks/core/Ids"
 import { ImportStore } from "@streaks/core/ImportStore"
 import { IngestStore, noChanges } from "@streaks/core/IngestStore"
@@ -142,6 +142,66 @@ export const rollupsSuite = (it: It) =>
           }
         }
         assert.isAbove(expected([tenant.program.id], first, Calendar.addDays(first, SPAN)), 10)
+      }))
+
+    it.effect("streakSummaries equals a recompute over the rows, after locks that create them, saves over them, ingest's commit and removals", () =>
+      Effect.gen(function*() {
+        const reports = yield* ReportStore
+        const streaks = yield* StreakStore
+        const ingest = yield* IngestStore
+        const tx = yield* Transactor
+        const random = generator(7)
+        const tenant = yield* seedTenant()
+        const zones = ["UTC", "Asia/Tokyo"]
+        const keys = Array.from({ length: 20 }, () => makeKey(tenant.program))
+        const current = new Map<string, StreakRow>()
+        // Created by a lock: no action counted on them yet.
+        yield* tx.withTransaction(
+          streaks.lock(keys.map((key, i) => ({ key, timezone: zones[i % 2]! })))
+        )
+        const summary = (key: StreakKey) => {
+          const run = Math.floor(random() * 3)
+          const fields = random() < 0.2 ? { periodDays: 1, freezes: Math.floor(random() * 2) } : {}
+          return makeRow(key, {
+            timezone: zones[Math.floor(random() * 2)]!,
+            ...(run === 0 && random() < 0.5
+              ? {}
+              : { lastActiveDay: Calendar.addDays(first, Math.floor(random() * 3)) }),
+            run,
+            best: 5,
+            ...fields
+          })
+        }
+        for (let round = 0; round < 6; round++) {
+          const chosen = keys.filter(() => random() < 0.6)
+          const rows = chosen.map(summary)
+          if (round % 2 === 0) yield* streaks.save(rows)
+          else yield* tx.withTransaction(ingest.commit({ ...noChanges, rows }))
+          for (const r of rows) current.set(`${r.userHash}`, r)
+        }
+        for (const key of keys.filter(() => random() < 0.2)) {
+          yield* streaks.remove(key)
+          current.delete(key.userHash)
+        }
+        const expected = new Map<string, number>()
+        for (const r of current.values()) {
+          const k = [r.timezone, r.lastActiveDay ?? "-", r.run, r.periodDays ?? "-", r.freezes ?? "-"].join("|")
+          if (r.lastActiveDay === undefined && r.run === 0 && r.periodDays === undefined) continue
+          expected.set(k, (expected.get(k) ?? 0) + 1)
+        }
+        const got = (yield* reports.streakSummaries([tenant.program.id])).map((g) => [
+          [
+            g.timezone,
+            g.summary.lastActiveDay ?? "-",
+            g.summary.run,
+            g.summary.periodDays ?? "-",
+            g.summary.freezes ?? "-"
+          ]
+            .join("|"),
+          g.members
+        ])
+        assert.sameDeepMembers(got, [...expected])
+        assert.isAbove(expected.size, 3)
       }))
 
     it.effect("countsByDay and sources over whole UTC days equal a recompute over the actions appended", () =>

@@ -55,3 +55,36 @@ spans AS (
   ORDER BY project_id, program_id, ledger, day, prev
   ON CONFLICT (project_id, program_id, ledger, day, prev) DO UPDATE SET members = s.members + excluded.members
 )`
+
+/** The columns of a streak row that its current length depends on: one group of `streak_summaries`. */
+const summaryColumns = "timezone, last_active_day, run, period_days, freezes, grants, forgiveness"
+
+// A row no action has counted on yet (as `lock` creates it) is in no group: its length is 0, and
+// leaving it out spares a member's first action a write to the one group all new members share.
+const counted = (r: string) =>
+  `NOT (${r}.last_active_day IS NULL AND ${r}.run = 0 AND ${r}.period_days IS NULL AND ${r}.freezes IS NULL
+    AND ${r}.grants IS NULL AND ${r}.forgiveness IS NULL)`
+
+/** The conflict target of `streak_summaries` (jsonb groups by their text's hash: an index key has a size bound). */
+export const summaryKey =
+  "project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text)"
+
+/**
+ * A statement `INSERT INTO streak_summaries` moving rows between groups: the rows of `before` (the
+ * streak rows as they were, with the key and summary columns) leave theirs, those of `after` join
+ * theirs. Sorted, so concurrent statements lock the groups in one order.
+ */
+export const summariesChangeText = (summaries: string, before: string | undefined, after: string | undefined) => {
+  const parts = [
+    ...(after === undefined ? [] : [`SELECT project_id, program_id, ledger, ${summaryColumns}, 1 AS n FROM ${after} a
+      WHERE ${counted("a")}`]),
+    ...(before === undefined ? [] : [`SELECT project_id, program_id, ledger, ${summaryColumns}, -1 AS n FROM ${before} b
+      WHERE ${counted("b")}`])
+  ]
+  return `INSERT INTO ${summaries} AS g (project_id, program_id, ledger, ${summaryColumns}, members)
+  SELECT project_id, program_id, ledger, ${summaryColumns}, sum(n) FROM (${parts.join(" UNION ALL ")}) AS change
+  GROUP BY project_id, program_id, ledger, ${summaryColumns} HAVING sum(n) <> 0
+  ORDER BY project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text),
+    md5(forgiveness::text)
+  ON CONFLICT (${summaryKey}) DO UPDATE SET members = g.members + excluded.members`
+}

@@ -41,13 +41,13 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
           io("ReportStore.activeMembers")
         ),
 
+    // From the `streak_summaries` rollup, which the statements that save and remove rows keep.
     streakSummaries: (programIds) =>
       programIds.length === 0
         ? Effect.succeed([])
         : sql`SELECT program_id, timezone, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run,
-              period_days, freezes, grants, forgiveness, count(*)::bigint AS members
-            FROM ${t.streaks} WHERE ${programsOf(programIds)} AND ledger = 'live'
-            GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, forgiveness`.pipe(
+              period_days, freezes, grants, forgiveness, members
+            FROM ${t.streak_summaries} WHERE ${programsOf(programIds)} AND ledger = 'live' AND members <> 0`.pipe(
           Effect.map((rows) =>
             rows.map((r) => ({
               programId: r.program_id as ProgramId,

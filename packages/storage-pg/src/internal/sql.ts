@@ -26,6 +26,7 @@ export const tableNames = [
   "actions",
   "action_counts",
   "active_spans",
+  "streak_summaries",
   "idempotency_keys",
   "subscriptions",
   "outbox",

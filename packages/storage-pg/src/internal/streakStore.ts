@@ -15,7 +15,7 @@ import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
 import { makeDistributed, makeRotation } from "./claimsByProject.js"
-import { addedSpansText, removedSpansText } from "./activeSpans.js"
+import { addedSpansText, removedSpansText, summariesChangeText } from "./activeSpans.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
 import { achievedIds, achievementsOfK, decodeStreakRow, forgivenOf, keyArraysOf, streakColumns } from "./streakRows.js"
 
@@ -117,6 +117,8 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const { query, sql, t } = ctx
   const tableName = (name: string) => `"${ctx.prefix}${name}"`
   const removedSpans = sql.literal(removedSpansText(tableName("active_spans"), "removed"))
+  const summariesChange = sql.literal(summariesChangeText(tableName("streak_summaries"), "rows_before", "rows_in"))
+  const removedSummaries = sql.literal(summariesChangeText(tableName("streak_summaries"), "gone", undefined))
   const cols = sql.literal(streakColumns)
   const distributed = makeDistributed(ctx)
   const rotation = makeRotation(ctx)
@@ -206,11 +208,12 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice). `months`, by key: the usage month marked with the row; a row
   // without one keeps the month it had.
-  const saveRows = (all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) => {
+  // As CTEs (`rows_in`, `rows_before`, `saved`, `summaries`), to follow a `WITH`: the rows as they
+  // were (each read by its key, so one primary-key seek each) leave their `streak_summaries` group
+  // and the new ones join theirs, in the statement that saves them.
+  const saveRowsCtes = (all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) => {
     const rows = lastPerKey(all, keyOf)
-    return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-            at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
-            updated_at, metered_month, forgiveness)
+    return sql`rows_in AS (
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
@@ -223,6 +226,21 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
       rows.map((r) => r.updatedAt.toISOString())
     }::timestamptz[],
             ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[], ${rows.map(forgivenessJson)}::jsonb[])
+            AS r (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+              at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through,
+              due_at, updated_at, metered_month, forgiveness)
+        ), rows_before AS (
+          SELECT s.project_id, s.program_id, s.ledger, s.timezone, s.last_active_day, s.run, s.period_days,
+            s.freezes, s.grants, s.forgiveness
+          FROM rows_in i CROSS JOIN LATERAL (
+            SELECT * FROM ${t.streaks} x WHERE x.project_id = i.project_id AND x.program_id = i.program_id
+              AND x.user_hash = i.user_hash AND x.ledger = i.ledger
+          ) AS s
+        ), saved AS (
+          INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+            at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
+            updated_at, metered_month, forgiveness)
+          SELECT * FROM rows_in
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
@@ -230,8 +248,14 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             freezes = excluded.freezes, grants = excluded.grants,
             frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
             updated_at = excluded.updated_at, forgiveness = excluded.forgiveness,
-            metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)`
+            metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)
+        ), summaries AS (${summariesChange})`
   }
+  // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
+  // may not touch one row twice). `months`, by key: the usage month marked with the row; a row
+  // without one keeps the month it had.
+  const saveRows = (all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) =>
+    sql`WITH ${saveRowsCtes(all, months)} SELECT 1`
   type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
   const insertDays = (inputs: ReadonlyArray<DayInput>) =>
     sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
@@ -259,7 +283,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     months?: ReadonlyMap<string, string>
   ) =>
     Effect.map(
-      query(sql`WITH added AS (${insertDays(days)}), ${spans}, saved AS (${saveRows(rows, months)}) ${addedRows}`),
+      query(sql`WITH added AS (${insertDays(days)}), ${spans}, ${saveRowsCtes(rows, months)} ${addedRows}`),
       daysAdded(days)
     )
 
@@ -405,8 +429,9 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
       query(sql`WITH removed AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}
               RETURNING project_id, program_id, user_hash, ledger, day),
             ${removedSpans},
-            a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)})
-          DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`)
+            a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)}),
+            gone AS (DELETE FROM ${t.streaks} WHERE ${whereKey(key)} RETURNING *)
+          ${removedSummaries}`)
         .pipe(Effect.asVoid, io("StreakStore.remove")),
 
     // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
