@@ -521,10 +521,11 @@ CREATE TABLE ${p}action_counts (
   source            text,
   external_service  text,
   integration_id    text COLLATE "C",
+  slot              smallint NOT NULL,
   count             bigint NOT NULL,
   counted           bigint NOT NULL,
   UNIQUE NULLS NOT DISTINCT (project_id, program_id, ledger, day, local_date, event_type, source,
-    external_service, integration_id)
+    external_service, integration_id, slot)
 );
 CREATE TABLE ${p}active_spans (
   project_id  text COLLATE "C" NOT NULL,
@@ -532,8 +533,9 @@ CREATE TABLE ${p}active_spans (
   ledger      text COLLATE "C" NOT NULL,
   day         date NOT NULL,
   prev        date NOT NULL,
+  slot        smallint NOT NULL,
   members     bigint NOT NULL,
-  PRIMARY KEY (project_id, program_id, ledger, day, prev)
+  PRIMARY KEY (project_id, program_id, ledger, day, prev, slot)
 );
 CREATE TABLE ${p}streak_summaries (
   project_id       text COLLATE "C" NOT NULL,
@@ -546,10 +548,11 @@ CREATE TABLE ${p}streak_summaries (
   freezes          integer,
   grants           jsonb,
   forgiveness      jsonb,
+  slot             smallint NOT NULL,
   members          bigint NOT NULL
 );
 CREATE UNIQUE INDEX ${p}streak_summaries_group ON ${p}streak_summaries (project_id, program_id, ledger, timezone,
-  last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text)) NULLS NOT DISTINCT;
+  last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text), slot) NULLS NOT DISTINCT;
 ${fillReportRollups(p)}`
 
 /**
@@ -560,21 +563,22 @@ ${fillReportRollups(p)}`
 export const fillReportRollups = (p: string = defaultPrefix): string => `
 INSERT INTO ${p}action_counts AS c
   SELECT project_id, program_id, ledger, (ts AT TIME ZONE 'UTC')::date, local_date, event_type, source,
-    external_service, integration_id, count(*), count(*) FILTER (WHERE counted)
+    external_service, integration_id, 0, count(*), count(*) FILTER (WHERE counted)
   FROM ${p}actions WHERE program_id IS NOT NULL
   GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
-  ON CONFLICT (project_id, program_id, ledger, day, local_date, event_type, source, external_service, integration_id)
+  ON CONFLICT (project_id, program_id, ledger, day, local_date, event_type, source, external_service, integration_id,
+    slot)
   DO UPDATE SET count = c.count + excluded.count, counted = c.counted + excluded.counted;
 INSERT INTO ${p}active_spans AS s
-  SELECT project_id, program_id, ledger, day, prev, count(*)
+  SELECT project_id, program_id, ledger, day, prev, 0, count(*)
   FROM (
     SELECT project_id, program_id, ledger, day,
       coalesce(lag(day) OVER (PARTITION BY project_id, program_id, user_hash, ledger ORDER BY day), '-infinity') AS prev
     FROM ${p}activity_days
   ) AS d
   GROUP BY 1, 2, 3, 4, 5
-  ON CONFLICT (project_id, program_id, ledger, day, prev) DO UPDATE SET members = s.members + excluded.members;
-${summariesChangeText(`${p}streak_summaries`, undefined, `${p}streaks`)};
+  ON CONFLICT (project_id, program_id, ledger, day, prev, slot) DO UPDATE SET members = s.members + excluded.members;
+${summariesChangeText(`${p}streak_summaries`, undefined, `${p}streaks`, "0")};
 `
 
 // The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,

@@ -5,6 +5,7 @@
 import type { ActionRecord, EventType } from "@streaks/core/Domain"
 import type { ActionLog, ActionQuery } from "@streaks/core/Ports"
 import { Effect } from "effect"
+import { slot } from "./activeSpans.js"
 import { type Ctx, io, jsonParam, toLocalDate, toOptionalString } from "./sql.js"
 
 const DAY_MS = 86_400_000
@@ -17,12 +18,13 @@ const utcDate = (d: Date) => d.toISOString().slice(0, 10)
  */
 export const addActionCounts = ({ sql, t }: Pick<Ctx, "sql" | "t">) => (from: ReturnType<Ctx["sql"]["literal"]>) =>
   sql`INSERT INTO ${t.action_counts} AS c (project_id, program_id, ledger, day, local_date, event_type, source,
-      external_service, integration_id, count, counted)
+      external_service, integration_id, slot, count, counted)
     SELECT project_id, program_id, ledger, (ts AT TIME ZONE 'UTC')::date, local_date, event_type, source,
-      external_service, integration_id, count(*), count(*) FILTER (WHERE counted)
+      external_service, integration_id, ${sql.literal(slot)}, count(*), count(*) FILTER (WHERE counted)
     FROM ${from} WHERE program_id IS NOT NULL
     GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9 ORDER BY 1, 2, 3, 4, 5, 6, 7, 8, 9
-    ON CONFLICT (project_id, program_id, ledger, day, local_date, event_type, source, external_service, integration_id)
+    ON CONFLICT (project_id, program_id, ledger, day, local_date, event_type, source, external_service, integration_id,
+      slot)
     DO UPDATE SET count = c.count + excluded.count, counted = c.counted + excluded.counted`
 
 export const makeActionLog = ({ query, sql, t }: Ctx): ActionLog["Type"] => {

@@ -2,7 +2,14 @@
  * The `active_spans` rollup on Postgres (docs/decisions/0024-report-rollups.md): per program,
  * ledger and activity day, the members active that day by their previous active day. Every
  * statement that adds or removes activity days carries the change of its links as CTEs.
+ *
+ * Every rollup row also has a `slot`, the writing connection's backend pid mod 16: the rows every
+ * batch of a day changes (today's counts, the groups members move to) would otherwise be locked
+ * by one transaction until it commits while the next waits; readers add the slots up.
  */
+
+/** The slot a statement writes rollup rows in (see above). */
+export const slot = "(pg_backend_pid() % 16)::smallint"
 
 /**
  * CTEs `near` and `spans` (to follow the CTE `added`, the inserted days' rows with `project_id`,
@@ -21,8 +28,8 @@ near AS (
     lag(a.day) OVER (PARTITION BY a.project_id, a.program_id, a.user_hash, a.ledger ORDER BY a.day) AS new_prev
   FROM ${added} a
 ), spans AS (
-  INSERT INTO ${spans} AS s (project_id, program_id, ledger, day, prev, members)
-  SELECT project_id, program_id, ledger, day, prev, sum(n) FROM (
+  INSERT INTO ${spans} AS s (project_id, program_id, ledger, day, prev, slot, members)
+  SELECT project_id, program_id, ledger, day, prev, ${slot}, sum(n) FROM (
     SELECT project_id, program_id, ledger, day, coalesce(greatest(old_prev, new_prev), '-infinity'::date) AS prev,
       1 AS n
     FROM near
@@ -35,7 +42,7 @@ near AS (
   ) AS change
   GROUP BY project_id, program_id, ledger, day, prev HAVING sum(n) <> 0
   ORDER BY project_id, program_id, ledger, day, prev
-  ON CONFLICT (project_id, program_id, ledger, day, prev) DO UPDATE SET members = s.members + excluded.members
+  ON CONFLICT (project_id, program_id, ledger, day, prev, slot) DO UPDATE SET members = s.members + excluded.members
 )`
 
 /**
@@ -44,8 +51,8 @@ near AS (
  */
 export const removedSpansText = (spans: string, removed: string): string => `
 spans AS (
-  INSERT INTO ${spans} AS s (project_id, program_id, ledger, day, prev, members)
-  SELECT project_id, program_id, ledger, day, prev, -count(*) FROM (
+  INSERT INTO ${spans} AS s (project_id, program_id, ledger, day, prev, slot, members)
+  SELECT project_id, program_id, ledger, day, prev, ${slot}, -count(*) FROM (
     SELECT project_id, program_id, ledger, day,
       coalesce(lag(day) OVER (PARTITION BY project_id, program_id, user_hash, ledger ORDER BY day), '-infinity'::date)
         AS prev
@@ -53,7 +60,7 @@ spans AS (
   ) AS gone
   GROUP BY project_id, program_id, ledger, day, prev
   ORDER BY project_id, program_id, ledger, day, prev
-  ON CONFLICT (project_id, program_id, ledger, day, prev) DO UPDATE SET members = s.members + excluded.members
+  ON CONFLICT (project_id, program_id, ledger, day, prev, slot) DO UPDATE SET members = s.members + excluded.members
 )`
 
 /** The columns of a streak row that its current length depends on: one group of `streak_summaries`. */
@@ -67,22 +74,29 @@ const counted = (r: string) =>
 
 /** The conflict target of `streak_summaries` (jsonb groups by their text's hash: an index key has a size bound). */
 export const summaryKey =
-  "project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text)"
+  "project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text), slot"
 
 /**
  * A statement `INSERT INTO streak_summaries` moving rows between groups: the rows of `before` (the
  * streak rows as they were, with the key and summary columns) leave theirs, those of `after` join
  * theirs. Sorted, so concurrent statements lock the groups in one order.
  */
-export const summariesChangeText = (summaries: string, before: string | undefined, after: string | undefined) => {
+export const summariesChangeText = (
+  summaries: string,
+  before: string | undefined,
+  after: string | undefined,
+  slotOf: string = slot
+) => {
   const parts = [
     ...(after === undefined ? [] : [`SELECT project_id, program_id, ledger, ${summaryColumns}, 1 AS n FROM ${after} a
       WHERE ${counted("a")}`]),
     ...(before === undefined ? [] : [`SELECT project_id, program_id, ledger, ${summaryColumns}, -1 AS n FROM ${before} b
       WHERE ${counted("b")}`])
   ]
-  return `INSERT INTO ${summaries} AS g (project_id, program_id, ledger, ${summaryColumns}, members)
-  SELECT project_id, program_id, ledger, ${summaryColumns}, sum(n) FROM (${parts.join(" UNION ALL ")}) AS change
+  return `INSERT INTO ${summaries} AS g (project_id, program_id, ledger, ${summaryColumns}, slot, members)
+  SELECT project_id, program_id, ledger, ${summaryColumns}, ${slotOf}, sum(n) FROM (${
+    parts.join(" UNION ALL ")
+  }) AS change
   GROUP BY project_id, program_id, ledger, ${summaryColumns} HAVING sum(n) <> 0
   ORDER BY project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text),
     md5(forgiveness::text)

@@ -46,8 +46,10 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
       programIds.length === 0
         ? Effect.succeed([])
         : sql`SELECT program_id, timezone, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run,
-              period_days, freezes, grants, forgiveness, members
-            FROM ${t.streak_summaries} WHERE ${programsOf(programIds)} AND ledger = 'live' AND members <> 0`.pipe(
+              period_days, freezes, grants, forgiveness, sum(members)::bigint AS members
+            FROM ${t.streak_summaries} WHERE ${programsOf(programIds)} AND ledger = 'live'
+            GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, forgiveness
+            HAVING sum(members) <> 0`.pipe(
           Effect.map((rows) =>
             rows.map((r) => ({
               programId: r.program_id as ProgramId,
