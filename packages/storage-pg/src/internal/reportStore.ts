@@ -21,25 +21,31 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
   return {
     // A project with one program asked about is read from `active_spans`: its members active in
     // [from, to] are the days in it linked to a day before `from`, a count over days, not members.
-    // A project with several needs each member once across them: distinct over their days.
+    // A project with several needs each member once across them: distinct over their days. The
+    // programs' projects are read first, so that the distinct count runs only when it is needed
+    // (in one statement, the planner would scan the days even for an empty set of programs).
     activeMembers: (q) =>
-      q.programIds.length === 0
-        ? Effect.succeed(0)
-        : sql`WITH p AS (SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[...q.programIds]}::text[])),
-            one AS (SELECT project_id FROM p GROUP BY project_id HAVING count(*) = 1)
-          SELECT
-            (SELECT coalesce(sum(s.members), 0) FROM ${t.active_spans} s
-              WHERE (s.project_id, s.program_id) IN (SELECT p.project_id, p.id FROM p JOIN one USING (project_id))
-                AND s.ledger = 'live' AND s.day >= ${q.from}::date AND s.day <= ${q.to}::date
-                AND s.prev < ${q.from}::date)::bigint
-            + (SELECT count(*) FROM (
-                SELECT DISTINCT project_id, user_hash FROM ${t.activity_days}
-                WHERE (project_id, program_id) IN (SELECT project_id, id FROM p WHERE project_id NOT IN (SELECT project_id FROM one))
-                  AND ledger = 'live' AND day >= ${q.from}::date AND day <= ${q.to}::date
-              ) AS members)::bigint AS n`.pipe(
-          Effect.map((rows) => num(rows[0]?.n)),
-          io("ReportStore.activeMembers")
-        ),
+      q.programIds.length === 0 ? Effect.succeed(0) : Effect.gen(function*() {
+        const programs = yield* sql`SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[
+          ...q.programIds
+        ]}::text[])`
+        const byProject = new Map<string, Array<string>>()
+        for (const r of programs) {
+          const ids = byProject.get(r.project_id as string) ?? []
+          ids.push(r.id as string)
+          byProject.set(r.project_id as string, ids)
+        }
+        const lone = [...byProject.values()].filter((ids) => ids.length === 1).map((ids) => ids[0]!)
+        const shared = [...byProject.values()].filter((ids) => ids.length > 1).flat()
+        const spans = lone.length === 0 ? [] : yield* sql`SELECT coalesce(sum(members), 0)::bigint AS n
+            FROM ${t.active_spans} WHERE ${programsOf(lone)} AND ledger = 'live'
+              AND day >= ${q.from}::date AND day <= ${q.to}::date AND prev < ${q.from}::date`
+        const distinct = shared.length === 0 ? [] : yield* sql`SELECT count(*)::bigint AS n FROM (
+            SELECT DISTINCT project_id, user_hash FROM ${t.activity_days}
+            WHERE ${programsOf(shared)} AND ledger = 'live' AND day >= ${q.from}::date AND day <= ${q.to}::date
+          ) AS members`
+        return num(spans[0]?.n) + num(distinct[0]?.n)
+      }).pipe(io("ReportStore.activeMembers")),
 
     // From the `streak_summaries` rollup, which the statements that save and remove rows keep.
     streakSummaries: (programIds) =>
