@@ -3,7 +3,9 @@
  * first the calculus alone in this process (activity days replayed per second on one core, against
  * the target of a million), then for each size a fresh database filled in SQL with that many
  * members of one live program, 20 active days each over the last 60, and the whole
- * `POST …/simulations` call over HTTP timed, with the server's CPU time and RSS during it.
+ * `POST …/simulations` call over HTTP timed, with the server's CPU time and RSS during it, once per
+ * worker count of `BENCH_SIMULATION_WORKERS=0,1,2` (the server restarted on the same fill; unset:
+ * the server's default).
  */
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -133,6 +135,8 @@ const fill = async (sql: pg.Client, projectId: string, programId: string, member
 
 export interface CallRow {
   readonly members: number
+  /** `STREAKS_SIMULATION_WORKERS` of the server measured ("default": unset). */
+  readonly workers: string
   readonly days: number
   readonly fillSeconds: number
   /** Seconds of each call. */
@@ -144,7 +148,72 @@ export interface CallRow {
   readonly rssPeak: number
 }
 
-const one = async (server: string, members: number): Promise<CallRow> => {
+/** The server's own default when `BENCH_SIMULATION_WORKERS` is unset, else each count it names in turn. */
+const workerSettings = (value: string | undefined): ReadonlyArray<string | undefined> =>
+  value === undefined || value.trim() === "" ? [undefined] : value.split(",").map((s) => s.trim())
+
+const stop = (child: ChildProcess) =>
+  new Promise<void>((ok) => {
+    child.once("exit", () => ok())
+    child.kill("SIGTERM")
+  })
+
+/** `BENCH_SIMULATION_RUNS` calls (2 by default) on a filled program, with the server's CPU and RSS during them. */
+const measure = async (
+  pid: number,
+  base: string,
+  programId: string,
+  key: string,
+  members: number,
+  days: number,
+  fillSeconds: number,
+  workers: string | undefined
+): Promise<CallRow> => {
+  const rssBefore = rssOf(pid)
+  let rssPeak = rssBefore
+  const sampler = setInterval(() => {
+    try {
+      rssPeak = Math.max(rssPeak, rssOf(pid))
+    } catch {
+      // the server has exited; the call that saw it says why
+    }
+  }, 20)
+  try {
+    const seconds: Array<number> = []
+    const cpuBefore = cpuOf(pid)
+    const postgresBefore = postgresCpu()
+    const runs = Math.max(1, Number(process.env.BENCH_SIMULATION_RUNS ?? 2))
+    for (let i = 0; i < runs; i++) {
+      const t = performance.now()
+      const r = await fetch(`${base}/v1/api/programs/${programId}/simulations`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ policy: PROPOSED })
+      })
+      const text = await r.text()
+      if (r.status !== 200) throw new Error(`simulation: ${r.status} ${text}`)
+      seconds.push((performance.now() - t) / 1000)
+      if (i === 0 && process.env.BENCH_LOGS !== undefined) console.log(text)
+      const replayed = JSON.parse(text).actual.members
+      if (replayed !== members) throw new Error(`simulation: ${replayed} members replayed of ${members}`)
+    }
+    return {
+      members,
+      workers: workers ?? "default",
+      days,
+      fillSeconds,
+      seconds,
+      serverCpuSeconds: (cpuOf(pid) - cpuBefore) / runs,
+      postgresCpuSeconds: postgresCpuSince(postgresBefore) / runs,
+      rssBefore,
+      rssPeak
+    }
+  } finally {
+    clearInterval(sampler)
+  }
+}
+
+const one = async (server: string, members: number): Promise<ReadonlyArray<CallRow>> => {
   const db = await Db.open()
   const sql = new pg.Client({ connectionString: db.url })
   const dataDir = mkdtempSync(join(tmpdir(), "streaks-bench-simulation-"))
@@ -152,21 +221,27 @@ const one = async (server: string, members: number): Promise<CallRow> => {
   try {
     await sql.connect()
     await sql.query("SET statement_timeout = 0")
-    const port = await freePort()
-    child = spawn(process.execPath, [...(server.endsWith(".ts") ? ["--import", "tsx"] : []), server, "serve"], {
-      cwd: root,
-      env: {
-        ...process.env,
-        DATABASE_URL: db.url,
-        PORT: String(port),
-        STREAKS_ADMIN_TOKEN: ADMIN,
-        STREAKS_DATA_DIR: dataDir,
-        STREAKS_SECRET_KEY: "bench-secret-key"
-      },
-      stdio: process.env.BENCH_LOGS !== undefined ? ["ignore", "inherit", "inherit"] : "ignore"
-    })
-    const base = `http://127.0.0.1:${port}`
-    await waitFor(`${base}/health`)
+    const serve = async (workers: string | undefined) => {
+      const port = await freePort()
+      child = spawn(process.execPath, [...(server.endsWith(".ts") ? ["--import", "tsx"] : []), server, "serve"], {
+        cwd: root,
+        env: {
+          ...process.env,
+          DATABASE_URL: db.url,
+          PORT: String(port),
+          STREAKS_ADMIN_TOKEN: ADMIN,
+          STREAKS_DATA_DIR: dataDir,
+          STREAKS_SECRET_KEY: "bench-secret-key",
+          ...(workers !== undefined ? { STREAKS_SIMULATION_WORKERS: workers } : {})
+        },
+        stdio: process.env.BENCH_LOGS !== undefined ? ["ignore", "inherit", "inherit"] : "ignore"
+      })
+      const base = `http://127.0.0.1:${port}`
+      await waitFor(`${base}/health`)
+      return base
+    }
+    const settings = workerSettings(process.env.BENCH_SIMULATION_WORKERS)
+    let base = await serve(settings[0])
     const admin = { "x-admin-token": ADMIN }
     const workspace = await post(base, "/admin/workspaces", admin, { name: "simulation", plan: "pro" })
     const project = await post(base, "/admin/projects", admin, {
@@ -187,48 +262,15 @@ const one = async (server: string, members: number): Promise<CallRow> => {
     const fillSeconds = (performance.now() - t0) / 1000
     const days = Number((await sql.query("SELECT count(*) AS n FROM streaks_activity_days")).rows[0].n)
 
-    const pid = child.pid!
-    const rssBefore = rssOf(pid)
-    let rssPeak = rssBefore
-    const sampler = setInterval(() => {
-      try {
-        rssPeak = Math.max(rssPeak, rssOf(pid))
-      } catch {
-        // the server has exited; the call that saw it says why
+    const rows: Array<CallRow> = []
+    for (const [i, workers] of settings.entries()) {
+      if (i > 0) {
+        await stop(child!)
+        base = await serve(workers)
       }
-    }, 20)
-    try {
-      const seconds: Array<number> = []
-      const cpuBefore = cpuOf(pid)
-      const postgresBefore = postgresCpu()
-      const runs = Math.max(1, Number(process.env.BENCH_SIMULATION_RUNS ?? 2))
-      for (let i = 0; i < runs; i++) {
-        const t = performance.now()
-        const r = await fetch(`${base}/v1/api/programs/${program.id}/simulations`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${key.key}`, "content-type": "application/json" },
-          body: JSON.stringify({ policy: PROPOSED })
-        })
-        const text = await r.text()
-        if (r.status !== 200) throw new Error(`simulation: ${r.status} ${text}`)
-        seconds.push((performance.now() - t) / 1000)
-        if (i === 0 && process.env.BENCH_LOGS !== undefined) console.log(text)
-        const replayed = JSON.parse(text).actual.members
-        if (replayed !== members) throw new Error(`simulation: ${replayed} members replayed of ${members}`)
-      }
-      return {
-        members,
-        days,
-        fillSeconds,
-        seconds,
-        serverCpuSeconds: (cpuOf(pid) - cpuBefore) / runs,
-        postgresCpuSeconds: postgresCpuSince(postgresBefore) / runs,
-        rssBefore,
-        rssPeak
-      }
-    } finally {
-      clearInterval(sampler)
+      rows.push(await measure(child!.pid!, base, program.id, key.key, members, days, fillSeconds, workers))
     }
+    return rows
   } finally {
     child?.kill("SIGTERM")
     rmSync(dataDir, { recursive: true, force: true })
@@ -250,19 +292,20 @@ export const run = async (server: string, members: ReadonlyArray<number>): Promi
   }
   console.log("")
   console.log(
-    "| members | activity days | fill s | call s (each run) | days/s | server CPU s per call | Postgres CPU s per call | server RSS before MB | peak during MB |"
+    "| members | activity days | fill s | workers | call s (each run) | days/s | server CPU s per call | Postgres CPU s per call | server RSS before MB | peak during MB |"
   )
-  console.log("|---|---|---|---|---|---|---|---|---|")
+  console.log("|---|---|---|---|---|---|---|---|---|---|")
   for (const n of members) {
-    const r = await one(server, n)
-    const best = Math.min(...r.seconds)
-    console.log(
-      `| ${n} | ${r.days} | ${r.fillSeconds.toFixed(1)} | ${r.seconds.map((s) => s.toFixed(2)).join(", ")} | ${
-        (r.days / best / 1e6).toFixed(2)
-      }M | ${r.serverCpuSeconds.toFixed(2)} | ${r.postgresCpuSeconds.toFixed(2)} | ${r.rssBefore.toFixed(0)} | ${
-        r.rssPeak.toFixed(0)
-      } |`
-    )
+    for (const r of await one(server, n)) {
+      const best = Math.min(...r.seconds)
+      console.log(
+        `| ${n} | ${r.days} | ${r.fillSeconds.toFixed(1)} | ${r.workers} | ${
+          r.seconds.map((s) => s.toFixed(2)).join(", ")
+        } | ${(r.days / best / 1e6).toFixed(2)}M | ${r.serverCpuSeconds.toFixed(2)} | ${
+          r.postgresCpuSeconds.toFixed(2)
+        } | ${r.rssBefore.toFixed(0)} | ${r.rssPeak.toFixed(0)} |`
+      )
+    }
   }
   console.log("")
 }

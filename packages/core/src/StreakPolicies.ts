@@ -4,7 +4,7 @@
  * member, the ledger that explains a member's streak period by period, and the simulation of a
  * policy over the program's history (docs/operations.md#trying-a-policy-before-shipping-it).
  */
-import { Context, Effect, Either, Fiber, Layer, Option, Scheduler } from "effect"
+import { Array as Arr, Context, Effect, Either, Layer, Option, Stream } from "effect"
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
 import { type FreezeGrant, type Ledger, type Program, type Project, StreakKey, type StreakRow } from "./Domain.js"
@@ -14,6 +14,7 @@ import * as Ids from "./Ids.js"
 import { forgivenessOf, memberZone, notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
 import * as Simulation from "./Simulation.js"
+import { SimulationReplay } from "./SimulationReplay.js"
 import { IngestStore } from "./IngestStore.js"
 import { DirectoryStore, MemberStore, type StreakHistory, StreakStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
@@ -45,14 +46,8 @@ export const defaultPeriods = 8
 /** Streaks recomputed per read of their days and write of their rows when a policy changes. */
 const RECOMPUTE_BATCH = 500
 
-/** Members a simulation reads per page of histories: the memory it holds is about two pages. */
+/** Members a simulation reads per page of histories: it holds the pages in replay and two more. */
 export const simulationPage = 2000
-
-/**
- * A few turns of the event loop (not of Effect's queue of fibers alone), so that a forked read
- * reaches its socket before a long replay takes the thread.
- */
-const sendTurns = Effect.yieldNow().pipe(Effect.withScheduler(Scheduler.timer(0)), Effect.repeatN(2))
 
 /** `POST …/simulations`: a whole policy, and the span of activity days to replay (both optional, inclusive). */
 export interface SimulationRequest {
@@ -92,7 +87,8 @@ export class StreakPolicies extends Context.Tag("@streaks/core/StreakPolicies")<
   /**
    * Replays every live member's activity days (those in [from, to] when given) under the
    * program's policy and under `policy` (validated as `setPolicy` does), a page of members at a
-   * time; writes nothing.
+   * time, with the `SimulationReplay` the layer was built with (by default in this thread);
+   * writes nothing.
    */
   readonly simulate: (
     programId: string,
@@ -126,6 +122,7 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
   const streaks = yield* StreakStore
   const members = yield* MemberStore
   const transactor = yield* Transactor
+  const replay = yield* SimulationReplay
 
   const programAndProject = (programId: string) =>
     Effect.gen(function*() {
@@ -273,21 +270,36 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
           from: from.right,
           to: to.right
         })
-      let answer: SimulationAnswer = { actual: Simulation.empty, proposed: Simulation.empty }
-      let histories = yield* page(undefined)
-      while (histories.length > 0) {
-        // The store reads the next page while this one is replayed: the replay holds the thread,
-        // so the read is sent first, in a few turns of the event loop.
-        const next = histories.length < simulationPage
-          ? undefined
-          : yield* Effect.fork(page(histories[histories.length - 1]!.userHash))
-        if (next !== undefined) yield* sendTurns
-        answer = {
-          actual: Simulation.combine(answer.actual, Simulation.outcome(histories, actual)),
-          proposed: Simulation.combine(answer.proposed, Simulation.outcome(histories, proposed))
-        }
-        histories = next === undefined ? [] : yield* Fiber.join(next)
+      const first = yield* page(undefined)
+      // A program of one page has nothing to replay beside it: this thread, without a handover.
+      if (first.length < simulationPage) {
+        return { actual: Simulation.outcome(first, actual), proposed: Simulation.outcome(first, proposed) }
       }
+      const next = (histories: ReadonlyArray<StreakHistory>) =>
+        histories.length < simulationPage ? Option.none() : Option.some(histories[histories.length - 1]!.userHash)
+      // Pages stream from the store while earlier ones are replayed: the pages in replay (the
+      // replay's `concurrency`) and up to two read ahead, so the memory follows the page size,
+      // not the program's.
+      const pages = Stream.concat(
+        Stream.make(first),
+        Stream.paginateEffect(first[first.length - 1]!.userHash, (after) =>
+          Effect.map(page(after), (histories) => [histories, next(histories)] as const))
+      )
+      const replayPage = (histories: ReadonlyArray<StreakHistory>) =>
+        replay.outcomes(histories, [actual, proposed])
+      const answer = yield* pages.pipe(
+        // The page after a full last one is empty.
+        Stream.filter(Arr.isNonEmptyReadonlyArray),
+        Stream.buffer({ capacity: 1 }),
+        Stream.mapEffect(replayPage, { concurrency: Math.max(1, replay.concurrency), unordered: true }),
+        Stream.runFold(
+          { actual: Simulation.empty, proposed: Simulation.empty } as SimulationAnswer,
+          (answer, [a, p]) => ({
+            actual: Simulation.combine(answer.actual, a!),
+            proposed: Simulation.combine(answer.proposed, p!)
+          })
+        )
+      )
       return answer
     })
 

@@ -3,7 +3,8 @@
  * code cache of its compilation beside it, and a small entry that compiles it from that cache,
  * `dist/bin.mjs` (`src/internal/bundleEntry.ts`). It starts with plain `node`, without the
  * TypeScript loader and its compiled-module caches, which roughly halves the memory of a process;
- * the code cache keeps another 11–15 MB out of it (figures in docs/performance.md).
+ * the code cache keeps another 11–15 MB out of it (figures in docs/performance.md). The
+ * simulation's worker threads run `dist/simulationWorker.cjs`.
  */
 import * as esbuild from "esbuild"
 import { execFileSync } from "node:child_process"
@@ -66,6 +67,22 @@ for (const path of new Set(dynamic.map((i) => i.path))) {
   text = text.replaceAll(call, `__import(${JSON.stringify(path)})`)
 }
 writeFileSync(server, text)
+
+// The simulation's worker threads (`SimulationWorkers`) run a bundle of their own beside the server's.
+await esbuild.build({
+  absWorkingDir: root,
+  entryPoints: ["src/internal/simulationWorker.ts"],
+  outfile: `${root}dist/simulationWorker.cjs`,
+  bundle: true,
+  platform: "node",
+  format: "cjs",
+  target: "node20",
+  minifyWhitespace: true,
+  minifySyntax: true,
+  legalComments: "none",
+  logLevel: "warning",
+  external
+})
 
 await esbuild.build({
   absWorkingDir: root,

@@ -16,6 +16,7 @@ import { Effect, Layer, Option } from "effect"
 import { join } from "node:path"
 import * as FastPath from "./FastPath.js"
 import * as SecretKey from "./SecretKey.js"
+import * as SimulationWorkers from "./SimulationWorkers.js"
 import type { ServerConfig } from "./ServerConfig.js"
 
 /** The SQL client: `DATABASE_URL`, else the embedded cluster kept under `dataDir/pg`. */
@@ -48,6 +49,7 @@ export const layerCore = (config: ServerConfig) => {
   // (`BatchOptions`). State reads do the same with their read batches (`ReadOptions`).
   const twoBeside = { workers: 2, minBatchBeside: 24 }
   return Services.layerWith({ ingest: twoBeside, state: twoBeside }).pipe(
+    Layer.provide(SimulationWorkers.layer(config.simulationWorkers)),
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
     // Subscription hosts are resolved when created: a name into a private network is refused.

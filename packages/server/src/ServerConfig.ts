@@ -4,6 +4,7 @@
  */
 import { ClientAddress } from "@streaks/core"
 import { Config, Duration, type Option, type Redacted } from "effect"
+import { defaultWorkers } from "./SimulationWorkers.js"
 
 export interface ServerConfig {
   readonly port: number
@@ -41,6 +42,8 @@ export interface ServerConfig {
   readonly directoryCacheTtl: Duration.Duration
   /** One log line per request (`AccessLog`); off by default. */
   readonly accessLog: boolean
+  /** Worker threads a policy simulation replays in; 0: the server's own thread (`SimulationWorkers`). */
+  readonly simulationWorkers: number
 }
 
 export const config: Config.Config<ServerConfig> = Config.all({
@@ -68,5 +71,11 @@ export const config: Config.Config<ServerConfig> = Config.all({
   databaseStatementTimeout: Config.withDefault(Config.duration("STREAKS_DB_STATEMENT_TIMEOUT"), Duration.seconds(5)),
   databaseConnectTimeout: Config.withDefault(Config.duration("STREAKS_DB_CONNECT_TIMEOUT"), Duration.seconds(5)),
   directoryCacheTtl: Config.withDefault(Config.duration("STREAKS_DIRECTORY_CACHE_TTL"), Duration.seconds(1)),
-  accessLog: Config.withDefault(Config.boolean("STREAKS_ACCESS_LOG"), false)
+  accessLog: Config.withDefault(Config.boolean("STREAKS_ACCESS_LOG"), false),
+  simulationWorkers: Config.withDefault(
+    Config.integer("STREAKS_SIMULATION_WORKERS").pipe(
+      Config.validate({ message: "must be 0 or more", validation: (n) => n >= 0 })
+    ),
+    defaultWorkers()
+  )
 })

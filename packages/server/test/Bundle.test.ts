@@ -1,8 +1,9 @@
 /**
  * The production artifact: `pnpm build` bundles the server into `dist/server.cjs` with its V8 code
  * cache and an entry, `dist/bin.mjs`, which runs on plain node (no TypeScript loader), serves,
- * counts an action end to end and stops cleanly on SIGTERM, on `DATABASE_URL` or the embedded
- * default; without the cache, or with one made from another source, it compiles from source.
+ * counts an action end to end, replays a policy simulation in a worker thread and stops cleanly on
+ * SIGTERM, on `DATABASE_URL` or the embedded default; without the cache, or with one made from
+ * another source, it compiles from source.
  */
 import { assert, layer } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
@@ -13,6 +14,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as PgTest from "@streaks/storage-pg/PgTest"
+import { SqlClient } from "@effect/sql"
+import * as StreakPolicies from "@streaks/core/StreakPolicies"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
 const bundle = `${root}dist/bin.mjs`
@@ -78,7 +81,7 @@ const post = async (base: string, path: string, headers: Record<string, string>,
 }
 
 layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
-  it.effect("builds, runs on plain node, counts an action and stops on SIGTERM", () =>
+  it.effect("builds, runs on plain node, counts an action, simulates in a worker and stops on SIGTERM", () =>
     Effect.gen(function*() {
       build()
       assert.isTrue(readFileSync(bundle, "utf8").startsWith("#!/usr/bin/env node\n"))
@@ -90,7 +93,8 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
         DATABASE_URL: url,
         PORT: String(port),
         STREAKS_ADMIN_TOKEN: admin,
-        STREAKS_SECRET_KEY: "bundle-test-key"
+        STREAKS_SECRET_KEY: "bundle-test-key",
+        STREAKS_SIMULATION_WORKERS: "1"
       })
       const base = `http://127.0.0.1:${port}`
       try {
@@ -107,12 +111,14 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
             name: "b",
             allowedOrigins: []
           })
-          await post(base, "/admin/programs", h, {
+          const program = await post(base, "/admin/programs", h, {
             projectId: project.body.id,
             name: "p",
             eventKey: "read",
             milestones: [{ target: 1, msg: "first" }]
           })
+          await post(base, `/admin/programs/${program.body.id}/status`, h, { status: "live" })
+          const key = await post(base, `/admin/workspaces/${ws.body.id}/api-keys`, h, { name: "b" })
           const ingest = await post(base, "/v1/server/e", { "x-streak-server-token": project.body.serverToken }, {
             siteKey: project.body.siteKey,
             userHash: "member-1",
@@ -121,11 +127,27 @@ layer(PgTest.layer, { timeout: "120 seconds" })("the bundled server", (it) => {
           const state = await fetch(`${base}/v1/state?siteKey=${project.body.siteKey}&userHash=member-1&event=read`, {
             headers: { "x-streak-server-token": project.body.serverToken }
           }).then((r) => r.json() as Promise<any>)
-          return { ingest, state }
+          return { ingest, state, projectId: project.body.id, programId: program.body.id, key: key.body.key }
         })
+        // Past one page of members a simulation replays in the worker thread, which runs the
+        // worker's bundle beside the server's.
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO streaks_streaks (project_id, program_id, user_hash, ledger, run, best, timezone, updated_at)
+          SELECT ${answers.projectId}, ${answers.programId}, 'm' || g, 'live', 0, 0, 'UTC', now()
+          FROM generate_series(1, ${StreakPolicies.simulationPage}) g`
+        const simulation = yield* Effect.promise(() =>
+          post(base, `/v1/api/programs/${answers.programId}/simulations`, { authorization: `Bearer ${answers.key}` }, {
+            policy: { freezes: { initial: 1, max: 1 } }
+          })
+        )
         assert.deepStrictEqual(answers.ingest, { status: 202, body: { ok: true, counted: true } })
         assert.strictEqual(answers.state.streak.current, 1)
         assert.isTrue(answers.state.milestones[0].achieved)
+        assert.strictEqual(simulation.status, 200, JSON.stringify(simulation.body))
+        assert.deepStrictEqual(
+          [simulation.body.actual.alive, simulation.body.proposed.members],
+          [1, StreakPolicies.simulationPage + 1]
+        )
       } finally {
         child.kill("SIGTERM")
       }

@@ -37,7 +37,8 @@ const config = (url: Redacted.Redacted<string>) => ({
   databaseStatementTimeout: Duration.seconds(5),
   databaseConnectTimeout: Duration.seconds(5),
   directoryCacheTtl: Duration.seconds(1),
-  accessLog: false
+  accessLog: false,
+  simulationWorkers: 0
 })
 
 /**

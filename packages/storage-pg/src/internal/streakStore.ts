@@ -28,16 +28,23 @@ const grantsJson = (row: StreakRow): string | null =>
 const EPOCH = Calendar.unsafeLocalDate("1970-01-01")
 
 /**
- * Dates from ascending day numbers since 1970-01-01 ("19723,19725"): each from the one before, so
- * that the short steps between a member's days take `Calendar`'s remembered shifts.
+ * Dates from day numbers since 1970-01-01 ("19723,19725"), ascending: each from the one before, so
+ * that the short steps between a member's days take `Calendar`'s remembered shifts. Numbers out of
+ * order (an aggregate the planner fed in another order) are sorted first.
  */
 const daysOfNumbers = (text: string): Array<LocalDate> => {
-  const parts = text.split(",")
-  const out = new Array<LocalDate>(parts.length)
-  let before = Number(parts[0])
+  let numbers = text.split(",").map(Number)
+  for (let i = 1; i < numbers.length; i++) {
+    if (numbers[i]! < numbers[i - 1]!) {
+      numbers = numbers.sort((a, b) => a - b)
+      break
+    }
+  }
+  const out = new Array<LocalDate>(numbers.length)
+  let before = numbers[0]!
   out[0] = Calendar.addDays(EPOCH, before)
-  for (let i = 1; i < parts.length; i++) {
-    const n = Number(parts[i])
+  for (let i = 1; i < numbers.length; i++) {
+    const n = numbers[i]!
     out[i] = Calendar.addDays(out[i - 1]!, n - before)
     before = n
   }
@@ -395,21 +402,31 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
 
     rows: (which) => rows(which).pipe(Effect.map((rows) => rows.map(decodeStreakRow)), io("StreakStore.rows")),
 
-    // A range of the primary key (project, program, user hash), and for each row a range of the
-    // days' primary key. The days come as one text per row, day numbers since 1970-01-01 (cheaper
-    // for Postgres to write than formatted dates, and independent of the session's DateStyle).
+    // A range of the primary key (project, program, user hash), and one range scan of the days'
+    // primary key over the same members (after the last page, up to this page's last member)
+    // rather than a lookup per member. The days come as one text per row, day numbers since
+    // 1970-01-01 (cheaper for Postgres to write than formatted dates, and independent of the
+    // session's DateStyle), in index order: the aggregate is not asked to sort them, which the
+    // decoding does for any that come otherwise.
     histories: (page) => {
       const from = page.from === undefined ? sql`` : sql` AND d.day >= ${page.from}::date`
       const to = page.to === undefined ? sql`` : sql` AND d.day <= ${page.to}::date`
       const after = page.after === undefined ? sql`` : sql` AND s.user_hash > ${page.after}`
+      const daysAfter = page.after === undefined ? sql`` : sql` AND d.user_hash > ${page.after}`
       return query(
-        sql`SELECT s.user_hash, s.timezone, s.grants, s.forgiveness,
-          (SELECT string_agg((d.day - DATE '1970-01-01')::text, ',' ORDER BY d.day) FROM ${t.activity_days} d
-            WHERE d.project_id = s.project_id AND d.program_id = s.program_id AND d.user_hash = s.user_hash
-              AND d.ledger = s.ledger${from}${to}) AS days
-        FROM ${t.streaks} s
-        WHERE s.project_id = ${page.projectId} AND s.program_id = ${page.programId} AND s.ledger = ${page.ledger}${after}
-        ORDER BY s.user_hash LIMIT ${Math.max(1, page.limit)}`
+        sql`WITH page AS (
+            SELECT s.user_hash, s.timezone, s.grants, s.forgiveness FROM ${t.streaks} s
+            WHERE s.project_id = ${page.projectId} AND s.program_id = ${page.programId} AND s.ledger = ${page.ledger}${after}
+            ORDER BY s.user_hash LIMIT ${Math.max(1, page.limit)}
+          ), days AS (
+            SELECT d.user_hash, string_agg((d.day - DATE '1970-01-01')::text, ',') AS days FROM ${t.activity_days} d
+            WHERE d.project_id = ${page.projectId} AND d.program_id = ${page.programId} AND d.ledger = ${page.ledger}${daysAfter}
+              AND d.user_hash <= (SELECT max(user_hash) FROM page)${from}${to}
+            GROUP BY d.user_hash
+          )
+          SELECT p.user_hash, p.timezone, p.grants, p.forgiveness, days.days
+          FROM page p LEFT JOIN days ON days.user_hash = p.user_hash
+          ORDER BY p.user_hash`
       ).pipe(
         Effect.map((found) =>
           found.map((r) => ({
