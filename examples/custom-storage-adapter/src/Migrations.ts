@@ -396,6 +396,13 @@ const reportRollups: ReadonlyArray<string> = [
   `CREATE INDEX active_spans_program ON active_spans (program_id, ledger, day)`
 ]
 
+// An import's owner renews its heartbeat; `loaded`: every line read (docs/operations.md#when-the-process-doing-an-import-dies).
+const importLeases: ReadonlyArray<string> = [
+  `ALTER TABLE imports ADD COLUMN heartbeat_at INTEGER`,
+  `UPDATE imports SET heartbeat_at = coalesce(finished_at, started_at)`,
+  `ALTER TABLE imports ADD COLUMN loaded INTEGER NOT NULL DEFAULT 0`
+]
+
 /** The migrations, keyed `<id>_<name>` as `Migrator.fromRecord` expects. Add new ones, never edit old ones. */
 export const migrations = {
   "0001_initial": statements(initial),
@@ -405,7 +412,8 @@ export const migrations = {
   "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
   "0006_forgiveness": statements(forgiveness),
   "0007_history_imports": statements(historyImports),
-  "0009_report_rollups": statements(reportRollups)
+  "0009_report_rollups": statements(reportRollups),
+  "0010_import_leases": statements(importLeases)
 }
 
 // The plain migrator: `SqliteMigrator.run` would also want FileSystem, Path and a CommandExecutor

@@ -1186,7 +1186,7 @@ export interface paths {
         };
         /**
          * A history import and its progress
-         * @description `running` while lines are loaded and streaks recomputed, then `finished` (or `failed`). Lines are numbered from 1 (a CSV header is line 1).
+         * @description `running` while lines are loaded and streaks recomputed, then `finished` (or `failed`), or `interrupted` when the server reading the body went away first: the lines committed are in, and the same body sent again imports the rest. Lines are numbered from 1 (a CSV header is line 1).
          */
         get: operations["customer.import"];
         put?: never;
@@ -1387,7 +1387,7 @@ export interface components {
         ImportView: {
             id: string;
             /** @enum {string} */
-            status: "running" | "finished" | "failed";
+            status: "running" | "finished" | "failed" | "interrupted";
             /**
              * nonNegative
              * Format: int64

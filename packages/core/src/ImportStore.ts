@@ -13,7 +13,11 @@ import type { MemberZone } from "./Ports.js"
 
 type Io<A> = Effect.Effect<A, StorageError>
 
-export type ImportStatus = "running" | "finished" | "failed"
+/**
+ * `interrupted`: its owner (the process loading it) went away before every line was read; the
+ * lines committed so far are in, and sending the same input again imports the rest.
+ */
+export type ImportStatus = "running" | "finished" | "failed" | "interrupted"
 
 /** A line refused with the error code ingest would answer. */
 export interface ImportRejection {
@@ -42,6 +46,13 @@ export interface ImportJob {
   readonly committedLine: number
   readonly startedAt: Date
   readonly finishedAt?: Date | undefined
+  /**
+   * The last time its owner said it is at work on it: a `running` job whose heartbeat is older
+   * than the lease has lost its owner (see `ImportStore.claimStale`).
+   */
+  readonly heartbeatAt: Date
+  /** Every line is read: what is left is the recomputation, which any process can redo. */
+  readonly loaded: boolean
 }
 
 /** Rejections kept on a job; further ones are dropped (the lines are still refused). */
@@ -78,8 +89,23 @@ export class ImportStore extends Context.Tag("@streaks/core/ImportStore")<Import
   readonly create: (job: ImportJob) => Io<void>
   /** None for an unknown id. */
   readonly get: (id: string) => Io<Option.Option<ImportJob>>
-  /** The latest `running` job of the program with this non-empty `source`, to resume. */
+  /** The latest `running` or `interrupted` job of the program with this non-empty `source`, to resume. */
   readonly resumable: (programId: ProgramId, source: string) => Io<Option.Option<ImportJob>>
+  /**
+   * Takes a `running` or `interrupted` job over to resume it: `running` again, not finished, its
+   * heartbeat `at`. False when it is neither (finished or failed meanwhile).
+   */
+  readonly resume: (id: string, at: Date) => Io<boolean>
+  /** Renews the job's heartbeat; false when it is no longer `running` (another process took it). */
+  readonly heartbeat: (id: string, at: Date) => Io<boolean>
+  /** Records that every line of the job is read. */
+  readonly loaded: (id: string) => Io<void>
+  /**
+   * Claims, atomically (two processes never claim one job), the `running` jobs whose heartbeat is
+   * older than `staleBefore`: a loaded one gets the heartbeat `at` and stays `running` (the caller
+   * recomputes it); any other becomes `interrupted`, finished `at`. Answers them as they are now.
+   */
+  readonly claimStale: (staleBefore: Date, at: Date) => Io<ReadonlyArray<ImportJob>>
   /**
    * Writes a batch atomically (it commits whole or not at all, progress included). For each
    * action whose identity the program has not stored yet (also earlier in the batch): stores the
@@ -88,6 +114,7 @@ export class ImportStore extends Context.Tag("@streaks/core/ImportStore")<Import
    * touched as well. Stores the zones, adds
    * `received`, the new identities to `imported`, the rest and `duplicates` to `duplicates`, appends the
    * rejections (up to `maxRejections` in all) and sets `committedLine`. Answers the job after it.
+   * Fails, writing nothing, when the job is not `running` (claimed as interrupted meanwhile).
    */
   readonly load: (batch: ImportBatch) => Io<ImportJob>
   /** Whether each identity is stored for the program already, in input order. */
@@ -108,6 +135,6 @@ export class ImportStore extends Context.Tag("@streaks/core/ImportStore")<Import
    * of achievements (`AchievementStore.achieved`, `StateStore`) see them as any other.
    */
   readonly achieve: (achievements: ReadonlyArray<Achievement>) => Io<void>
-  /** Sets the job's status and `finishedAt`. */
+  /** Sets a `running` job's status and `finishedAt` (a job in any other status is left as it is). */
   readonly finish: (id: string, status: ImportStatus, at: Date) => Io<void>
 }>() {}

@@ -4,7 +4,7 @@
  * through `ImportStore`, then every touched member's streak, best and milestones recomputed once
  * from their days with the pure calculus. Nothing is announced for the past: no outbox message.
  */
-import { Context, Effect, Either, Layer, Option, Stream } from "effect"
+import { Context, Duration, Effect, Either, Layer, Option, Schedule, Stream } from "effect"
 import * as Calendar from "./Calendar.js"
 import { Achievement, type Program, type Project, StreakKey, type StreakRow, unsafeMake } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
@@ -35,7 +35,18 @@ interface CheckedBatch {
 }
 
 /** Members recomputed per transaction at the end of an import. */
-const RECOMPUTE_BATCH = 500
+const RECOMPUTE_BATCH = 2000
+
+/** Pages of members recomputed at once, on as many connections. */
+const RECOMPUTE_CONCURRENCY = 2
+
+/** How long a running import's owner may stay silent before the job counts as abandoned. */
+export const defaultLease = Duration.seconds(30)
+
+export interface Options {
+  /** See `defaultLease`; the owner renews its heartbeat six times per lease. */
+  readonly lease?: Duration.DurationInput | undefined
+}
 
 /** The fields a CSV header may name; any other column is ignored. */
 export const csvFields = ["userHash", "ts", "tz", "idempotencyKey", "meta"] as const
@@ -84,6 +95,12 @@ export class Imports extends Context.Tag("@streaks/core/Imports")<Imports, {
   readonly finish: (job: ImportJob) => Effect.Effect<ImportJob, NotFound | StorageError>
   /** The job of a program; NotFound when it is another program's or unknown. */
   readonly get: (programId: string, importId: string) => Effect.Effect<ImportJob, NotFound | StorageError>
+  /**
+   * Claims the running imports whose owner's heartbeat is older than the lease (the process
+   * died): one whose lines were all read is recomputed and finished here; any other is
+   * `interrupted`. Answers the claimed jobs as they ended.
+   */
+  readonly recover: Effect.Effect<ReadonlyArray<ImportJob>, StorageError>
 }>() {}
 
 export type Requirements =
@@ -189,231 +206,284 @@ export const identityOf = (action: EventInput.Action & { readonly ts: Date }): s
     ? `k:${action.idempotencyKey}`
     : `t:${action.ts.toISOString()}:${action.userHash}`
 
-export const make: Effect.Effect<Imports["Type"], never, Requirements> = Effect.gen(function*() {
-  const directory = yield* DirectoryStore
-  const store = yield* ImportStore
-  const history = (yield* IngestStore).history
-  const members = yield* MemberStore
-  const streaks = yield* StreakStore
-  const achievements = yield* AchievementStore
-  const transactor = yield* Transactor
+export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never, Requirements> =>
+  Effect.gen(function*() {
+    const directory = yield* DirectoryStore
+    const store = yield* ImportStore
+    const history = (yield* IngestStore).history
+    const members = yield* MemberStore
+    const streaks = yield* StreakStore
+    const achievements = yield* AchievementStore
+    const transactor = yield* Transactor
 
-  const programAndProject = (programId: string) =>
-    Effect.gen(function*() {
-      const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
-      const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
-      if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
-      return { program, project }
-    })
+    const programAndProject = (programId: string) =>
+      Effect.gen(function*() {
+        const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
+        const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
+        if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
+        return { program, project }
+      })
 
-  const start = (programId: string, source?: string) =>
-    Effect.gen(function*() {
-      const { program, project } = yield* programAndProject(programId)
-      if (source !== undefined && source !== "") {
-        const running = yield* store.resumable(program.id, source)
-        if (Option.isSome(running)) return running.value
+    const start = (programId: string, source?: string) =>
+      Effect.gen(function*() {
+        const { program, project } = yield* programAndProject(programId)
+        if (source !== undefined && source !== "") {
+          const resumable = yield* store.resumable(program.id, source)
+          if (Option.isSome(resumable) && (yield* store.resume(resumable.value.id, yield* nowDate))) {
+            const resumed = yield* store.get(resumable.value.id)
+            if (Option.isSome(resumed)) return resumed.value
+          }
+        }
+        const now = yield* nowDate
+        const job: ImportJob = {
+          id: yield* Ids.make("ImportId"),
+          projectId: project.id,
+          programId: program.id,
+          source: source ?? "",
+          status: "running",
+          received: 0,
+          imported: 0,
+          duplicates: 0,
+          rejected: [],
+          committedLine: 0,
+          startedAt: now,
+          heartbeatAt: now,
+          loaded: false
+        }
+        yield* store.create(job)
+        return job
+      })
+
+    /** One batch of lines checked (pure, no I/O): its accepted actions and its rejections. */
+    const checkBatch = (
+      batch: ReadonlyArray<Line>,
+      parse: (text: string) => Either.Either<unknown, InvalidBody>,
+      options: RunOptions,
+      now: Date
+    ): CheckedBatch => {
+      const rejected: Array<ImportRejection> = []
+      const accepted: Array<Extract<Checked, { _tag: "Action" }>> = []
+      let received = 0
+      for (const l of batch) {
+        if (l.text.trim() === "") continue
+        received++
+        const checked = l.text.length > maxLineChars
+          ? { _tag: "Rejected" as const, rejection: { line: l.line, error: "PAYLOAD_TOO_LARGE" } }
+          : checkLine(parse(l.text), l.line, now, options.checkLine)
+        if (checked._tag === "Rejected") rejected.push(checked.rejection)
+        else accepted.push(checked)
       }
-      const now = yield* nowDate
-      const job: ImportJob = {
-        id: yield* Ids.make("ImportId"),
-        projectId: project.id,
-        programId: program.id,
-        source: source ?? "",
-        status: "running",
-        received: 0,
-        imported: 0,
-        duplicates: 0,
-        rejected: [],
-        committedLine: 0,
-        startedAt: now
-      }
-      yield* store.create(job)
-      return job
-    })
-
-  /** One batch of lines checked (pure, no I/O): its accepted actions and its rejections. */
-  const checkBatch = (
-    batch: ReadonlyArray<Line>,
-    parse: (text: string) => Either.Either<unknown, InvalidBody>,
-    options: RunOptions,
-    now: Date
-  ): CheckedBatch => {
-    const rejected: Array<ImportRejection> = []
-    const accepted: Array<Extract<Checked, { _tag: "Action" }>> = []
-    let received = 0
-    for (const l of batch) {
-      if (l.text.trim() === "") continue
-      received++
-      const checked = l.text.length > maxLineChars
-        ? { _tag: "Rejected" as const, rejection: { line: l.line, error: "PAYLOAD_TOO_LARGE" } }
-        : checkLine(parse(l.text), l.line, now, options.checkLine)
-      if (checked._tag === "Rejected") rejected.push(checked.rejection)
-      else accepted.push(checked)
+      return { accepted, rejected, received, lastLine: batch[batch.length - 1]!.line }
     }
-    return { accepted, rejected, received, lastLine: batch[batch.length - 1]!.line }
-  }
 
-  /** Resolves the members of a checked batch, dates its actions and writes it with the progress. */
-  const writeBatch = (job: ImportJob, program: Program, project: Project, checked: CheckedBatch) =>
-    Effect.gen(function*() {
-      const { received, rejected } = checked
-      // Lines whose identity is stored already, or came earlier in the batch, change nothing (a
-      // replayed action in ingest moves no day and no zone): they are counted and set aside first.
-      const identities = checked.accepted.map((a) => identityOf(a.action))
-      const known = identities.length === 0
-        ? []
-        : yield* store.known(project.id, program.id, identities)
-      const seen = new Set<string>()
-      const fresh = checked.accepted.map((_, i) => {
-        const identity = identities[i]!
-        if (known[i] === true || seen.has(identity)) return false
-        seen.add(identity)
-        return true
-      })
-      const all = checked.accepted.length === 0 ? [] : yield* members.lookup(
-        checked.accepted.map((a) => ({ projectId: project.id, userHash: a.action.userHash }))
-      )
-      const accepted = checked.accepted.filter((_, i) => fresh[i])
-      const found = all.filter((_, i) => fresh[i])
-      // A duplicate's member is still recomputed at the end: an import that stopped before its
-      // recomputation leaves members that only a later run of the same lines can reach.
-      const touched = [...new Set(all.filter((_, i) => !fresh[i]).map((m) => m.userHash))]
-      const policy = Policy.of(program)
-      // Each line's zone is its tz (which becomes the member's), else the member's, else the project's.
-      const zones = new Map<UserHash, string>()
-      const changed = new Map<UserHash, MemberZone>()
-      const actions: Array<ImportedAction> = accepted.map((a, i) => {
-        const member = found[i]!
-        const tz = a.action.tz
-        const known = zones.get(member.userHash)
-        const stored = known === undefined ? member.timezone : Option.some(known)
-        if (tz !== undefined && Option.getOrUndefined(stored) !== tz) {
-          zones.set(member.userHash, tz)
-          changed.set(member.userHash, { projectId: project.id, userHash: member.userHash, timezone: tz })
-        }
-        const zone = tz ?? memberZone(stored, project)
-        return {
-          userHash: member.userHash,
-          identity: identityOf(a.action),
-          day: Calendar.activityDay(a.action.ts, zone, policy.dayStartHour)
-        }
-      })
-      return yield* store.load({
-        importId: job.id,
-        projectId: project.id,
-        programId: program.id,
-        actions,
-        zones: [...changed.values()],
-        received,
-        duplicates: checked.accepted.length - accepted.length,
-        touched,
-        rejected: rejected.slice(0, Math.max(0, maxRejections - job.rejected.length)),
-        committedLine: checked.lastLine
-      })
-    })
-
-  const failed = (job: ImportJob) =>
-    Effect.flatMap(nowDate, (now) => Effect.ignore(store.finish(job.id, "failed", now)))
-
-  const load = <E>(job: ImportJob, input: Stream.Stream<Line, E>, options: RunOptions) =>
-    Effect.gen(function*() {
-      const { program, project } = yield* programAndProject(job.programId)
-      let header: ReadonlyArray<string> | undefined
-      let current = job
-      const parse = (text: string) => options.format === "ndjson" ? jsonObject(text) : csvObject(header ?? [], text)
-      yield* input.pipe(
-        // A CSV header is read even when resuming; it is not an action.
-        Stream.filter((l) => {
-          if (options.format === "csv" && header === undefined) {
-            if (l.text.trim() === "") return false
-            header = csvCells(l.text).map((h) => h.trim())
-            return false
+    /** Resolves the members of a checked batch, dates its actions and writes it with the progress. */
+    const writeBatch = (job: ImportJob, program: Program, project: Project, checked: CheckedBatch) =>
+      Effect.gen(function*() {
+        const { received, rejected } = checked
+        // Lines whose identity is stored already, or came earlier in the batch, change nothing (a
+        // replayed action in ingest moves no day and no zone): they are counted and set aside first.
+        const identities = checked.accepted.map((a) => identityOf(a.action))
+        // Both reads at once: they depend on the lines alone.
+        const [known, all] = checked.accepted.length === 0 ? [[], []] : yield* Effect.all([
+          store.known(project.id, program.id, identities),
+          members.lookup(checked.accepted.map((a) => ({ projectId: project.id, userHash: a.action.userHash })))
+        ], { concurrency: 2 })
+        const seen = new Set<string>()
+        const fresh = checked.accepted.map((_, i) => {
+          const identity = identities[i]!
+          if (known[i] === true || seen.has(identity)) return false
+          seen.add(identity)
+          return true
+        })
+        const accepted = checked.accepted.filter((_, i) => fresh[i])
+        const found = all.filter((_, i) => fresh[i])
+        // A duplicate's member is still recomputed at the end: an import that stopped before its
+        // recomputation leaves members that only a later run of the same lines can reach.
+        const touched = [...new Set(all.filter((_, i) => !fresh[i]).map((m) => m.userHash))]
+        const policy = Policy.of(program)
+        // Each line's zone is its tz (which becomes the member's), else the member's, else the project's.
+        const zones = new Map<UserHash, string>()
+        const changed = new Map<UserHash, MemberZone>()
+        const actions: Array<ImportedAction> = accepted.map((a, i) => {
+          const member = found[i]!
+          const tz = a.action.tz
+          const known = zones.get(member.userHash)
+          const stored = known === undefined ? member.timezone : Option.some(known)
+          if (tz !== undefined && Option.getOrUndefined(stored) !== tz) {
+            zones.set(member.userHash, tz)
+            changed.set(member.userHash, { projectId: project.id, userHash: member.userHash, timezone: tz })
           }
-          return l.line > job.committedLine
-        }),
-        Stream.grouped(options.batchLines ?? defaultBatchLines),
-        Stream.mapEffect((chunk) => Effect.map(nowDate, (now) => checkBatch([...chunk], parse, options, now))),
-        // The next batch is read and checked while the store writes this one.
-        Stream.buffer({ capacity: 1 }),
-        Stream.runForEach((checked) =>
-          Effect.gen(function*() {
-            current = yield* writeBatch(current, program, project, checked)
-            if (options.onProgress !== undefined) yield* options.onProgress(current)
-          })
+          const zone = tz ?? memberZone(stored, project)
+          return {
+            userHash: member.userHash,
+            identity: identityOf(a.action),
+            day: Calendar.activityDay(a.action.ts, zone, policy.dayStartHour)
+          }
+        })
+        return yield* store.load({
+          importId: job.id,
+          projectId: project.id,
+          programId: program.id,
+          actions,
+          zones: [...changed.values()],
+          received,
+          duplicates: checked.accepted.length - accepted.length,
+          touched,
+          rejected: rejected.slice(0, Math.max(0, maxRejections - job.rejected.length)),
+          committedLine: checked.lastLine
+        })
+      })
+
+    const lease = Duration.decode(options.lease ?? defaultLease)
+    /** `work` with the job's heartbeat renewed alongside it, so that no other process claims it. */
+    const beating = <A, E, R>(id: string, work: Effect.Effect<A, E, R>) =>
+      Effect.scoped(Effect.zipRight(
+        Effect.forkScoped(
+          Effect.flatMap(nowDate, (now) => Effect.ignore(store.heartbeat(id, now))).pipe(
+            Effect.delay(Duration.unsafeDivide(lease, 6)),
+            Effect.repeat(Schedule.spaced(Duration.unsafeDivide(lease, 6)))
+          )
+        ),
+        work
+      ))
+
+    const failed = (job: ImportJob) =>
+      Effect.flatMap(nowDate, (now) => Effect.ignore(store.finish(job.id, "failed", now)))
+
+    const load = <E>(job: ImportJob, input: Stream.Stream<Line, E>, options: RunOptions) =>
+      beating(
+        job.id,
+        Effect.gen(function*() {
+          const { program, project } = yield* programAndProject(job.programId)
+          let header: ReadonlyArray<string> | undefined
+          let current = job
+          const parse = (text: string) => options.format === "ndjson" ? jsonObject(text) : csvObject(header ?? [], text)
+          yield* input.pipe(
+            // A CSV header is read even when resuming; it is not an action.
+            Stream.filter((l) => {
+              if (options.format === "csv" && header === undefined) {
+                if (l.text.trim() === "") return false
+                header = csvCells(l.text).map((h) => h.trim())
+                return false
+              }
+              return l.line > job.committedLine
+            }),
+            Stream.grouped(options.batchLines ?? defaultBatchLines),
+            Stream.mapEffect((chunk) => Effect.map(nowDate, (now) => checkBatch([...chunk], parse, options, now))),
+            // The next batch is read and checked while the store writes this one.
+            Stream.buffer({ capacity: 1 }),
+            Stream.runForEach((checked) =>
+              Effect.gen(function*() {
+                current = yield* writeBatch(current, program, project, checked)
+                if (options.onProgress !== undefined) yield* options.onProgress(current)
+              })
+            )
+          )
+          yield* store.loaded(job.id)
+          return { ...current, loaded: true }
+        })
+      ).pipe(Effect.tapErrorCause(() => failed(job)))
+
+    /** One page of touched members recomputed from their days, in one transaction. */
+    const recompute = (program: Program, project: Project, page: ReadonlyArray<UserHash>, now: Date) =>
+      transactor.withTransaction(Effect.gen(function*() {
+        const policy = Policy.of(program)
+        const found = yield* members.lookup(page.map((userHash) => ({ projectId: project.id, userHash })))
+        const keys = page.map((userHash) =>
+          new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
         )
-      )
-      return current
-    }).pipe(Effect.tapErrorCause(() => failed(job)))
-
-  /** One page of touched members recomputed from their days, in one transaction. */
-  const recompute = (program: Program, project: Project, page: ReadonlyArray<UserHash>, now: Date) =>
-    transactor.withTransaction(Effect.gen(function*() {
-      const policy = Policy.of(program)
-      const found = yield* members.lookup(page.map((userHash) => ({ projectId: project.id, userHash })))
-      const keys = page.map((userHash) =>
-        new StreakKey({ projectId: project.id, programId: program.id, userHash, ledger: "live" })
-      )
-      const zones = found.map((m) => memberZone(m.timezone, project))
-      const locked = yield* streaks.lock(keys.map((key, i) => ({ key, timezone: zones[i]! })))
-      const [days, achieved] = yield* Effect.all([history(keys), achievements.achieved(keys)])
-      const rows: Array<StreakRow> = []
-      const reached: Array<Achievement> = []
-      keys.forEach((key, i) => {
-        const row = locked[i]!
-        const zone = zones[i]!
-        const summary = Streak.fromDays(days[i]!, zone, policy, row.grants ?? [])
-        // Everything due before now counts as sent: the past is not announced.
-        const settled = Streak.settledAt(summary, zone, now, policy)
-        const notified = row.brokenNotifiedAfter === summary.lastActiveDay
-          ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
-          : settled
-        rows.push(rowOf(key, summary, zone, notified, now, policy))
-        const best = Streak.evaluate(summary, now, zone, policy).best
-        const had = new Set<string>(achieved[i]!.map((a) => a.milestoneId))
-        for (const m of program.milestones) {
-          if (m.target <= best && !had.has(m.id)) {
-            reached.push(unsafeMake(Achievement, {
-              projectId: key.projectId,
-              programId: key.programId,
-              userHash: key.userHash,
-              ledger: key.ledger,
-              milestoneId: m.id,
-              achievedAt: now
-            }))
+        const zones = found.map((m) => memberZone(m.timezone, project))
+        const locked = yield* streaks.lock(keys.map((key, i) => ({ key, timezone: zones[i]! })))
+        const [days, achieved] = yield* Effect.all([history(keys), achievements.achieved(keys)])
+        const rows: Array<StreakRow> = []
+        const reached: Array<Achievement> = []
+        keys.forEach((key, i) => {
+          const row = locked[i]!
+          const zone = zones[i]!
+          const summary = Streak.fromDays(days[i]!, zone, policy, row.grants ?? [])
+          // Everything due before now counts as sent: the past is not announced.
+          const settled = Streak.settledAt(summary, zone, now, policy)
+          const notified = row.brokenNotifiedAfter === summary.lastActiveDay
+            ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
+            : settled
+          rows.push(rowOf(key, summary, zone, notified, now, policy))
+          const best = Streak.evaluate(summary, now, zone, policy).best
+          const had = new Set<string>(achieved[i]!.map((a) => a.milestoneId))
+          for (const m of program.milestones) {
+            if (m.target <= best && !had.has(m.id)) {
+              reached.push(unsafeMake(Achievement, {
+                projectId: key.projectId,
+                programId: key.programId,
+                userHash: key.userHash,
+                ledger: key.ledger,
+                milestoneId: m.id,
+                achievedAt: now
+              }))
+            }
           }
-        }
+        })
+        yield* streaks.save(rows)
+        if (reached.length > 0) yield* store.achieve(reached)
+      }))
+
+    const finish = (job: ImportJob) =>
+      beating(
+        job.id,
+        Effect.gen(function*() {
+          const { program, project } = yield* programAndProject(job.programId)
+          const now = yield* nowDate
+          // Pages are disjoint sets of members: two recompute at once, each in its own transaction,
+          // while the next page is read.
+          yield* Stream.paginateEffect(undefined as UserHash | undefined, (after) =>
+            Effect.map(store.members(job.id, after, RECOMPUTE_BATCH), (page) =>
+              [
+                page,
+                page.length < RECOMPUTE_BATCH ? Option.none() : Option.some(page[page.length - 1])
+              ] as const)).pipe(
+              Stream.filter((page) =>
+                page.length > 0
+              ),
+              Stream.mapEffect((page) => recompute(program, project, page, now), {
+                concurrency: RECOMPUTE_CONCURRENCY,
+                unordered: true
+              }),
+              Stream.runDrain
+            )
+          const at = yield* nowDate
+          yield* store.finish(job.id, "finished", at)
+          return Option.getOrElse(
+            yield* store.get(job.id),
+            () => ({ ...job, status: "finished" as const, finishedAt: at })
+          )
+        })
+      ).pipe(Effect.tapErrorCause(() => failed(job)))
+
+    const get = (programId: string, importId: string) =>
+      Effect.gen(function*() {
+        const job = yield* store.get(importId)
+        if (Option.isNone(job) || job.value.programId !== programId) return yield* notFound()
+        return job.value
       })
-      yield* streaks.save(rows)
-      if (reached.length > 0) yield* store.achieve(reached)
-    }))
 
-  const finish = (job: ImportJob) =>
-    Effect.gen(function*() {
-      const { program, project } = yield* programAndProject(job.programId)
+    const recover = Effect.gen(function*() {
       const now = yield* nowDate
-      let after: UserHash | undefined
-      for (;;) {
-        const page = yield* store.members(job.id, after, RECOMPUTE_BATCH)
-        if (page.length === 0) break
-        yield* recompute(program, project, page, now)
-        after = page[page.length - 1]
-      }
-      const at = yield* nowDate
-      yield* store.finish(job.id, "finished", at)
-      return Option.getOrElse(yield* store.get(job.id), () => ({ ...job, status: "finished" as const, finishedAt: at }))
-    }).pipe(Effect.tapErrorCause(() => failed(job)))
-
-  const get = (programId: string, importId: string) =>
-    Effect.gen(function*() {
-      const job = yield* store.get(importId)
-      if (Option.isNone(job) || job.value.programId !== programId) return yield* notFound()
-      return job.value
+      const claimed = yield* store.claimStale(new Date(now.getTime() - Duration.toMillis(lease)), now)
+      // A job whose program is gone stays failed, as `finish` leaves it; the others go on.
+      return yield* Effect.forEach(claimed, (job) =>
+        job.status !== "running" ? Effect.succeed(job) : finish(job).pipe(
+          Effect.catchTag("NotFound", () => Effect.map(store.get(job.id), Option.getOrElse(() => job)))
+        ))
     })
 
-  return Imports.of({ start, load, finish, get })
-})
+    return Imports.of({ start, load, finish, get, recover })
+  })
 
-export const layer: Layer.Layer<Imports, never, Requirements> = Layer.effect(Imports, make)
+export const make: Effect.Effect<Imports["Type"], never, Requirements> = makeWith({})
+
+export const layerWith = (options: Options): Layer.Layer<Imports, never, Requirements> =>
+  Layer.effect(Imports, makeWith(options))
+
+export const layer: Layer.Layer<Imports, never, Requirements> = layerWith({})
 
 /** The job as the HTTP routes and the CLI show it. */
 export const view = (job: ImportJob) => ({

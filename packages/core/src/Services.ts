@@ -45,6 +45,7 @@ export type Services =
 export interface Options {
   readonly ingest?: Ingest.BatchOptions
   readonly state?: StateQuery.ReadOptions
+  readonly imports?: Imports.Options
 }
 
 /** Every core service, with chosen batching. */
@@ -65,7 +66,7 @@ export const layerWith = (options: Options) =>
     Forgiveness.layer,
     Accounts.layer.pipe(Layer.provide(Passwords.layer)),
     Connections.layer,
-    Imports.layer
+    Imports.layerWith(options.imports ?? {})
   ).pipe(Layer.provideMerge(Audit.layer))
 
 /** Every core service, with the default batching. */

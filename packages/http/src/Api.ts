@@ -829,7 +829,9 @@ export class CustomerGroup extends HttpApiGroup.make("customer")
       .addSuccess(S.ImportView)
       .annotateContext(Doc.route({
         summary: "A history import and its progress",
-        description: "`running` while lines are loaded and streaks recomputed, then `finished` (or `failed`). " +
+        description: "`running` while lines are loaded and streaks recomputed, then `finished` (or `failed`), or " +
+          "`interrupted` when the server reading the body went away first: the lines committed are in, and the " +
+          "same body sent again imports the rest. " +
           "Lines are numbered from 1 (a CSV header is line 1).",
         errors: ["NOT_FOUND"]
       }))

@@ -742,7 +742,7 @@ const lineCount = Schema.Number.pipe(Schema.int(), Schema.nonNegative())
 /** A history import and its progress (docs/api.md#import-history). */
 export const ImportView = Schema.Struct({
   id: text(bounds.id),
-  status: Schema.Literal("running", "finished", "failed"),
+  status: Schema.Literal("running", "finished", "failed", "interrupted"),
   received: lineCount.annotations({ description: "Lines read (blank lines and a CSV header are not counted)." }),
   imported: lineCount.annotations({ description: "Lines stored as new actions." }),
   duplicates: lineCount.annotations({

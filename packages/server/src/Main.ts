@@ -3,7 +3,7 @@
  * storage → core services → HTTP server, webhook dispatcher and scheduler, as one layer.
  */
 import { SqlClient } from "@effect/sql"
-import { ClientAddress, DirectoryCache, DueChecks, SecretBox, Services } from "@streaks/core"
+import { ClientAddress, DirectoryCache, DueChecks, Imports, SecretBox, Services } from "@streaks/core"
 import { AccessLog, ConsolePage, Http, HttpConfig, Jobs, OAuthRoutes, RateLimit, WidgetScript } from "@streaks/http"
 // By module: the package's index would load the MCP SDK at start, which `/mcp` loads when first called.
 import * as McpConfig from "@streaks/mcp/McpConfig"
@@ -12,7 +12,7 @@ import * as StreamableHttp from "@streaks/mcp/StreamableHttp"
 import { Scheduler } from "@streaks/scheduler"
 import { PgConnection, PgStorage } from "@streaks/storage-pg"
 import { Dispatcher, Egress } from "@streaks/webhooks"
-import { Effect, Layer, Option } from "effect"
+import { Duration, Effect, Layer, Option, Schedule } from "effect"
 import { join } from "node:path"
 import * as FastPath from "./FastPath.js"
 import * as SecretKey from "./SecretKey.js"
@@ -48,7 +48,7 @@ export const layerCore = (config: ServerConfig) => {
   // load: it uses the CPU that one transaction at a time leaves idle, and batches stay as large
   // (`BatchOptions`). State reads do the same with their read batches (`ReadOptions`).
   const twoBeside = { workers: 2, minBatchBeside: 24 }
-  return Services.layerWith({ ingest: twoBeside, state: twoBeside }).pipe(
+  return Services.layerWith({ ingest: twoBeside, state: twoBeside, imports: { lease: config.importLease } }).pipe(
     Layer.provide(SimulationWorkers.layer(config.simulationWorkers)),
     // Every service reads projects and programs through the one cache, so writes empty it.
     Layer.provide(DirectoryCache.layer({ ttl: config.directoryCacheTtl })),
@@ -133,6 +133,18 @@ export const layer = (config: ServerConfig) => {
     }))
   )
   const scheduler = Scheduler.layer({ interval: config.dueCheckInterval })
+  // History imports whose process died: claimed once their lease runs out, then finished or
+  // marked interrupted (docs/operations.md#bringing-your-history). Checked at start and twice a lease.
+  const importRecovery = Layer.scopedDiscard(Effect.gen(function*() {
+    const imports = yield* Imports.Imports
+    const check = imports.recover.pipe(
+      Effect.tap((jobs) =>
+        Effect.forEach(jobs, (job) => Effect.logInfo(`import ${job.id}: owner gone, now ${job.status}`))
+      ),
+      Effect.catchAllCause((cause) => Effect.logWarning("import recovery failed", cause))
+    )
+    yield* Effect.forkScoped(Effect.repeat(check, Schedule.spaced(Duration.unsafeDivide(config.importLease, 2))))
+  }))
   const started = Layer.effectDiscard(
     Effect.gen(function*() {
       yield* Effect.logInfo(`Streaks listening on http://${config.host}:${config.port}`)
@@ -148,7 +160,7 @@ export const layer = (config: ServerConfig) => {
   )
   // The reference server exports no traces, so spans (one per SQL statement of every batch) would
   // cost CPU and go nowhere; an embedder who installs a tracer composes the layers itself.
-  return Layer.mergeAll(http, scheduler, started).pipe(
+  return Layer.mergeAll(http, scheduler, importRecovery, started).pipe(
     Layer.provide(core),
     Layer.provide(Layer.setTracerEnabled(false))
   )

@@ -16,6 +16,11 @@ export interface ServerConfig {
   /** Seals signing secrets (docs/decisions/0001); None: a key generated into `dataDir`. */
   readonly secretKey: Option.Option<Redacted.Redacted<string>>
   readonly dueCheckInterval: Duration.Duration
+  /**
+   * How long a running history import's owner may go without a heartbeat before another process
+   * claims the job (docs/operations.md#bringing-your-history).
+   */
+  readonly importLease: Duration.Duration
   readonly rateLimitIp: number
   readonly rateLimitSite: number
   /** Requests per second per credential on `/v1/api/*` and `/mcp` (burst twice this). */
@@ -54,6 +59,7 @@ export const config: Config.Config<ServerConfig> = Config.all({
   adminToken: Config.option(Config.redacted("STREAKS_ADMIN_TOKEN")),
   secretKey: Config.option(Config.redacted("STREAKS_SECRET_KEY")),
   dueCheckInterval: Config.withDefault(Config.duration("STREAKS_DUE_CHECK_INTERVAL"), Duration.hours(1)),
+  importLease: Config.withDefault(Config.duration("STREAKS_IMPORT_LEASE"), Duration.seconds(30)),
   rateLimitIp: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_IP"), 50),
   rateLimitSite: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_SITE"), 500),
   rateLimitCredential: Config.withDefault(Config.number("STREAKS_RATE_LIMIT_CREDENTIAL"), 100),

@@ -24,6 +24,7 @@ const config = (url: Redacted.Redacted<string>) => ({
   adminToken: Option.some(Redacted.make(ADMIN)),
   secretKey: Option.some(Redacted.make("e2e-secret-key")),
   dueCheckInterval: Duration.hours(1),
+  importLease: Duration.seconds(30),
   rateLimitIp: 10_000,
   rateLimitSite: 10_000,
   rateLimitCredential: 10_000,

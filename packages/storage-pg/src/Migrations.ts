@@ -42,7 +42,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0010_oauth_authorization_server": ddl(oauthAuthorizationServer(prefix)),
   "0011_forgiveness": ddl(forgiveness(prefix)),
   "0012_history_imports": ddl(historyImports(prefix)),
-  "0014_report_rollups": ddl(reportRollups(prefix))
+  "0014_report_rollups": ddl(reportRollups(prefix)),
+  "0015_import_leases": ddl(importLeases(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -579,6 +580,20 @@ INSERT INTO ${p}active_spans AS s
   GROUP BY 1, 2, 3, 4, 5
   ON CONFLICT (project_id, program_id, ledger, day, prev, slot) DO UPDATE SET members = s.members + excluded.members;
 ${summariesChangeText(`${p}streak_summaries`, undefined, `${p}streaks`, "0")};
+`
+
+// An import's owner renews its heartbeat while it works; a running import whose heartbeat is older
+// than the lease lost its owner and is claimed (docs/operations.md#bringing-your-history).
+const importLeases = (p: string) => `
+ALTER TABLE ${p}imports ADD COLUMN heartbeat_at timestamptz, ADD COLUMN loaded boolean NOT NULL DEFAULT false;
+UPDATE ${p}imports SET heartbeat_at = coalesce(finished_at, started_at);
+ALTER TABLE ${p}imports ALTER COLUMN heartbeat_at SET NOT NULL;
+ALTER TABLE ${p}imports DROP CONSTRAINT ${p}imports_status_check;
+ALTER TABLE ${p}imports ADD CONSTRAINT ${p}imports_status_check
+  CHECK (status IN ('running', 'finished', 'failed', 'interrupted'));
+DROP INDEX ${p}imports_resumable;
+CREATE INDEX ${p}imports_resumable ON ${p}imports (program_id, source) WHERE status IN ('running', 'interrupted');
+CREATE INDEX ${p}imports_heartbeat ON ${p}imports (heartbeat_at) WHERE status = 'running';
 `
 
 // The authorization server (docs/oauth.md): clients, codes and the tokens of consented grants,

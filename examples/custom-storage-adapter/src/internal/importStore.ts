@@ -3,6 +3,7 @@
  * (SQLite answers in-process, so a statement costs no round trip).
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
 import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { ImportJob, ImportRejection, ImportStatus, ImportStore } from "@streaks/core/ImportStore"
 import { Effect, Option } from "effect"
@@ -21,7 +22,9 @@ const jobOf = (r: Row): ImportJob => ({
   rejected: JSON.parse(String(r.rejected)) as ReadonlyArray<ImportRejection>,
   committedLine: Number(r.committed_line),
   startedAt: new Date(Number(r.started_at)),
-  finishedAt: r.finished_at === null || r.finished_at === undefined ? undefined : new Date(Number(r.finished_at))
+  finishedAt: r.finished_at === null || r.finished_at === undefined ? undefined : new Date(Number(r.finished_at)),
+  heartbeatAt: new Date(Number(r.heartbeat_at)),
+  loaded: Number(r.loaded) === 1
 })
 
 export const makeImportStore = (sql: SqlClient.SqlClient): ImportStore["Type"] => {
@@ -41,17 +44,46 @@ export const makeImportStore = (sql: SqlClient.SqlClient): ImportStore["Type"] =
           rejected: JSON.stringify(job.rejected),
           committed_line: job.committedLine,
           started_at: job.startedAt.getTime(),
-          finished_at: job.finishedAt?.getTime() ?? null
+          finished_at: job.finishedAt?.getTime() ?? null,
+          heartbeat_at: job.heartbeatAt.getTime(),
+          loaded: job.loaded ? 1 : 0
         })
       }`.pipe(Effect.asVoid, port(sql, "ImportStore.create")),
     get: (id) => sql`SELECT * FROM imports WHERE id = ${id}`.pipe(Effect.map(one), port(sql, "ImportStore.get")),
     resumable: (programId, source) =>
       source === ""
         ? Effect.succeed(Option.none())
-        : sql`SELECT * FROM imports WHERE program_id = ${programId} AND source = ${source} AND status = 'running'
+        : sql`SELECT * FROM imports WHERE program_id = ${programId} AND source = ${source} 
+            AND status IN ('running', 'interrupted')
             ORDER BY started_at DESC LIMIT 1`.pipe(Effect.map(one), port(sql, "ImportStore.resumable")),
+    resume: (id, at) =>
+      sql`UPDATE imports SET status = 'running', finished_at = NULL, heartbeat_at = ${at.getTime()}
+        WHERE id = ${id} AND status IN ('running', 'interrupted') RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        port(sql, "ImportStore.resume")
+      ),
+    heartbeat: (id, at) =>
+      sql`UPDATE imports SET heartbeat_at = ${at.getTime()} WHERE id = ${id} AND status = 'running' RETURNING id`.pipe(
+        Effect.map((rows) => rows.length > 0),
+        port(sql, "ImportStore.heartbeat")
+      ),
+    loaded: (id) =>
+      sql`UPDATE imports SET loaded = 1 WHERE id = ${id}`.pipe(Effect.asVoid, port(sql, "ImportStore.loaded")),
+    // One statement: SQLite writes one at a time, so two claimers never take the same job.
+    claimStale: (staleBefore, at) =>
+      sql`UPDATE imports SET heartbeat_at = ${at.getTime()},
+          status = CASE WHEN loaded = 1 THEN 'running' ELSE 'interrupted' END,
+          finished_at = CASE WHEN loaded = 1 THEN NULL ELSE ${at.getTime()} END
+        WHERE status = 'running' AND heartbeat_at < ${staleBefore.getTime()} RETURNING *`.pipe(
+        Effect.map((rows) => rows.map(jobOf)),
+        port(sql, "ImportStore.claimStale")
+      ),
     load: (batch) =>
       Effect.gen(function*() {
+        const [job] = yield* sql`SELECT status FROM imports WHERE id = ${batch.importId}`
+        if (job?.status !== "running") {
+          return yield* new SqlError({ message: `no running import ${batch.importId}` })
+        }
         let imported = 0
         for (const a of batch.actions) {
           const fresh = yield* insertNew(sql, "import_identities", {
@@ -111,9 +143,10 @@ export const makeImportStore = (sql: SqlClient.SqlClient): ImportStore["Type"] =
           achieved_at: a.achievedAt.getTime()
         }), { discard: true }).pipe(port(sql, "ImportStore.achieve")),
     finish: (id, status, at) =>
-      sql`UPDATE imports SET status = ${status}, finished_at = ${at.getTime()} WHERE id = ${id}`.pipe(
-        Effect.asVoid,
-        port(sql, "ImportStore.finish")
-      )
+      sql`UPDATE imports SET status = ${status}, finished_at = ${at.getTime()} WHERE id = ${id} AND status = 'running'`
+        .pipe(
+          Effect.asVoid,
+          port(sql, "ImportStore.finish")
+        )
   }
 }

@@ -33,7 +33,9 @@ const newJob = (projectId: ProjectId, programId: ProgramId, source = ""): Import
   duplicates: 0,
   rejected: [],
   committedLine: 0,
-  startedAt: epoch
+  startedAt: epoch,
+  heartbeatAt: epoch,
+  loaded: false
 })
 
 const batchOf = (job: ImportJob, fields: Partial<ImportBatch>): ImportBatch => ({
@@ -217,5 +219,51 @@ export const importSuite = (it: It) =>
         assert.strictEqual(done.status, "finished")
         assert.strictEqual(done.finishedAt?.getTime(), at.getTime())
         assert.isTrue(Option.isNone(yield* imports.get(freshId("ImportId"))))
+      }))
+
+    it.effect("claimStale takes over abandoned running jobs once: a loaded one stays running, any other is interrupted", () =>
+      Effect.gen(function*() {
+        const imports = yield* ImportStore
+        const { program, project } = yield* seedTenant()
+        const ms = (n: number) => new Date(epoch.getTime() + n)
+        const reading = { ...newJob(project.id, program.id, "sha256:reading"), heartbeatAt: ms(1000) }
+        const recomputing = { ...newJob(project.id, program.id), heartbeatAt: ms(1000) }
+        const alive = { ...newJob(project.id, program.id), heartbeatAt: ms(1000) }
+        const done = { ...newJob(project.id, program.id), heartbeatAt: ms(1000) }
+        for (const job of [reading, recomputing, alive, done]) yield* imports.create(job)
+        yield* imports.loaded(recomputing.id)
+        yield* imports.finish(done.id, "finished", ms(1500))
+        // The live owner's heartbeat keeps its job out of the claim.
+        assert.isTrue(yield* imports.heartbeat(alive.id, ms(5000)))
+        const mine = (jobs: ReadonlyArray<ImportJob>) =>
+          jobs.filter((j) => [reading.id, recomputing.id, alive.id, done.id].includes(j.id))
+        const claimed = mine(yield* imports.claimStale(ms(3000), ms(6000)))
+        assert.deepStrictEqual(
+          claimed.map((j) => [j.id, j.status, j.loaded, j.heartbeatAt.getTime(), j.finishedAt?.getTime()]).sort(),
+          [
+            [reading.id, "interrupted", false, 6000 + epoch.getTime(), 6000 + epoch.getTime()],
+            [recomputing.id, "running", true, 6000 + epoch.getTime(), undefined]
+          ].sort()
+        )
+        // Claimed once: the new owner's heartbeat is fresh.
+        assert.deepStrictEqual(mine(yield* imports.claimStale(ms(3000), ms(7000))), [])
+        // The old owner can neither renew, write a batch nor end an interrupted job.
+        assert.isFalse(yield* imports.heartbeat(reading.id, ms(7000)))
+        const refused = yield* Effect.either(imports.load(batchOf(reading, { received: 1, committedLine: 1 })))
+        assert.isTrue(refused._tag === "Left")
+        yield* imports.finish(reading.id, "failed", ms(7000))
+        const interrupted = Option.getOrThrow(yield* imports.get(reading.id))
+        assert.deepStrictEqual([interrupted.status, interrupted.received], ["interrupted", 0])
+        // An interrupted job of a source is resumable, and resuming makes it running again.
+        assert.strictEqual(Option.getOrThrow(yield* imports.resumable(program.id, "sha256:reading")).id, reading.id)
+        assert.isTrue(yield* imports.resume(reading.id, ms(8000)))
+        const resumed = Option.getOrThrow(yield* imports.get(reading.id))
+        assert.deepStrictEqual([resumed.status, resumed.finishedAt, resumed.heartbeatAt.getTime()], [
+          "running",
+          undefined,
+          ms(8000).getTime()
+        ])
+        assert.isFalse(yield* imports.resume(done.id, ms(8000)))
+        assert.strictEqual(Option.getOrThrow(yield* imports.get(done.id)).status, "finished")
       }))
   })

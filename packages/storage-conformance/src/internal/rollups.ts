@@ -97,7 +97,9 @@ export const rollupsSuite = (it: It) =>
           duplicates: 0,
           rejected: [],
           committedLine: 0,
-          startedAt: epoch
+          startedAt: epoch,
+          heartbeatAt: epoch,
+          loaded: false
         }
         yield* imports.create(job)
         const lines = shuffled(

@@ -32,7 +32,9 @@ const jobOf = (r: Row): ImportJob => ({
   rejected: (typeof r.rejected === "string" ? JSON.parse(r.rejected) : r.rejected) as ReadonlyArray<ImportRejection>,
   committedLine: Number(r.committed_line),
   startedAt: toDate(r.started_at),
-  finishedAt: toOptionalDate(r.finished_at)
+  finishedAt: toOptionalDate(r.finished_at),
+  heartbeatAt: toDate(r.heartbeat_at),
+  loaded: r.loaded === true
 })
 
 /** A value in COPY's text format: backslash, tab, newline and carriage return escaped. */
@@ -87,7 +89,7 @@ ORDER BY user_hash FOR UPDATE`
   const progressText = `
 UPDATE ${name("imports")} SET received = received + $3, imported = imported + $4, duplicates = duplicates + $5,
   rejected = rejected || $6::jsonb, committed_line = $7
-WHERE project_id = $1 AND id = $2 RETURNING *`
+WHERE project_id = $1 AND id = $2 AND status = 'running' RETURNING *`
 
   const touchedText = `
 INSERT INTO ${name("import_members")} (project_id, import_id, user_hash)
@@ -142,7 +144,7 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
           const job = await client.query(progressText, progressValues(batch, imported))
           await client.query("COMMIT")
           const row = job.rows[0]
-          if (row === undefined) throw new Error(`unknown import ${batch.importId}`)
+          if (row === undefined) throw new Error(`no running import ${batch.importId}`)
           return jobOf(row)
         } catch (cause) {
           failure = cause
@@ -182,7 +184,7 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
       if (batch.touched.length > 0) yield* sql.unsafe(touchedText, [batch.projectId, batch.importId, batch.touched])
       if (batch.zones.length > 0) yield* sql.unsafe(zonesText, zoneValues(batch))
       const job = yield* sql.unsafe<Row>(progressText, progressValues(batch, imported))
-      if (job[0] === undefined) return yield* new SqlError({ message: `unknown import ${batch.importId}` })
+      if (job[0] === undefined) return yield* new SqlError({ message: `no running import ${batch.importId}` })
       return jobOf(job[0])
     }))
 
@@ -192,25 +194,56 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
   return {
     create: (job) =>
       query(sql`INSERT INTO ${t.imports} (project_id, id, program_id, source, status, received, imported, duplicates,
-          rejected, committed_line, started_at, finished_at)
+          rejected, committed_line, started_at, finished_at, heartbeat_at, loaded)
         VALUES (${job.projectId}, ${job.id}, ${job.programId}, ${job.source}, ${job.status}, ${job.received},
           ${job.imported}, ${job.duplicates}, ${JSON.stringify(job.rejected)}::jsonb, ${job.committedLine},
-          ${job.startedAt}, ${job.finishedAt ?? null})`).pipe(Effect.asVoid, io("ImportStore.create")),
+          ${job.startedAt}, ${job.finishedAt ?? null}, ${job.heartbeatAt}, ${job.loaded})`).pipe(
+        Effect.asVoid,
+        io("ImportStore.create")
+      ),
     get: (id) => one(sql`SELECT * FROM ${t.imports} WHERE id = ${id}`).pipe(io("ImportStore.get")),
     resumable: (programId, source) =>
       source === ""
         ? Effect.succeed(Option.none())
         : one(sql`SELECT * FROM ${t.imports} WHERE program_id = ${programId} AND source = ${source}
-            AND status = 'running' ORDER BY started_at DESC LIMIT 1`).pipe(io("ImportStore.resumable")),
+            AND status IN ('running', 'interrupted') ORDER BY started_at DESC LIMIT 1`).pipe(
+          io("ImportStore.resumable")
+        ),
+    resume: (id, at) =>
+      Effect.map(
+        query(sql`UPDATE ${t.imports} SET status = 'running', finished_at = NULL, heartbeat_at = ${at}
+          WHERE id = ${id} AND status IN ('running', 'interrupted') RETURNING 1 AS ok`),
+        (rows) => rows.length > 0
+      ).pipe(io("ImportStore.resume")),
+    heartbeat: (id, at) =>
+      Effect.map(
+        query(sql`UPDATE ${t.imports} SET heartbeat_at = ${at} WHERE id = ${id} AND status = 'running'
+          RETURNING 1 AS ok`),
+        (rows) => rows.length > 0
+      ).pipe(io("ImportStore.heartbeat")),
+    loaded: (id) =>
+      query(sql`UPDATE ${t.imports} SET loaded = true WHERE id = ${id}`).pipe(Effect.asVoid, io("ImportStore.loaded")),
+    // One statement: a second claimer waits on the rows the first updates, then re-checks the
+    // heartbeat it renewed and leaves them.
+    claimStale: (staleBefore, at) =>
+      Effect.map(
+        query(sql`UPDATE ${t.imports} SET heartbeat_at = ${at},
+            status = CASE WHEN loaded THEN 'running' ELSE 'interrupted' END,
+            finished_at = CASE WHEN loaded THEN NULL ELSE ${at}::timestamptz END
+          WHERE status = 'running' AND heartbeat_at < ${staleBefore} RETURNING *`),
+        (rows) => rows.map(jobOf)
+      ).pipe(io("ImportStore.claimStale")),
     load: (batch) =>
       (registered?.copying === undefined ? loadByArrays(batch) : loadByCopy(registered.copying, batch)).pipe(
         Effect.mapError((e) => storageError("ImportStore.load", e))
       ),
     known: (projectId, programId, identities) =>
       identities.length === 0 ? Effect.succeed([]) : Effect.map(
+        // One primary-key probe per identity: a semi-join lets the planner read every identity of
+        // the program while its statistics still say the table is small.
         query(sql`SELECT i.n FROM unnest(${identities}::text[]) WITH ORDINALITY AS i (identity, n)
-          WHERE EXISTS (SELECT 1 FROM ${t.import_identities} x WHERE x.project_id = ${projectId}
-            AND x.program_id = ${programId} AND x.identity = i.identity)`),
+          CROSS JOIN LATERAL (SELECT 1 FROM ${t.import_identities} x WHERE x.project_id = ${projectId}
+            AND x.program_id = ${programId} AND x.identity = i.identity LIMIT 1) x`),
         (rows) => {
           const out = identities.map(() => false)
           for (const r of rows) out[Number(r.n) - 1] = true
@@ -219,8 +252,11 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
       ).pipe(io("ImportStore.known")),
     members: (importId, after, limit) =>
       Effect.map(
-        query(sql`SELECT user_hash FROM ${t.import_members} WHERE import_id = ${importId}
-          AND user_hash > ${after ?? ""} ORDER BY user_hash LIMIT ${limit}`),
+        // The job's project first, so that the page is a range of the primary key (not a scan of
+        // every import's members, sorted, per page).
+        query(sql`SELECT user_hash FROM ${t.import_members}
+          WHERE project_id = (SELECT project_id FROM ${t.imports} WHERE id = ${importId} LIMIT 1)
+            AND import_id = ${importId} AND user_hash > ${after ?? ""} ORDER BY user_hash LIMIT ${limit}`),
         (rows) => rows.map((r) => String(r.user_hash) as UserHash)
       ).pipe(io("ImportStore.members")),
     // Two statements for a whole page of members: the inserts, then each touched row's copy of its
@@ -246,7 +282,9 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
             AND s.ledger = k.ledger`)
       }).pipe(io("ImportStore.achieve")),
     finish: (id, status, at) =>
-      query(sql`UPDATE ${t.imports} SET status = ${status}, finished_at = ${at} WHERE id = ${id}`).pipe(
+      query(
+        sql`UPDATE ${t.imports} SET status = ${status}, finished_at = ${at} WHERE id = ${id} AND status = 'running'`
+      ).pipe(
         Effect.asVoid,
         io("ImportStore.finish")
       )
