@@ -357,6 +357,9 @@ const historyImports: ReadonlyArray<string> = [
   )`
 ]
 
+// A program's outage windows change by compare-and-set on this counter
+// (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
+const outageRevisions: ReadonlyArray<string> = [`ALTER TABLE programs ADD COLUMN outages_revision INTEGER`]
 // The report rollups (docs/decisions/0024-report-rollups.md, internal/rollups.ts), filled from
 // what is stored. A missing source label is JSON null in \`labels\`: one exact key.
 const reportRollups: ReadonlyArray<string> = [
@@ -412,6 +415,7 @@ export const migrations = {
   "0005_oauth_authorization_server": statements(oauthAuthorizationServer),
   "0006_forgiveness": statements(forgiveness),
   "0007_history_imports": statements(historyImports),
+  "0008_outage_revisions": statements(outageRevisions),
   "0009_report_rollups": statements(reportRollups),
   "0010_import_leases": statements(importLeases)
 }

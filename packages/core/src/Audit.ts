@@ -9,7 +9,8 @@ import { type Actor, AuditEntry } from "./Domain.js"
 import { InvalidBody, type StorageError } from "./Errors.js"
 import * as Ids from "./Ids.js"
 import type { WorkspaceId } from "./Ids.js"
-import { AuditLog } from "./Ports.js"
+import { OutboxSignal } from "./OutboxSignal.js"
+import { AuditLog, Transactor } from "./Ports.js"
 
 /** Who is writing, and from where: every entry carries both. */
 export interface By {
@@ -108,3 +109,31 @@ export const make = Effect.gen(function*() {
 })
 
 export const layer: Layer.Layer<Audit, never, AuditLog> = Layer.effect(Audit, make)
+
+/**
+ * Runs `self` and records what `change` makes of its result as written by `by`, in one
+ * transaction: a failure of either undoes both, so a refused write leaves no entry. `change` may
+ * answer several entries (one per workspace touched). The dispatcher is woken again after the
+ * commit: a service that enqueued messages woke it while they were still uncommitted, inside this
+ * transaction, where it could not see them.
+ */
+export const audited = <A, E, R>(
+  by: By,
+  change: (a: NoInfer<A>) => Change | ReadonlyArray<Change>,
+  self: Effect.Effect<A, E, R>
+): Effect.Effect<A, E | StorageError, R | Transactor | Audit | OutboxSignal> =>
+  Effect.gen(function*() {
+    const transactor = yield* Transactor
+    const audit = yield* Audit
+    const signal = yield* OutboxSignal
+    const result = yield* transactor.withTransaction(
+      Effect.tap(self, (a) => {
+        const made = change(a)
+        return Effect.forEach(Array.isArray(made) ? made : [made as Change], (c) => audit.record(by, c), {
+          discard: true
+        })
+      })
+    )
+    yield* signal.notify
+    return result
+  })

@@ -129,7 +129,7 @@ const over = (
     goLive: (id) => write(directory.goLive(id)),
     setWebhookSecretHash: (id, hash) => write(directory.setWebhookSecretHash(id, hash)),
     setProgramPolicy: (id, policy, mode) => write(directory.setProgramPolicy(id, policy, mode)),
-    setProgramOutages: (id, outages) => write(directory.setProgramOutages(id, outages))
+    changeProgramOutages: (id, change) => write(directory.changeProgramOutages(id, change))
   }
 }
 

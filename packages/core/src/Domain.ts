@@ -111,6 +111,11 @@ export class Program extends Schema.Class<Program>("Program")({
   policy: Schema.optional(Policy),
   /** Outage windows declared for the program (docs/streak-semantics.md#forgiveness); absent: none. */
   outages: Schema.optional(Schema.Array(Schema.suspend((): Schema.Schema<Outage, OutageEncoded> => Outage))),
+  /**
+   * How many times `outages` changed (absent: never): each change compares and sets it, so that
+   * of concurrent changes none is lost (`DirectoryStore.changeProgramOutages`).
+   */
+  outagesRevision: Schema.optional(Schema.Int),
   createdAt: Schema.DateFromSelf
 }) {}
 
@@ -471,8 +476,25 @@ export class Invite extends Schema.Class<Invite>("Invite")({
   usedAt: Schema.optional(Schema.DateFromSelf)
 }) {}
 
-/** Who made a change: a credential kind (`api_key`, `oauth`, `session`, `admin`) and its id. */
-export const Actor = Schema.Struct({ kind: Schema.String, id: Schema.String })
+/**
+ * What made a change (docs/accounts.md#audit-log): the operator (`admin`, also on the command
+ * line), a customer credential (`api_key`, `oauth`; a session as its `user`), an operator-issued MCP
+ * token (`mcp_token`), an invite accepted, an OAuth client or a dynamic registration.
+ */
+export const ActorKind = Schema.Literal(
+  "admin",
+  "api_key",
+  "oauth",
+  "mcp_token",
+  "user",
+  "invite",
+  "oauth_client",
+  "registration"
+)
+export type ActorKind = typeof ActorKind.Type
+
+/** Who made a change: its kind and id. */
+export const Actor = Schema.Struct({ kind: ActorKind, id: Schema.String })
 export type Actor = typeof Actor.Type
 
 /** One write, as the audit log keeps it (docs/accounts.md#audit-log). */

@@ -6,7 +6,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import * as Calendar from "./Calendar.js"
 import type { LocalDate } from "./Calendar.js"
-import { type Outage, type Pause, type Program, type Project, StreakKey, type StreakRow } from "./Domain.js"
+import { type Outage, type Pause, Program, type Project, StreakKey, type StreakRow } from "./Domain.js"
 import { InvalidBody, NotFound, NotRepairable, PauseOverlaps, PauseStarted, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import * as ForgivenessPlan from "./ForgivenessPlan.js"
@@ -299,8 +299,7 @@ export const make: Effect.Effect<Forgiveness["Type"], never, Requirements> = Eff
       const now = yield* nowDate
       const problem = ForgivenessPlan.outageProblem(start, end, now)
       if (problem !== undefined) return yield* invalid(problem)
-      const { program: before, project } = yield* programAndProject(programId)
-      const policy = Policy.of(before)
+      const { program: reached, project } = yield* programAndProject(programId)
       const outage: Outage = {
         id: Ids.makeAt("OutageId", now.getTime()),
         start,
@@ -310,9 +309,13 @@ export const make: Effect.Effect<Forgiveness["Type"], never, Requirements> = Eff
         createdAt: now
       }
       const result = yield* transactor.withTransaction(Effect.gen(function*() {
-        const with0 = yield* directory.setProgramOutages(before.id, [...(before.outages ?? []), outage])
+        // Added atomically: a window declared at the same time is neither lost nor overwritten. The
+        // program as the store answers it is the one judged, with the windows declared meanwhile.
+        const with0 = yield* directory.changeProgramOutages(reached.id, { add: [outage] })
         if (Option.isNone(with0)) return yield* new NotFound({ message: "program not found" })
         const after = with0.value
+        const before = new Program({ ...after, outages: (after.outages ?? []).filter((o) => o.id !== outage.id) })
+        const policy = Policy.of(after)
         let restored = 0
         let messages = 0
         for (const ledger of ["live", "test"] as const) {
@@ -331,15 +334,20 @@ export const make: Effect.Effect<Forgiveness["Type"], never, Requirements> = Eff
           }
         }
         const counted = { ...outage, restored }
-        yield* directory.setProgramOutages(before.id, [...(before.outages ?? []), counted])
+        yield* directory.changeProgramOutages(reached.id, { add: [counted] })
         return { outage: counted, messages }
       }))
       if (result.messages > 0) yield* signal.notify
       return outageView(result.outage)
     })
 
+  // Oldest first: windows declared at the same time are stored in the order their changes won.
   const outages = (programId: string) =>
-    Effect.map(programAndProject(programId), ({ program }) => ({ outages: (program.outages ?? []).map(outageView) }))
+    Effect.map(programAndProject(programId), ({ program }) => ({
+      outages: [...(program.outages ?? [])]
+        .sort((a, b) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+        .map(outageView)
+    }))
 
   return Forgiveness.of({ repair, addPause, pauses, removePause, addOutage, outages })
 })

@@ -100,8 +100,10 @@ export const outageProblem = (start: Date, end: Date, now: Date): string | undef
 
 /**
  * The row recomputed from its days with `forgiven` (its repairs and pauses) under `program`'s
- * windows. What was sent stays sent; a `streak.broken` sent for a run that the new history keeps
- * alive is let go, so that the run's next break is announced (never the same break twice).
+ * windows. What was sent stays sent. Once a `streak.broken` was sent, the breaks the new history
+ * has already passed count as sent (a repair made late does not announce a break of the past),
+ * and one sent for a run that the new history keeps alive is let go, so that the run's next
+ * break is announced (never the same break twice).
  */
 export const recomputed = (
   row: StreakRow,
@@ -113,10 +115,9 @@ export const recomputed = (
 ): { readonly row: StreakRow; readonly summary: Streak.Summary } => {
   const summary = Streak.fromDays(days, row.timezone, policy, row.grants ?? [], forgivenessOf(forgiven, program))
   const sent = notifiedOf(row)
-  const stillBroken = Streak.settledAt(summary, row.timezone, now, policy).brokenAfter === summary.lastActiveDay
-  const notified = sent.brokenAfter !== undefined && sent.brokenAfter === summary.lastActiveDay && !stillBroken
-    ? { ...sent, brokenAfter: undefined }
-    : sent
+  const notified = sent.brokenAfter === undefined
+    ? sent
+    : { ...sent, brokenAfter: Streak.settledAt(summary, row.timezone, now, policy).brokenAfter }
   return { row: rowOf(row, summary, row.timezone, notified, now, policy, forgiven), summary }
 }
 

@@ -13,7 +13,7 @@ import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
 import { type ImportedAction, type ImportJob, type ImportRejection, ImportStore, maxRejections } from "./ImportStore.js"
 import { IngestStore } from "./IngestStore.js"
-import { memberZone, nowDate, rowOf } from "./internal/streakProgress.js"
+import { forgivenessOf, memberZone, nowDate, rowOf } from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
 import { AchievementStore, DirectoryStore, type MemberZone, MemberStore, StreakStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
@@ -400,13 +400,16 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
         keys.forEach((key, i) => {
           const row = locked[i]!
           const zone = zones[i]!
-          const summary = Streak.fromDays(days[i]!, zone, policy, row.grants ?? [])
+          // With the member's repairs and pauses and the program's windows, which the row keeps.
+          const summary = Streak.fromDays(days[i]!, zone, policy, row.grants ?? [], forgivenessOf(row, program))
           // Everything due before now counts as sent: the past is not announced.
           const settled = Streak.settledAt(summary, zone, now, policy)
-          const notified = row.brokenNotifiedAfter === summary.lastActiveDay
-            ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
+          const sent = row.brokenNotifiedAfter
+          const notified = sent !== undefined && sent === summary.lastActiveDay &&
+              (settled.brokenAfter === undefined || settled.brokenAfter < sent)
+            ? { ...settled, brokenAfter: sent }
             : settled
-          rows.push(rowOf(key, summary, zone, notified, now, policy))
+          rows.push(rowOf(key, summary, zone, notified, now, policy, row))
           const best = Streak.evaluate(summary, now, zone, policy).best
           const had = new Set<string>(achieved[i]!.map((a) => a.milestoneId))
           for (const m of program.milestones) {

@@ -117,7 +117,7 @@ export const catalogSchemas: {
 export interface CatalogFields {
   readonly workspace: "id"
   readonly project: "id" | "siteKey" | "workspaceId"
-  readonly program: "id" | "projectId" | "eventKey" | "status"
+  readonly program: "id" | "projectId" | "eventKey" | "status" | "outagesRevision"
   readonly subscription: "id" | "programId" | "workspaceId"
   readonly apiKey: "id" | "tokenHash" | "revokedAt" | "workspaceId"
   readonly grant: "id" | "tokenHash" | "revokedAt" | "clientId" | "userId"
@@ -521,9 +521,20 @@ export class DirectoryStore extends Context.Tag("@streaks/core/DirectoryStore")<
   readonly setWebhookSecretHash: (id: ProgramId, hash: string) => Io<Option.Option<Program>>
   /** Sets the program's policy and its `mode` (docs/streak-semantics.md#streak-policies); None for an unknown id. */
   readonly setProgramPolicy: (id: ProgramId, policy: Policy, mode: StreakMode) => Io<Option.Option<Program>>
-  /** Replaces a program's outage windows (docs/streak-semantics.md#forgiveness): the program after. */
-  readonly setProgramOutages: (id: ProgramId, outages: ReadonlyArray<Outage>) => Io<Option.Option<Program>>
+  /**
+   * Adds and removes outage windows of a program (docs/streak-semantics.md#forgiveness) in one
+   * atomic step, and answers the program after (None for an unknown id): each window of `add`
+   * replaces the one with its id, else comes last; `remove` names windows by id. Of concurrent
+   * changes none is lost: each applies to the windows as the others left them.
+   */
+  readonly changeProgramOutages: (id: ProgramId, change: OutagesChange) => Io<Option.Option<Program>>
 }>() {}
+
+/** Windows to add (or replace, by id) and ids of windows to remove. */
+export interface OutagesChange {
+  readonly add?: ReadonlyArray<Outage> | undefined
+  readonly remove?: ReadonlyArray<string> | undefined
+}
 
 /** Webhook subscriptions, on the `Catalog`. */
 export class SubscriptionStore extends Context.Tag("@streaks/core/SubscriptionStore")<SubscriptionStore, {

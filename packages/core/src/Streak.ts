@@ -821,7 +821,10 @@ export const ledger = (
 export interface Notified {
   /** The first day of the period for which at-risk was already sent. */
   readonly atRiskFor: LocalDate | undefined
-  /** `lastActiveDay` of the run whose `streak.broken` was already sent. */
+  /**
+   * The end of the latest run whose `streak.broken` was already sent (see `DueEvent` Broken's
+   * `runEnd`): every break of a run that ended on or before it is sent.
+   */
   readonly brokenAfter: LocalDate | undefined
   /** The last day of the latest period whose `streak.freeze_used` was already sent. */
   readonly frozenThrough?: LocalDate | undefined
@@ -836,7 +839,16 @@ export type DueEvent =
     readonly freezesAvailable: number
   }
   | { readonly _tag: "FreezeUsed"; readonly period: Period; readonly freezesLeft: number }
-  | { readonly _tag: "Broken"; readonly endedRun: number; readonly lastActiveDate: LocalDate }
+  | {
+    readonly _tag: "Broken"
+    readonly endedRun: number
+    readonly lastActiveDate: LocalDate
+    /**
+     * The last day of the run's last repaired period, when a repair carried it past the last
+     * active day (absent otherwise: the run ends on `lastActiveDate`). What tells two breaks apart.
+     */
+    readonly runEnd?: LocalDate
+  }
 
 /**
  * The instant the wall clock reads `atRiskHour` within the activity day `day`
@@ -854,7 +866,9 @@ const periodStartsAt = (start: LocalDate, zone: string, policy: Policy): number 
  * The events a streak will owe if no action comes, in order, with their instants: for each period
  * from that of `lastActiveDay` on that is not kept, at-risk on its last chance day (the first day
  * on which the days left equal the days still needed), then at its end a freeze used or the chain
- * broken. Stops at the break; a chain that is over owes nothing. `visit` answers false to stop.
+ * broken. A repaired period counts as an action would: it carries the chain on, or starts one
+ * again after a break, and the periods after it are owed in turn. A chain that is over, with no
+ * repaired period ahead, owes nothing. `visit` answers false to stop.
  */
 const timeline = (
   summary: Summary,
@@ -869,15 +883,19 @@ const timeline = (
   let p = periodStart(last, policy)
   let done = summary.periodDays
   let first = true
+  // The last day the chain reached: the last active day, or the end of a later repaired period.
+  let through = last
   // A live chain ends within (bank + grants + 1) periods that are not rest, and a week has at
   // least one day that is not rest; the bound only guards against a bug.
   for (let i = 0; i < 100_000; i++) {
     const end = periodEnd(p, policy)
     if (!first && summary.grants.length > 0) addFreezes(c, grantsIn(summary.grants, p, end), policy)
+    if (c.run === 0 && !f.repaired.some((r) => r >= p)) return
     const rest = (!first && isRest(p, policy, zone)) || isPaused(p, policy, f)
-    if (c.run === 0) return
-    if (done < policy.target && !rest && f.repaired.includes(p)) keep(c, policy)
-    else if (done < policy.target && !rest && !isForgiven(p, done, policy, zone, f)) {
+    if (done < policy.target && !rest && f.repaired.includes(p)) {
+      keep(c, policy)
+      through = end
+    } else if (c.run > 0 && done < policy.target && !rest && !isForgiven(p, done, policy, zone, f)) {
       const period = { start: p, end }
       const needed = policy.target - done
       const lastChance = Calendar.addDays(end, 1 - needed)
@@ -891,8 +909,10 @@ const timeline = (
       const outcome = miss(c)
       const event: DueEvent = outcome === "frozen"
         ? { _tag: "FreezeUsed", period, freezesLeft: c.freezes }
-        : { _tag: "Broken", endedRun: run, lastActiveDate: last }
-      if (!visit(event, endsAt) || outcome === "broken") return
+        : through === last
+        ? { _tag: "Broken", endedRun: run, lastActiveDate: last }
+        : { _tag: "Broken", endedRun: run, lastActiveDate: last, runEnd: through }
+      if (!visit(event, endsAt)) return
     }
     first = false
     done = 0
@@ -900,14 +920,32 @@ const timeline = (
   }
 }
 
-const wasSent = (e: DueEvent, summary: Summary, notified: Notified): boolean => {
+/** The end of the last run the timeline walks (`runEnd` of its last break). */
+const lastRunEnd = (summary: Summary, last: LocalDate, policy: Policy): LocalDate => {
+  const from = periodStart(last, policy)
+  let end = last
+  for (const r of forgivenessOf(summary).repaired) {
+    if (r >= from) {
+      const e = periodEnd(r, policy)
+      if (e > end) end = e
+    }
+  }
+  return end
+}
+
+/** Every break the timeline can owe was sent: nothing is due for the streak. */
+const allBrokenSent = (summary: Summary, notified: Notified, policy: Policy): boolean =>
+  notified.brokenAfter !== undefined && summary.lastActiveDay !== undefined &&
+  lastRunEnd(summary, summary.lastActiveDay, policy) <= notified.brokenAfter
+
+const wasSent = (e: DueEvent, notified: Notified): boolean => {
   switch (e._tag) {
     case "AtRisk":
       return notified.atRiskFor === e.period.start
     case "FreezeUsed":
       return notified.frozenThrough !== undefined && e.period.end <= notified.frozenThrough
     case "Broken":
-      return notified.brokenAfter === summary.lastActiveDay
+      return notified.brokenAfter !== undefined && (e.runEnd ?? e.lastActiveDate) <= notified.brokenAfter
   }
 }
 
@@ -955,16 +993,14 @@ export const due = (
   notified: Notified,
   policy: Policy = defaultPolicy
 ): Due => {
-  if (notified.brokenAfter !== undefined && notified.brokenAfter === summary.lastActiveDay) {
-    return { events: NOTHING_DUE, notified, dueAt: undefined }
-  }
+  if (allBrokenSent(summary, notified, policy)) return { events: NOTHING_DUE, notified, dueAt: undefined }
   const ms = typeof now === "number" ? now : now.getTime()
   const today = Calendar.activityDay(ms, zone, policy.dayStartHour)
   let events: Array<DueEvent> | undefined
   let after = notified
   let dueAt: number | undefined
   timeline(summary, zone, policy, (event, at) => {
-    if (wasSent(event, summary, notified)) return true
+    if (wasSent(event, notified)) return true
     // An at-risk whose last chance day is not today is over (or, ahead of it, not yet due).
     if (event._tag === "AtRisk" && event.localDate < today) return true
     if (at > ms || (event._tag === "AtRisk" && event.localDate !== today)) {
@@ -993,11 +1029,11 @@ export const nextDueAt = (
   policy: Policy = defaultPolicy,
   now?: Date | number
 ): Date | undefined => {
-  if (notified.brokenAfter !== undefined && notified.brokenAfter === summary.lastActiveDay) return undefined
+  if (allBrokenSent(summary, notified, policy)) return undefined
   const today = now === undefined ? undefined : Calendar.activityDay(now, zone, policy.dayStartHour)
   let found: number | undefined
   timeline(summary, zone, policy, (event, at) => {
-    if (wasSent(event, summary, notified)) return true
+    if (wasSent(event, notified)) return true
     if (event._tag === "AtRisk" && today !== undefined && event.localDate < today) return true
     found = at
     return false
@@ -1031,7 +1067,11 @@ export const sent = (notified: Notified, event: DueEvent): Notified => {
     case "FreezeUsed":
       return { atRiskFor: notified.atRiskFor, brokenAfter: notified.brokenAfter, frozenThrough: event.period.end }
     case "Broken":
-      return { atRiskFor: notified.atRiskFor, brokenAfter: event.lastActiveDate, frozenThrough: notified.frozenThrough }
+      return {
+        atRiskFor: notified.atRiskFor,
+        brokenAfter: event.runEnd ?? event.lastActiveDate,
+        frozenThrough: notified.frozenThrough
+      }
   }
 }
 

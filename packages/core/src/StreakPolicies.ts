@@ -156,9 +156,12 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
       rows.map((row, i) => {
         const summary = Streak.fromDays(days[i]!, row.timezone, policy, row.grants ?? [], forgivenessOf(row, program))
         const settled = Streak.settledAt(summary, row.timezone, now, policy)
-        // A broken already sent for this run stays sent (a recomputation never announces it twice).
-        const notified = row.brokenNotifiedAfter === summary.lastActiveDay
-          ? { ...settled, brokenAfter: row.brokenNotifiedAfter }
+        // A broken already sent for this run stays sent (a recomputation never announces it twice),
+        // unless the past settles a later one (the run a repair carried on broke since).
+        const sent = row.brokenNotifiedAfter
+        const notified = sent !== undefined && sent === summary.lastActiveDay &&
+            (settled.brokenAfter === undefined || settled.brokenAfter < sent)
+          ? { ...settled, brokenAfter: sent }
           : settled
         return rowOf(row, summary, row.timezone, notified, now, policy, row)
       }))

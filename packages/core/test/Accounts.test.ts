@@ -18,7 +18,7 @@ const layer = Accounts.layer.pipe(
   Layer.provideMerge(MemoryStorage.layer)
 )
 
-const by = { actor: { kind: "admin", id: "admin" }, clientAddress: "203.0.113.1" }
+const by = { actor: { kind: "admin", id: "admin" }, clientAddress: "203.0.113.1" } as const
 const password = "correct horse battery staple"
 const HOUR = 3_600_000
 

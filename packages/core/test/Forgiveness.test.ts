@@ -4,9 +4,10 @@
  * (`streak.repaired`), and each recomputation equal to the calculus from scratch.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Schema, TestClock } from "effect"
+import { Effect, Layer, Schema, Stream, TestClock } from "effect"
 import { DueChecks } from "../src/DueChecks.js"
 import { Forgiveness } from "../src/Forgiveness.js"
+import * as Imports from "../src/Imports.js"
 import { forgivenessOf } from "../src/internal/streakProgress.js"
 import * as Policy from "../src/Policy.js"
 import { DirectoryStore } from "../src/Ports.js"
@@ -157,6 +158,126 @@ describe("repairs", () => {
       yield* fromScratch(t, "u1")
       assert.strictEqual((yield* member(t, "u1")).current, 3)
     }).pipe(Effect.provide(layer)))
+
+  // New York moves to summer time on 2026-03-08: local midnight is 05:00Z before, 04:00Z after.
+  const newYork = (t: Tenant, userHash: string, iso: string) =>
+    Effect.gen(function*() {
+      yield* TestClock.setTime(at(iso))
+      return yield* server({
+        siteKey: t.project.siteKey,
+        userHash,
+        event: t.program.eventKey,
+        ts: iso,
+        tz: "America/New_York"
+      })
+    })
+  const dueTypes = Effect.map(
+    drainOutbox,
+    (messages) => messages.map((m) => m.body).filter((b) => b.type === "streak.at_risk" || b.type === "streak.broken")
+  )
+
+  it.effect("a repaired period that continues a chain, with no action after it, is at risk and breaks as an action would (across a DST change)", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 2, atRiskHour: 18 }))
+      yield* newYork(t, "u1", "2026-03-05T17:00:00Z")
+      yield* newYork(t, "u1", "2026-03-06T17:00:00Z")
+      assert.deepStrictEqual(yield* sweep("2026-03-08T05:00:00Z"), { ...none, broken: 1 }) // 03-07 missed
+      yield* drainOutbox
+      // On 03-08 (local, the day of the change) support repairs 03-07: the chain goes on into 03-08.
+      yield* TestClock.setTime(at("2026-03-08T15:00:00Z"))
+      yield* (yield* Forgiveness).repair(t.program.id, "u1", { period: "2026-03-07", reason: "support" })
+      yield* drainOutbox
+      // 18:00 EDT is 22:00Z, midnight EDT 04:00Z: both one hour earlier in UTC than the day before.
+      assert.deepStrictEqual(yield* sweep("2026-03-08T21:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-08T22:00:00Z"), { ...none, atRisk: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-03-09T03:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-09T04:00:00Z"), { ...none, broken: 1 })
+      const sent = yield* dueTypes
+      assert.deepStrictEqual(sent.map((b) => b.type), ["streak.at_risk", "streak.broken"])
+      assert.deepStrictEqual(sent[0]!.data.localDate, "2026-03-08")
+      assert.deepStrictEqual([sent[1]!.data.endedRun, sent[1]!.data.lastActiveDate], [3, "2026-03-06"])
+      // Each is sent once.
+      assert.deepStrictEqual(yield* sweep("2026-03-10T04:00:00Z"), none)
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("a repaired period after a break starts a chain again: with no action after it, it is at risk and breaks as an action would (across a DST change)", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 2, atRiskHour: 18 }))
+      yield* newYork(t, "u1", "2026-03-05T17:00:00Z")
+      yield* newYork(t, "u1", "2026-03-06T17:00:00Z")
+      assert.deepStrictEqual(yield* sweep("2026-03-08T05:00:00Z"), { ...none, broken: 1 }) // 03-07 missed
+      yield* drainOutbox
+      // 03-07 and 03-08 missed; on 03-09 support repairs 03-08 only: a chain of 1 from 03-08.
+      yield* TestClock.setTime(at("2026-03-09T14:00:00Z"))
+      yield* (yield* Forgiveness).repair(t.program.id, "u1", { period: "2026-03-08", reason: "support" })
+      yield* drainOutbox
+      const answer = yield* member(t, "u1")
+      assert.deepStrictEqual([answer.current, answer.pending], [1, true])
+      assert.deepStrictEqual(yield* sweep("2026-03-09T21:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-09T22:00:00Z"), { ...none, atRisk: 1 })
+      assert.deepStrictEqual(yield* sweep("2026-03-10T03:59:59Z"), none)
+      assert.deepStrictEqual(yield* sweep("2026-03-10T04:00:00Z"), { ...none, broken: 1 })
+      const sent = yield* dueTypes
+      assert.deepStrictEqual(sent.map((b) => b.type), ["streak.at_risk", "streak.broken"])
+      assert.deepStrictEqual(sent[0]!.data.localDate, "2026-03-09")
+      assert.deepStrictEqual([sent[1]!.data.endedRun, sent[1]!.data.lastActiveDate], [1, "2026-03-06"])
+      assert.deepStrictEqual(yield* sweep("2026-03-11T04:00:00Z"), none)
+      // An action on 03-11 starts a new chain whose break is announced in turn.
+      yield* newYork(t, "u1", "2026-03-11T16:00:00Z")
+      assert.deepStrictEqual(yield* sweep("2026-03-13T04:00:00Z"), { ...none, broken: 1 })
+      yield* fromScratch(t, "u1")
+    }).pipe(Effect.provide(layer)))
+})
+
+describe("repairs and recomputation", () => {
+  it.effect("a policy change after the break of a run a repair started again, in the past and never swept, announces nothing", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 2 }))
+      for (const d of ["01", "02"]) yield* act(t, "u1", `2026-03-${d}T12:00:00Z`)
+      assert.deepStrictEqual(yield* sweep("2026-03-04T00:00:00Z"), { ...none, broken: 1 }) // 03-03 missed
+      // On 03-05 support repairs 03-04 (a chain of one), which breaks at the start of 03-06.
+      yield* TestClock.setTime(at("2026-03-05T12:00:00Z"))
+      yield* (yield* Forgiveness).repair(t.program.id, "u1", { period: "2026-03-04", reason: "support" })
+      // No sweep until 03-07, when the policy changes: that break is in the past, and stays unsaid.
+      yield* TestClock.setTime(at("2026-03-07T12:00:00Z"))
+      yield* (yield* StreakPolicies).setPolicy(t.program.id, {
+        repairWindowDays: 3,
+        repairsPer30Days: 2,
+        atRiskHour: 9
+      })
+      yield* drainOutbox
+      assert.deepStrictEqual(yield* sweep("2026-03-07T12:00:00Z"), none)
+    }).pipe(Effect.provide(layer)))
+})
+
+describe("history imports", () => {
+  it.effect("an import recomputes a member with their repairs and pauses: both stay, and still count", () =>
+    Effect.gen(function*() {
+      const t = yield* withPolicy(policy({ repairWindowDays: 3, repairsPer30Days: 1 }))
+      for (const d of ["05", "06", "08"]) yield* act(t, "u1", `2026-03-${d}T12:00:00Z`)
+      yield* TestClock.setTime(at("2026-03-08T18:00:00Z"))
+      const forgiveness = yield* Forgiveness
+      yield* forgiveness.repair(t.program.id, "u1", { period: "2026-03-07", reason: "support" })
+      yield* forgiveness.addPause(t.program.id, "u1", { start: "2026-03-10", end: "2026-03-12" })
+      assert.strictEqual((yield* member(t, "u1")).current, 4)
+      // Older history arrives by import: 03-03 and 03-04 join the chain, the repair still bridges 03-07.
+      const imports = yield* Imports.Imports
+      const lines = ["2026-03-03", "2026-03-04"].map((d) => JSON.stringify({ userHash: "u1", ts: `${d}T12:00:00Z` }))
+      const job = yield* imports.start(t.program.id)
+      yield* imports.finish(
+        yield* imports.load(job, Imports.lines(Stream.make(lines.join("\n") + "\n")), { format: "ndjson" })
+      )
+      assert.strictEqual((yield* member(t, "u1")).current, 6)
+      const row = (yield* rowOf(t, "u1", "live"))!
+      assert.deepStrictEqual(row.repairs?.map((r) => r.period), ["2026-03-07"])
+      assert.deepStrictEqual(row.pauses?.map((p) => [p.start, p.end]), [["2026-03-10", "2026-03-12"]])
+      assert.deepStrictEqual(yield* statuses(t, "u1", "2026-03-06", "2026-03-08"), [
+        "2026-03-06 kept",
+        "2026-03-07 repaired",
+        "2026-03-08 kept"
+      ])
+      yield* fromScratch(t, "u1")
+    }).pipe(Effect.provide(Layer.merge(layer, Imports.layer.pipe(Layer.provide(layer))))))
 })
 
 describe("pauses", () => {

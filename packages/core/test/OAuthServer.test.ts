@@ -12,7 +12,7 @@ import { httpsOnly, layer, principalOf, tenant } from "./support/services.js"
 const verifier = "dBjftJeZ4CVP-mJ92K1rBjhmsBn9sUyT8ZM0TNa1Xv8QWvm6Fq"
 const challenge = createHash("sha256").update(verifier).digest("base64url")
 const redirectUri = "https://app.example.com/callback"
-const operator = { actor: { kind: "admin", id: "admin" }, clientAddress: "127.0.0.1" }
+const operator = { actor: { kind: "admin", id: "admin" }, clientAddress: "127.0.0.1" } as const
 const address = "127.0.0.1"
 const noAuth: OAuthServer.ClientAuthentication = { basic: undefined, clientId: undefined, clientSecret: undefined }
 
@@ -46,7 +46,7 @@ const consented = Effect.gen(function*() {
     codeChallenge: challenge,
     userId: user.id,
     workspaceIds: [t.workspace.id]
-  }, { actor: { kind: "session", id: user.id }, clientAddress: address })
+  }, { actor: { kind: "user", id: user.id }, clientAddress: address })
   const auth: OAuthServer.ClientAuthentication = { ...noAuth, clientId: client.id, clientSecret: clientSecret! }
   const exchange = (overrides: Partial<OAuthServer.TokenRequest> = {}, as = auth) =>
     oauth.token(as, {
@@ -169,7 +169,7 @@ describe("OAuthServer", () => {
       const seen = entries.map((e) => `${e.action} ${e.actor.kind}:${e.target === client.id ? "client" : "grant"}`)
       // Under TestClock every entry has the same instant, so their order is not asserted.
       assert.deepStrictEqual([...seen].sort(), [
-        "oauth.consent session:client",
+        "oauth.consent user:client",
         "oauth_client.create admin:client",
         "oauth_grant.create oauth_client:grant",
         "oauth_grant.revoke oauth_client:grant"

@@ -4,7 +4,7 @@
  * credential (the operator on admin routes), the address the request's client.
  */
 import type { HttpServerRequest } from "@effect/platform"
-import { Audit, type Credentials, type Domain, Ids, OutboxSignal, Ports } from "@streaks/core"
+import { Audit, type Credentials, type Domain, Ids, Ports } from "@streaks/core"
 import { Effect, Option } from "effect"
 import { CurrentPrincipal } from "./Api.js"
 import * as ClientAddress from "./ClientAddress.js"
@@ -39,30 +39,9 @@ export const workspaceOfProgram = (programId: string) =>
     return Option.isNone(project) ? undefined : project.value.workspaceId
   })
 
-/**
- * Runs `self` and records what `change` makes of its result, in one transaction: a failure of
- * either undoes both. `change` may answer several entries (one per workspace touched). The
- * dispatcher is woken again after the commit: a service that enqueued messages woke it while they
- * were still uncommitted, inside this transaction, where it could not see them.
- */
+/** `Audit.audited` with the writer `by` works out (the request's credential and client). */
 export const audited = <A, E, R, R2>(
   by: Effect.Effect<Audit.By, never, R2>,
   change: (a: NoInfer<A>) => Audit.Change | ReadonlyArray<Audit.Change>,
   self: Effect.Effect<A, E, R>
-) =>
-  Effect.gen(function*() {
-    const transactor = yield* Ports.Transactor
-    const audit = yield* Audit.Audit
-    const signal = yield* OutboxSignal.OutboxSignal
-    const who = yield* by
-    const result = yield* transactor.withTransaction(
-      Effect.tap(self, (a) => {
-        const made = change(a)
-        return Effect.forEach(Array.isArray(made) ? made : [made as Audit.Change], (c) => audit.record(who, c), {
-          discard: true
-        })
-      })
-    )
-    yield* signal.notify
-    return result
-  })
+) => Effect.flatMap(by, (who) => Audit.audited(who, change, self))

@@ -34,17 +34,18 @@ const refused = (code: string, message?: string): CallToolResult => ({
 })
 
 /**
- * The answer to one call of `tool`: its structured content (also as JSON text, for clients that
- * read only text), or `isError` with the error's code. Storage failures and defects are logged and
- * answered without their details.
+ * The answer to one call of `tool` from `clientAddress` (what the audit log records of a write):
+ * its structured content (also as JSON text, for clients that read only text), or `isError` with
+ * the error's code. Storage failures and defects are logged and answered without their details.
  */
 export const callTool = (
   caller: Caller,
   tool: Tools.Tool,
-  args: unknown
+  args: unknown,
+  clientAddress: string
 ): Effect.Effect<CallToolResult, never, Tools.Requirements> =>
   caller.pipe(
-    Effect.flatMap((principal) => tool.call(principal, args)),
+    Effect.flatMap((principal) => tool.call({ principal, clientAddress }, args)),
     Effect.map((structuredContent): CallToolResult => ({
       content: [{ type: "text", text: JSON.stringify(structuredContent) }],
       structuredContent
@@ -63,18 +64,24 @@ export const callTool = (
   )
 
 /**
- * An SDK server that answers `tools/list` and `tools/call` for `caller`, running each call with
- * `runtime` (which holds the core services). Connect it to one transport. An unknown tool is a
- * protocol error (-32602), as the MCP specification has it.
+ * An SDK server that answers `tools/list` and `tools/call` for `caller` at `clientAddress`,
+ * running each call with `runtime` (which holds the core services). Connect it to one transport.
+ * An unknown tool is a protocol error (-32602), as the MCP specification has it.
  */
-export const make = (caller: Caller, runtime: Runtime.Runtime<Tools.Requirements>): Server => {
+export const make = (
+  caller: Caller,
+  runtime: Runtime.Runtime<Tools.Requirements>,
+  clientAddress: string
+): Server => {
   const server = new Server(serverInfo, { capabilities: { tools: {} }, instructions })
   server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: Tools.all.map((tool) => ({ ...tool.descriptor })) }))
   server.setRequestHandler(CallToolRequestSchema, (request, extra) =>
     Option.match(Tools.find(request.params.name), {
       onNone: () => Promise.reject(new McpError(ErrorCode.InvalidParams, `Unknown tool: ${request.params.name}`)),
       onSome: (tool) =>
-        Runtime.runPromise(runtime)(callTool(caller, tool, request.params.arguments), { signal: extra.signal })
+        Runtime.runPromise(runtime)(callTool(caller, tool, request.params.arguments, clientAddress), {
+          signal: extra.signal
+        })
     }))
   return server
 }

@@ -18,6 +18,9 @@ export interface Options {
   readonly stdout?: Writable | undefined
 }
 
+/** The client address the audit log records for a write over stdio: the agent has no network address. */
+export const clientAddress = "stdio"
+
 /**
  * Serves the agent on stdin/stdout until stdin ends or the fiber is interrupted. Fails at once
  * with Unauthorized when `token` is not a valid MCP token, API key or OAuth token.
@@ -33,7 +36,7 @@ export const run = (
     const stdin = options.stdin ?? process.stdin
     const stdout = options.stdout ?? process.stdout
     yield* Effect.acquireUseRelease(
-      Effect.sync(() => Protocol.make(caller, runtime)),
+      Effect.sync(() => Protocol.make(caller, runtime, clientAddress)),
       (server) =>
         Effect.async<void>((resume) => {
           const ended = () => resume(Effect.void)

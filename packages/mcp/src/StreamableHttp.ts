@@ -127,14 +127,15 @@ const exchange = (
   baseUrl: string,
   body: string,
   principal: Credentials.McpPrincipal,
-  runtime: Runtime.Runtime<Tools.Requirements>
+  runtime: Runtime.Runtime<Tools.Requirements>,
+  clientAddress: string
 ) =>
   Effect.promise(async () => {
     const [{ WebStandardStreamableHTTPServerTransport }, Protocol] = await Promise.all([
       import("@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js"),
       import("./Protocol.js")
     ])
-    const server = Protocol.make(Effect.succeed(principal), runtime)
+    const server = Protocol.make(Effect.succeed(principal), runtime, clientAddress)
     const transport = new WebStandardStreamableHTTPServerTransport({ enableJsonResponse: true })
     try {
       await server.connect(transport)
@@ -213,7 +214,7 @@ export const handler: Effect.Effect<
       : json(400, { error: "INVALID_BODY" }, cors)
   }
   const runtime = yield* Effect.runtime<Tools.Requirements>()
-  const answer = yield* exchange(request, baseUrl, body.right, principal.right, runtime)
+  const answer = yield* exchange(request, baseUrl, body.right, principal.right, runtime, client.address)
   return answer.text === ""
     ? HttpServerResponse.empty({ status: answer.status, headers: cors })
     : HttpServerResponse.text(answer.text, {

@@ -2,8 +2,11 @@
  * The tools of the MCP worker (docs/mcp.md): what an agent sees in `tools/list` (name, input and
  * output JSON schemas, hints) and what each call does. A call runs the core services that the
  * customer REST route answering the same question runs, in the same order; no rule lives here.
+ * A call that changes something is recorded in the audit log as the REST route's change is.
  */
+import type { OutboxSignal } from "@streaks/core"
 import {
+  Audit,
   Credentials,
   Errors,
   EventInput,
@@ -20,8 +23,14 @@ import {
 } from "@streaks/core"
 import { Clock, Effect, JSONSchema, Option, type ParseResult, Schema } from "effect"
 
-/** What the tools need from their context: core services and two storage ports (reach, at-risk rows). */
+/**
+ * What the tools need from their context: core services, two storage ports (reach, at-risk rows),
+ * and for an audited write the audit log, the transactor and the outbox signal.
+ */
 export type Requirements =
+  | Audit.Audit
+  | OutboxSignal.OutboxSignal
+  | Ports.Transactor
   | Credentials.Credentials
   | Experiments.Experiments
   | StateQuery.StateQuery
@@ -62,16 +71,29 @@ interface Definition<I, IE, O, OE> {
   readonly description: string
   readonly input: Schema.Schema<I, IE>
   readonly output: Schema.Schema<O, OE>
-  /** Reads change nothing; the one write (`record_action`) is not idempotent without a key. */
+  /** Reads change nothing; the writes (`record_action`, `repair_streak`) are not idempotent. */
   readonly readOnly: boolean
-  readonly run: (caller: Credentials.McpPrincipal, input: I) => Effect.Effect<O, ToolError, Requirements>
+  readonly run: (caller: Caller, input: I) => Effect.Effect<O, ToolError, Requirements>
 }
+
+/** Who calls a tool, and from where: the credential, and the client's address for the audit log. */
+export interface Caller {
+  readonly principal: Credentials.McpPrincipal
+  /** The client address of the request (docs/operations.md#behind-a-proxy), `stdio` over stdio. */
+  readonly clientAddress: string
+}
+
+/** The caller as the audit log names a writer: its credential (kind and id) and address. */
+export const writerOf = (caller: Caller): Audit.By => ({
+  actor: { kind: caller.principal.kind, id: caller.principal.id },
+  clientAddress: caller.clientAddress
+})
 
 /** A tool with its types erased: its descriptor, and a call from raw arguments to structured content. */
 export interface Tool {
   readonly descriptor: Descriptor
   readonly call: (
-    caller: Credentials.McpPrincipal,
+    caller: Caller,
     args: unknown
   ) => Effect.Effect<Record<string, unknown>, ToolError, Requirements>
 }
@@ -88,11 +110,17 @@ const objectSchema = (schema: Schema.Schema.Any): Descriptor["inputSchema"] => {
 const invalidArguments = (error: ParseResult.ParseError) => EventInput.invalidBody(error, "arguments")
 
 /** The caller as a writer: without the workspaces it reaches read only. */
-const writer = (caller: Credentials.McpPrincipal): Credentials.McpPrincipal => {
-  const readOnly = caller.readOnlyWorkspaceIds ?? []
-  return readOnly.length === 0
-    ? caller
-    : { ...caller, workspaceIds: caller.workspaceIds.filter((id) => !readOnly.includes(id)), readOnlyWorkspaceIds: [] }
+const writer = (caller: Caller): Caller => {
+  const principal = caller.principal
+  const readOnly = principal.readOnlyWorkspaceIds ?? []
+  return readOnly.length === 0 ? caller : {
+    ...caller,
+    principal: {
+      ...principal,
+      workspaceIds: principal.workspaceIds.filter((id) => !readOnly.includes(id)),
+      readOnlyWorkspaceIds: []
+    }
+  }
 }
 
 const tool = <I, IE, O, OE>(definition: Definition<I, IE, O, OE>): Tool => {
@@ -265,7 +293,7 @@ const listPrograms = tool({
     Effect.flatMap(
       Credentials.Credentials,
       (credentials) =>
-        Effect.map(credentials.reachablePrograms(caller), (reached) => ({
+        Effect.map(credentials.reachablePrograms(caller.principal), (reached) => ({
           programs: reached.map(({ program }) => ({
             id: program.id,
             name: program.name,
@@ -289,7 +317,7 @@ const getMemberStreak = tool({
   readOnly: true,
   run: (caller, { programId, userHash }) =>
     Effect.gen(function*() {
-      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller.principal, programId)
       return yield* (yield* StateQuery.StateQuery).memberStreak(program.id, userHash)
     })
 })
@@ -316,7 +344,7 @@ const explainStreak = tool({
   readOnly: true,
   run: (caller, { programId, userHash, ...range }) =>
     Effect.gen(function*() {
-      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller.principal, programId)
       return yield* (yield* StreakPolicies.StreakPolicies).ledger(program.id, userHash, range)
     })
 })
@@ -366,7 +394,7 @@ const simulatePolicy = tool({
   readOnly: true,
   run: (caller, { programId, ...request }) =>
     Effect.gen(function*() {
-      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller.principal, programId)
       return yield* (yield* StreakPolicies.StreakPolicies).simulate(program.id, request)
     })
 })
@@ -394,7 +422,7 @@ const recordAction = tool({
   run: (caller, { programId, ...body }) =>
     Effect.gen(function*() {
       const payload = yield* Schema.decodeUnknown(EventInput.CountAction)(body).pipe(Effect.mapError(invalidArguments))
-      const { program, project } = yield* Credentials.reach(caller, programId)
+      const { program, project } = yield* Credentials.reach(caller.principal, programId)
       const action = yield* EventInput.fromCountAction(payload)
       const answer = yield* (yield* Ingest.Ingest).record({
         project,
@@ -427,10 +455,18 @@ const repairStreak = tool({
   }),
   output: MemberStreak,
   readOnly: false,
+  // Audited as the REST repair is: the repair and its entry commit together, a refused one leaves none.
   run: (caller, { period, programId, reason, userHash }) =>
     Effect.gen(function*() {
-      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
-      const repaired = yield* (yield* Forgiveness.Forgiveness).repair(program.id, userHash, { period, reason })
+      const { program, project } = yield* Credentials.reach(caller.principal, programId)
+      const forgiveness = yield* Forgiveness.Forgiveness
+      const repaired = yield* Audit.audited(writerOf(caller), () => ({
+        action: "streak.repair",
+        target: program.id,
+        workspaceId: project.workspaceId,
+        details: { userHash }
+      }), forgiveness.repair(program.id, userHash, { period, reason }))
+      // Read once the repair is committed, as the REST route reads it.
       return yield* (yield* StateQuery.StateQuery).memberStreak(program.id, repaired.userHash)
     })
 })
@@ -458,7 +494,7 @@ const listAtRisk = tool({
   readOnly: true,
   run: (caller, { limit, programId }) =>
     Effect.gen(function*() {
-      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller.principal, programId)
       const policy = Policy.of(program)
       const rows = yield* (yield* Ports.StreakStore).rows({ programId: program.id, ledger: "live" })
       const now = yield* Clock.currentTimeMillis
@@ -494,7 +530,7 @@ const getUsage = tool({
   readOnly: true,
   run: (caller, { month }) =>
     Effect.gen(function*() {
-      const workspaceId = Option.fromNullable(caller.workspaceIds[0])
+      const workspaceId = Option.fromNullable(caller.principal.workspaceIds[0])
       if (Option.isNone(workspaceId)) return yield* new Errors.NotFound({ message: "no workspace" })
       return yield* (yield* Metering.Metering).usage(workspaceId.value, month)
     })
@@ -519,7 +555,7 @@ const getExperimentReport = tool({
   readOnly: true,
   run: (caller, { experimentId, programId }) =>
     Effect.gen(function*() {
-      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller, programId)
+      const program = yield* (yield* Credentials.Credentials).reachableProgram(caller.principal, programId)
       const experiments = yield* Experiments.Experiments
       return yield* (experimentId === undefined
         ? experiments.current(program.id)

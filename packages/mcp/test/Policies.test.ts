@@ -56,7 +56,7 @@ const connect = (token: string) =>
     const caller = (yield* Credentials.Credentials).authenticateMcp(`Bearer ${token}`)
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
     const client = new Client({ name: "test", version: "1.0.0" })
-    yield* Effect.promise(() => Protocol.make(caller, runtime).connect(serverSide))
+    yield* Effect.promise(() => Protocol.make(caller, runtime, "192.0.2.1").connect(serverSide))
     yield* Effect.promise(() => client.connect(clientSide))
     yield* Effect.addFinalizer(() => Effect.promise(() => client.close()))
     return client

@@ -46,7 +46,7 @@ const connect = (token: string) =>
     const runtime = yield* Effect.runtime<Tools.Requirements>()
     const caller = (yield* Credentials.Credentials).authenticateMcp(`Bearer ${token}`)
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair()
-    const server = Protocol.make(caller, runtime)
+    const server = Protocol.make(caller, runtime, "192.0.2.1")
     const client = new Client({ name: "test", version: "1.0.0" })
     yield* Effect.promise(() => server.connect(serverSide))
     yield* Effect.promise(() => client.connect(clientSide))

@@ -9,6 +9,7 @@ import { Command, Options } from "@effect/cli"
 import { PgStorage } from "@streaks/storage-pg"
 import { Accounts, Errors, OutboxSignal, SecretBox, Services } from "@streaks/core"
 import { Config, Console, Effect, Layer, Option, Redacted } from "effect"
+import * as CliOperator from "./CliOperator.js"
 import * as Demo from "./Demo.js"
 import * as ImportCommand from "./ImportCommand.js"
 import * as Main from "./Main.js"
@@ -84,8 +85,6 @@ const membershipsOf = (options: ReadonlyArray<string>) =>
     return { workspaceId: at < 0 ? w : w.slice(0, at), role: at < 0 ? "" : w.slice(at + 1) }
   })
 
-const byCli = { actor: { kind: "admin", id: "cli" }, clientAddress: "cli" } as const
-
 const invite = Command.make("invite", { email, name, workspace, baseUrl }, (input) =>
   Effect.gen(function*() {
     const config = yield* ServerConfig.config
@@ -93,7 +92,7 @@ const invite = Command.make("invite", { email, name, workspace, baseUrl }, (inpu
     const services = yield* coreServices(config)
     const created = yield* Effect.provide(
       Effect.flatMap(Accounts.Accounts, (accounts) =>
-        accounts.createUser({ email: input.email, name: input.name, workspaces }, byCli)),
+        accounts.createUser({ email: input.email, name: input.name, workspaces }, CliOperator.by)),
       services
     )
     const base = Option.getOrElse(input.baseUrl, () =>
@@ -126,7 +125,7 @@ const setRole = Command.make("set-role", { user, workspace }, (input) =>
       Effect.gen(function*() {
         const accounts = yield* Accounts.Accounts
         const found = yield* userNamed(accounts, input.user)
-        return yield* accounts.setMemberships(found.id, membershipsOf(input.workspace), byCli)
+        return yield* accounts.setMemberships(found.id, membershipsOf(input.workspace), CliOperator.by)
       }),
       services
     )
@@ -142,7 +141,7 @@ const remove = Command.make("remove", { user }, (input) =>
       Effect.gen(function*() {
         const accounts = yield* Accounts.Accounts
         const found = yield* userNamed(accounts, input.user)
-        yield* accounts.removeUser(found.id, byCli)
+        yield* accounts.removeUser(found.id, CliOperator.by)
         return found
       }),
       services

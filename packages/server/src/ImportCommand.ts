@@ -3,15 +3,17 @@
  * loaded straight into the database the server uses (`DATABASE_URL`, else the embedded default
  * database), with a progress bar on a terminal and plain progress lines otherwise. An interrupted
  * import of the same file resumes from its last committed line (docs/operations.md#bringing-your-history).
+ * Each start is in the audit log, by the operator on the command line, as an HTTP import's is.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Imports } from "@streaks/core"
+import { Audit, Ids, Imports, OutboxSignal, Ports } from "@streaks/core"
 import { PgStorage } from "@streaks/storage-pg"
 import { lineLimits } from "@streaks/http/CustomerHandlers"
 import cliProgress from "cli-progress"
 import { Console, Effect, Layer, Option, Stream } from "effect"
 import { createHash } from "node:crypto"
 import { createReadStream } from "node:fs"
+import * as CliOperator from "./CliOperator.js"
 import * as Main from "./Main.js"
 import * as ServerConfig from "./ServerConfig.js"
 
@@ -88,6 +90,16 @@ const batchLines = Options.integer("batch-lines").pipe(
 )
 const file = Args.path({ name: "FILE", exists: "yes" })
 
+/** The workspace of a program, for the audit entry (undefined for an unknown one: then start fails). */
+const workspaceOf = (programId: string) =>
+  Effect.gen(function*() {
+    const directory = yield* Ports.DirectoryStore
+    const program = yield* directory.program(Ids.unsafe("ProgramId", programId))
+    if (Option.isNone(program)) return undefined
+    const project = yield* directory.project(program.value.projectId)
+    return Option.isNone(project) ? undefined : project.value.workspaceId
+  })
+
 /** Imports `path` into `programId` on the configured database; the final job as JSON on stdout. */
 export const run = (options: {
   readonly programId: string
@@ -100,7 +112,13 @@ export const run = (options: {
     const { digest, lines } = yield* survey(options.path)
     const work = Effect.gen(function*() {
       const imports = yield* Imports.Imports
-      const job = yield* imports.start(options.programId, digest)
+      const workspaceId = yield* workspaceOf(options.programId)
+      const job = yield* Audit.audited(CliOperator.by, (started) => ({
+        action: "import.start",
+        target: started.id,
+        workspaceId,
+        details: { programId: started.programId, format: options.format }
+      }), imports.start(options.programId, digest))
       if (job.committedLine > 0) {
         yield* Console.error(`import: resuming ${job.id} after line ${job.committedLine}`)
       }
@@ -116,8 +134,8 @@ export const run = (options: {
       const done = yield* imports.finish(loaded)
       yield* Console.log(JSON.stringify(Imports.view(done)))
     })
-    const layer = Imports.layer.pipe(
-      Layer.provide(PgStorage.layer({ prefix: config.tablePrefix })),
+    const layer = Layer.mergeAll(Imports.layer, Audit.layer, OutboxSignal.layerNoop).pipe(
+      Layer.provideMerge(PgStorage.layer({ prefix: config.tablePrefix })),
       Layer.provide(Main.layerDatabase(config))
     )
     yield* Effect.provide(work, layer)

@@ -94,6 +94,46 @@ layer(server, { timeout: 120_000 })("forgiveness end to end", (it) => {
       expect(p.receiver.deliveries.filter((d) => d.type === "streak.broken")).toHaveLength(1)
     }))
 
+  it.scoped("a repaired period with no action after it is owed as an action would be: signed at-risk and broken", () =>
+    Effect.gen(function*() {
+      const base = (yield* NodeServer.NodeServer).url
+      const p = yield* LiveProgram.make(base, ADMIN, {
+        policy: { repairWindowDays: 7, repairsPer30Days: 1 },
+        eventTypes: ["streak.at_risk", "streak.broken"]
+      })
+      const act = (userHash: string, ts: string) => p.act(userHash, { tz: "UTC", ts })
+      const day = (n: number) => Calendar.addDays(today(), n)
+      for (const ago of [5, 4]) expect((yield* act("owed", noonAgo(ago))).status).toBe(202)
+      for (const ago of [6, 5]) expect((yield* act("again", noonAgo(ago))).status).toBe(202)
+      // "again" broke 4 days ago (not announced yet); 3 days ago, outside any chain, is repaired:
+      // a chain of one, broken the next day, with no action after the repair.
+      const mended = yield* p.api("/members/again/repairs", { body: { period: day(-3), reason: "ticket 1" } })
+      expect(mended.status).toBe(200)
+      expect((yield* admin(base, "/admin/jobs/due-checks")).status).toBe(200)
+      yield* until(() => p.receiver.deliveries.length >= 3, 10_000)
+      const broken = (userHash: string) =>
+        p.receiver.deliveries.filter((d) => d.type === "streak.broken" && d.body.data.userHash === userHash)
+          .map((d) => [d.body.data.endedRun, d.body.data.lastActiveDate]).sort()
+      // Each run breaks once: the one that ended on its last active day, and the repaired one.
+      expect(broken("again")).toEqual([[1, day(-5)], [2, day(-5)]])
+      expect(broken("owed")).toEqual([[2, day(-4)]])
+
+      // "owed" broke 3 days ago; yesterday, outside any chain, is repaired: today is owed.
+      const repaired = yield* p.api("/members/owed/repairs", { body: { period: day(-1), reason: "ticket 2" } })
+      expect(repaired.status).toBe(200)
+      expect(repaired.body).toMatchObject({ current: 1, pending: true })
+      expect((yield* admin(base, "/admin/jobs/due-checks")).status).toBe(200)
+      yield* until(() => p.receiver.deliveries.length >= 4, 10_000)
+      expect(p.receiver.invalid).toEqual([])
+      const atRisk = p.receiver.deliveries.filter((d) => d.type === "streak.at_risk")
+      expect(atRisk.map((d) => [d.body.data.userHash, d.body.data.localDate])).toEqual([["owed", today()]])
+      // Sent once: the next run of the due checks sends nothing more.
+      expect((yield* admin(base, "/admin/jobs/due-checks")).status).toBe(200)
+      expect((yield* admin(base, "/admin/jobs/deliveries")).status).toBe(200)
+      yield* Effect.promise(() => new Promise((r) => setTimeout(r, 300)))
+      expect(p.receiver.deliveries).toHaveLength(4)
+    }))
+
   it.scoped("pauses: 201 with the pause, listed, PAUSE_OVERLAPS, 204 before the start, PAUSE_STARTED from it, 404 unknown, bounds 400", () =>
     Effect.gen(function*() {
       const base = (yield* NodeServer.NodeServer).url
@@ -196,6 +236,37 @@ layer(server, { timeout: 120_000 })("forgiveness end to end", (it) => {
       expect(yield* call(base, "/admin/programs/prg_unknown/outages", { headers: { "x-admin-token": ADMIN } }))
         .toEqual({ status: 404, body: { error: "NOT_FOUND" } })
     }))
+  it.scoped("outage windows declared at the same time all stay: concurrent creations on both prefixes are each listed once", () =>
+    Effect.gen(function*() {
+      const base = (yield* NodeServer.NodeServer).url
+      const p = yield* setup(base, {})
+      for (const ago of [3, 2]) yield* p.act("member", noonAgo(ago))
+      const yesterday = Calendar.addDays(today(), -1)
+      const window = (n: number) => ({
+        start: `${yesterday}T${String(n).padStart(2, "0")}:00:00.000Z`,
+        end: `${yesterday}T${String(n).padStart(2, "0")}:30:00.000Z`,
+        reason: `incident ${n}`
+      })
+      const created = yield* Effect.all(
+        Array.from({ length: 12 }, (_, n) =>
+          n % 3 === 0
+            ? admin(base, `/admin/programs/${p.programId}/outages`, window(n))
+            : p.api("/outages", { body: window(n) })),
+        { concurrency: "unbounded" }
+      )
+      expect(created.map((r) => r.status)).toEqual(Array.from({ length: 12 }, () => 201))
+      const listed = (yield* p.api("/outages")).body.outages as ReadonlyArray<{ id: string; reason: string }>
+      expect(listed.map((o) => o.id).sort()).toEqual(created.map((r) => r.body.id).sort())
+      expect(listed.map((o) => o.reason).sort()).toEqual(Array.from({ length: 12 }, (_, n) => `incident ${n}`).sort())
+      const byAdmin = yield* call(base, `/admin/programs/${p.programId}/outages`, {
+        headers: { "x-admin-token": ADMIN }
+      })
+      expect(byAdmin.body).toEqual({ outages: listed })
+      // Each window was judged with the others: one of them forgave yesterday, restoring the streak once.
+      expect(created.reduce((n, r) => n + r.body.restored, 0)).toBe(1)
+      expect((yield* p.api("/members/member")).body).toMatchObject({ current: 2, pending: true })
+    }))
+
   it.scoped("while an ongoing window is open, the due checks send no break for the program", () =>
     Effect.gen(function*() {
       const base = (yield* NodeServer.NodeServer).url

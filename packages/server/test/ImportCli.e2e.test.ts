@@ -2,7 +2,7 @@
  * `streaks import` end to end: the CLI spawned as a process with a file, on the Postgres database
  * of a reference server that provisions the program and answers the REST reads. Plain progress
  * lines without a terminal and a bar with one, a resume after a kill from the last committed
- * line, and a re-run that finds every line a duplicate.
+ * line, and a re-run that finds every line a duplicate; each start in the workspace's audit log.
  */
 import { expect, layer } from "@effect/vitest"
 import { NodeServer } from "@streaks/http"
@@ -68,7 +68,12 @@ const tenant = Effect.gen(function*() {
   const programId = program.body.id as string
   const member = (userHash: string) =>
     http(`/v1/api/programs/${programId}/members/${userHash}`, { authorization: `Bearer ${key.body.key}` })
-  return { programId, member }
+  /** The import starts of the workspace's audit log, oldest first. */
+  const starts = Effect.map(
+    http("/v1/api/audit", { authorization: `Bearer ${key.body.key}` }),
+    (r) => (r.body.entries as ReadonlyArray<any>).filter((e) => e.action === "import.start").reverse()
+  )
+  return { programId, workspaceId: workspace.body.id as string, member, starts }
 })
 
 const DAY = 86_400_000
@@ -167,6 +172,18 @@ layer(server, { timeout: 180_000 })("streaks import", (it) => {
         const again = summary(rerun)
         expect(again.id).not.toBe(done.id)
         expect(again).toMatchObject({ status: "finished", received: 20000, imported: 0, duplicates: 20000 })
+
+        // Each run's start is in the workspace's audit log, by the operator on the command line.
+        const starts = yield* t.starts
+        expect(starts.map((e) => e.target)).toEqual([done.id, done.id, again.id])
+        for (const e of starts) {
+          expect(e).toMatchObject({
+            workspaceId: t.workspaceId,
+            actor: { kind: "admin", id: "cli" },
+            clientAddress: "cli",
+            details: { programId: t.programId, format: "ndjson" }
+          })
+        }
       }),
     { timeout: 150_000 }
   )
@@ -194,6 +211,11 @@ layer(server, { timeout: 180_000 })("streaks import", (it) => {
           rejected: [{ line: 302, error: "INVALID_BODY" }]
         })
         expect((yield* t.member("c0")).body).toMatchObject({ current: 10, best: 10 })
+        expect(yield* t.starts).toMatchObject([{
+          target: done.id,
+          actor: { kind: "admin", id: "cli" },
+          details: { programId: t.programId, format: "csv" }
+        }])
       }),
     { timeout: 60_000 }
   )
@@ -206,5 +228,10 @@ layer(server, { timeout: 180_000 })("streaks import", (it) => {
       expect(out.code).toBe(1)
       expect(out.stderr).toContain("import failed: program not found")
       expect(out.stdout).toBe("")
+      // Nothing started, nothing recorded.
+      const audit = yield* admin("/admin/audit?limit=200")
+      expect((audit.body.entries as ReadonlyArray<any>).filter((e) => e.details.programId === "prg_unknown")).toEqual(
+        []
+      )
     }), { timeout: 60_000 })
 })

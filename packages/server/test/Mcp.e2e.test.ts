@@ -295,6 +295,63 @@ layer(servers, { timeout: 120_000 })("the MCP worker", (it) => {
       expect(yield* member()).toMatchObject({ current: 2, todayDone: true })
     }))
 
+  it.scoped("repair_streak is audited as the REST repair is: actor mcp_token and the client's address; a refused repair leaves no entry", () =>
+    Effect.gen(function*() {
+      const t = yield* tenant("Support")
+      const policy = yield* admin(`/admin/programs/${t.programId}/policy`, { repairWindowDays: 7 }, "PUT")
+      expect(policy.status).toBe(200)
+      yield* admin(`/admin/programs/${t.programId}/status`, { status: "live" })
+      const client = yield* connect(t.tokens.mcp)
+      for (const n of [3, 2]) {
+        expect(
+          (yield* call(client, "record_action", { programId: t.programId, userHash: "m1", ts: daysAgo(n) }))
+            .structuredContent
+        ).toEqual({ counted: true })
+      }
+      const repairs = () =>
+        Effect.map(
+          rest(t.tokens.apiKey, "/audit"),
+          (r) => (r.body.entries as ReadonlyArray<any>).filter((e) => e.action === "streak.repair")
+        )
+      const yesterday = daysAgo(1).slice(0, 10)
+
+      // Refused (the day before yesterday was kept): NOT_REPAIRABLE, and nothing in the log.
+      const refused = yield* call(client, "repair_streak", {
+        programId: t.programId,
+        userHash: "m1",
+        period: daysAgo(2).slice(0, 10),
+        reason: "ticket 41"
+      })
+      expect([refused.isError, textOf(refused)]).toEqual([true, "NOT_REPAIRABLE"])
+      expect(yield* repairs()).toEqual([])
+
+      const repaired = yield* call(client, "repair_streak", {
+        programId: t.programId,
+        userHash: "m1",
+        period: yesterday,
+        reason: "ticket 42"
+      })
+      expect(repaired.isError).not.toBe(true)
+      expect(repaired.structuredContent).toMatchObject({ current: 3, pending: true })
+      const entries = yield* repairs()
+      expect(entries).toEqual([{
+        id: expect.any(String),
+        at: expect.any(String),
+        workspaceId: t.workspaceId,
+        actor: { kind: "mcp_token", id: t.mcpTokenId },
+        clientAddress: expect.stringMatching(/127\.0\.0\.1/),
+        action: "streak.repair",
+        target: t.programId,
+        details: { userHash: "m1" }
+      }])
+      // The operator's log has the same entry.
+      const all = yield* admin("/admin/audit")
+      expect(
+        (all.body.entries as ReadonlyArray<any>).filter((e) => e.action === "streak.repair" && e.target === t.programId)
+      )
+        .toEqual(entries)
+    }))
+
   it.scoped("a program of another workspace is NOT_FOUND for every kind of credential, like an unknown one", () =>
     Effect.gen(function*() {
       const t = yield* tenant("Ours")

@@ -1,7 +1,7 @@
 /**
  * `streaks mcp --stdio` end to end: the CLI spawned as a local agent would spawn it, talked to with
  * the official SDK's stdio client, on the Postgres database of a reference server that provisions
- * the tenant and answers the REST questions the tools are compared with.
+ * the tenant, answers the REST questions the tools are compared with and reads a repair's audit entry.
  */
 import { expect, layer } from "@effect/vitest"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
@@ -83,6 +83,8 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
     Effect.gen(function*() {
       const { url } = yield* Database
       const t = yield* tenant
+      // Set before the worker starts: it reads programs through a cache of its own.
+      expect((yield* admin(`/admin/programs/${t.programId}/policy`, { repairWindowDays: 7 }, "PUT")).status).toBe(200)
       const errors: Array<unknown> = []
       const client = new Client({ name: "desktop-agent", version: "1.0.0" })
       client.onerror = (error) => errors.push(error)
@@ -115,6 +117,23 @@ layer(server, { timeout: 120_000 })("streaks mcp --stdio", (it) => {
         member.body
       )
       expect(member.body.current).toBe(1)
+
+      // A repair over stdio is in the audit log, by the token, from "stdio" (the agent has no address).
+      const day = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString()
+      for (const n of [3, 2]) {
+        yield* call("record_action", { programId: t.programId, userHash: "m1", test: true, ts: day(n) })
+      }
+      const repaired = yield* call("repair_streak", {
+        programId: t.programId,
+        userHash: "m1",
+        period: day(1).slice(0, 10),
+        reason: "ticket 7"
+      })
+      expect(repaired.structuredContent).toMatchObject({ current: 4 })
+      const audit = yield* http("/v1/api/audit", { authorization: `Bearer ${t.apiKey}` })
+      expect(audit.body.entries.filter((e: any) => e.action === "streak.repair")).toMatchObject([
+        { actor: { kind: "mcp_token", id: t.token.id }, clientAddress: "stdio", target: t.programId }
+      ])
 
       expect((yield* admin(`/admin/mcp-tokens/${t.token.id}`, undefined, "DELETE")).status).toBe(204)
       const refused = yield* call("list_programs")

@@ -42,6 +42,7 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0010_oauth_authorization_server": ddl(oauthAuthorizationServer(prefix)),
   "0011_forgiveness": ddl(forgiveness(prefix)),
   "0012_history_imports": ddl(historyImports(prefix)),
+  "0013_outage_revisions": ddl(outageRevisions(prefix)),
   "0014_report_rollups": ddl(reportRollups(prefix)),
   "0015_import_leases": ddl(importLeases(prefix))
 })
@@ -501,6 +502,10 @@ CREATE TABLE ${p}import_members (
 );
 `
 
+// A program's outage windows change by compare-and-set on this counter
+// (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
+const outageRevisions = (p: string) => `
+ALTER TABLE ${p}programs ADD COLUMN IF NOT EXISTS outages_revision integer;
 // The rollups reports read instead of every action and activity day of a range
 // ([decisions/0024](../../../docs/decisions/0024-report-rollups.md)), filled here from what is
 // stored and kept from then on by the statements that write actions and days.

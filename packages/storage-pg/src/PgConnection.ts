@@ -57,9 +57,13 @@ const millis = (d: Duration.DurationInput | undefined) => (d === undefined ? und
  * length is estimated cheaper than the generic one, which assumes 100 elements, so `auto` never
  * settled on it. At 10 concurrent callers that planning doubled Postgres's CPU per state read
  * (docs/performance.md). Our statements look rows up by key, the same way on either plan. On a
- * Postgres before 12 the `SET` fails alone and the connection keeps `auto` (docs/operations.md).
+ * Postgres before 12 the statement fails alone and the connection keeps `auto` (docs/operations.md).
+ * In a database with the Citus extension, custom plans instead: Citus distributes a statement
+ * whose shard comes from a parameter only once the parameters are known
+ * (docs/scaling.md#statements-citus-can-plan).
  */
-const genericPlans = "SET plan_cache_mode = force_generic_plan"
+const genericPlans = `SELECT set_config('plan_cache_mode', CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL
+  THEN 'force_generic_plan' ELSE 'force_custom_plan' END, false)`
 
 /** TCP keep-alive probes start after a connection has been idle this long, so a dead peer is noticed. */
 const keepAliveDelay = Duration.seconds(10)

@@ -2,7 +2,7 @@
  * `AuditLog` on SQLite: entries appended one statement each, read newest first by keyset.
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
-import { AuditEntry } from "@streaks/core/Domain"
+import { type ActorKind, AuditEntry } from "@streaks/core/Domain"
 import type { AuditLog, AuditQuery } from "@streaks/core/Ports"
 import { Effect } from "effect"
 import { type Codec, decode, encode, instant, json, port, text } from "./sqlite.js"
@@ -16,7 +16,7 @@ const entry: Codec<AuditEntry> = {
     actor: {
       name: "actor_id",
       encode: (actor) => ({ actor_kind: actor.kind, actor_id: actor.id }),
-      decode: (row) => ({ kind: String(row.actor_kind), id: String(row.actor_id) })
+      decode: (row) => ({ kind: String(row.actor_kind) as ActorKind, id: String(row.actor_id) })
     },
     clientAddress: text("client_address"),
     action: text("action"),

@@ -103,6 +103,7 @@ const tables: { readonly [K in CatalogKind]: Table<CatalogRecords[K]> } = {
       settings: json("settings", (settings) => new ProgramSettings(settings, true)),
       policy,
       outages: column<ReadonlyArray<Outage>>("outages", outagesToJson, outagesFromJson),
+      outagesRevision: number("outages_revision"),
       createdAt: instant("created_at")
     }
   },

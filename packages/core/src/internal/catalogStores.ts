@@ -3,9 +3,9 @@
  * calls of the `Catalog` port.
  */
 import { Array as Arr, Effect, Option } from "effect"
-import type { CredentialRef } from "../Domain.js"
+import type { CredentialRef, Outage, Program } from "../Domain.js"
 import { StorageError } from "../Errors.js"
-import type { UserId } from "../Ids.js"
+import type { ProgramId, UserId } from "../Ids.js"
 import {
   type Catalog,
   type CatalogKind,
@@ -14,6 +14,7 @@ import {
   DirectoryStore,
   ExperimentStore,
   OAuthStore,
+  type OutagesChange,
   SubscriptionStore
 } from "../Ports.js"
 
@@ -54,9 +55,50 @@ export const directory = (catalog: CatalogApi): DirectoryStore["Type"] => {
       ),
     setWebhookSecretHash: (id, webhookSecretHash) => first(catalog.update("program", { id }, { webhookSecretHash })),
     setProgramPolicy: (id, policy, mode) => first(catalog.update("program", { id }, { policy, mode })),
-    setProgramOutages: (id, outages) => first(catalog.update("program", { id }, { outages }))
+    changeProgramOutages: (id, change) => changeOutages(catalog, id, change, outagesAttempts)
   })
 }
+
+/** The windows after `change`: replaced in place by id, else appended, then removed by id. */
+export const changedOutages = (outages: ReadonlyArray<Outage>, change: OutagesChange): ReadonlyArray<Outage> => {
+  const added = change.add ?? []
+  const removed = new Set(change.remove ?? [])
+  const byId = new Map(added.map((o) => [o.id, o]))
+  const kept = outages.map((o) => byId.get(o.id) ?? o)
+  const fresh = added.filter((o) => !outages.some((old) => old.id === o.id))
+  return [...kept, ...fresh].filter((o) => !removed.has(o.id))
+}
+
+// A change that lost the race reads again: the winner has committed by then (an SQL update waits
+// for the row it changes), so the bound only guards against a store that breaks the rule.
+const outagesAttempts = 100
+
+/**
+ * A compare-and-set on `outagesRevision`: the update matches only the revision read, and
+ * `Catalog.update` changes a record in one atomic step, so of concurrent changes exactly one
+ * succeeds each time and the others apply theirs to its result.
+ */
+const changeOutages = (
+  catalog: CatalogApi,
+  id: ProgramId,
+  change: OutagesChange,
+  attemptsLeft: number
+): Effect.Effect<Option.Option<Program>, StorageError> =>
+  Effect.flatMap(first(catalog.find("program", { id })), (found) => {
+    if (Option.isNone(found)) return Effect.succeed(found)
+    const revision = found.value.outagesRevision
+    return Effect.flatMap(
+      first(catalog.update("program", { id, outagesRevision: revision ?? null }, {
+        outages: changedOutages(found.value.outages ?? [], change),
+        outagesRevision: (revision ?? 0) + 1
+      })),
+      (updated) => {
+        if (Option.isSome(updated)) return Effect.succeed(updated)
+        if (attemptsLeft > 1) return changeOutages(catalog, id, change, attemptsLeft - 1)
+        return Effect.fail(new StorageError({ message: "changeProgramOutages: the program kept changing" }))
+      }
+    )
+  })
 
 const sameCredential = (a: CredentialRef, b: CredentialRef) => a.type === b.type && a.id === b.id
 

@@ -681,7 +681,7 @@ export const directorySuite = (it: It) =>
         assert.isTrue(Option.isNone(yield* directory.setProgramPolicy(freshId("ProgramId"), monthly, "monthly")))
       }))
 
-    it.effect("setProgramOutages replaces the outage windows (instants to the millisecond, in order) and keeps the rest; an unknown id gives None", () =>
+    it.effect("changeProgramOutages adds, replaces by id and removes outage windows (instants to the millisecond, in order) and keeps the rest; an unknown id gives None", () =>
       Effect.gen(function*() {
         const directory = yield* DirectoryStore
         const { program } = yield* seedTenant()
@@ -704,7 +704,7 @@ export const directorySuite = (it: It) =>
             createdAt: new Date("2024-03-05T13:00:00.000Z")
           }
         ]
-        const updated = Option.getOrThrow(yield* directory.setProgramOutages(program.id, outages))
+        const updated = Option.getOrThrow(yield* directory.changeProgramOutages(program.id, { add: outages }))
         assert.deepStrictEqual(updated.outages, outages)
         const stored = Option.getOrThrow(yield* directory.program(program.id))
         assert.deepStrictEqual(stored.outages, outages)
@@ -712,15 +712,62 @@ export const directorySuite = (it: It) =>
           (yield* directory.programsOfProjects([program.projectId])).find((p) => p.id === program.id)?.outages,
           outages
         )
-        const { outages: _o, ...rest } = plain(stored)
-        const { outages: _o2, ...unchanged } = plain(program)
+        const { outages: _o, outagesRevision: _r, ...rest } = plain(stored)
+        const { outages: _o2, outagesRevision: _r2, ...unchanged } = plain(program)
         assert.deepStrictEqual(
           { ...rest, milestones: stored.milestones.map(plain), settings: plain(stored.settings) },
           { ...unchanged, milestones: program.milestones.map(plain), settings: plain(program.settings) }
         )
-        yield* directory.setProgramOutages(program.id, [outages[1]!])
+        // A window of the same id is replaced where it stands; a new one comes last.
+        const counted = { ...outages[0]!, restored: 7 }
+        const later = { ...outages[1]!, id: "out_c", reason: "later" }
+        yield* directory.changeProgramOutages(program.id, { add: [counted, later] })
+        assert.deepStrictEqual(Option.getOrThrow(yield* directory.program(program.id)).outages, [
+          counted,
+          outages[1]!,
+          later
+        ])
+        yield* directory.changeProgramOutages(program.id, { remove: ["out_b", "out_c", "out_unknown"] })
         assert.deepStrictEqual(Option.getOrThrow(yield* directory.program(program.id)).outages, [outages[1]!])
-        assert.isTrue(Option.isNone(yield* directory.setProgramOutages(freshId("ProgramId"), outages)))
+        assert.isTrue(Option.isNone(yield* directory.changeProgramOutages(freshId("ProgramId"), { add: outages })))
+      }))
+
+    it.effect("concurrent changes of a program's outage windows are never lost: 20 adds, alone or each in a transaction, all stay; then concurrent removes", () =>
+      Effect.gen(function*() {
+        const directory = yield* DirectoryStore
+        const transactor = yield* Transactor
+        const { program } = yield* seedTenant()
+        const window = (n: number) => ({
+          id: `out_${String(n).padStart(2, "0")}`,
+          start: new Date(Date.UTC(2024, 2, 1, n)),
+          end: new Date(Date.UTC(2024, 2, 1, n, 30)),
+          reason: `window ${n}`,
+          restored: n,
+          createdAt: new Date(Date.UTC(2024, 2, 2, n))
+        })
+        const ids = (p: Program) => (p.outages ?? []).map((o) => o.id).sort()
+        const first = Array.from({ length: 10 }, (_, n) => window(n))
+        const second = Array.from({ length: 10 }, (_, n) => window(n + 10))
+        yield* Effect.all([
+          ...first.map((o) => directory.changeProgramOutages(program.id, { add: [o] })),
+          // In a transaction the change holds the program until commit, as a declaration's does.
+          ...second.map((o) =>
+            transactor.withTransaction(Effect.zipRight(
+              directory.changeProgramOutages(program.id, { add: [o] }),
+              directory.changeProgramOutages(program.id, { add: [{ ...o, restored: o.restored + 100 }] })
+            ))
+          )
+        ], { concurrency: "unbounded" })
+        const stored = Option.getOrThrow(yield* directory.program(program.id))
+        assert.deepStrictEqual(ids(stored), [...first, ...second].map((o) => o.id))
+        for (const o of stored.outages ?? []) {
+          assert.strictEqual(o.restored, Number(o.id.slice(4)) + (Number(o.id.slice(4)) >= 10 ? 100 : 0))
+        }
+        yield* Effect.all(
+          first.map((o) => directory.changeProgramOutages(program.id, { remove: [o.id] })),
+          { concurrency: "unbounded" }
+        )
+        assert.deepStrictEqual(ids(Option.getOrThrow(yield* directory.program(program.id))), second.map((o) => o.id))
       }))
 
     it.effect("creating a workspace, project or program whose id exists, or a project with a siteKey in use, fails and stores nothing", () =>

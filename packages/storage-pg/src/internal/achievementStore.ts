@@ -8,6 +8,7 @@ import type { StorageError } from "@streaks/core/Errors"
 import type { AchievementStore } from "@streaks/core/Ports"
 import { Effect } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
+import { perProject } from "./perProject.js"
 import { pipelined } from "./pipeline.js"
 import { type Ctx, io, toDate, trusted } from "./sql.js"
 import { achievedIds, achievementsOfK, keyArraysOf } from "./streakRows.js"
@@ -49,34 +50,34 @@ export const makeAchievementStore = ({ query, sql, t }: Ctx): AchievementStore["
     achieved: (keys) =>
       keys.length === 0 ?
         Effect.succeed([]) :
-        query(sql`SELECT k.n, a.milestone_id, a.achieved_at
-          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
-          CROSS JOIN LATERAL (
-            SELECT milestone_id, achieved_at FROM ${t.achievements} a
-            WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
-              AND a.ledger = k.ledger
-            OFFSET 0
-          ) a
-          ORDER BY k.n, a.achieved_at, a.milestone_id`).pipe(
-          Effect.map((rows) => {
-            const achieved = keys.map((): Array<Achievement> => [])
-            for (const r of rows) {
-              const key = keys[Number(r.n) - 1]!
-              achieved[Number(r.n) - 1]!.push(
-                new Achievement({
-                  projectId: key.projectId,
-                  programId: key.programId,
-                  userHash: key.userHash,
-                  ledger: key.ledger,
-                  milestoneId: r.milestone_id as MilestoneId,
-                  achievedAt: toDate(r.achieved_at)
-                }, trusted)
-              )
-            }
-            return achieved
-          }),
-          io("AchievementStore.achieved")
-        ),
+        perProject(keys, (k) => k.projectId, (projectId, group) =>
+          query(sql`SELECT k.n, a.milestone_id, a.achieved_at
+            FROM unnest(${keyArraysOf(sql, group)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
+            CROSS JOIN LATERAL (
+              SELECT milestone_id, achieved_at FROM ${t.achievements} a
+              WHERE a.project_id = ${projectId} AND a.program_id = k.program_id AND a.user_hash = k.user_hash
+                AND a.ledger = k.ledger
+              OFFSET 0
+            ) a
+            ORDER BY k.n, a.achieved_at, a.milestone_id`).pipe(
+            Effect.map((rows) => {
+              const achieved = group.map((): Array<Achievement> => [])
+              for (const r of rows) {
+                const key = group[Number(r.n) - 1]!
+                achieved[Number(r.n) - 1]!.push(
+                  new Achievement({
+                    projectId: key.projectId,
+                    programId: key.programId,
+                    userHash: key.userHash,
+                    ledger: key.ledger,
+                    milestoneId: r.milestone_id as MilestoneId,
+                    achievedAt: toDate(r.achieved_at)
+                  }, trusted)
+                )
+              }
+              return achieved
+            })
+          )).pipe(io("AchievementStore.achieved")),
 
     // Per key the copy on its streak row (migration 0003), a primary-key seek into the page the
     // action has just locked (LATERAL with LIMIT 1: see `standing`); only where the copy is not
@@ -85,23 +86,25 @@ export const makeAchievementStore = ({ query, sql, t }: Ctx): AchievementStore["
     achievedIds: (keys) =>
       keys.length === 0 ?
         Effect.succeed([]) :
-        query(sql`SELECT k.n, m.milestone_id
-          FROM unnest(${keyArraysOf(sql, keys)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
-          LEFT JOIN LATERAL (
-            SELECT achieved FROM ${t.streaks} s
-            WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
-              AND s.ledger = k.ledger LIMIT 1
-          ) s ON true
-          CROSS JOIN LATERAL unnest(${achievedIds({ sql, t }, "s.achieved", achievementsOfK(sql, "k.user_hash"))})
-            AS m (milestone_id)
-          ORDER BY k.n, m.milestone_id`).pipe(
-          Effect.map((rows) => {
-            const achieved = keys.map((): Array<MilestoneId> => [])
-            for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
-            return achieved
-          }),
-          io("AchievementStore.achievedIds")
-        ),
+        perProject(keys, (k) => k.projectId, (projectId, group) =>
+          query(sql`SELECT k.n, m.milestone_id
+            FROM unnest(${keyArraysOf(sql, group)}) WITH ORDINALITY AS k (project_id, program_id, user_hash, ledger, n)
+            LEFT JOIN LATERAL (
+              SELECT achieved FROM ${t.streaks} s
+              WHERE s.project_id = ${projectId} AND s.program_id = k.program_id AND s.user_hash = k.user_hash
+                AND s.ledger = k.ledger LIMIT 1
+            ) s ON true
+            CROSS JOIN LATERAL unnest(${
+            achievedIds({ sql, t }, "s.achieved", achievementsOfK(sql, projectId, "k.user_hash"))
+          })
+              AS m (milestone_id)
+            ORDER BY k.n, m.milestone_id`).pipe(
+            Effect.map((rows) => {
+              const achieved = group.map((): Array<MilestoneId> => [])
+              for (const r of rows) achieved[Number(r.n) - 1]!.push(r.milestone_id as MilestoneId)
+              return achieved
+            })
+          )).pipe(io("AchievementStore.achievedIds")),
 
     // Sent together (one round trip on a pipelining connection), in input order; a pair given
     // twice is sent once, and answers `false` at its later positions.

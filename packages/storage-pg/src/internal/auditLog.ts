@@ -2,7 +2,7 @@
  * `AuditLog` on Postgres: entries appended in one insert, read newest first through the
  * `(workspace_id, at, id)` and `(at, id)` indexes, a page at a time by keyset.
  */
-import { AuditEntry } from "@streaks/core/Domain"
+import { type ActorKind, AuditEntry } from "@streaks/core/Domain"
 import type { AuditEntryId, WorkspaceId } from "@streaks/core/Ids"
 import type { AuditLog, AuditQuery } from "@streaks/core/Ports"
 import { Effect } from "effect"
@@ -15,7 +15,7 @@ const decode = (r: Row): AuditEntry =>
     id: r.id as AuditEntryId,
     at: toDate(r.at),
     ...opt("workspaceId", r.workspace_id as WorkspaceId | null),
-    actor: { kind: r.actor_kind as string, id: r.actor_id as string },
+    actor: { kind: r.actor_kind as ActorKind, id: r.actor_id as string },
     clientAddress: r.client_address as string,
     action: r.action as string,
     target: r.target as string,

@@ -104,6 +104,7 @@ const kinds: { readonly [K in CatalogKind]: Kind<CatalogRecords[K]> } = {
       settings: column("settings", "jsonb", settingsJson),
       policy: column("policy", "jsonb", policyJson),
       outages: column("outages", "jsonb", (o: Program["outages"]) => (o === undefined ? null : outagesToJson(o))),
+      outagesRevision: column("outages_revision", "integer"),
       createdAt: instant("created_at")
     },
     decode: decodeProgram,

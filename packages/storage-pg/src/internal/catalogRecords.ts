@@ -113,6 +113,12 @@ export const decodeProgram = (r: Row): Program => {
     }, trusted),
     ...opt("policy", r.policy === null || r.policy === undefined ? undefined : decodePolicy(r.policy)),
     ...opt("outages", r.outages === null || r.outages === undefined ? undefined : outagesFromJson(r.outages)),
+    ...opt(
+      "outagesRevision",
+      r.outages_revision === null || r.outages_revision === undefined
+        ? undefined
+        : Number(r.outages_revision)
+    ),
     createdAt: toDate(r.created_at)
   }, trusted)
 }

@@ -4,6 +4,7 @@
  */
 import type { IdempotencyClaim, IdempotencyStore, KeyRequest } from "@streaks/core/Ports"
 import { Effect } from "effect"
+import { perProject } from "./perProject.js"
 import { type Ctx, io, jsonParam, lastPerKey } from "./sql.js"
 
 /** A record lives 24 h from first receipt; an unfinished claim expires after 30 s (docs/api.md#idempotency). */
@@ -35,32 +36,37 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
   // with LIMIT, which the planner cannot turn into a join): a join let a plan made while the
   // table was small scan all of it for every claim, for the life of the connection (generic
   // plans, `PgConnection`).
-  const claimStatement = (claims: ReadonlyArray<KeyRequest>) =>
+  // One statement per project (`perProject`), which it names. The conflict's condition compares
+  // ages (`timestamptz - timestamptz`, immutable) rather than shifted instants (`timestamptz -
+  // interval` is only stable): Citus accepts only immutable functions there.
+  const claimStatement = (projectId: string, claims: ReadonlyArray<KeyRequest>) =>
     query(sql`WITH input AS (
-          SELECT * FROM unnest(${claims.map((c) => c.projectId)}::text[], ${claims.map((c) => c.key)}::text[],
-            ${claims.map((c) => c.now.toISOString())}::timestamptz[]) WITH ORDINALITY AS i (project_id, key, at, n)
+          SELECT * FROM unnest(${claims.map((c) => c.key)}::text[], ${
+      claims.map((c) => c.now.toISOString())
+    }::timestamptz[])
+            WITH ORDINALITY AS i (key, at, n)
         ), gate AS (
-          SELECT i.*, pg_try_advisory_xact_lock(hashtext(${lockSpace}), hashtext(i.project_id || '/' || i.key)) AS locked
+          SELECT i.*, pg_try_advisory_xact_lock(hashtext(${lockSpace}), hashtext(${projectId} || '/' || i.key)) AS locked
           FROM input i
         ), taken AS (
           INSERT INTO ${t.idempotency_keys} AS k (project_id, key, state, created_at, claimed_at)
-          SELECT project_id, key, 'in_progress', at, at FROM gate WHERE locked ORDER BY n
+          SELECT ${projectId}, key, 'in_progress', at, at FROM gate WHERE locked ORDER BY n
           ON CONFLICT (project_id, key) DO UPDATE
             SET state = 'in_progress', created_at = excluded.created_at, claimed_at = excluded.claimed_at,
                 completed_at = NULL, response_status = NULL, response_body = NULL
-            WHERE k.created_at <= excluded.created_at - ${recordLifetime}::interval
-               OR (k.state = 'in_progress' AND k.claimed_at <= excluded.claimed_at - ${claimLifetime}::interval)
-          RETURNING k.project_id, k.key
+            WHERE excluded.created_at - k.created_at >= ${recordLifetime}::interval
+               OR (k.state = 'in_progress' AND excluded.claimed_at - k.claimed_at >= ${claimLifetime}::interval)
+          RETURNING k.key
         )
         SELECT g.n, g.locked, taken.key IS NOT NULL AS claimed, k.state, k.response_status,
           k.response_body::text AS response_body, k.expired
         FROM gate g
-        LEFT JOIN taken ON taken.project_id = g.project_id AND taken.key = g.key
+        LEFT JOIN taken ON taken.key = g.key
         LEFT JOIN LATERAL (SELECT state, response_status, response_body,
             created_at <= g.at - ${recordLifetime}::interval
               OR (state = 'in_progress' AND claimed_at <= g.at - ${claimLifetime}::interval) AS expired
           FROM ${t.idempotency_keys}
-          WHERE g.locked AND taken.key IS NULL AND project_id = g.project_id AND key = g.key LIMIT 1) k ON true
+          WHERE g.locked AND taken.key IS NULL AND project_id = ${projectId} AND key = g.key LIMIT 1) k ON true
         ORDER BY g.n`)
 
   // A key's answer from its row of `claimStatement`; `undefined` when the statement's view could
@@ -87,10 +93,11 @@ export const makeIdempotencyStore = ({ query, prefix, sql, t }: Ctx): Idempotenc
       const answers = new Array<IdempotencyClaim>(claims.length).fill(inProgress)
       let left = claims.map((_, i) => i)
       for (let attempt = 1; attempt <= claimAttempts && left.length > 0; attempt++) {
-        const rows = yield* claimStatement(left.map((i) => claims[i]!))
+        // One row per claim, in the claims' order.
+        const rows = yield* perProject(left.map((i) => claims[i]!), (c) => c.projectId, claimStatement)
         const unsure: Array<number> = []
-        for (const row of rows) {
-          const i = left[Number(row.n) - 1]!
+        for (const [n, row] of rows.entries()) {
+          const i = left[n]!
           const answer = answerOf(row)
           if (answer === undefined) unsure.push(i)
           else answers[i] = answer

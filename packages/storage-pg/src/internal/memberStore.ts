@@ -5,22 +5,22 @@
 import type { UserHash } from "@streaks/core/Ids"
 import type { MemberRef, MemberStore, MemberZone } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
+import { perProject } from "./perProject.js"
 import { type Ctx, io, lastPerKey } from "./sql.js"
 
 export const makeMemberStore = ({ query, sql, t }: Ctx): MemberStore["Type"] => {
-  // One round trip for a batch: resolve each id's alias (if any), then the canonical member's zone,
-  // each a primary-key seek (LATERAL with LIMIT, which the planner cannot turn into a join): joins
-  // let a plan made while the tables were small scan both of them at every call, for the life of
-  // the connection (generic plans, `PgConnection`).
-  const lookup = (inputs: ReadonlyArray<MemberRef>) =>
+  // One round trip for a batch, one statement per project (`perProject`): resolve each id's alias
+  // (if any), then the canonical member's zone, each a primary-key seek (LATERAL with LIMIT, which
+  // the planner cannot turn into a join): joins let a plan made while the tables were small scan
+  // both of them at every call, for the life of the connection (generic plans, `PgConnection`).
+  const lookupIn = (projectId: string, inputs: ReadonlyArray<MemberRef>) =>
     Effect.map(
       query(sql`SELECT i.n, coalesce(a.user_hash, i.user_hash) AS user_hash, m.timezone
-            FROM unnest(${inputs.map((i) => i.projectId)}::text[], ${inputs.map((i) => i.userHash)}::text[],
-              ${inputs.map((_, n) => n)}::int[]) AS i (project_id, user_hash, n)
+            FROM unnest(${inputs.map((i) => i.userHash)}::text[], ${inputs.map((_, n) => n)}::int[]) AS i (user_hash, n)
             LEFT JOIN LATERAL (SELECT user_hash FROM ${t.aliases}
-              WHERE project_id = i.project_id AND anonymous_id = i.user_hash LIMIT 1) a ON true
+              WHERE project_id = ${projectId} AND anonymous_id = i.user_hash LIMIT 1) a ON true
             LEFT JOIN LATERAL (SELECT timezone FROM ${t.members}
-              WHERE project_id = i.project_id AND user_hash = coalesce(a.user_hash, i.user_hash) LIMIT 1) m ON true`),
+              WHERE project_id = ${projectId} AND user_hash = coalesce(a.user_hash, i.user_hash) LIMIT 1) m ON true`),
       (rows) => {
         const out = inputs.map((i) => ({ userHash: i.userHash, timezone: Option.none<string>() }))
         for (const r of rows) {
@@ -32,6 +32,7 @@ export const makeMemberStore = ({ query, sql, t }: Ctx): MemberStore["Type"] => 
         return out
       }
     )
+  const lookup = (inputs: ReadonlyArray<MemberRef>) => perProject(inputs, (i) => i.projectId, lookupIn)
   return {
     lookup: (ids) => ids.length === 0 ? Effect.succeed([]) : lookup(ids).pipe(io("MemberStore.lookup")),
 

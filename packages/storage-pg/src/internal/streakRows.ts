@@ -69,10 +69,14 @@ export const achievedIds = ({ sql, t }: Pick<Ctx, "sql" | "t">, copy: string, sa
   sql`CASE WHEN ${sql.literal(copy)} IS NOT NULL THEN ${sql.literal(copy)}
     ELSE ARRAY(SELECT a.milestone_id FROM ${t.achievements} a WHERE ${sameKey}) END`
 
-/** The achievements of the unnested key `k`, for a member whose hash is in `userHash`. */
-export const achievementsOfK = (sql: Ctx["sql"], userHash: string) =>
-  sql.literal(`a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = ${userHash}
-    AND a.ledger = k.ledger`)
+/**
+ * The achievements of the unnested key `k` of the statement's one project (`perProject`), for a
+ * member whose hash is in `userHash`.
+ */
+export const achievementsOfK = (sql: Ctx["sql"], projectId: string, userHash: string) =>
+  sql`a.project_id = ${projectId} AND ${
+    sql.literal(`a.program_id = k.program_id AND a.user_hash = ${userHash} AND a.ledger = k.ledger`)
+  }`
 
 /** The four key columns of many keys as arrays, for `unnest`. */
 export const keyArraysOf = (

@@ -16,6 +16,7 @@ import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
 import { makeDistributed, makeRotation } from "./claimsByProject.js"
 import { addedSpansText, removedSpansText, summariesChangeText } from "./activeSpans.js"
+import { perProject, rowsPerProject } from "./perProject.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
 import { achievedIds, achievementsOfK, decodeStreakRow, forgivenOf, keyArraysOf, streakColumns } from "./streakRows.js"
 
@@ -132,23 +133,27 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const whereKey = (k: StreakKey) =>
     sql`project_id = ${k.projectId} AND program_id = ${k.programId} AND user_hash = ${k.userHash} AND ledger = ${k.ledger}`
 
-  // The row of each key `k` locked: one primary-key seek per key, in input order (the caller
-  // sorts): a join or IN would let the planner scan the whole table while its statistics still
-  // say it is small.
-  const lockEachOf = (columns: Fragment) =>
+  // The row of each key `k` of the statement's one project (`perProject`) locked: one
+  // primary-key seek per key, in input order (the caller sorts): a join or IN would let the
+  // planner scan the whole table while its statistics still say it is small.
+  const lockEachOf = (projectId: string, columns: Fragment) =>
     sql`CROSS JOIN LATERAL (
       SELECT ${columns} FROM ${t.streaks} r
-      WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash AND r.ledger = k.ledger
+      WHERE r.project_id = ${projectId} AND r.program_id = k.program_id AND r.user_hash = k.user_hash
+        AND r.ledger = k.ledger
       FOR UPDATE
     ) s`
-  const lockEach = lockEachOf(cols)
   // With the achievements of the keys that ask for them (`k.with_achieved`), as `achievedIds`
   // reads them: the copy of the locked version, so it includes what the lock's last holder
   // committed (an achievement added sets the copy); the table only where the copy is NULL.
-  const lockEachAchieved = lockEachOf(sql`${cols},
+  const lockEachAchieved = (projectId: string) =>
+    lockEachOf(
+      projectId,
+      sql`${cols},
     CASE WHEN k.with_achieved THEN to_json(${
-    achievedIds({ sql, t }, "r.achieved", achievementsOfK(sql, "k.user_hash"))
-  }) END AS achieved`)
+        achievedIds({ sql, t }, "r.achieved", achievementsOfK(sql, projectId, "k.user_hash"))
+      }) END AS achieved`
+    )
 
   // One round trip for all the keys of a batch in the common cases: the insert returns fresh rows
   // (new rows are locked by their inserting transaction), and the locking select returns the
@@ -156,8 +161,9 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   // locked in one order (`inLockOrder`), so two batches locking overlapping keys cannot deadlock. A key
   // with no row: a concurrent transaction created it after this statement's snapshot was taken,
   // so the insert yielded to it and the snapshot cannot see it; running the statement again (new
-  // snapshot) for those keys then finds and locks them.
-  const lockOnce = (inputs: ReadonlyArray<LockInput>, now: Date) =>
+  // snapshot) for those keys then finds and locks them. One statement per project (`perProject`),
+  // the projects in lock order.
+  const lockOnce = (projectId: string, inputs: ReadonlyArray<LockInput>, now: Date) =>
     sql`WITH input AS (
           SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.timezone)}::text[])
             AS i (project_id, program_id, user_hash, ledger, zone)
@@ -167,7 +173,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
           ON CONFLICT DO NOTHING
           RETURNING ${cols}
         ), locked AS (
-          SELECT s.* FROM input k ${lockEach}
+          SELECT s.* FROM input k ${lockEachOf(projectId, cols)}
         )
         SELECT * FROM ins UNION ALL SELECT * FROM locked`
 
@@ -177,7 +183,12 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
       const found = new Map<string, StreakRow>()
       let missing = inLockOrder(inputs, (i) => i.key)
       for (let attempt = 1; attempt <= lockAttempts && missing.length > 0; attempt++) {
-        for (const [k, row] of rowsByKey(yield* query(lockOnce(missing, now)))) found.set(k, row)
+        const rows = yield* rowsPerProject(
+          missing,
+          (i) => i.key.projectId,
+          (projectId, group) => query(lockOnce(projectId, group, now))
+        )
+        for (const [k, row] of rowsByKey(rows)) found.set(k, row)
         missing = missing.filter((i) => !found.has(keyOf(i.key)))
       }
       if (missing.length > 0) return yield* new SqlError({ message: "a row vanished repeatedly while being created" })
@@ -191,8 +202,15 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     keys.forEach(({ withAchieved }, n) => asked.set(names[n]!, withAchieved || asked.get(names[n]!) === true))
     const sorted = inLockOrder(keys.map((k) => k.key), (k) => k)
     return Effect.map(
-      query(sql`SELECT s.* FROM unnest(${keyArraysOf(sql, sorted)}, ${sorted.map((k) => asked.get(keyOf(k))!)}::bool[])
-        AS k (project_id, program_id, user_hash, ledger, with_achieved) ${lockEachAchieved}`),
+      rowsPerProject(
+        sorted,
+        (k) => k.projectId,
+        (projectId, group) =>
+          query(
+            sql`SELECT s.* FROM unnest(${keyArraysOf(sql, group)}, ${group.map((k) => asked.get(keyOf(k))!)}::bool[])
+          AS k (project_id, program_id, user_hash, ledger, with_achieved) ${lockEachAchieved(projectId)}`
+          )
+      ),
       (rows) => {
         const found = new Map(rows.map((r) => {
           const row = decodeStreakRow(r)
@@ -296,18 +314,20 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
 
   type RowsQuery = Parameters<StreakStore["Type"]["rows"]>[0]
 
-  // Each key once, a primary-key seek each (LATERAL: see `lockEachOf`), without a lock.
+  // Each key once, a primary-key seek each (LATERAL: see `lockEachOf`), without a lock; one
+  // statement per project.
   const rowsOfKeys = (keys: ReadonlyArray<StreakKey>) => {
     const distinct = [...new Map(keys.map((k) => [keyOf(k), k])).values()]
-    return query(
-      sql`SELECT s.* FROM unnest(${keyArraysOf(sql, distinct)}) AS k (project_id, program_id, user_hash, ledger)
-      CROSS JOIN LATERAL (
-        SELECT ${cols} FROM ${t.streaks} r
-        WHERE r.project_id = k.project_id AND r.program_id = k.program_id AND r.user_hash = k.user_hash
-          AND r.ledger = k.ledger
-        LIMIT 1
-      ) s`
-    )
+    return rowsPerProject(distinct, (k) => k.projectId, (projectId, group) =>
+      query(
+        sql`SELECT s.* FROM unnest(${keyArraysOf(sql, group)}) AS k (project_id, program_id, user_hash, ledger)
+        CROSS JOIN LATERAL (
+          SELECT ${cols} FROM ${t.streaks} r
+          WHERE r.project_id = ${projectId} AND r.program_id = k.program_id AND r.user_hash = k.user_hash
+            AND r.ledger = k.ledger
+          LIMIT 1
+        ) s`
+      ))
   }
 
   // A range of the primary key (project, program): the table has no index by program (migration
@@ -321,13 +341,14 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   // A probe per program of the project and ledger, each a primary-key seek (LIMIT 1 keeps the
   // planner from turning it into a scan), so that an alias merge costs the same in a small
   // project and in a huge one. The streaks table has no index by member (migration 0002):
-  // programs are never deleted, so every row is found.
+  // programs are never deleted, so every row is found. The project is named in the probe itself,
+  // which Citus routes to its shard (not taken from the programs' reference table).
   const rowsOfMember = (projectId: ProjectId, userHash: UserHash) =>
     sql`SELECT s.* FROM ${t.programs} p
           CROSS JOIN (VALUES ('live'), ('test')) AS l (ledger)
           CROSS JOIN LATERAL (
             SELECT ${cols} FROM ${t.streaks} r
-            WHERE r.project_id = p.project_id AND r.program_id = p.id AND r.user_hash = ${userHash}
+            WHERE r.project_id = ${projectId} AND r.program_id = p.id AND r.user_hash = ${userHash}
               AND r.ledger = l.ledger
             LIMIT 1
           ) s
@@ -371,25 +392,23 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     },
 
     daysOfMany: (keys) =>
-      keys.length === 0 ? Effect.succeed([]) : query(
-        // One index seek per key, as `lock` does, in one statement.
-        sql`SELECT k.i, to_char(d.day, 'YYYY-MM-DD') AS day
-          FROM unnest(${keyArraysOf(sql, keys)}, ${keys.map((_, i) => i)}::int[])
-            AS k(project_id, program_id, user_hash, ledger, i)
-          CROSS JOIN LATERAL (
-            SELECT a.day FROM ${t.activity_days} a
-            WHERE a.project_id = k.project_id AND a.program_id = k.program_id AND a.user_hash = k.user_hash
-              AND a.ledger = k.ledger
-          ) d
-          ORDER BY k.i, d.day`
-      ).pipe(
-        Effect.map((rows) => {
-          const out = keys.map((): Array<LocalDate> => [])
+      keys.length === 0 ? Effect.succeed([]) : perProject(keys, (k) => k.projectId, (projectId, group) =>
+        // One index seek per key, as `lock` does, in one statement per project.
+        query(
+          sql`SELECT k.i, to_char(d.day, 'YYYY-MM-DD') AS day
+            FROM unnest(${keyArraysOf(sql, group)}, ${group.map((_, i) => i)}::int[])
+              AS k(project_id, program_id, user_hash, ledger, i)
+            CROSS JOIN LATERAL (
+              SELECT a.day FROM ${t.activity_days} a
+              WHERE a.project_id = ${projectId} AND a.program_id = k.program_id AND a.user_hash = k.user_hash
+                AND a.ledger = k.ledger
+            ) d
+            ORDER BY k.i, d.day`
+        ).pipe(Effect.map((rows) => {
+          const out = group.map((): Array<LocalDate> => [])
           for (const r of rows) out[Number(r.i)]!.push(toLocalDate(r.day))
           return out
-        }),
-        io("StreakStore.days")
-      ),
+        }))).pipe(io("StreakStore.days")),
 
     days: (key, range) =>
       query(
