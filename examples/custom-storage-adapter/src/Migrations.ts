@@ -360,6 +360,7 @@ const historyImports: ReadonlyArray<string> = [
 // A program's outage windows change by compare-and-set on this counter
 // (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
 const outageRevisions: ReadonlyArray<string> = [`ALTER TABLE programs ADD COLUMN outages_revision INTEGER`]
+
 // The report rollups (docs/decisions/0024-report-rollups.md, internal/rollups.ts), filled from
 // what is stored. A missing source label is JSON null in \`labels\`: one exact key.
 const reportRollups: ReadonlyArray<string> = [

@@ -506,6 +506,8 @@ CREATE TABLE ${p}import_members (
 // (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
 const outageRevisions = (p: string) => `
 ALTER TABLE ${p}programs ADD COLUMN IF NOT EXISTS outages_revision integer;
+`
+
 // The rollups reports read instead of every action and activity day of a range
 // ([decisions/0024](../../../docs/decisions/0024-report-rollups.md)), filled here from what is
 // stored and kept from then on by the statements that write actions and days.
