@@ -12,18 +12,27 @@
 export const slot = "(pg_backend_pid() % 16)::smallint"
 
 /**
+ * Where a statement text built here takes its project as a parameter: the caller puts the
+ * parameter in its place (`split` on it).
+ */
+export const projectParameter = "/* project */"
+
+/**
  * CTEs `near` and `spans` (to follow the CTE `added`, the inserted days' rows with `project_id`,
  * `program_id`, `user_hash`, `ledger` and `day`) that add the new days' links to `spans`. They
  * read `days` as it was before the statement, which is what the links change from: a new day
  * links to the nearest earlier day, old or new, and the old day right after new ones now links
  * to the last of them instead of its old predecessor. Sorted, so batches lock rows in one order.
+ * `project`: the statement's one project as a value (a parameter, `projectParameter`), which
+ * the reads of `days` compare `project_id` with, so that Citus routes the statement to that
+ * project's shard (docs/scaling.md#statements-citus-can-plan).
  */
-export const addedSpansText = (spans: string, days: string, added: string): string => `
+export const addedSpansText = (spans: string, days: string, added: string, project: string): string => `
 near AS (
   SELECT a.project_id, a.program_id, a.user_hash, a.ledger, a.day,
-    (SELECT max(d.day) FROM ${days} d WHERE d.project_id = a.project_id AND d.program_id = a.program_id
+    (SELECT max(d.day) FROM ${days} d WHERE d.project_id = ${project} AND d.program_id = a.program_id
       AND d.user_hash = a.user_hash AND d.ledger = a.ledger AND d.day < a.day) AS old_prev,
-    (SELECT min(d.day) FROM ${days} d WHERE d.project_id = a.project_id AND d.program_id = a.program_id
+    (SELECT min(d.day) FROM ${days} d WHERE d.project_id = ${project} AND d.program_id = a.program_id
       AND d.user_hash = a.user_hash AND d.ledger = a.ledger AND d.day > a.day) AS old_next,
     lag(a.day) OVER (PARTITION BY a.project_id, a.program_id, a.user_hash, a.ledger ORDER BY a.day) AS new_prev
   FROM ${added} a
