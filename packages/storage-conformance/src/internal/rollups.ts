@@ -42,6 +42,8 @@ export const rollupsSuite = (it: It) =>
         // A second program of the same project: a member of both counts once over the two.
         const sibling = yield* seedProgram(tenant)
         const programs = [tenant.program, sibling]
+        // A program of another project, whose members share ingest's batches with the others.
+        const stranger = yield* seedTenant()
         const model = new Map<string, { key: StreakKey; days: Set<LocalDate> }>()
         const shuffled = <A>(xs: ReadonlyArray<A>): Array<A> => {
           const out = [...xs]
@@ -56,9 +58,9 @@ export const rollupsSuite = (it: It) =>
           for (let d = 0; d < SPAN; d++) if (random() < n) days.push(Calendar.addDays(first, d))
           return days
         }
-        const hashes = Array.from({ length: 24 }, (_, i) => `rollup_${freshId("EventId")}_${i}`)
+        const hashes = Array.from({ length: 32 }, (_, i) => `rollup_${freshId("EventId")}_${i}`)
         for (let i = 0; i < hashes.length; i++) {
-          const program = programs[i % 5 === 0 ? 1 : 0]!
+          const program = i % 4 === 3 ? stranger.program : programs[i % 5 === 0 ? 1 : 0]!
           const key = makeKey(program, { userHash: hashes[i] as never })
           yield* streaks.save([makeRow(key)])
           model.set(`${program.id}:${hashes[i]}`, { key, days: new Set() })
@@ -135,7 +137,11 @@ export const rollupsSuite = (it: It) =>
           const a = Calendar.addDays(first, Math.floor(random() * (SPAN + 4)) - 2)
           const b = Calendar.addDays(first, Math.floor(random() * (SPAN + 4)) - 2)
           const [from, to] = a <= b ? [a, b] : [b, a]
-          for (const programIds of [[tenant.program.id], [sibling.id], [tenant.program.id, sibling.id]]) {
+          for (
+            const programIds of [[tenant.program.id], [sibling.id], [tenant.program.id, sibling.id], [
+              stranger.program.id
+            ]]
+          ) {
             assert.strictEqual(
               yield* reports.activeMembers({ programIds, from, to }),
               expected(programIds, from, to),
@@ -144,6 +150,7 @@ export const rollupsSuite = (it: It) =>
           }
         }
         assert.isAbove(expected([tenant.program.id], first, Calendar.addDays(first, SPAN)), 10)
+        assert.isAbove(expected([stranger.program.id], first, Calendar.addDays(first, SPAN)), 3)
       }))
 
     it.effect("streakSummaries equals a recompute over the rows, after locks that create them, saves over them, ingest's commit and removals", () =>
@@ -155,7 +162,12 @@ export const rollupsSuite = (it: It) =>
         const random = generator(7)
         const tenant = yield* seedTenant()
         const zones = ["UTC", "Asia/Tokyo"]
-        const keys = Array.from({ length: 20 }, () => makeKey(tenant.program))
+        // Keys of another project too, in the same saves and commits.
+        const stranger = yield* seedTenant()
+        const keys = [
+          ...Array.from({ length: 20 }, () => makeKey(tenant.program)),
+          ...Array.from({ length: 10 }, () => makeKey(stranger.program))
+        ]
         const current = new Map<string, StreakRow>()
         // Created by a lock: no action counted on them yet.
         yield* tx.withTransaction(
@@ -185,25 +197,28 @@ export const rollupsSuite = (it: It) =>
           yield* streaks.remove(key)
           current.delete(key.userHash)
         }
-        const expected = new Map<string, number>()
-        for (const r of current.values()) {
-          const k = [r.timezone, r.lastActiveDay ?? "-", r.run, r.periodDays ?? "-", r.freezes ?? "-"].join("|")
-          if (r.lastActiveDay === undefined && r.run === 0 && r.periodDays === undefined) continue
-          expected.set(k, (expected.get(k) ?? 0) + 1)
+        for (const program of [tenant.program, stranger.program]) {
+          const expected = new Map<string, number>()
+          for (const r of current.values()) {
+            if (r.programId !== program.id) continue
+            const k = [r.timezone, r.lastActiveDay ?? "-", r.run, r.periodDays ?? "-", r.freezes ?? "-"].join("|")
+            if (r.lastActiveDay === undefined && r.run === 0 && r.periodDays === undefined) continue
+            expected.set(k, (expected.get(k) ?? 0) + 1)
+          }
+          const got = (yield* reports.streakSummaries([program.id])).map((g) => [
+            [
+              g.timezone,
+              g.summary.lastActiveDay ?? "-",
+              g.summary.run,
+              g.summary.periodDays ?? "-",
+              g.summary.freezes ?? "-"
+            ]
+              .join("|"),
+            g.members
+          ])
+          assert.sameDeepMembers(got, [...expected])
+          assert.isAbove(expected.size, program === tenant.program ? 3 : 1)
         }
-        const got = (yield* reports.streakSummaries([tenant.program.id])).map((g) => [
-          [
-            g.timezone,
-            g.summary.lastActiveDay ?? "-",
-            g.summary.run,
-            g.summary.periodDays ?? "-",
-            g.summary.freezes ?? "-"
-          ]
-            .join("|"),
-          g.members
-        ])
-        assert.sameDeepMembers(got, [...expected])
-        assert.isAbove(expected.size, 3)
       }))
 
     it.effect("countsByDay and sources over whole UTC days equal a recompute over the actions appended", () =>
