@@ -12,7 +12,7 @@ import * as EventInput from "./EventInput.js"
 import * as ForgivenessPlan from "./ForgivenessPlan.js"
 import * as Ids from "./Ids.js"
 import * as Audience from "./internal/audience.js"
-import { memberZone, nowDate } from "./internal/streakProgress.js"
+import { memberZone, nowDate, programAndProjectIn } from "./internal/streakProgress.js"
 import { IngestStore } from "./IngestStore.js"
 import * as OutboundEvents from "./OutboundEvents.js"
 import { OutboxSignal } from "./OutboxSignal.js"
@@ -156,13 +156,7 @@ export const make: Effect.Effect<Forgiveness["Type"], never, Requirements> = Eff
   const signal = yield* OutboxSignal
   const history = (yield* IngestStore).history
 
-  const programAndProject = (programId: string) =>
-    Effect.gen(function*() {
-      const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
-      const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
-      if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
-      return { program, project }
-    })
+  const programAndProject = programAndProjectIn(directory)
 
   /** The member behind `userHash` (aliases resolved), locked, with what a check reads. */
   const lockedMember = (program: Program, project: Project, userHash: string) =>

@@ -13,7 +13,7 @@ import * as Ids from "./Ids.js"
 import type { UserHash } from "./Ids.js"
 import { type ImportedAction, type ImportJob, type ImportRejection, ImportStore, maxRejections } from "./ImportStore.js"
 import { IngestStore } from "./IngestStore.js"
-import { forgivenessOf, memberZone, nowDate, rowOf } from "./internal/streakProgress.js"
+import { forgivenessOf, memberZone, nowDate, programAndProjectIn, rowOf } from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
 import { AchievementStore, DirectoryStore, type MemberZone, MemberStore, StreakStore, Transactor } from "./Ports.js"
 import * as Streak from "./Streak.js"
@@ -216,13 +216,7 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
     const achievements = yield* AchievementStore
     const transactor = yield* Transactor
 
-    const programAndProject = (programId: string) =>
-      Effect.gen(function*() {
-        const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
-        const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
-        if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
-        return { program, project }
-      })
+    const programAndProject = programAndProjectIn(directory)
 
     const start = (programId: string, source?: string) =>
       Effect.gen(function*() {

@@ -11,7 +11,15 @@ import { type FreezeGrant, type Ledger, type Program, type Project, StreakKey, t
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
 import * as EventInput from "./EventInput.js"
 import * as Ids from "./Ids.js"
-import { forgivenessOf, memberZone, notifiedOf, nowDate, rowOf, summaryOf } from "./internal/streakProgress.js"
+import {
+  forgivenessOf,
+  memberZone,
+  notifiedOf,
+  nowDate,
+  programAndProjectIn,
+  rowOf,
+  summaryOf
+} from "./internal/streakProgress.js"
 import * as Policy from "./Policy.js"
 import * as Simulation from "./Simulation.js"
 import { SimulationReplay } from "./SimulationReplay.js"
@@ -124,13 +132,7 @@ export const make: Effect.Effect<StreakPolicies["Type"], never, Requirements> = 
   const transactor = yield* Transactor
   const replay = yield* SimulationReplay
 
-  const programAndProject = (programId: string) =>
-    Effect.gen(function*() {
-      const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
-      const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
-      if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
-      return { program, project }
-    })
+  const programAndProject = programAndProjectIn(directory)
 
   /** The member behind `userHash` (aliases resolved), their zone and their key on the program's ledger. */
   const memberOf = (program: Program, project: Project, userHash: string) =>

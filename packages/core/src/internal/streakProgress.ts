@@ -5,6 +5,9 @@
 import { Clock, Effect, Option } from "effect"
 import * as Calendar from "../Calendar.js"
 import { type Program, type Project, type StreakKey, StreakRow, unsafeMake } from "../Domain.js"
+import { NotFound } from "../Errors.js"
+import * as Ids from "../Ids.js"
+import type { ProgramId, ProjectId } from "../Ids.js"
 import type * as Policy from "../Policy.js"
 import * as Streak from "../Streak.js"
 
@@ -23,6 +26,19 @@ export const memberZone = (stored: Option.Option<string>, project: Project): str
   if (Option.isSome(stored) && Calendar.isValidZone(stored.value)) return stored.value
   return Calendar.isValidZone(project.timezone) ? project.timezone : defaultZone
 }
+
+/** A program and its project by the program's id, or `NotFound` (the operations on one program start here). */
+export const programAndProjectIn = <E>(directory: {
+  readonly program: (id: ProgramId) => Effect.Effect<Option.Option<Program>, E>
+  readonly project: (id: ProjectId) => Effect.Effect<Option.Option<Project>, E>
+}) =>
+(programId: string) =>
+  Effect.gen(function*() {
+    const program = Option.getOrUndefined(yield* directory.program(Ids.unsafe("ProgramId", programId)))
+    const project = program && Option.getOrUndefined(yield* directory.project(program.projectId))
+    if (program === undefined || project === undefined) return yield* new NotFound({ message: "program not found" })
+    return { program, project }
+  })
 
 /** A program's outage windows as instants (docs/streak-semantics.md#forgiveness). */
 export const windowsOf: (program: Pick<Program, "outages"> | undefined) => ReadonlyArray<Streak.Window> =
