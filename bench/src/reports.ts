@@ -10,6 +10,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
+import { Migrations } from "@streaks/storage-pg"
 import pg from "pg"
 import * as Db from "./db.js"
 import { rssOf } from "./meters.js"
@@ -68,7 +69,10 @@ const post = async (base: string, path: string, headers: Record<string, string>,
   return r.json() as Promise<any>
 }
 
-/** Fills one program with `members` members in SQL: days, streak rows, actions and an experiment. */
+/**
+ * Fills one program with `members` members in SQL: days, streak rows, actions, the report rollups
+ * and an experiment.
+ */
 const fill = async (sql: pg.Client, projectId: string, programId: string, members: number) => {
   const p = [projectId, programId, members, DAYS]
   // Member g is active on the days d of the last 60 with (g·31 + d·17) mod 3 = 0: 20 days each.
@@ -94,6 +98,9 @@ const fill = async (sql: pg.Client, projectId: string, programId: string, member
      FROM streaks_activity_days WHERE project_id = $1 AND program_id = $2`,
     [projectId, programId]
   )
+  // Rows written around the adapter: the rollups it keeps with its own writes are filled here, as
+  // the migration fills them from existing data.
+  await sql.query(Migrations.fillReportRollups())
   await sql.query(
     `INSERT INTO streaks_experiments (project_id, id, program_id, holdout_percent, started_at)
      VALUES ($1, 'exp_bench', $2, 10, now() - interval '29 days')`,

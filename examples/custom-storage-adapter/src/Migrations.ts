@@ -361,6 +361,45 @@ const historyImports: ReadonlyArray<string> = [
 // (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
 const outageRevisions: ReadonlyArray<string> = [`ALTER TABLE programs ADD COLUMN outages_revision INTEGER`]
 
+// The report rollups (docs/decisions/0024-report-rollups.md, internal/rollups.ts), filled from
+// what is stored. A missing source label is JSON null in \`labels\`: one exact key.
+const reportRollups: ReadonlyArray<string> = [
+  `CREATE TABLE action_counts (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    day TEXT NOT NULL,
+    local_date TEXT NOT NULL,
+    event_type TEXT NOT NULL,
+    labels TEXT NOT NULL,
+    count INTEGER NOT NULL,
+    counted INTEGER NOT NULL,
+    PRIMARY KEY (project_id, program_id, ledger, day, local_date, event_type, labels)
+  )`,
+  `INSERT INTO action_counts
+    SELECT project_id, program_id, ledger, date(ts / 1000, 'unixepoch'), local_date, event_type,
+      json_array(source, external_service, integration_id), count(*), sum(counted)
+    FROM actions WHERE program_id IS NOT NULL
+    GROUP BY 1, 2, 3, 4, 5, 6, 7`,
+  `CREATE INDEX action_counts_program ON action_counts (program_id, ledger, day)`,
+  `CREATE TABLE active_spans (
+    project_id TEXT NOT NULL,
+    program_id TEXT NOT NULL,
+    ledger TEXT NOT NULL,
+    day TEXT NOT NULL,
+    prev TEXT NOT NULL,
+    members INTEGER NOT NULL,
+    PRIMARY KEY (project_id, program_id, ledger, day, prev)
+  )`,
+  `INSERT INTO active_spans
+    SELECT project_id, program_id, ledger, day, prev, count(*) FROM (
+      SELECT project_id, program_id, ledger, day,
+        coalesce(lag(day) OVER (PARTITION BY project_id, program_id, user_hash, ledger ORDER BY day), '') AS prev
+      FROM activity_days
+    ) GROUP BY 1, 2, 3, 4, 5`,
+  `CREATE INDEX active_spans_program ON active_spans (program_id, ledger, day)`
+]
+
 // An import's owner renews its heartbeat; `loaded`: every line read (docs/operations.md#when-the-process-doing-an-import-dies).
 const importLeases: ReadonlyArray<string> = [
   `ALTER TABLE imports ADD COLUMN heartbeat_at INTEGER`,
@@ -378,6 +417,7 @@ export const migrations = {
   "0006_forgiveness": statements(forgiveness),
   "0007_history_imports": statements(historyImports),
   "0008_outage_revisions": statements(outageRevisions),
+  "0009_report_rollups": statements(reportRollups),
   "0010_import_leases": statements(importLeases)
 }
 

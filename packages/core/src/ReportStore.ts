@@ -43,8 +43,10 @@ export class ReportStore extends Context.Tag("@streaks/core/ReportStore")<Report
   readonly activeMembers: (query: ActiveQuery) => Io<number>
   /**
    * The live streak rows of the programs, grouped by program, zone and stored summary
-   * (`lastActiveDay`, `run`, `periodDays`, `freezes`, `grants`; absent fields stay absent), with
-   * the number of rows of each group; in no particular order.
+   * (`lastActiveDay`, `run`, `periodDays`, `freezes`, `grants`, repairs and pauses; absent fields
+   * stay absent), with the number of rows of each group; in no particular order. Rows no action
+   * has counted on (no `lastActiveDay`, `run` 0, none of the optional fields, no repairs or
+   * pauses) are in no group: their current length is 0 under every policy.
    */
   readonly streakSummaries: (programIds: ReadonlyArray<ProgramId>) => Io<ReadonlyArray<SummaryGroup>>
   /** The distinct zones of the program's live streak rows, in no particular order. */

@@ -24,6 +24,7 @@ import { StateStore } from "@streaks/core/StateStore"
 import * as StorageLayer from "@streaks/core/Storage"
 import { accountsSuite, auditSuite, deliveriesLogSuite } from "./internal/accounts.js"
 import { aggregatesSuite } from "./internal/aggregates.js"
+import { rollupsSuite } from "./internal/rollups.js"
 import { batchSuite } from "./internal/batches.js"
 import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./internal/delivery.js"
 import {
@@ -221,6 +222,7 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     ingestSuite(it)
     standingSuite(it)
     aggregatesSuite(it)
+    rollupsSuite(it)
     accountsSuite(it)
     auditSuite(it)
     deliveriesLogSuite(it)

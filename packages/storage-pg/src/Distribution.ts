@@ -41,7 +41,10 @@ export const projectTables = [
   "outbox",
   "imports",
   "import_identities",
-  "import_members"
+  "import_members",
+  "action_counts",
+  "active_spans",
+  "streak_summaries"
 ] as const
 
 /**

@@ -12,6 +12,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgMigrator from "@effect/sql-pg/PgMigrator"
+import { summariesChangeText } from "./internal/activeSpans.js"
 import { Effect, Layer } from "effect"
 import { isValidPrefix } from "./internal/sql.js"
 
@@ -42,6 +43,7 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0011_forgiveness": ddl(forgiveness(prefix)),
   "0012_history_imports": ddl(historyImports(prefix)),
   "0013_outage_revisions": ddl(outageRevisions(prefix)),
+  "0014_report_rollups": ddl(reportRollups(prefix)),
   "0015_import_leases": ddl(importLeases(prefix))
 })
 
@@ -504,6 +506,87 @@ CREATE TABLE ${p}import_members (
 // (`DirectoryStore.changeProgramOutages`), so that windows declared at the same time all stay.
 const outageRevisions = (p: string) => `
 ALTER TABLE ${p}programs ADD COLUMN IF NOT EXISTS outages_revision integer;
+`
+
+// The rollups reports read instead of every action and activity day of a range
+// ([decisions/0024](../../../docs/decisions/0024-report-rollups.md)), filled here from what is
+// stored and kept from then on by the statements that write actions and days.
+// - action_counts: actions per program, ledger, UTC day of \`ts\`, local date, event type and
+//   source labels (a missing label is NULL, one key with NULLS NOT DISTINCT).
+// - streak_summaries: the streak rows per program, ledger and what their current length depends
+//   on (zone and summary), with their number; rows no action has counted on are left out.
+// - active_spans: per program, ledger and activity day, how many members were active that day
+//   whose previous active day was \`prev\` ('-infinity' for their first): the members active in
+//   [from, to] are the days in it whose \`prev\` is before \`from\`.
+const reportRollups = (p: string) => `
+CREATE TABLE ${p}action_counts (
+  project_id        text COLLATE "C" NOT NULL,
+  program_id        text COLLATE "C" NOT NULL,
+  ledger            text COLLATE "C" NOT NULL,
+  day               date NOT NULL,
+  local_date        date NOT NULL,
+  event_type        text NOT NULL,
+  source            text,
+  external_service  text,
+  integration_id    text COLLATE "C",
+  slot              smallint NOT NULL,
+  count             bigint NOT NULL,
+  counted           bigint NOT NULL,
+  UNIQUE NULLS NOT DISTINCT (project_id, program_id, ledger, day, local_date, event_type, source,
+    external_service, integration_id, slot)
+);
+CREATE TABLE ${p}active_spans (
+  project_id  text COLLATE "C" NOT NULL,
+  program_id  text COLLATE "C" NOT NULL,
+  ledger      text COLLATE "C" NOT NULL,
+  day         date NOT NULL,
+  prev        date NOT NULL,
+  slot        smallint NOT NULL,
+  members     bigint NOT NULL,
+  PRIMARY KEY (project_id, program_id, ledger, day, prev, slot)
+);
+CREATE TABLE ${p}streak_summaries (
+  project_id       text COLLATE "C" NOT NULL,
+  program_id       text COLLATE "C" NOT NULL,
+  ledger           text COLLATE "C" NOT NULL,
+  timezone         text NOT NULL,
+  last_active_day  date,
+  run              integer NOT NULL,
+  period_days      integer,
+  freezes          integer,
+  grants           jsonb,
+  forgiveness      jsonb,
+  slot             smallint NOT NULL,
+  members          bigint NOT NULL
+);
+CREATE UNIQUE INDEX ${p}streak_summaries_group ON ${p}streak_summaries (project_id, program_id, ledger, timezone,
+  last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text), slot) NULLS NOT DISTINCT;
+${fillReportRollups(p)}`
+
+/**
+ * The report rollups computed from the actions and activity days stored, added to what the
+ * rollups hold: the migration's backfill, and a fill after rows were written around the adapter
+ * (the bench's SQL fill). Multi-statement text without parameters.
+ */
+export const fillReportRollups = (p: string = defaultPrefix): string => `
+INSERT INTO ${p}action_counts AS c
+  SELECT project_id, program_id, ledger, (ts AT TIME ZONE 'UTC')::date, local_date, event_type, source,
+    external_service, integration_id, 0, count(*), count(*) FILTER (WHERE counted)
+  FROM ${p}actions WHERE program_id IS NOT NULL
+  GROUP BY 1, 2, 3, 4, 5, 6, 7, 8, 9
+  ON CONFLICT (project_id, program_id, ledger, day, local_date, event_type, source, external_service, integration_id,
+    slot)
+  DO UPDATE SET count = c.count + excluded.count, counted = c.counted + excluded.counted;
+INSERT INTO ${p}active_spans AS s
+  SELECT project_id, program_id, ledger, day, prev, 0, count(*)
+  FROM (
+    SELECT project_id, program_id, ledger, day,
+      coalesce(lag(day) OVER (PARTITION BY project_id, program_id, user_hash, ledger ORDER BY day), '-infinity') AS prev
+    FROM ${p}activity_days
+  ) AS d
+  GROUP BY 1, 2, 3, 4, 5
+  ON CONFLICT (project_id, program_id, ledger, day, prev, slot) DO UPDATE SET members = s.members + excluded.members;
+${summariesChangeText(`${p}streak_summaries`, undefined, `${p}streaks`, "0")};
 `
 
 // An import's owner renews its heartbeat while it works; a running import whose heartbeat is older

@@ -8,6 +8,7 @@ import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
 import type { ImportJob, ImportRejection, ImportStatus, ImportStore } from "@streaks/core/ImportStore"
 import { Effect, Option } from "effect"
 import { insertNew, port, type Row } from "./sqlite.js"
+import { linkDay } from "./rollups.js"
 
 const jobOf = (r: Row): ImportJob => ({
   id: String(r.id),
@@ -92,8 +93,11 @@ export const makeImportStore = (sql: SqlClient.SqlClient): ImportStore["Type"] =
           })
           if (!fresh) continue
           imported++
-          yield* sql`INSERT INTO activity_days (project_id, program_id, user_hash, ledger, day)
-            VALUES (${batch.projectId}, ${batch.programId}, ${a.userHash}, 'live', ${a.day}) ON CONFLICT DO NOTHING`
+          const key = { projectId: batch.projectId, programId: batch.programId, userHash: a.userHash, ledger: "live" }
+          const day = yield* sql`INSERT INTO activity_days (project_id, program_id, user_hash, ledger, day)
+            VALUES (${batch.projectId}, ${batch.programId}, ${a.userHash}, 'live', ${a.day}) ON CONFLICT DO NOTHING
+            RETURNING 1 AS ok`
+          if (day.length > 0) yield* linkDay(sql, key, a.day)
           yield* sql`INSERT INTO import_members (import_id, user_hash) VALUES (${batch.importId}, ${a.userHash})
             ON CONFLICT DO NOTHING`
         }

@@ -21,13 +21,22 @@ const dayNumber = (column: string) => `CAST(julianday(${column}) - 2440587.5 AS 
 const placeholders = (n: number) => Array.from({ length: n }, () => "?").join(", ")
 
 export const makeReportStore = (sql: SqlClient.SqlClient): ReportStore["Type"] => ({
+  // One program of a project is read from `active_spans` (its days in the range linked to a day
+  // before it); several of one project need each member once across them: distinct over days.
   activeMembers: (q) =>
     q.programIds.length === 0 ? Effect.succeed(0) : sql.unsafe<Row>(
-      `SELECT count(*) AS n FROM (
-          SELECT DISTINCT project_id, user_hash FROM activity_days
-          WHERE program_id IN (${placeholders(q.programIds.length)}) AND ledger = 'live' AND day >= ? AND day <= ?
-        )`,
-      [...q.programIds, q.from, q.to]
+      `WITH p AS (SELECT project_id, id FROM programs WHERE id IN (${placeholders(q.programIds.length)})),
+        one AS (SELECT project_id FROM p GROUP BY project_id HAVING count(*) = 1)
+      SELECT
+        (SELECT coalesce(sum(members), 0) FROM active_spans
+          WHERE program_id IN (SELECT id FROM p WHERE project_id IN (SELECT project_id FROM one))
+            AND ledger = 'live' AND day >= ? AND day <= ? AND prev < ?)
+        + (SELECT count(*) FROM (
+            SELECT DISTINCT project_id, user_hash FROM activity_days
+            WHERE program_id IN (SELECT id FROM p WHERE project_id NOT IN (SELECT project_id FROM one))
+              AND ledger = 'live' AND day >= ? AND day <= ?
+          )) AS n`,
+      [...q.programIds, q.from, q.to, q.from, q.from, q.to]
     ).pipe(Effect.map(([r]) => Number(r?.n ?? 0)), port(sql, "ReportStore.activeMembers")),
 
   streakSummaries: (programIds) =>
@@ -35,6 +44,8 @@ export const makeReportStore = (sql: SqlClient.SqlClient): ReportStore["Type"] =
       `SELECT program_id, timezone, last_active_day, run, period_days, freezes, grants, repairs, pauses,
           count(*) AS members
         FROM streaks WHERE program_id IN (${placeholders(programIds.length)}) AND ledger = 'live'
+          AND NOT (last_active_day IS NULL AND run = 0 AND period_days IS NULL AND freezes IS NULL
+            AND grants IS NULL AND coalesce(repairs, '[]') = '[]' AND coalesce(pauses, '[]') = '[]')
         GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, repairs, pauses`,
       [...programIds]
     ).pipe(

@@ -9,6 +9,7 @@ import { StreakRow } from "@streaks/core/Domain"
 import { keyOf } from "@streaks/core/IngestStore"
 import type { StreakStore } from "@streaks/core/Ports"
 import { Clock, Effect } from "effect"
+import { linkDay, unlinkAll } from "./rollups.js"
 import { type Codec, decode, encode, insertNew, instant, json, number, port, type Row, text } from "./sqlite.js"
 
 export const isKey = (sql: SqlClient.SqlClient, k: StreakKey) =>
@@ -64,6 +65,7 @@ export const makeStreakStore = (sql: SqlClient.SqlClient): StreakStore["Type"] =
       discard: true
     }).pipe(port(sql, "StreakStore.save")),
 
+  // A new day is linked into the `active_spans` rollup right after its insert.
   addDays: (entries) =>
     Effect.forEach(entries, ({ day, key }) =>
       insertNew(sql, "activity_days", {
@@ -72,7 +74,9 @@ export const makeStreakStore = (sql: SqlClient.SqlClient): StreakStore["Type"] =
         user_hash: key.userHash,
         ledger: key.ledger,
         day
-      })).pipe(port(sql, "StreakStore.addDays")),
+      }).pipe(Effect.tap((fresh) => fresh ? linkDay(sql, key, day) : Effect.void))).pipe(
+        port(sql, "StreakStore.addDays")
+      ),
 
   // LocalDate is TEXT YYYY-MM-DD: it sorts and compares as text.
   days: (key, range) =>
@@ -125,6 +129,7 @@ export const makeStreakStore = (sql: SqlClient.SqlClient): StreakStore["Type"] =
   remove: (key) =>
     Effect.gen(function*() {
       yield* sql`DELETE FROM achievements WHERE ${isKey(sql, key)}`
+      yield* unlinkAll(sql, key)
       yield* sql`DELETE FROM activity_days WHERE ${isKey(sql, key)}`
       yield* sql`DELETE FROM streaks WHERE ${isKey(sql, key)}`
     }).pipe(port(sql, "StreakStore.remove")),

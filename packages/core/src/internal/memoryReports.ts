@@ -8,6 +8,12 @@ import * as ProofReport from "../ProofReport.js"
 import type { ReportStore, SummaryGroup } from "../ReportStore.js"
 import { keyOf, type MemoryState, pair, type Runner } from "./memoryState.js"
 
+// A row no action has counted on yet: in no group (ReportStore.streakSummaries).
+const isBlank = (row: StreakRow): boolean =>
+  row.lastActiveDay === undefined && row.run === 0 && row.periodDays === undefined && row.freezes === undefined &&
+  row.grants === undefined && (row.repairs === undefined || row.repairs.length === 0) &&
+  (row.pauses === undefined || row.pauses.length === 0)
+
 export const makeReports = (s: MemoryState, { run }: Runner): Context.Tag.Service<ReportStore> => {
   const liveRows = (programIds: ReadonlyArray<string>): Array<StreakRow> => {
     const programs = new Set(programIds)
@@ -32,6 +38,7 @@ export const makeReports = (s: MemoryState, { run }: Runner): Context.Tag.Servic
       run(() => {
         const groups = new Map<string, { group: SummaryGroup; members: number }>()
         for (const row of liveRows(programIds)) {
+          if (isBlank(row)) continue
           const summary = {
             ...(row.lastActiveDay === undefined ? {} : { lastActiveDay: row.lastActiveDay }),
             run: row.run,

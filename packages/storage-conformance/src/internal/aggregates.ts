@@ -56,7 +56,7 @@ export const aggregatesSuite = (it: It) =>
         assert.strictEqual(yield* reports.activeMembers({ ...query, programIds: [] }), 0)
       }))
 
-    it.effect("streakSummaries groups live rows by program, zone and summary, with their count", () =>
+    it.effect("streakSummaries groups live rows by program, zone and summary, with their count; rows no action counted on are in none", () =>
       Effect.gen(function*() {
         const reports = yield* ReportStore
         const tenant = yield* seedTenant()
@@ -71,7 +71,9 @@ export const aggregatesSuite = (it: It) =>
           freezes: 1,
           grants: [{ day: day("2024-03-04"), count: 1 }]
         })
+        // A row no action counted on is in no group; a broken one is.
         yield* seedMember(makeKey(tenant.program), "UTC", [], { run: 0, best: 0 })
+        yield* seedMember(makeKey(tenant.program), "UTC", [], { lastActiveDay: day("2024-02-01"), run: 0, best: 2 })
         yield* seedMember(makeKey(other), "UTC", [], summary)
         yield* seedMember(makeKey(tenant.program, { ledger: "test" }), "UTC", [], summary)
 
@@ -105,7 +107,7 @@ export const aggregatesSuite = (it: It) =>
             freezes: 1,
             grants: [{ day: day("2024-03-04"), count: 1 }]
           },
-          { programId: tenant.program.id, timezone: "UTC", members: 1, lastActiveDay: undefined, run: 0 },
+          { programId: tenant.program.id, timezone: "UTC", members: 1, lastActiveDay: day("2024-02-01"), run: 0 },
           { programId: other.id, timezone: "UTC", members: 1, lastActiveDay: summary.lastActiveDay, run: 3 }
         ].map((e) => ({ periodDays: undefined, freezes: undefined, grants: undefined, ...e }))
         assert.sameDeepMembers(norm, expected)

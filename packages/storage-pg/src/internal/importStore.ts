@@ -1,8 +1,8 @@
 /**
  * `ImportStore` on Postgres. A batch is copied (`COPY … FROM STDIN`, pg-copy-streams) into a
  * temporary staging table on a plain connection of its own, then written with set-based
- * statements: new identities, their days, the touched members and the job's progress, in one
- * transaction. A client not made by `PgConnection` sends the batch as arrays (`unnest`) instead.
+ * statements: new identities, their days (with their links in the `active_spans` rollup), the
+ * touched members and the job's progress, in one transaction. A client not made by `PgConnection` sends the batch as arrays (`unnest`) instead.
  */
 import type { Statement } from "@effect/sql"
 import { SqlError } from "@effect/sql/SqlError"
@@ -15,6 +15,7 @@ import { pipeline } from "node:stream/promises"
 import { Readable } from "node:stream"
 import type * as Pools from "./pools.js"
 import { type Ctx, io, lastPerKey, storageError, toDate, toOptionalDate } from "./sql.js"
+import { addedSpansText } from "./activeSpans.js"
 import { keyArraysOf } from "./streakRows.js"
 
 type Row = Record<string, unknown>
@@ -65,16 +66,25 @@ WITH fresh AS (
 ), firsts AS (
   SELECT DISTINCT ON (s.identity) s.user_hash, s.day FROM ${source} s JOIN fresh f USING (identity)
   ORDER BY s.identity, s.ord
-), days AS (
+), added AS (
   INSERT INTO ${name("activity_days")} (project_id, program_id, user_hash, ledger, day)
   SELECT DISTINCT $1::text, $2::text, user_hash, 'live', day FROM firsts
   ON CONFLICT DO NOTHING
-), touched AS (
+  RETURNING project_id, program_id, user_hash, ledger, day
+), ${addedSpansText(name("active_spans"), name("activity_days"), "added", "$1::text")}, touched AS (
   INSERT INTO ${name("import_members")} (project_id, import_id, user_hash)
   SELECT DISTINCT $1::text, $3::text, user_hash FROM firsts
   ON CONFLICT DO NOTHING
 )
 SELECT count(*)::int AS imported FROM fresh`
+
+  // The members' streak rows locked first, in key order as ingest locks them: the days' links
+  // (active_spans) are computed from the member's days as the statement finds them, so no action
+  // of the same member may add a day meanwhile.
+  const lockText = (source: string) => `
+SELECT 1 FROM ${name("streaks")} WHERE project_id = $1 AND program_id = $2 AND ledger = 'live'
+  AND user_hash IN (SELECT user_hash FROM ${source} s)
+ORDER BY user_hash FOR UPDATE`
 
   const progressText = `
 UPDATE ${name("imports")} SET received = received + $3, imported = imported + $4, duplicates = duplicates + $5,
@@ -123,6 +133,7 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
               Readable.from([copyRows(batch.actions)]),
               client.query(copyFrom(`COPY ${staging} (ord, user_hash, identity, day) FROM STDIN`))
             )
+            await client.query(lockText(staging), [batch.projectId, batch.programId])
             const written = await client.query(writeText(staging), [batch.projectId, batch.programId, batch.importId])
             imported = Number(written.rows[0]?.imported ?? 0)
           }
@@ -154,6 +165,11 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
       if (batch.actions.length > 0) {
         const source =
           `(SELECT * FROM unnest($4::int[], $5::text[], $6::text[], $7::date[]) AS u (ord, user_hash, identity, day))`
+        yield* sql.unsafe(lockText(`(SELECT unnest($3::text[]) AS user_hash)`), [
+          batch.projectId,
+          batch.programId,
+          batch.actions.map((a) => a.userHash)
+        ])
         const written = yield* sql.unsafe<Row>(writeText(source), [
           batch.projectId,
           batch.programId,

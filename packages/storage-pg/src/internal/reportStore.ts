@@ -1,7 +1,7 @@
 /**
- * `ReportStore` on Postgres: each aggregate is one statement over the streak rows and activity
- * days of the programs asked about, read through their primary keys (project, program, …), so
- * only those programs' rows are read and only counts and sums come back.
+ * `ReportStore` on Postgres: each aggregate is one statement over the streak rows, activity days
+ * and rollups of the programs asked about, read through their primary keys (project, program, …),
+ * so only those programs' rows are read and only counts and sums come back.
  */
 import type { FreezeGrant } from "@streaks/core/Domain"
 import { forgivenOf } from "./streakRows.js"
@@ -19,24 +19,43 @@ export const makeReportStore = ({ sql, t }: Ctx): ReportStore["Type"] => {
     sql`(project_id, program_id) IN (SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[...ids]}::text[]))`
 
   return {
+    // A project with one program asked about is read from `active_spans`: its members active in
+    // [from, to] are the days in it linked to a day before `from`, a count over days, not members.
+    // A project with several needs each member once across them: distinct over their days. The
+    // programs' projects are read first, so that the distinct count runs only when it is needed
+    // (in one statement, the planner would scan the days even for an empty set of programs).
     activeMembers: (q) =>
-      q.programIds.length === 0
-        ? Effect.succeed(0)
-        : sql`SELECT count(*)::bigint AS n FROM (
-              SELECT DISTINCT project_id, user_hash FROM ${t.activity_days}
-              WHERE ${programsOf(q.programIds)} AND ledger = 'live' AND day >= ${q.from}::date AND day <= ${q.to}::date
-            ) AS members`.pipe(
-          Effect.map((rows) => num(rows[0]?.n)),
-          io("ReportStore.activeMembers")
-        ),
+      q.programIds.length === 0 ? Effect.succeed(0) : Effect.gen(function*() {
+        const programs = yield* sql`SELECT project_id, id FROM ${t.programs} WHERE id = ANY(${[
+          ...q.programIds
+        ]}::text[])`
+        const byProject = new Map<string, Array<string>>()
+        for (const r of programs) {
+          const ids = byProject.get(r.project_id as string) ?? []
+          ids.push(r.id as string)
+          byProject.set(r.project_id as string, ids)
+        }
+        const lone = [...byProject.values()].filter((ids) => ids.length === 1).map((ids) => ids[0]!)
+        const shared = [...byProject.values()].filter((ids) => ids.length > 1).flat()
+        const spans = lone.length === 0 ? [] : yield* sql`SELECT coalesce(sum(members), 0)::bigint AS n
+            FROM ${t.active_spans} WHERE ${programsOf(lone)} AND ledger = 'live'
+              AND day >= ${q.from}::date AND day <= ${q.to}::date AND prev < ${q.from}::date`
+        const distinct = shared.length === 0 ? [] : yield* sql`SELECT count(*)::bigint AS n FROM (
+            SELECT DISTINCT project_id, user_hash FROM ${t.activity_days}
+            WHERE ${programsOf(shared)} AND ledger = 'live' AND day >= ${q.from}::date AND day <= ${q.to}::date
+          ) AS members`
+        return num(spans[0]?.n) + num(distinct[0]?.n)
+      }).pipe(io("ReportStore.activeMembers")),
 
+    // From the `streak_summaries` rollup, which the statements that save and remove rows keep.
     streakSummaries: (programIds) =>
       programIds.length === 0
         ? Effect.succeed([])
         : sql`SELECT program_id, timezone, to_char(last_active_day, 'YYYY-MM-DD') AS last_active_day, run,
-              period_days, freezes, grants, forgiveness, count(*)::bigint AS members
-            FROM ${t.streaks} WHERE ${programsOf(programIds)} AND ledger = 'live'
-            GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, forgiveness`.pipe(
+              period_days, freezes, grants, forgiveness, sum(members)::bigint AS members
+            FROM ${t.streak_summaries} WHERE ${programsOf(programIds)} AND ledger = 'live'
+            GROUP BY program_id, timezone, last_active_day, run, period_days, freezes, grants, forgiveness
+            HAVING sum(members) <> 0`.pipe(
           Effect.map((rows) =>
             rows.map((r) => ({
               programId: r.program_id as ProgramId,

@@ -15,7 +15,9 @@ import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
 import { makeDistributed, makeRotation } from "./claimsByProject.js"
+import { addedSpansText, projectParameter, removedSpansText, summariesChangeText } from "./activeSpans.js"
 import { perProject, rowsPerProject } from "./perProject.js"
+import { pipelined } from "./pipeline.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
 import { achievedIds, achievementsOfK, decodeStreakRow, forgivenOf, keyArraysOf, streakColumns } from "./streakRows.js"
 
@@ -122,6 +124,10 @@ export interface LockedRow {
 
 export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras => {
   const { query, sql, t } = ctx
+  const tableName = (name: string) => `"${ctx.prefix}${name}"`
+  const removedSpans = sql.literal(removedSpansText(tableName("active_spans"), "removed"))
+  const summariesChange = sql.literal(summariesChangeText(tableName("streak_summaries"), "rows_before", "rows_in"))
+  const removedSummaries = sql.literal(summariesChangeText(tableName("streak_summaries"), "gone", undefined))
   const cols = sql.literal(streakColumns)
   const distributed = makeDistributed(ctx)
   const rotation = makeRotation(ctx)
@@ -228,11 +234,13 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice). `months`, by key: the usage month marked with the row; a row
   // without one keeps the month it had.
-  const saveRows = (all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) => {
+  // As CTEs (`rows_in`, `rows_before`, `saved`, `summaries`), to follow a `WITH`: the rows as they
+  // were (each read by its key, so one primary-key seek each) leave their `streak_summaries` group
+  // and the new ones join theirs, in the statement that saves them. The rows of one project, which
+  // the read of the old rows names (`perProjectWrite`).
+  const saveRowsCtes = (projectId: string, all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) => {
     const rows = lastPerKey(all, keyOf)
-    return sql`INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
-            at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
-            updated_at, metered_month, forgiveness)
+    return sql`rows_in AS (
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
             ${rows.map((r) => r.best)}::int[], ${rows.map((r) => r.timezone)}::text[],
@@ -245,6 +253,21 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
       rows.map((r) => r.updatedAt.toISOString())
     }::timestamptz[],
             ${rows.map((r) => months?.get(keyOf(r)) ?? null)}::text[], ${rows.map(forgivenessJson)}::jsonb[])
+            AS r (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+              at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through,
+              due_at, updated_at, metered_month, forgiveness)
+        ), rows_before AS (
+          SELECT s.project_id, s.program_id, s.ledger, s.timezone, s.last_active_day, s.run, s.period_days,
+            s.freezes, s.grants, s.forgiveness
+          FROM rows_in i CROSS JOIN LATERAL (
+            SELECT * FROM ${t.streaks} x WHERE x.project_id = ${projectId} AND x.program_id = i.program_id
+              AND x.user_hash = i.user_hash AND x.ledger = i.ledger
+          ) AS s
+        ), saved AS (
+          INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
+            at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
+            updated_at, metered_month, forgiveness)
+          SELECT * FROM rows_in
           ON CONFLICT (project_id, program_id, user_hash, ledger) DO UPDATE SET
             last_active_day = excluded.last_active_day, run = excluded.run, best = excluded.best,
             timezone = excluded.timezone, at_risk_notified_for = excluded.at_risk_notified_for,
@@ -252,14 +275,27 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             freezes = excluded.freezes, grants = excluded.grants,
             frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
             updated_at = excluded.updated_at, forgiveness = excluded.forgiveness,
-            metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)`
+            metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)
+        ), summaries AS (${summariesChange})`
   }
+  // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
+  // may not touch one row twice). `months`, by key: the usage month marked with the row; a row
+  // without one keeps the month it had.
+  const saveRows = (projectId: string, all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) =>
+    sql`WITH ${saveRowsCtes(projectId, all, months)} SELECT 1`
   type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
   const insertDays = (inputs: ReadonlyArray<DayInput>) =>
     sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
           SELECT * FROM unnest(${keyArraysOf(sql, inputs.map((i) => i.key))}, ${inputs.map((i) => i.day)}::date[])
           ON CONFLICT DO NOTHING
-          RETURNING project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day`
+          RETURNING project_id, program_id, user_hash, ledger, day`
+  // The new days' links in the `active_spans` rollup, in the statement that inserts them, which
+  // has one project: its reads of the days name it as a parameter.
+  const spansText = addedSpansText(tableName("active_spans"), tableName("activity_days"), "added", projectParameter)
+    .split(projectParameter).map((part) => sql.literal(part))
+  const spans = (projectId: string): Fragment =>
+    spansText.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, spansText[0]!)
+  const addedRows = sql`SELECT project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day FROM added`
   // The inserted days' rows as `addDays`'s answers: true at the first position of each new pair.
   const daysAdded = (inputs: ReadonlyArray<DayInput>) => (rows: ReadonlyArray<Row>) =>
     firstOccurrences(
@@ -269,17 +305,43 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
         rows.map((r) => `${r.project_id}\u0000${r.program_id}\u0000${r.user_hash}\u0000${r.ledger}\u0000${r.day}`)
       )
     )
-  const addDays = (inputs: ReadonlyArray<DayInput>) => Effect.map(query(insertDays(inputs)), daysAdded(inputs))
-  // Both writes in one statement; they touch different tables, so neither needs to see the other.
-  const saveAllWithDays = (
+  // A project's writes in one statement; they touch different tables, so none needs to see the others.
+  const writeOf = (
+    projectId: string,
     rows: ReadonlyArray<StreakRow>,
     days: ReadonlyArray<DayInput>,
     months?: ReadonlyMap<string, string>
-  ) =>
-    Effect.map(
-      query(sql`WITH added AS (${insertDays(days)}), saved AS (${saveRows(rows, months)}) SELECT * FROM added`),
-      daysAdded(days)
+  ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
+    if (days.length === 0) return Effect.as(query(saveRows(projectId, rows, months)), [])
+    return query(
+      rows.length === 0
+        ? sql`WITH added AS (${insertDays(days)}), ${spans(projectId)} ${addedRows}`
+        : sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}, ${
+          saveRowsCtes(projectId, rows, months)
+        } ${addedRows}`
     )
+  }
+  // The rows and days of a batch: one statement per project, as `perProject` sends reads, since
+  // the rollups' reads of the old rows and days name the project (docs/scaling.md#statements-citus-can-plan);
+  // a batch of one project is one statement. The projects in one order, so that two batches
+  // changing the same rollup rows of two projects lock them in one order.
+  const perProjectWrite = (
+    rows: ReadonlyArray<StreakRow>,
+    days: ReadonlyArray<DayInput>,
+    months?: ReadonlyMap<string, string>
+  ): Effect.Effect<ReadonlyArray<boolean>, SqlError> => {
+    const rowsOf = new Map<string, Array<StreakRow>>()
+    const daysOf = new Map<string, Array<DayInput>>()
+    for (const r of rows) rowsOf.set(r.projectId, [...(rowsOf.get(r.projectId) ?? []), r])
+    for (const d of days) daysOf.set(d.key.projectId, [...(daysOf.get(d.key.projectId) ?? []), d])
+    const projects = [...new Set([...rowsOf.keys(), ...daysOf.keys()])].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
+    const write = (projectId: string) =>
+      writeOf(projectId, rowsOf.get(projectId) ?? [], daysOf.get(projectId) ?? [], months)
+    const written = projects.length === 1
+      ? write(projects[0]!)
+      : Effect.map(pipelined(projects.map(write)), (answers) => answers.flat())
+    return Effect.map(written, daysAdded(days))
+  }
 
   type RowsQuery = Parameters<StreakStore["Type"]["rows"]>[0]
 
@@ -340,24 +402,20 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
         ? Effect.succeed([])
         : lockExistingWithAchieved(keys).pipe(io("StreakStore.lockExistingWithAchieved")),
 
-    // The due sweep's write and a policy change's: one statement for a whole batch.
-    save: (rows) => rows.length === 0 ? Effect.void : query(saveRows(rows)).pipe(Effect.asVoid, io("StreakStore.save")),
+    // The due sweep's write and a policy change's: one statement per project of the batch.
+    save: (rows) =>
+      rows.length === 0 ? Effect.void : perProjectWrite(rows, []).pipe(Effect.asVoid, io("StreakStore.save")),
 
-    addDays: (days) => days.length === 0 ? Effect.succeed([]) : addDays(days).pipe(io("StreakStore.addDays")),
+    addDays: (days) =>
+      days.length === 0 ? Effect.succeed([]) : perProjectWrite([], days).pipe(io("StreakStore.addDays")),
 
     saveAllWithDays: (
       rows: ReadonlyArray<StreakRow>,
       days: ReadonlyArray<DayInput>,
       months?: ReadonlyMap<string, string>
     ) => {
-      if (days.length === 0) {
-        return rows.length === 0
-          ? Effect.succeed([])
-          : Effect.as(query(saveRows(rows, months)), []).pipe(io("StreakStore.saveAllWithDays"))
-      }
-      return (rows.length === 0 ? addDays(days) : saveAllWithDays(rows, days, months)).pipe(
-        io("StreakStore.saveAllWithDays")
-      )
+      if (rows.length === 0 && days.length === 0) return Effect.succeed([])
+      return perProjectWrite(rows, days, months).pipe(io("StreakStore.saveAllWithDays"))
     },
 
     daysOfMany: (keys) =>
@@ -431,9 +489,12 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
 
     // The row goes with its days and achievements, and so does the copy of its achieved ids.
     remove: (key) =>
-      query(sql`WITH d AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}),
-            a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)})
-          DELETE FROM ${t.streaks} WHERE ${whereKey(key)}`)
+      query(sql`WITH removed AS (DELETE FROM ${t.activity_days} WHERE ${whereKey(key)}
+              RETURNING project_id, program_id, user_hash, ledger, day),
+            ${removedSpans},
+            a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)}),
+            gone AS (DELETE FROM ${t.streaks} WHERE ${whereKey(key)} RETURNING *)
+          ${removedSummaries}`)
         .pipe(Effect.asVoid, io("StreakStore.remove")),
 
     // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
