@@ -6,8 +6,9 @@
  * Each start is in the audit log, by the operator on the command line, as an HTTP import's is.
  */
 import { Args, Command, Options } from "@effect/cli"
-import { Audit, Ids, Imports, OutboxSignal, Ports } from "@streaks/core"
+import { Audit, Imports, OutboxSignal } from "@streaks/core"
 import { PgStorage } from "@streaks/storage-pg"
+import * as AuditTrail from "@streaks/http/AuditTrail"
 import { lineLimits } from "@streaks/http/CustomerHandlers"
 import cliProgress from "cli-progress"
 import { Console, Effect, Layer, Option, Stream } from "effect"
@@ -90,16 +91,6 @@ const batchLines = Options.integer("batch-lines").pipe(
 )
 const file = Args.path({ name: "FILE", exists: "yes" })
 
-/** The workspace of a program, for the audit entry (undefined for an unknown one: then start fails). */
-const workspaceOf = (programId: string) =>
-  Effect.gen(function*() {
-    const directory = yield* Ports.DirectoryStore
-    const program = yield* directory.program(Ids.unsafe("ProgramId", programId))
-    if (Option.isNone(program)) return undefined
-    const project = yield* directory.project(program.value.projectId)
-    return Option.isNone(project) ? undefined : project.value.workspaceId
-  })
-
 /** Imports `path` into `programId` on the configured database; the final job as JSON on stdout. */
 export const run = (options: {
   readonly programId: string
@@ -112,7 +103,7 @@ export const run = (options: {
     const { digest, lines } = yield* survey(options.path)
     const work = Effect.gen(function*() {
       const imports = yield* Imports.Imports
-      const workspaceId = yield* workspaceOf(options.programId)
+      const workspaceId = yield* AuditTrail.workspaceOfProgram(options.programId)
       const job = yield* Audit.audited(CliOperator.by, (started) => ({
         action: "import.start",
         target: started.id,
