@@ -34,6 +34,18 @@ interface CheckedBatch {
   readonly lastLine: number
 }
 
+/** A checked batch with its members resolved and its actions dated: what the store writes. */
+interface PreparedBatch {
+  readonly checked: Omit<CheckedBatch, "accepted">
+  readonly actions: ReadonlyArray<ImportedAction>
+  /** The zones its lines change, by member. */
+  readonly zones: ReadonlyMap<UserHash, MemberZone>
+  /** The identities it stores. */
+  readonly identities: ReadonlySet<string>
+  readonly duplicates: number
+  readonly touched: ReadonlyArray<UserHash>
+}
+
 /** Members recomputed per transaction at the end of an import. */
 const RECOMPUTE_BATCH = 2000
 
@@ -270,10 +282,19 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
       return { accepted, rejected, received, lastLine: batch[batch.length - 1]!.line }
     }
 
-    /** Resolves the members of a checked batch, dates its actions and writes it with the progress. */
-    const writeBatch = (job: ImportJob, program: Program, project: Project, checked: CheckedBatch) =>
+    /**
+     * Resolves the members of a checked batch and dates its actions: the batch as the store will
+     * write it, but for its rejections, which depend on the job's count when it is written. Runs
+     * while the batch before it (`previous`, not committed yet) is written, so the reads cannot see
+     * that batch: its new identities and the zones its lines set are taken from `previous` instead.
+     */
+    const prepareBatch = (
+      program: Program,
+      project: Project,
+      checked: CheckedBatch,
+      previous: PreparedBatch | undefined
+    ) =>
       Effect.gen(function*() {
-        const { received, rejected } = checked
         // Lines whose identity is stored already, or came earlier in the batch, change nothing (a
         // replayed action in ingest moves no day and no zone): they are counted and set aside first.
         const identities = checked.accepted.map((a) => identityOf(a.action))
@@ -285,23 +306,25 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
         const seen = new Set<string>()
         const fresh = checked.accepted.map((_, i) => {
           const identity = identities[i]!
-          if (known[i] === true || seen.has(identity)) return false
+          if (known[i] === true || seen.has(identity) || previous?.identities.has(identity) === true) return false
           seen.add(identity)
           return true
         })
         const accepted = checked.accepted.filter((_, i) => fresh[i])
+        const acceptedIdentities = identities.filter((_, i) => fresh[i])
         const found = all.filter((_, i) => fresh[i])
         // A duplicate's member is still recomputed at the end: an import that stopped before its
         // recomputation leaves members that only a later run of the same lines can reach.
         const touched = [...new Set(all.filter((_, i) => !fresh[i]).map((m) => m.userHash))]
         const policy = Policy.of(program)
-        // Each line's zone is its tz (which becomes the member's), else the member's, else the project's.
+        // Each line's zone is its tz (which becomes the member's), else the member's, else the
+        // project's; the zones the batch before set count as the members' (it is not committed yet).
         const zones = new Map<UserHash, string>()
         const changed = new Map<UserHash, MemberZone>()
         const actions: Array<ImportedAction> = accepted.map((a, i) => {
           const member = found[i]!
           const tz = a.action.tz
-          const known = zones.get(member.userHash)
+          const known = zones.get(member.userHash) ?? previous?.zones.get(member.userHash)?.timezone
           const stored = known === undefined ? member.timezone : Option.some(known)
           if (tz !== undefined && Option.getOrUndefined(stored) !== tz) {
             zones.set(member.userHash, tz)
@@ -310,22 +333,34 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
           const zone = tz ?? memberZone(stored, project)
           return {
             userHash: member.userHash,
-            identity: identityOf(a.action),
+            identity: acceptedIdentities[i]!,
             day: Calendar.activityDay(a.action.ts, zone, policy.dayStartHour)
           }
         })
-        return yield* store.load({
-          importId: job.id,
-          projectId: project.id,
-          programId: program.id,
+        return {
+          // Without its lines, which the batch no longer needs.
+          checked: { rejected: checked.rejected, received: checked.received, lastLine: checked.lastLine },
           actions,
-          zones: [...changed.values()],
-          received,
+          zones: changed,
+          identities: new Set(acceptedIdentities),
           duplicates: checked.accepted.length - accepted.length,
-          touched,
-          rejected: rejected.slice(0, Math.max(0, maxRejections - job.rejected.length)),
-          committedLine: checked.lastLine
-        })
+          touched
+        } satisfies PreparedBatch
+      })
+
+    /** Writes a prepared batch with the job's progress (`job`: as it stands before it). */
+    const writeBatch = (job: ImportJob, program: Program, project: Project, prepared: PreparedBatch) =>
+      store.load({
+        importId: job.id,
+        projectId: project.id,
+        programId: program.id,
+        actions: prepared.actions,
+        zones: [...prepared.zones.values()],
+        received: prepared.checked.received,
+        duplicates: prepared.duplicates,
+        touched: prepared.touched,
+        rejected: prepared.checked.rejected.slice(0, Math.max(0, maxRejections - job.rejected.length)),
+        committedLine: prepared.checked.lastLine
       })
 
     const lease = Duration.decode(options.lease ?? defaultLease)
@@ -351,6 +386,12 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
           const { program, project } = yield* programAndProject(job.programId)
           let header: ReadonlyArray<string> | undefined
           let current = job
+          let pending: PreparedBatch | undefined
+          const write = (prepared: PreparedBatch) =>
+            Effect.gen(function*() {
+              current = yield* writeBatch(current, program, project, prepared)
+              if (options.onProgress !== undefined) yield* options.onProgress(current)
+            })
           const parse = (text: string) => options.format === "ndjson" ? jsonObject(text) : csvObject(header ?? [], text)
           yield* input.pipe(
             // A CSV header is read even when resuming; it is not an action.
@@ -366,13 +407,20 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
             Stream.mapEffect((chunk) => Effect.map(nowDate, (now) => checkBatch([...chunk], parse, options, now))),
             // The next batch is read and checked while the store writes this one.
             Stream.buffer({ capacity: 1 }),
+            // Each batch's reads run while the batch before it is written; the writes stay one
+            // after the other, in line order, so that the committed line is always a true resume point.
             Stream.runForEach((checked) =>
               Effect.gen(function*() {
-                current = yield* writeBatch(current, program, project, checked)
-                if (options.onProgress !== undefined) yield* options.onProgress(current)
+                const before = pending
+                const [prepared] = yield* Effect.all([
+                  prepareBatch(program, project, checked, before),
+                  before === undefined ? Effect.void : write(before)
+                ], { concurrency: 2 })
+                pending = prepared
               })
             )
           )
+          if (pending !== undefined) yield* write(pending)
           yield* store.loaded(job.id)
           return { ...current, loaded: true }
         })

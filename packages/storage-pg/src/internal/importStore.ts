@@ -68,12 +68,14 @@ WITH fresh AS (
   ORDER BY s.identity, s.ord
 ), added AS (
   INSERT INTO ${name("activity_days")} (project_id, program_id, user_hash, ledger, day)
-  SELECT DISTINCT $1::text, $2::text, user_hash, 'live', day FROM firsts
+  SELECT DISTINCT $1::text, $2::text, user_hash, 'live', day FROM firsts ORDER BY user_hash, day
   ON CONFLICT DO NOTHING
   RETURNING project_id, program_id, user_hash, ledger, day
-), ${addedSpansText(name("active_spans"), name("activity_days"), "added", "$1::text")}, touched AS (
+), ${
+    addedSpansText(name("active_spans"), name("activity_days"), "added", "$1::text", { appending: true })
+  }, touched AS (
   INSERT INTO ${name("import_members")} (project_id, import_id, user_hash)
-  SELECT DISTINCT $1::text, $3::text, user_hash FROM firsts
+  SELECT DISTINCT $1::text, $3::text, user_hash FROM firsts ORDER BY user_hash
   ON CONFLICT DO NOTHING
 )
 SELECT count(*)::int AS imported FROM fresh`
@@ -124,6 +126,10 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
         let failure: unknown
         try {
           await client.query("BEGIN")
+          // The batch's commit does not wait for its WAL flush: a server crash can lose only the
+          // last commits, whole and in order, and the job's committed line goes with them, so the
+          // import resumes from what the database holds. The import's end (`finish`) commits as usual.
+          await client.query("SET LOCAL synchronous_commit = off")
           await client.query(`CREATE TEMP TABLE IF NOT EXISTS ${staging} (
             ord int NOT NULL, user_hash text COLLATE "C" NOT NULL, identity text COLLATE "C" NOT NULL, day date NOT NULL
           ) ON COMMIT DELETE ROWS`)
