@@ -4,7 +4,7 @@
  * through `ImportStore`, then every touched member's streak, best and milestones recomputed once
  * from their days with the pure calculus. Nothing is announced for the past: no outbox message.
  */
-import { Context, Duration, Effect, Either, Layer, Option, Schedule, Stream } from "effect"
+import { Context, Duration, Effect, Either, Fiber, Layer, Option, Schedule, Stream } from "effect"
 import * as Calendar from "./Calendar.js"
 import { Achievement, type Program, type Project, StreakKey, type StreakRow, unsafeMake } from "./Domain.js"
 import { InvalidBody, NotFound, type StorageError } from "./Errors.js"
@@ -382,11 +382,12 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
     const load = <E>(job: ImportJob, input: Stream.Stream<Line, E>, options: RunOptions) =>
       beating(
         job.id,
-        Effect.gen(function*() {
+        Effect.scoped(Effect.gen(function*() {
           const { program, project } = yield* programAndProject(job.programId)
           let header: ReadonlyArray<string> | undefined
           let current = job
           let pending: PreparedBatch | undefined
+          let writing: Fiber.RuntimeFiber<void, StorageError> | undefined
           const write = (prepared: PreparedBatch) =>
             Effect.gen(function*() {
               current = yield* writeBatch(current, program, project, prepared)
@@ -407,23 +408,23 @@ export const makeWith = (options: Options): Effect.Effect<Imports["Type"], never
             Stream.mapEffect((chunk) => Effect.map(nowDate, (now) => checkBatch([...chunk], parse, options, now))),
             // The next batch is read and checked while the store writes this one.
             Stream.buffer({ capacity: 1 }),
-            // Each batch's reads run while the batch before it is written; the writes stay one
-            // after the other, in line order, so that the committed line is always a true resume point.
+            // Each batch's reads run while the batch before it is written. Its own write starts as
+            // soon as that one has committed, without waiting for the next batch, so a pause in the
+            // input holds back no prepared batch; the writes stay one after the other, in line
+            // order, so that the committed line is always a true resume point.
             Stream.runForEach((checked) =>
               Effect.gen(function*() {
-                const before = pending
-                const [prepared] = yield* Effect.all([
-                  prepareBatch(program, project, checked, before),
-                  before === undefined ? Effect.void : write(before)
-                ], { concurrency: 2 })
+                const prepared = yield* prepareBatch(program, project, checked, pending)
+                if (writing !== undefined) yield* Fiber.join(writing)
+                writing = yield* Effect.forkScoped(write(prepared))
                 pending = prepared
               })
             )
           )
-          if (pending !== undefined) yield* write(pending)
+          if (writing !== undefined) yield* Fiber.join(writing)
           yield* store.loaded(job.id)
           return { ...current, loaded: true }
-        })
+        }))
       ).pipe(Effect.tapErrorCause(() => failed(job)))
 
     /** One page of touched members recomputed from their days, in one transaction. */
