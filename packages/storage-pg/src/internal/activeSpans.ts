@@ -3,13 +3,18 @@
  * ledger and activity day, the members active that day by their previous active day. Every
  * statement that adds or removes activity days carries the change of its links as CTEs.
  *
- * Every rollup row also has a `slot`, the writing connection's backend pid mod 16: the rows every
- * batch of a day changes (today's counts, the groups members move to) would otherwise be locked
- * by one transaction until it commits while the next waits; readers add the slots up.
+ * Every rollup row also has a `slot`, one of 16, the writing connection's: the rows every batch
+ * of a day changes (today's counts, the groups members move to) would otherwise be locked by one
+ * transaction until it commits while the next waits; readers add the slots up.
  */
 
-/** The slot a statement writes rollup rows in (see above). */
-export const slot = "(pg_backend_pid() % 16)::smallint"
+/**
+ * The slot a statement writes rollup rows in (see above): the one `PgConnection` gave the
+ * connection (`streaks.rollup_slot`, distinct among a pool's connections), else its backend pid
+ * mod 16 (a connection made elsewhere, or a Citus worker's).
+ */
+export const slot =
+  "coalesce(nullif(current_setting('streaks.rollup_slot', true), '')::smallint, (pg_backend_pid() % 16)::smallint)"
 
 /**
  * Where a statement text built here takes its project as a parameter: the caller puts the
