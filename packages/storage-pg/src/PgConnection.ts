@@ -65,6 +65,39 @@ const millis = (d: Duration.DurationInput | undefined) => (d === undefined ? und
 const genericPlans = `SELECT set_config('plan_cache_mode', CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL
   THEN 'force_generic_plan' ELSE 'force_custom_plan' END, false)`
 
+/**
+ * Each connection's slot in the report rollups (`internal/activeSpans.ts`): one that no other open
+ * connection of the process holds (while it has at most 16), searched from a random start so that
+ * two processes seldom begin alike; two of a process's transactions then never wait on each
+ * other's rollup rows. Sent with the plan mode, in the connection's first statement; given back
+ * when the pool removes the connection.
+ */
+const ROLLUP_SLOTS = 16
+const slotsHeld = new Map<number, number>()
+const slotOfClient = new WeakMap<object, number>()
+const takeSlot = (client: object): string => {
+  const start = Math.floor(Math.random() * ROLLUP_SLOTS)
+  let slot = start
+  for (let i = 0; i < ROLLUP_SLOTS; i++) {
+    const s = (start + i) % ROLLUP_SLOTS
+    if (!slotsHeld.has(s)) {
+      slot = s
+      break
+    }
+  }
+  slotsHeld.set(slot, (slotsHeld.get(slot) ?? 0) + 1)
+  slotOfClient.set(client, slot)
+  return `set_config('streaks.rollup_slot', '${slot}', false)`
+}
+const giveSlot = (client: object) => {
+  const slot = slotOfClient.get(client)
+  if (slot === undefined) return
+  slotOfClient.delete(client)
+  const n = slotsHeld.get(slot)! - 1
+  if (n === 0) slotsHeld.delete(slot)
+  else slotsHeld.set(slot, n)
+}
+
 /** TCP keep-alive probes start after a connection has been idle this long, so a dead peer is noticed. */
 const keepAliveDelay = Duration.seconds(10)
 
@@ -134,7 +167,12 @@ export const make = (
           })
           // A broken idle connection is dropped by the pool; the next query reports the failure.
           pool.on("error", () => {})
-          if (config.prepare !== false) pool.on("connect", (client) => client.query(genericPlans, () => {}))
+          pool.on("connect", (client) =>
+            client.query(
+              config.prepare !== false ? `${genericPlans}, ${takeSlot(client)}` : `SELECT ${takeSlot(client)}`,
+              () => {}
+            ))
+          pool.on("remove", giveSlot)
           await pool.query("SELECT 1").catch((e) => pool.end().then(() => Promise.reject(e)))
           return pool
         },

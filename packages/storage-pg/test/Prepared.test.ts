@@ -19,6 +19,7 @@ import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 import type { AchievementExtras } from "../src/internal/achievementStore.js"
 import * as Pools from "../src/internal/pools.js"
+import { slot } from "../src/internal/activeSpans.js"
 import { makeQuery } from "../src/internal/sql.js"
 import type { StreakExtras } from "../src/internal/streakStore.js"
 import * as Transactions from "../src/internal/transactor.js"
@@ -267,6 +268,28 @@ layer(PgTest.layer, { timeout: "120 seconds" })("PgConnection prepared statement
         )
       )
       assert.strictEqual(scanned, 0, "no scan of a whole table")
+    }))
+
+  it.scoped("each open connection of a pool writes the report rollups in a slot of its own", () =>
+    Effect.gen(function*() {
+      const url = yield* PgTest.url
+      for (const prepare of [true, false]) {
+        const sql = yield* PgConnection.make({ url, maxConnections: 6, prepare }).pipe(Effect.provide(Reactivity.layer))
+        const { pool } = Pools.poolOf(sql)!
+        const slots = yield* Effect.promise(async () => {
+          const clients = await Promise.all(Array.from({ length: 6 }, () => pool.connect()))
+          const answers = await Promise.all(
+            clients.map((c) => c.query(`SELECT ${slot} AS slot, current_setting('streaks.rollup_slot') AS set`))
+          )
+          for (const c of clients) c.release()
+          return answers.map((a) => a.rows[0] as { slot: number; set: string })
+        })
+        assert.strictEqual(new Set(slots.map((s) => s.slot)).size, 6, `distinct slots (prepare: ${prepare})`)
+        for (const s of slots) {
+          assert.isTrue(s.slot >= 0 && s.slot < 16)
+          assert.strictEqual(String(s.slot), s.set, "the slot the connection was given, not its pid's")
+        }
+      }
     }))
 
   it.scoped("with prepare: false (for PgBouncer in transaction mode) nothing is prepared", () =>

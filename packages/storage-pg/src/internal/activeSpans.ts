@@ -3,13 +3,18 @@
  * ledger and activity day, the members active that day by their previous active day. Every
  * statement that adds or removes activity days carries the change of its links as CTEs.
  *
- * Every rollup row also has a `slot`, the writing connection's backend pid mod 16: the rows every
- * batch of a day changes (today's counts, the groups members move to) would otherwise be locked
- * by one transaction until it commits while the next waits; readers add the slots up.
+ * Every rollup row also has a `slot`, one of 16, the writing connection's: the rows every batch
+ * of a day changes (today's counts, the groups members move to) would otherwise be locked by one
+ * transaction until it commits while the next waits; readers add the slots up.
  */
 
-/** The slot a statement writes rollup rows in (see above). */
-export const slot = "(pg_backend_pid() % 16)::smallint"
+/**
+ * The slot a statement writes rollup rows in (see above): the one `PgConnection` gave the
+ * connection (`streaks.rollup_slot`, distinct among a pool's connections), else its backend pid
+ * mod 16 (a connection made elsewhere, or a Citus worker's).
+ */
+export const slot =
+  "coalesce(nullif(current_setting('streaks.rollup_slot', true), '')::smallint, (pg_backend_pid() % 16)::smallint)"
 
 /**
  * Where a statement text built here takes its project as a parameter: the caller puts the
@@ -116,6 +121,57 @@ export const summaryKey =
   "project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text), slot"
 
 /**
+ * A streak row's `streak_summaries` group, as statement values: the columns of `summaryColumns`,
+ * dates as text, jsonb as JSON text.
+ */
+export interface SummaryGroup {
+  readonly timezone: string
+  readonly lastActiveDay: string | null
+  readonly run: number
+  readonly periodDays: number | null
+  readonly freezes: number | null
+  readonly grants: string | null
+  readonly forgiveness: string | null
+}
+
+/** Whether a row of this group is in `streak_summaries` (see `counted`). */
+export const isCounted = (g: SummaryGroup): boolean =>
+  !(g.lastActiveDay === null && g.run === 0 && g.periodDays === null && g.freezes === null && g.grants === null &&
+    g.forgiveness === null)
+
+const jsonText = (value: unknown): string | null => value === null || value === undefined ? null : JSON.stringify(value)
+
+/**
+ * The group of a streak row as a statement selected it with `streakColumns` (the last active day
+ * as text, jsonb parsed): what the row's stored values put it in.
+ */
+export const groupOfSelected = (r: Record<string, unknown>): SummaryGroup => ({
+  timezone: r.timezone as string,
+  lastActiveDay: (r.last_active_day as string | null) ?? null,
+  run: r.run as number,
+  periodDays: (r.period_days as number | null) ?? null,
+  freezes: (r.freezes as number | null) ?? null,
+  grants: jsonText(r.grants),
+  forgiveness: jsonText(r.forgiveness)
+})
+
+/** The order in which statements take `streak_summaries` rows, so that concurrent ones lock them in one order. */
+const summariesOrder =
+  "project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text)"
+
+/**
+ * A statement `INSERT INTO streak_summaries` adding the rows of `changes` (the key columns, the
+ * summary columns and `n`, members joining a group when positive, leaving it when negative) to
+ * their groups. Groups equal as jsonb are added up first, so that one group is written once.
+ */
+export const summariesAddText = (summaries: string, changes: string) =>
+  `INSERT INTO ${summaries} AS g (project_id, program_id, ledger, ${summaryColumns}, slot, members)
+  SELECT project_id, program_id, ledger, ${summaryColumns}, ${slot}, sum(n) FROM ${changes}
+  GROUP BY project_id, program_id, ledger, ${summaryColumns} HAVING sum(n) <> 0
+  ORDER BY ${summariesOrder}
+  ON CONFLICT (${summaryKey}) DO UPDATE SET members = g.members + excluded.members`
+
+/**
  * A statement `INSERT INTO streak_summaries` moving rows between groups: the rows of `before` (the
  * streak rows as they were, with the key and summary columns) leave theirs, those of `after` join
  * theirs. Sorted, so concurrent statements lock the groups in one order.
@@ -137,7 +193,6 @@ export const summariesChangeText = (
     parts.join(" UNION ALL ")
   }) AS change
   GROUP BY project_id, program_id, ledger, ${summaryColumns} HAVING sum(n) <> 0
-  ORDER BY project_id, program_id, ledger, timezone, last_active_day, run, period_days, freezes, md5(grants::text),
-    md5(forgiveness::text)
+  ORDER BY ${summariesOrder}
   ON CONFLICT (${summaryKey}) DO UPDATE SET members = g.members + excluded.members`
 }

@@ -26,6 +26,7 @@ import type {
 } from "@streaks/core/Ports"
 import { Effect, Option } from "effect"
 import type { AchievementExtras } from "./achievementStore.js"
+import type { SummaryGroup } from "./activeSpans.js"
 import { keyOf } from "./batch.js"
 import { pipelined } from "./pipeline.js"
 import type { StreakExtras } from "./streakStore.js"
@@ -47,15 +48,19 @@ const none = Effect.succeed([] as ReadonlyArray<never>)
 const HISTORY_PIPELINED = 16
 
 /**
- * What `load` learns for `commit` (`Snapshot.forCommit`): the usage month each locked row was last
- * metered in (`metered_month`), by key. A member whose row says it was marked in a month needs no
- * mark in that month again.
+ * What `load` learns for `commit` (`Snapshot.forCommit`), by key: the usage month each locked row
+ * was last metered in (`metered_month`; a member whose row says it was marked in a month needs no
+ * mark in that month again), and the `streak_summaries` group each locked row is in, which the
+ * transaction's lock keeps until the commit moves the row.
  */
 class Loaded {
-  constructor(readonly meteredMonths: ReadonlyMap<string, string>) {}
+  constructor(
+    readonly meteredMonths: ReadonlyMap<string, string>,
+    readonly groups: ReadonlyMap<string, SummaryGroup>
+  ) {}
 }
 
-const nothingLoaded = new Loaded(new Map())
+const nothingLoaded = new Loaded(new Map(), new Map())
 
 /** `Changes.forCommit` as `load` left it; nothing known for changes not planned from a `load` of ours. */
 const loadedOf = (forCommit: unknown): Loaded => forCommit instanceof Loaded ? forCommit : nothingLoaded
@@ -111,6 +116,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
       ])
       const locked = new Map<number, LockedStreak>()
       const months = new Map<string, string>()
+      const groups = new Map<string, SummaryGroup>()
       const toLock: Array<{ readonly i: number; readonly key: StreakKey }> = []
       const held = new Set(asked.filter((i) => !goesAhead(request.members[i]!, claims)))
       const toAsk: Array<{ readonly i: number; readonly key: StreakKey }> = []
@@ -131,6 +137,7 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         if (Option.isNone(row)) return held.has(i) ? undefined : toLock.push({ i, key })
         if (held.has(i)) return
         locked.set(i, { key, row: row.value.row, achieved: row.value.achieved ?? [] })
+        groups.set(keyOf(key), row.value.group)
         if (row.value.meteredMonth !== undefined) months.set(keyOf(key), row.value.meteredMonth)
         if (streak.withAchieved && row.value.achieved === undefined) toAsk.push({ i, key })
       })
@@ -140,10 +147,15 @@ export const make = (stores: Stores): IngestStore["Type"] => {
         const [rows, achieved] = yield* pipelined([
           toLock.length === 0
             ? none
-            : streaks.lock(toLock.map(({ i, key }) => ({ key, timezone: request.members[i]!.streak!.timezone }))),
+            : streaks.lockWithGroups(
+              toLock.map(({ i, key }) => ({ key, timezone: request.members[i]!.streak!.timezone }))
+            ),
           askAfter.length === 0 ? none : achievements.achievedIds(askAfter.map((a) => a.key))
         ])
-        toLock.forEach(({ i, key }, n) => locked.set(i, { key, row: rows[n]!, achieved: [] }))
+        toLock.forEach(({ i, key }, n) => {
+          locked.set(i, { key, row: rows[n]!.row, achieved: [] })
+          groups.set(keyOf(key), rows[n]!.group)
+        })
         askAfter.forEach(({ i }, n) => {
           const l = locked.get(i)!
           locked.set(i, { ...l, achieved: achieved[n]! })
@@ -152,13 +164,14 @@ export const make = (stores: Stores): IngestStore["Type"] => {
       return {
         members: request.members.map((_, i) => ({ member: found[i]!, streak: locked.get(i) })),
         claims,
-        forCommit: new Loaded(months)
+        forCommit: new Loaded(months, groups)
       }
     })
 
   const commit: IngestStore["Type"]["commit"] = (changes) =>
     Effect.suspend(() => {
-      const before = loadedOf(changes.forCommit).meteredMonths
+      const loaded = loadedOf(changes.forCommit)
+      const before = loaded.meteredMonths
       const allNew = (what: string) => (added: ReadonlyArray<boolean>) =>
         added.every(Boolean) ? Effect.void : Effect.fail(conflict(what))
       // Live rows keep the month their member is marked in; a mark their row already records is spared.
@@ -177,7 +190,10 @@ export const make = (stores: Stores): IngestStore["Type"] => {
       return Effect.asVoid(pipelined([
         changes.rows.length + changes.days.length === 0
           ? Effect.void
-          : Effect.flatMap(streaks.saveAllWithDays(changes.rows, changes.days, months), allNew("an active day")),
+          : Effect.flatMap(
+            streaks.saveAllWithDays(changes.rows, changes.days, months, loaded.groups),
+            allNew("an active day")
+          ),
         changes.achievements.length === 0
           ? Effect.void
           : Effect.flatMap(achievements.add(changes.achievements), allNew("an achievement")),

@@ -15,7 +15,16 @@ import type { LocalDate } from "@streaks/core/Calendar"
 import { Clock, Effect, Option } from "effect"
 import { firstOccurrences, keyOf } from "./batch.js"
 import { makeDistributed, makeRotation } from "./claimsByProject.js"
-import { addedSpansText, projectParameter, removedSpansText, summariesChangeText } from "./activeSpans.js"
+import {
+  addedSpansText,
+  groupOfSelected,
+  isCounted,
+  projectParameter,
+  removedSpansText,
+  summariesAddText,
+  summariesChangeText,
+  type SummaryGroup
+} from "./activeSpans.js"
 import { perProject, rowsPerProject } from "./perProject.js"
 import { pipelined } from "./pipeline.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
@@ -62,10 +71,63 @@ const forgivenessJson = (row: StreakRow): string | null =>
       pauses: (row.pauses ?? []).map((p) => ({ id: p.id, start: p.start, end: p.end }))
     })
 
+/** The `streak_summaries` group a row joins when it is saved: its values as the save writes them. */
+const groupOfRow = (row: StreakRow): SummaryGroup => ({
+  timezone: row.timezone,
+  lastActiveDay: row.lastActiveDay ?? null,
+  run: row.run,
+  periodDays: row.periodDays ?? null,
+  freezes: row.freezes ?? null,
+  grants: grantsJson(row),
+  forgiveness: forgivenessJson(row)
+})
+
+interface SummaryChange {
+  readonly programId: string
+  readonly ledger: string
+  readonly group: SummaryGroup
+  n: number
+}
+
+/**
+ * What saving `rows` (each key once) changes in `streak_summaries`, each row leaving the group its
+ * locked version is in (`groups`, by key) and joining its new one: folded by group, the groups no
+ * row leaves or joins on balance left out. Groups equal as jsonb but not as text stay apart here;
+ * the statement adds them up.
+ */
+const summaryChanges = (
+  rows: ReadonlyArray<StreakRow>,
+  groups: ReadonlyMap<string, SummaryGroup>
+): Array<SummaryChange> => {
+  const changes = new Map<string, SummaryChange>()
+  const add = (row: StreakRow, group: SummaryGroup, n: number) => {
+    if (!isCounted(group)) return
+    const name = JSON.stringify([
+      row.programId,
+      row.ledger,
+      group.timezone,
+      group.lastActiveDay,
+      group.run,
+      group.periodDays,
+      group.freezes,
+      group.grants,
+      group.forgiveness
+    ])
+    const change = changes.get(name)
+    if (change === undefined) changes.set(name, { programId: row.programId, ledger: row.ledger, group, n })
+    else change.n += n
+  }
+  for (const row of rows) {
+    add(row, groups.get(keyOf(row))!, -1)
+    add(row, groupOfRow(row), 1)
+  }
+  return [...changes.values()].filter((c) => c.n !== 0)
+}
+
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
 
-interface LockInput {
+export interface LockInput {
   readonly key: StreakKey
   readonly timezone: string
 }
@@ -79,11 +141,13 @@ const inLockOrder = <I>(inputs: ReadonlyArray<I>, keyOfInput: (input: I) => Stre
     .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
     .map(([, i]) => i)
 
-/** Rows returned by a locking statement, by key. */
-const rowsByKey = (rows: ReadonlyArray<Record<string, unknown>>): Map<string, StreakRow> =>
+/** Rows returned by a locking statement, with their `streak_summaries` groups, by key. */
+const rowsByKey = (
+  rows: ReadonlyArray<Record<string, unknown>>
+): Map<string, { readonly row: StreakRow; readonly group: SummaryGroup }> =>
   new Map(rows.map((r) => {
     const row = decodeStreakRow(r)
-    return [keyOf(row), row]
+    return [keyOf(row), { row, group: groupOfSelected(r) }]
   }))
 
 /**
@@ -94,10 +158,20 @@ export interface StreakExtras {
   readonly lockExistingWithAchieved: (
     keys: ReadonlyArray<LockAhead>
   ) => Effect.Effect<ReadonlyArray<Option.Option<LockedRow>>, StorageError>
+  /** `lock`, with the `streak_summaries` group each row is in as locked. */
+  readonly lockWithGroups: (
+    keys: ReadonlyArray<LockInput>
+  ) => Effect.Effect<ReadonlyArray<{ readonly row: StreakRow; readonly group: SummaryGroup }>, StorageError>
+  /**
+   * `groups`: the `streak_summaries` group of each saved row's key as this transaction locked it
+   * (`LockedRow.group`); when it holds every row's key, the rows' moves between groups are
+   * computed here, without reading the rows again.
+   */
   readonly saveAllWithDays: (
     rows: ReadonlyArray<StreakRow>,
     days: ReadonlyArray<{ readonly key: StreakKey; readonly day: LocalDate }>,
-    months?: ReadonlyMap<string, string>
+    months?: ReadonlyMap<string, string>,
+    groups?: ReadonlyMap<string, SummaryGroup>
   ) => Effect.Effect<ReadonlyArray<boolean>, StorageError>
   /** The days of many keys in one statement, each key's in day order (`days` for each, at once). */
   readonly daysOfMany: (
@@ -120,6 +194,8 @@ export interface LockedRow {
    * with the row in the same transaction as the mark (`metered_month`); undefined when not known.
    */
   readonly meteredMonth: string | undefined
+  /** The `streak_summaries` group the row is in, from its stored values. */
+  readonly group: SummaryGroup
 }
 
 export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras => {
@@ -128,6 +204,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const removedSpans = sql.literal(removedSpansText(tableName("active_spans"), "removed"))
   const summariesChange = sql.literal(summariesChangeText(tableName("streak_summaries"), "rows_before", "rows_in"))
   const removedSummaries = sql.literal(summariesChangeText(tableName("streak_summaries"), "gone", undefined))
+  const summariesAdded = sql.literal(summariesAddText(tableName("streak_summaries"), "summary_changes"))
   const cols = sql.literal(streakColumns)
   const distributed = makeDistributed(ctx)
   const rotation = makeRotation(ctx)
@@ -181,7 +258,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const lock = (inputs: ReadonlyArray<LockInput>) =>
     Effect.gen(function*() {
       const now = new Date(yield* Clock.currentTimeMillis)
-      const found = new Map<string, StreakRow>()
+      const found = new Map<string, { readonly row: StreakRow; readonly group: SummaryGroup }>()
       let missing = inLockOrder(inputs, (i) => i.key)
       for (let attempt = 1; attempt <= lockAttempts && missing.length > 0; attempt++) {
         const rows = yield* rowsPerProject(
@@ -218,7 +295,8 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
           return [keyOf(row), {
             row,
             achieved: r.achieved === null ? undefined : r.achieved as Array<MilestoneId>,
-            meteredMonth: (r.metered_month as string | null) ?? undefined
+            meteredMonth: (r.metered_month as string | null) ?? undefined,
+            group: groupOfSelected(r)
           }] as const
         }))
         return keys.map(({ withAchieved }, n) =>
@@ -234,12 +312,17 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice). `months`, by key: the usage month marked with the row; a row
   // without one keeps the month it had.
-  // As CTEs (`rows_in`, `rows_before`, `saved`, `summaries`), to follow a `WITH`: the rows as they
-  // were (each read by its key, so one primary-key seek each) leave their `streak_summaries` group
-  // and the new ones join theirs, in the statement that saves them. The rows of one project, which
-  // the read of the old rows names (`perProjectWrite`).
-  const saveRowsCtes = (projectId: string, all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) => {
+  // As CTEs (`rows_in`, `saved`, then the rollup's), to follow a `WITH`: the rows leave their
+  // `streak_summaries` group as they were and join their new one, in the statement that saves
+  // them. The rows of one project, which the read of the old rows names (`perProjectWrite`).
+  const saveRowsCtes = (
+    projectId: string,
+    all: ReadonlyArray<StreakRow>,
+    months?: ReadonlyMap<string, string>,
+    groups?: ReadonlyMap<string, SummaryGroup>
+  ) => {
     const rows = lastPerKey(all, keyOf)
+    const known = groups !== undefined && rows.every((r) => groups.has(keyOf(r)))
     return sql`rows_in AS (
           SELECT * FROM unnest(${keyArraysOf(sql, rows)},
             ${rows.map((r) => r.lastActiveDay ?? null)}::date[], ${rows.map((r) => r.run)}::int[],
@@ -256,13 +339,6 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             AS r (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
               at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through,
               due_at, updated_at, metered_month, forgiveness)
-        ), rows_before AS (
-          SELECT s.project_id, s.program_id, s.ledger, s.timezone, s.last_active_day, s.run, s.period_days,
-            s.freezes, s.grants, s.forgiveness
-          FROM rows_in i CROSS JOIN LATERAL (
-            SELECT * FROM ${t.streaks} x WHERE x.project_id = ${projectId} AND x.program_id = i.program_id
-              AND x.user_hash = i.user_hash AND x.ledger = i.ledger
-          ) AS s
         ), saved AS (
           INSERT INTO ${t.streaks} (project_id, program_id, user_hash, ledger, last_active_day, run, best, timezone,
             at_risk_notified_for, broken_notified_after, period_days, freezes, grants, frozen_notified_through, due_at,
@@ -276,13 +352,47 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             frozen_notified_through = excluded.frozen_notified_through, due_at = excluded.due_at,
             updated_at = excluded.updated_at, forgiveness = excluded.forgiveness,
             metered_month = coalesce(excluded.metered_month, ${t.streaks}.metered_month)
-        ), summaries AS (${summariesChange})`
+        )${known ? summariesFromGroups(projectId, rows, groups) : summariesFromRows(projectId)}`
   }
+  // Where the caller knows the locked rows' groups (ingest, which locked them at its load): their
+  // moves folded here, and only the groups that change are written.
+  const summariesFromGroups = (
+    projectId: string,
+    rows: ReadonlyArray<StreakRow>,
+    groups: ReadonlyMap<string, SummaryGroup>
+  ): Fragment => {
+    const changes = summaryChanges(rows, groups)
+    if (changes.length === 0) return sql``
+    const of = <A>(f: (c: SummaryChange) => A) => changes.map(f)
+    return sql`, summary_changes AS (
+          SELECT ${projectId}::text AS project_id, c.* FROM unnest(${of((c) => c.programId)}::text[],
+            ${of((c) => c.ledger)}::text[], ${of((c) => c.group.timezone)}::text[],
+            ${of((c) => c.group.lastActiveDay)}::date[], ${of((c) => c.group.run)}::int[],
+            ${of((c) => c.group.periodDays)}::int[], ${of((c) => c.group.freezes)}::int[],
+            ${of((c) => c.group.grants)}::jsonb[], ${of((c) => c.group.forgiveness)}::jsonb[], ${of((c) => c.n)}::int[])
+            AS c (program_id, ledger, timezone, last_active_day, run, period_days, freezes, grants, forgiveness, n)
+        ), summaries AS (${summariesAdded})`
+  }
+  // Otherwise the rows as they were, each read by its key (one primary-key seek each, in the
+  // statement's snapshot: the caller holds the rows' locks).
+  const summariesFromRows = (projectId: string): Fragment =>
+    sql`, rows_before AS (
+          SELECT s.project_id, s.program_id, s.ledger, s.timezone, s.last_active_day, s.run, s.period_days,
+            s.freezes, s.grants, s.forgiveness
+          FROM rows_in i CROSS JOIN LATERAL (
+            SELECT * FROM ${t.streaks} x WHERE x.project_id = ${projectId} AND x.program_id = i.program_id
+              AND x.user_hash = i.user_hash AND x.ledger = i.ledger
+          ) AS s
+        ), summaries AS (${summariesChange})`
   // Inserts or replaces rows in one statement; a key given twice keeps its last row (an upsert
   // may not touch one row twice). `months`, by key: the usage month marked with the row; a row
   // without one keeps the month it had.
-  const saveRows = (projectId: string, all: ReadonlyArray<StreakRow>, months?: ReadonlyMap<string, string>) =>
-    sql`WITH ${saveRowsCtes(projectId, all, months)} SELECT 1`
+  const saveRows = (
+    projectId: string,
+    all: ReadonlyArray<StreakRow>,
+    months?: ReadonlyMap<string, string>,
+    groups?: ReadonlyMap<string, SummaryGroup>
+  ) => sql`WITH ${saveRowsCtes(projectId, all, months, groups)} SELECT 1`
   type DayInput = { readonly key: StreakKey; readonly day: LocalDate }
   const insertDays = (inputs: ReadonlyArray<DayInput>) =>
     sql`INSERT INTO ${t.activity_days} (project_id, program_id, user_hash, ledger, day)
@@ -310,14 +420,15 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     projectId: string,
     rows: ReadonlyArray<StreakRow>,
     days: ReadonlyArray<DayInput>,
-    months?: ReadonlyMap<string, string>
+    months?: ReadonlyMap<string, string>,
+    groups?: ReadonlyMap<string, SummaryGroup>
   ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
-    if (days.length === 0) return Effect.as(query(saveRows(projectId, rows, months)), [])
+    if (days.length === 0) return Effect.as(query(saveRows(projectId, rows, months, groups)), [])
     return query(
       rows.length === 0
         ? sql`WITH added AS (${insertDays(days)}), ${spans(projectId)} ${addedRows}`
         : sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}, ${
-          saveRowsCtes(projectId, rows, months)
+          saveRowsCtes(projectId, rows, months, groups)
         } ${addedRows}`
     )
   }
@@ -328,15 +439,21 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const perProjectWrite = (
     rows: ReadonlyArray<StreakRow>,
     days: ReadonlyArray<DayInput>,
-    months?: ReadonlyMap<string, string>
+    months?: ReadonlyMap<string, string>,
+    groups?: ReadonlyMap<string, SummaryGroup>
   ): Effect.Effect<ReadonlyArray<boolean>, SqlError> => {
     const rowsOf = new Map<string, Array<StreakRow>>()
     const daysOf = new Map<string, Array<DayInput>>()
-    for (const r of rows) rowsOf.set(r.projectId, [...(rowsOf.get(r.projectId) ?? []), r])
-    for (const d of days) daysOf.set(d.key.projectId, [...(daysOf.get(d.key.projectId) ?? []), d])
+    const push = <A>(map: Map<string, Array<A>>, projectId: string, item: A) => {
+      const list = map.get(projectId)
+      if (list === undefined) map.set(projectId, [item])
+      else list.push(item)
+    }
+    for (const r of rows) push(rowsOf, r.projectId, r)
+    for (const d of days) push(daysOf, d.key.projectId, d)
     const projects = [...new Set([...rowsOf.keys(), ...daysOf.keys()])].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))
     const write = (projectId: string) =>
-      writeOf(projectId, rowsOf.get(projectId) ?? [], daysOf.get(projectId) ?? [], months)
+      writeOf(projectId, rowsOf.get(projectId) ?? [], daysOf.get(projectId) ?? [], months, groups)
     const written = projects.length === 1
       ? write(projects[0]!)
       : Effect.map(pipelined(projects.map(write)), (answers) => answers.flat())
@@ -487,7 +604,12 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   }
 
   return {
-    lock: (keys) => keys.length === 0 ? Effect.succeed([]) : lock(keys).pipe(io("StreakStore.lock")),
+    lock: (keys) =>
+      keys.length === 0
+        ? Effect.succeed([])
+        : lock(keys).pipe(Effect.map((locked) => locked.map((l) => l.row)), io("StreakStore.lock")),
+
+    lockWithGroups: (keys) => keys.length === 0 ? Effect.succeed([]) : lock(keys).pipe(io("StreakStore.lock")),
 
     lockExistingWithAchieved: (keys: ReadonlyArray<LockAhead>) =>
       keys.length === 0
@@ -504,10 +626,11 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     saveAllWithDays: (
       rows: ReadonlyArray<StreakRow>,
       days: ReadonlyArray<DayInput>,
-      months?: ReadonlyMap<string, string>
+      months?: ReadonlyMap<string, string>,
+      groups?: ReadonlyMap<string, SummaryGroup>
     ) => {
       if (rows.length === 0 && days.length === 0) return Effect.succeed([])
-      return perProjectWrite(rows, days, months).pipe(io("StreakStore.saveAllWithDays"))
+      return perProjectWrite(rows, days, months, groups).pipe(io("StreakStore.saveAllWithDays"))
     },
 
     daysOfMany: (keys) =>
