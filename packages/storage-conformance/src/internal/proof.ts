@@ -2,8 +2,8 @@
  * Conformance of the Proof cohorts as a store keeps them with its writes: equal to
  * `ProofReport.cohortsOf` (the definition as code) over the same activity, whatever the path and
  * order the days came by — days before the experiment started, ingest's commit, `addDays` out of
- * order, a late day before a member's enrolment, a history import, removals — and after the
- * experiment ended, with a late day inside its window.
+ * order, a late day before a member's enrolment, a history import, removals — after the
+ * experiment ended, with a late day inside its window, and with another day start hour.
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -127,9 +127,9 @@ export const proofSuite = (it: It) =>
           m.removed = true
         }
 
-        const check = (e: Experiment, now: Date) =>
+        const check = (e: Experiment, now: Date, dayStartHour = 0) =>
           Effect.gen(function*() {
-            const windows = zones.map((zone) => ProofReport.windowOf(e, zone, 0, now))
+            const windows = zones.map((zone) => ProofReport.windowOf(e, zone, dayStartHour, now))
             const query = ProofReport.cohortQuery(e, windows)
             const expected = ProofReport.cohortsOf(
               query,
@@ -151,6 +151,10 @@ export const proofSuite = (it: It) =>
         const stopped = makeExperiment(tenant.program, { ...experiment, endedAt: new Date("2024-03-25T12:00:00Z") })
         const late = members.find((m) => !m.removed && !m.days.has(at(60)))!
         yield* add(late, [at(60), at(80)])
+        yield* check(stopped, new Date("2024-04-20T12:00:00Z"))
+        // Days that start at 05:00 move Tokyo's start a day earlier (03:00 there): the same rules,
+        // then back.
+        yield* check(stopped, new Date("2024-04-20T12:00:00Z"), 5)
         yield* check(stopped, new Date("2024-04-20T12:00:00Z"))
       }))
   })
