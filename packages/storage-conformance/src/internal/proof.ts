@@ -66,7 +66,11 @@ export const proofSuite = (it: It) =>
           const days = Array.from({ length: 31 }, (_, d) => at(d)).filter(() => random() < 0.3)
           if (days.length > 0) yield* add(m, days)
         }
-        const experiment = makeExperiment(tenant.program, { id: freshId("ExperimentId"), holdoutPercent: 30, startedAt })
+        const experiment = makeExperiment(tenant.program, {
+          id: freshId("ExperimentId"),
+          holdoutPercent: 30,
+          startedAt
+        })
         assert.isTrue(yield* experiments.start(experiment))
 
         // Ingest's commit: days in ascending order, several members per batch.
@@ -133,7 +137,11 @@ export const proofSuite = (it: It) =>
             const query = ProofReport.cohortQuery(e, windows)
             const expected = ProofReport.cohortsOf(
               query,
-              members.filter((m) => !m.removed).map((m) => ({ userHash: m.key.userHash, timezone: m.zone, days: m.days }))
+              members.filter((m) => !m.removed).map((m) => ({
+                userHash: m.key.userHash,
+                timezone: m.zone,
+                days: m.days
+              }))
             )
             assert.deepStrictEqual(yield* reports.cohorts(query), expected)
             return expected

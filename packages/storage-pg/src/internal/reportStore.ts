@@ -165,17 +165,21 @@ export const makeReportStore = ({ prefix, query, sql, t }: Ctx): ReportStore["Ty
       ${resolveRows(q.projectId)}`
     const h = stored.horizons
     const rd = stored.retentionDays
-    const inner = sql.literal(h.map((n) =>
-      `, count(*) FILTER (WHERE r${n}) AS k${n}, sum(y${n}) AS sy${n}, sum(y${n} * y${n}) AS syy${n}` +
-      `, sum(x * y${n}) AS sxy${n}`
-    ).join(""))
-    const outer = sql.literal(h.map((n, i) => {
-      const matured = `g.enrolled + ${n + rd - 1} <= w.last_day`
-      return `, sum(g.n) FILTER (WHERE ${matured}) AS n${i}, sum(g.k${n}) FILTER (WHERE ${matured}) AS k${i}` +
-        `, sum(g.sy${n}) FILTER (WHERE ${matured}) AS sy${i}, sum(g.syy${n}) FILTER (WHERE ${matured}) AS syy${i}` +
-        `, sum(g.sx) FILTER (WHERE ${matured}) AS sx${i}, sum(g.sxx) FILTER (WHERE ${matured}) AS sxx${i}` +
-        `, sum(g.sxy${n}) FILTER (WHERE ${matured}) AS sxy${i}`
-    }).join(""))
+    const inner = sql.literal(
+      h.map((n) =>
+        `, count(*) FILTER (WHERE r${n}) AS k${n}, sum(y${n}) AS sy${n}, sum(y${n} * y${n}) AS syy${n}` +
+        `, sum(x * y${n}) AS sxy${n}`
+      ).join("")
+    )
+    const outer = sql.literal(
+      h.map((n, i) => {
+        const matured = `g.enrolled + ${n + rd - 1} <= w.last_day`
+        return `, sum(g.n) FILTER (WHERE ${matured}) AS n${i}, sum(g.k${n}) FILTER (WHERE ${matured}) AS k${i}` +
+          `, sum(g.sy${n}) FILTER (WHERE ${matured}) AS sy${i}, sum(g.syy${n}) FILTER (WHERE ${matured}) AS syy${i}` +
+          `, sum(g.sx) FILTER (WHERE ${matured}) AS sx${i}, sum(g.sxx) FILTER (WHERE ${matured}) AS sxx${i}` +
+          `, sum(g.sxy${n}) FILTER (WHERE ${matured}) AS sxy${i}`
+      }).join("")
+    )
     const sums = sql`WITH w AS (${windows}), g AS (
         SELECT m.control, m.timezone, m.start_day, m.enrolled, m.returned, count(*) AS n, sum(m.x) AS sx,
           sum(m.x * m.x) AS sxx ${inner}

@@ -298,12 +298,17 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     spansText.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, spansText[0]!)
   // The added days' members' rows in the Proof rollup of their program's experiments, beside the
   // links (internal/experimentMembers.ts).
-  const proofText = addedMembersText({
-    experiments: tableName("experiments"),
-    zones: tableName("experiment_zones"),
-    members: tableName("experiment_members"),
-    streaks: tableName("streaks")
-  }, tableName("activity_days"), "added", projectParameter).split(projectParameter).map((part) => sql.literal(part))
+  const proofText = addedMembersText(
+    {
+      experiments: tableName("experiments"),
+      zones: tableName("experiment_zones"),
+      members: tableName("experiment_members"),
+      streaks: tableName("streaks")
+    },
+    tableName("activity_days"),
+    "added",
+    projectParameter
+  ).split(projectParameter).map((part) => sql.literal(part))
   const proof = (projectId: string): Fragment =>
     proofText.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, proofText[0]!)
   const addedRows = sql`SELECT project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day FROM added`
