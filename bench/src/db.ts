@@ -1,6 +1,8 @@
 /**
  * The benchmark's database: a fresh database on `DATABASE_URL` when set (dropped afterwards),
- * else a throwaway embedded cluster (the same module the server and the tests use).
+ * else a throwaway embedded cluster (the same module the server and the tests use). With
+ * `BENCH_DATABASE=name` as well, that database on `DATABASE_URL`, created if missing and kept
+ * afterwards, so that `BENCH_SCALE` runs reuse its fill (`Scale.kept`).
  */
 import { EmbeddedPostgres } from "@streaks/storage-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
@@ -35,18 +37,25 @@ export const kept = async (name: string): Promise<Database & { readonly existed:
 
 export const open = async (): Promise<Database> => {
   const adminUrl = process.env.DATABASE_URL
+  const keep = process.env.BENCH_DATABASE
+  if (keep !== undefined && keep !== "" && !/^[a-z_][a-z0-9_]*$/.test(keep)) {
+    throw new Error(`BENCH_DATABASE: ${JSON.stringify(keep)} is not a lower-case database name`)
+  }
   if (adminUrl !== undefined && adminUrl !== "") {
-    const name = `streaks_bench_${Date.now()}`
+    const kept = keep !== undefined && keep !== ""
+    const name = kept ? keep : `streaks_bench_${Date.now()}`
     const admin = new pg.Client({ connectionString: adminUrl })
     await admin.connect()
-    await admin.query(`create database ${name}`)
+    const exists = kept && (await admin.query("select 1 from pg_database where datname = $1", [name])).rowCount! > 0
+    if (!exists) await admin.query(`create database ${name}`)
     await admin.end()
     const url = new URL(adminUrl)
     url.pathname = `/${name}`
     return {
       url: url.toString(),
-      description: `DATABASE_URL (database ${name})`,
+      description: `DATABASE_URL (database ${name}${kept ? ", kept" : ""})`,
       close: async () => {
+        if (kept) return
         const c = new pg.Client({ connectionString: adminUrl })
         await c.connect()
         await c.query(`drop database if exists ${name} with (force)`)
@@ -54,6 +63,7 @@ export const open = async (): Promise<Database> => {
       }
     }
   }
+  if (keep !== undefined && keep !== "") throw new Error("BENCH_DATABASE needs DATABASE_URL")
   const scope = Effect.runSync(Scope.make())
   const parent = mkdtempSync(join(tmpdir(), "streaks-bench-pg-"))
   const dataDir = join(parent, "pg")

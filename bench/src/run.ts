@@ -116,6 +116,13 @@ const SCALE = process.env.BENCH_SCALE === undefined || process.env.BENCH_SCALE =
   ? undefined
   : Scale.sizesOf(process.env.BENCH_SCALE)
 
+/**
+ * `BENCH_DATABASE=name` (with `DATABASE_URL`): the scale scenario fills that database and keeps it,
+ * and a later run with the same name measures it without filling again (or grows it to a larger
+ * size). Drop it when done.
+ */
+const KEPT = process.env.BENCH_DATABASE !== undefined && process.env.BENCH_DATABASE !== ""
+
 /** `BENCH_STEADY=1`: each ingest round pays every streaks page's full-page image first (`Fill.payImages`). */
 const STEADY = process.env.BENCH_STEADY !== undefined
 /** `BENCH_TZ`, `BENCH_CROSSING`, `BENCH_IDEMPOTENCY`: what the actions do besides extending a run (`Fill.Mix`). */
@@ -204,7 +211,11 @@ const main = async () => {
       return { url: otherUrl, pid: child.pid }
     })()
 
-    const workspace = await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
+    // A kept database's earlier scale run (`BENCH_DATABASE`): its workspace, projects and fill.
+    const before = SCALE !== undefined && KEPT ? await Scale.kept(sql) : undefined
+    const workspace = before !== undefined
+      ? { id: before.workspaceId }
+      : await admin(url, "/admin/workspaces", { name: "bench", plan: "pro" })
     /** A project and its live programs, each with milestones at 3 days (reached) and 7 (a reward). */
     const provision = async (name: string, count: number) => {
       const project = await admin(url, "/admin/projects", { workspaceId: workspace.id, name, allowedOrigins: [] })
@@ -223,12 +234,21 @@ const main = async () => {
       }
       return { project, programs }
     }
-    const { programs, project } = await provision("bench", SCALE === undefined ? Fill.PROGRAMS : Scale.PROGRAMS)
+    const { programs, project } = before !== undefined
+      ? { programs: [...before.projects[0]!.programs], project: before.projects[0]! }
+      : await provision("bench", SCALE === undefined ? Fill.PROGRAMS : Scale.PROGRAMS)
     // With `BENCH_SCALE`, the rounds act on the first of `Scale.PROJECTS` projects.
-    const scaled: Array<Scale.Project> = [{ id: project.id, siteKey: project.siteKey, programs }]
-    for (let i = 1; SCALE !== undefined && i < Scale.PROJECTS; i++) {
+    const scaled: Array<Scale.Kept["projects"][number]> = before !== undefined
+      ? [...before.projects]
+      : [{ id: project.id, siteKey: project.siteKey, serverToken: project.serverToken, programs }]
+    for (let i = 1; SCALE !== undefined && before === undefined && i < Scale.PROJECTS; i++) {
       const other = await provision(`bench-${i}`, Scale.PROGRAMS)
-      scaled.push({ id: other.project.id, siteKey: other.project.siteKey, programs: other.programs })
+      scaled.push({
+        id: other.project.id,
+        siteKey: other.project.siteKey,
+        serverToken: other.project.serverToken,
+        programs: other.programs
+      })
     }
     if (SCALE === undefined) await Fill.populate(sql, workspace.id, project.id, programs, MIX)
     const siteKey: string = project.siteKey
@@ -365,12 +385,19 @@ const main = async () => {
     if (SCALE === undefined) {
       figures = (await ingestAndState(() => Fill.rewind(sql, programs, MIX))).figures
     } else {
-      let filled = 0
+      let filled = before?.filled ?? 0
       for (const size of SCALE) {
         const perProject = size / Scale.PROJECTS
+        // A kept database already grown to this size (or past it) is measured as it is.
+        if (perProject < filled) throw new Error(`BENCH_SCALE: the kept database holds ${filled} members per project`)
         console.log(`# scale: growing to ${size} members (${Scale.PROJECTS} projects of ${perProject})`)
-        const fillSeconds = await Scale.fill(sql, workspace.id, scaled, filled, perProject)
+        const fillSeconds = perProject === filled
+          ? undefined
+          : await Scale.fill(sql, workspace.id, scaled, filled, perProject)
         filled = perProject
+        if (KEPT) {
+          await Scale.keep(sql, { workspaceId: workspace.id, projects: scaled, filled })
+        }
         const since = new Date()
         sizeLabel = `${size / 1_000_000}M: `
         draw.members = perProject
@@ -399,7 +426,7 @@ const main = async () => {
         const ratio = (xs: ReadonlyArray<number> | undefined) =>
           xs === undefined || xs.length === 0 ? "-" : `${Targets.median(xs).toFixed(2)}×`
         growth.push(
-          `| ${size} | ${fillSeconds.toFixed(0)} | ${ratio(measured.figures.ingest?.ratios)} | ${
+          `| ${size} | ${fillSeconds?.toFixed(0) ?? "kept"} | ${ratio(measured.figures.ingest?.ratios)} | ${
             ratio(measured.figures.state?.ratios)
           } | ${measured.stateP99s.length === 0 ? "-" : Targets.median(measured.stateP99s).toFixed(1)} | ${dueRows} | ${
             sweep.seconds.toFixed(1)

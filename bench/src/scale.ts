@@ -6,6 +6,7 @@ import { SqlClient } from "@effect/sql"
 import { Migrations, PgConnection } from "@streaks/storage-pg"
 import { Effect } from "effect"
 import type pg from "pg"
+import type { Program } from "./fill.js"
 
 /** Projects of the fill; the first is the one the ingest and state rounds act on. */
 export const PROJECTS = 4
@@ -35,6 +36,30 @@ export interface Project {
 }
 
 const today = "(now() at time zone 'UTC')::date"
+
+/** What a kept database (`BENCH_DATABASE`) holds of an earlier run: its workspace, projects and fill. */
+export interface Kept {
+  readonly workspaceId: string
+  readonly projects: ReadonlyArray<
+    Project & { readonly serverToken: string; readonly programs: ReadonlyArray<Program> }
+  >
+  /** Members per project filled so far. */
+  readonly filled: number
+}
+
+/** The earlier run's fill of this database, if any (one row of `bench_scale`). */
+export const kept = async (client: pg.Client): Promise<Kept | undefined> => {
+  await client.query("create table if not exists bench_scale (id int primary key, state jsonb not null)")
+  const { rows } = await client.query<{ state: Kept }>("select state from bench_scale where id = 1")
+  return rows[0]?.state
+}
+
+export const keep = async (client: pg.Client, state: Kept) => {
+  await client.query(
+    "insert into bench_scale (id, state) values (1, $1) on conflict (id) do update set state = excluded.state",
+    [JSON.stringify(state)]
+  )
+}
 
 /**
  * Adds members `from` … `to - 1` of every project, each as the usual fill's members are (active

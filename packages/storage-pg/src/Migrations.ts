@@ -46,7 +46,8 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0013_outage_revisions": ddl(outageRevisions(prefix)),
   "0014_report_rollups": ddl(reportRollups(prefix)),
   "0015_import_leases": ddl(importLeases(prefix)),
-  "0016_proof_members": ddl(proofMembers(prefix))
+  "0016_proof_members": ddl(proofMembers(prefix)),
+  "0017_due_claims_in_key_order": ddl(dueClaimsInKeyOrder(prefix))
 })
 
 // Multi-statement DDL without parameters: node-postgres sends it over the simple protocol.
@@ -634,6 +635,17 @@ ${fillExperimentMembers(p)}`
  * adapter (with `fillReportRollups`). Multi-statement text without parameters.
  */
 export const fillExperimentMembers = (p: string = defaultPrefix): string => fillText(p)
+
+// The due index orders the rows of one due instant by their key, so that a sweep's claims can
+// start where the previous one stopped (internal/streakStore.ts, claimDue) rather than at the
+// start of the range, past every row the sweep has already moved (decisions/0029). Built before
+// the old one goes, then given its name.
+const dueClaimsInKeyOrder = (p: string) => `
+CREATE INDEX ${p}streaks_due_next ON ${p}streaks (due_at, project_id, program_id, user_hash, ledger)
+  WHERE due_at IS NOT NULL;
+DROP INDEX ${p}streaks_due;
+ALTER INDEX ${p}streaks_due_next RENAME TO ${p}streaks_due;
+`
 
 // An import's owner renews its heartbeat while it works; a running import whose heartbeat is older
 // than the lease lost its owner and is claimed (docs/operations.md#bringing-your-history).

@@ -12,7 +12,7 @@ import { OutboxMessage, StreakKey, StreakRow } from "@streaks/core/Domain"
 import type { MessageId, ProgramId, ProjectId, SubscriptionId, UserHash } from "@streaks/core/Ids"
 import { Catalog, IdempotencyStore, Outbox, type Storage, StreakStore, Transactor } from "@streaks/core/Ports"
 import { makeProgram, makeProject, makeWorkspace } from "@streaks/storage-conformance/Fixtures"
-import { Array as Arr, Context, Deferred, Effect, Fiber, Layer, Struct } from "effect"
+import { Array as Arr, Context, Data, Deferred, Effect, Fiber, Layer, Struct } from "effect"
 import * as Migrations from "../src/Migrations.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
@@ -28,6 +28,9 @@ const on = <A, E>(storage: Context.Context<Storage>, effect: Effect.Effect<A, E,
   Effect.provide(effect, storage)
 
 const now = new Date("2025-01-15T12:00:00Z")
+
+/** A batch's transaction given up on purpose, with the rows it had claimed. */
+class RolledBack extends Data.TaggedError("RolledBack")<{ readonly rows: ReadonlyArray<StreakRow> }> {}
 const projectId = "prj_concurrency" as ProjectId
 
 const keyOf = (
@@ -145,6 +148,62 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
         .flat()
       assert.strictEqual(taken.length, 120)
       assert.strictEqual(new Set(taken).size, 120)
+    }))
+
+  it.scoped("a sweep's claims resume where the last one stopped, and still take the rows passed while locked or rolled back", () =>
+    Effect.gen(function*() {
+      const [a, b] = [yield* replica, yield* replica]
+      // An instant of its own, before every other test's rows are due.
+      const at = new Date("2020-01-15T12:00:00Z")
+      const programId = "prg_resume" as ProgramId
+      yield* on(
+        a,
+        Effect.flatMap(StreakStore, (streaks) =>
+          streaks.save(
+            Arr.range(1, 6).map((i) =>
+              new StreakRow({
+                projectId,
+                programId,
+                userHash: `member-${i}` as UserHash,
+                ledger: "live",
+                lastActiveDay: "2020-01-13" as LocalDate,
+                run: 3,
+                best: 3,
+                timezone: "UTC",
+                dueAt: new Date(at.getTime() - i * 60_000),
+                updatedAt: at
+              })
+            )
+          ))
+      )
+      const claim = (limit: number) => Effect.flatMap(StreakStore, (streaks) => streaks.claimDue(at, limit))
+      // The other replica holds the oldest row while this one claims past it.
+      const held = yield* Deferred.make<ReadonlyArray<string>>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.fork(on(
+        b,
+        Effect.flatMap(Transactor, (tx) =>
+          tx.withTransaction(Effect.gen(function*() {
+            yield* Deferred.succeed(held, (yield* claim(1)).map(keyOf))
+            yield* Deferred.await(release)
+          })))
+      ))
+      assert.deepStrictEqual(yield* Deferred.await(held), [`${projectId}/${programId}/member-6/live`])
+      // A batch that claims the next two and rolls back.
+      const rolledBack = yield* on(
+        a,
+        Effect.flatMap(
+          Transactor,
+          (tx) => tx.withTransaction(Effect.flatMap(claim(2), (rows) => Effect.fail(new RolledBack({ rows }))))
+        )
+      ).pipe(Effect.catchTag("RolledBack", (e) => Effect.succeed(e.rows)))
+      assert.deepStrictEqual(rolledBack.map((r) => r.userHash), ["member-5", "member-4"])
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+      // The rest of the sweep: every row still due, each once, those behind the last claim included.
+      const rest = yield* on(a, Effect.flatMap(Transactor, (tx) => tx.withTransaction(claim(10))))
+      assert.sameMembers(rest.map((r) => r.userHash), Arr.range(1, 6).map((i) => `member-${i}`))
+      assert.strictEqual(rest.length, 6)
     }))
 
   it.scoped("four claimers on two pools draining the outbox take each due message exactly once", () =>

@@ -361,6 +361,98 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
 
   type RowsQuery = Parameters<StreakStore["Type"]["rows"]>[0]
 
+  // Where this store's claims of the current sweep (one `now`) have got to, per project on Citus
+  // ("" for the one cross-tenant statement): the last claimed row's place in the due index
+  // (instant, then key). The rows a sweep has moved keep their entries in that index until no
+  // snapshot can see the old versions (a long transaction anywhere on the server holds them),
+  // and a claim from the start of the range visits each of them again, a heap page each: the
+  // sweep's cost would grow with the square of its due rows. The claims start at the position
+  // instead; rows before it that another transaction held when they were passed, or that a
+  // rolled-back batch claimed, are taken once the range past it is drained.
+  interface Position {
+    /** The instant exactly, as Postgres prints it (a `Date` would drop its microseconds). */
+    readonly dueAt: string
+    readonly micros: bigint
+    readonly key: StreakKey
+  }
+  let sweepAt: number | undefined
+  const reached = new Map<string, Position>()
+  const positionOf = (scope: string, now: Date) => {
+    if (sweepAt !== now.getTime()) {
+      sweepAt = now.getTime()
+      reached.clear()
+    }
+    return reached.get(scope)
+  }
+  const textOrder = (x: string, y: string) => (x < y ? -1 : x > y ? 1 : 0)
+  const order = (x: Position, y: Position) =>
+    x.micros !== y.micros
+      ? (x.micros < y.micros ? -1 : 1)
+      : textOrder(x.key.projectId, y.key.projectId) || textOrder(x.key.programId, y.key.programId) ||
+        textOrder(x.key.userHash, y.key.userHash) || textOrder(x.key.ledger, y.key.ledger)
+  // Concurrent claims of one store end in any order: the position only moves on.
+  const advance = (scope: string, rows: ReadonlyArray<Row>) => {
+    const last = rows[rows.length - 1]
+    if (last === undefined) return
+    const at: Position = {
+      dueAt: String(last.due_position),
+      micros: BigInt(String(last.due_micros)),
+      key: {
+        projectId: last.project_id as ProjectId,
+        programId: last.program_id as ProgramId,
+        userHash: last.user_hash as UserHash,
+        ledger: last.ledger as Ledger
+      }
+    }
+    const before = reached.get(scope)
+    if (before === undefined || order(at, before) > 0) reached.set(scope, at)
+  }
+  // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output column
+  // (no index, a sort of every due row) over the table's. A project's claim (Citus) has the
+  // project fixed, and its index (Distribution.ts) leads with it.
+  const placeIn = (byProject: boolean) =>
+    byProject
+      ? sql`(s.due_at, s.program_id, s.user_hash, s.ledger)`
+      : sql`(s.due_at, s.project_id, s.program_id, s.user_hash, s.ledger)`
+  const positionText = (byProject: boolean, at: Position) =>
+    byProject
+      ? sql`(${at.dueAt}::timestamptz, ${at.key.programId}::text, ${at.key.userHash}::text, ${at.key.ledger}::text)`
+      : sql`(${at.dueAt}::timestamptz, ${at.key.projectId}::text, ${at.key.programId}::text, ${at.key.userHash}::text,
+        ${at.key.ledger}::text)`
+  const claimStatement = (project: string | undefined, now: Date, range: Fragment, limit: number) =>
+    query(sql`SELECT ${cols}, s.due_at::text AS due_position,
+        (extract(epoch FROM s.due_at) * 1000000)::bigint::text AS due_micros
+      FROM ${t.streaks} s WHERE ${
+      project === undefined ? sql`` : sql`s.project_id = ${project} AND `
+    }s.due_at <= ${now}${range}
+      ORDER BY ${
+      project === undefined ? sql`s.due_at, s.project_id` : sql`s.due_at`
+    }, s.program_id, s.user_hash, s.ledger LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
+  const claimFrom = (project: string | undefined, now: Date, limit: number) =>
+    Effect.gen(function*() {
+      const scope = project ?? ""
+      const at = positionOf(scope, now)
+      const place = placeIn(project !== undefined)
+      const past = yield* claimStatement(
+        project,
+        now,
+        at === undefined ? sql`` : sql` AND ${place} >= ${positionText(project !== undefined, at)}`,
+        limit
+      )
+      advance(scope, past)
+      if (at === undefined || past.length >= limit) return past.map(decodeStreakRow)
+      // The range past the position is drained: the rows before it that are still due, once.
+      reached.delete(scope)
+      const before = yield* claimStatement(
+        project,
+        now,
+        sql` AND ${place} < ${positionText(project !== undefined, at)}`,
+        limit - past.length
+      )
+      advance(scope, before)
+      return [...before, ...past].map(decodeStreakRow)
+    })
+
   // Each key once, a primary-key seek each (LATERAL: see `lockEachOf`), without a lock; one
   // statement per project.
   const rowsOfKeys = (keys: ReadonlyArray<StreakKey>) => {
@@ -515,8 +607,8 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
           ${removedSummaries}`)
         .pipe(Effect.asVoid, io("StreakStore.remove")),
 
-    // The partial index on due_at (WHERE due_at IS NOT NULL) serves `due_at <= now ORDER BY due_at`,
-    // so a sweep reads only due rows; SKIP LOCKED hands each row to one claimer.
+    // The partial index on due_at and the key (WHERE due_at IS NOT NULL) serves the claims in
+    // that order, so a sweep reads only due rows; SKIP LOCKED hands each row to one claimer.
     claimDue: (now, limit) =>
       limit <= 0 ?
         Effect.succeed([]) :
@@ -524,19 +616,8 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
           byProject
             // On Citus: one project's due rows per statement (internal/claimsByProject.ts), oldest
             // first within each project and in the batch.
-            ? rotation(limit, (projectId, n) =>
-              query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.project_id = ${projectId} AND s.due_at <= ${now}
-                ORDER BY s.due_at LIMIT ${n} FOR UPDATE SKIP LOCKED`)).pipe(
-                Effect.map((rows) =>
-                  rows.map(decodeStreakRow).sort((a, b) => a.dueAt!.getTime() - b.dueAt!.getTime())
-                )
-              )
-            // `s.due_at`: the selected `due_at` is its ISO text, and ORDER BY would take that output
-            // column (no index, a sort of every due row) over the table's.
-            : query(sql`SELECT ${cols} FROM ${t.streaks} s WHERE s.due_at <= ${now}
-              ORDER BY s.due_at LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
-              .pipe(Effect.map((rows) =>
-                rows.map(decodeStreakRow)
-              ))).pipe(io("StreakStore.claimDue"))
+            ? rotation(limit, (projectId, n) => claimFrom(projectId, now, n))
+              .pipe(Effect.map((rows) => [...rows].sort((a, b) => a.dueAt!.getTime() - b.dueAt!.getTime())))
+            : claimFrom(undefined, now, limit)).pipe(io("StreakStore.claimDue"))
   }
 }
