@@ -17,6 +17,24 @@ export interface Database {
   readonly close: () => Promise<void>
 }
 
+/**
+ * A database named `name` on `DATABASE_URL` that is kept: created when missing (`existed` false),
+ * else reused as it is; never dropped here.
+ */
+export const kept = async (name: string): Promise<Database & { readonly existed: boolean }> => {
+  const adminUrl = process.env.DATABASE_URL
+  if (adminUrl === undefined || adminUrl === "") throw new Error("a kept database needs DATABASE_URL")
+  if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a database name: ${name}`)
+  const admin = new pg.Client({ connectionString: adminUrl })
+  await admin.connect()
+  const existed = (await admin.query("SELECT 1 FROM pg_database WHERE datname = $1", [name])).rowCount === 1
+  if (!existed) await admin.query(`create database ${name}`)
+  await admin.end()
+  const url = new URL(adminUrl)
+  url.pathname = `/${name}`
+  return { url: url.toString(), description: `DATABASE_URL (kept database ${name})`, existed, close: async () => {} }
+}
+
 export const open = async (): Promise<Database> => {
   const adminUrl = process.env.DATABASE_URL
   const keep = process.env.BENCH_DATABASE

@@ -24,6 +24,7 @@ import { StateStore } from "@streaks/core/StateStore"
 import * as StorageLayer from "@streaks/core/Storage"
 import { accountsSuite, auditSuite, deliveriesLogSuite } from "./internal/accounts.js"
 import { aggregatesSuite } from "./internal/aggregates.js"
+import { proofSuite } from "./internal/proof.js"
 import { rollupsSuite } from "./internal/rollups.js"
 import { batchSuite } from "./internal/batches.js"
 import { actionLogSuite, idempotencySuite, outboxSuite, subscriptionSuite } from "./internal/delivery.js"
@@ -223,6 +224,7 @@ export const storageConformance = <E>(name: string, storage: Layer.Layer<Storage
     standingSuite(it)
     aggregatesSuite(it)
     rollupsSuite(it)
+    proofSuite(it)
     accountsSuite(it)
     auditSuite(it)
     deliveriesLogSuite(it)

@@ -44,7 +44,9 @@ export const projectTables = [
   "import_members",
   "action_counts",
   "active_spans",
-  "streak_summaries"
+  "streak_summaries",
+  "experiment_zones",
+  "experiment_members"
 ] as const
 
 /**

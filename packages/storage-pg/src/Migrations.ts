@@ -13,6 +13,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import * as PgMigrator from "@effect/sql-pg/PgMigrator"
 import { summariesChangeText } from "./internal/activeSpans.js"
+import { fillText, stored } from "./internal/experimentMembers.js"
 import { Effect, Layer } from "effect"
 import { isValidPrefix } from "./internal/sql.js"
 
@@ -45,6 +46,7 @@ export const migrations = (prefix: string): Record<string, Effect.Effect<void, S
   "0013_outage_revisions": ddl(outageRevisions(prefix)),
   "0014_report_rollups": ddl(reportRollups(prefix)),
   "0015_import_leases": ddl(importLeases(prefix)),
+  "0016_proof_members": ddl(proofMembers(prefix)),
   "0017_due_claims_in_key_order": ddl(dueClaimsInKeyOrder(prefix))
 })
 
@@ -562,14 +564,18 @@ CREATE TABLE ${p}streak_summaries (
 );
 CREATE UNIQUE INDEX ${p}streak_summaries_group ON ${p}streak_summaries (project_id, program_id, ledger, timezone,
   last_active_day, run, period_days, freezes, md5(grants::text), md5(forgiveness::text), slot) NULLS NOT DISTINCT;
-${fillReportRollups(p)}`
+${rollupsFill(p)}`
 
 /**
  * The report rollups computed from the actions and activity days stored, added to what the
- * rollups hold: the migration's backfill, and a fill after rows were written around the adapter
- * (the bench's SQL fill). Multi-statement text without parameters.
+ * rollups hold, and the Proof rollup of the experiments stored (`fillExperimentMembers`): a fill
+ * after rows were written around the adapter (the bench's SQL fill). Multi-statement text without
+ * parameters.
  */
-export const fillReportRollups = (p: string = defaultPrefix): string => `
+export const fillReportRollups = (p: string = defaultPrefix): string => rollupsFill(p) + fillExperimentMembers(p)
+
+// The three rollups of migration 0014 (its backfill), before the Proof rollup existed.
+const rollupsFill = (p: string): string => `
 INSERT INTO ${p}action_counts AS c
   SELECT project_id, program_id, ledger, (ts AT TIME ZONE 'UTC')::date, local_date, event_type, source,
     external_service, integration_id, 0, count(*), count(*) FILTER (WHERE counted)
@@ -589,6 +595,46 @@ INSERT INTO ${p}active_spans AS s
   ON CONFLICT (project_id, program_id, ledger, day, prev, slot) DO UPDATE SET members = s.members + excluded.members;
 ${summariesChangeText(`${p}streak_summaries`, undefined, `${p}streaks`, "0")};
 `
+
+// The Proof rollup ([decisions/0028](../../../docs/decisions/0028-proof-members.md)), filled here
+// for the experiments stored and kept from then on by the statements that write days.
+// - experiment_zones: per experiment and zone of its program's members, the start's activity day.
+// - experiment_members: per experiment and member with a live day from two days before its start,
+//   the zone and start day the row was computed with, the group, the enrolment and return days,
+//   the pre-period's active days (x) and per horizon h the active days in [e, e + h) and whether
+//   the member was active in the week after.
+const proofMembers = (p: string) => `
+CREATE TABLE ${p}experiment_zones (
+  project_id     text COLLATE "C" NOT NULL,
+  program_id     text COLLATE "C" NOT NULL,
+  experiment_id  text COLLATE "C" NOT NULL,
+  timezone       text COLLATE "C" NOT NULL,
+  start_day      date NOT NULL,
+  PRIMARY KEY (project_id, program_id, experiment_id, timezone)
+);
+CREATE TABLE ${p}experiment_members (
+  project_id     text COLLATE "C" NOT NULL,
+  program_id     text COLLATE "C" NOT NULL,
+  experiment_id  text COLLATE "C" NOT NULL,
+  user_hash      text COLLATE "C" NOT NULL,
+  timezone       text NOT NULL,
+  start_day      date,
+  control        boolean NOT NULL,
+  enrolled       date,
+  returned       date,
+  x              integer NOT NULL,
+  ${stored.horizons.map((h) => `y${h} integer NOT NULL,`).join(" ")}
+  ${stored.horizons.map((h) => `r${h} boolean NOT NULL,`).join(" ")}
+  PRIMARY KEY (project_id, program_id, experiment_id, user_hash)
+);
+${fillExperimentMembers(p)}`
+
+/**
+ * The Proof rollup computed from the experiments, streak rows and activity days stored, replacing
+ * what it holds for them: the migration's backfill, and a fill after rows were written around the
+ * adapter (with `fillReportRollups`). Multi-statement text without parameters.
+ */
+export const fillExperimentMembers = (p: string = defaultPrefix): string => fillText(p)
 
 // The due index orders the rows of one due instant by their key, so that a sweep's claims can
 // start where the previous one stopped (internal/streakStore.ts, claimDue) rather than at the

@@ -17,6 +17,7 @@ import {
   ActionLog,
   AuditLog,
   Catalog,
+  type CatalogRecords,
   IdempotencyStore,
   MemberStore,
   Outbox,
@@ -34,6 +35,7 @@ import { makeAchievementStore } from "./internal/achievementStore.js"
 import { makeActionLog } from "./internal/actionLog.js"
 import { makeAuditLog } from "./internal/auditLog.js"
 import { makeCatalog } from "./internal/catalog.js"
+import { fillText } from "./internal/experimentMembers.js"
 import { makeIdempotencyStore } from "./internal/idempotencyStore.js"
 import { makeImportStore } from "./internal/importStore.js"
 import * as PgIngest from "./internal/ingestStore.js"
@@ -41,7 +43,7 @@ import { makeMemberStore } from "./internal/memberStore.js"
 import { makeOutbox } from "./internal/outbox.js"
 import * as Pools from "./internal/pools.js"
 import { makeReportStore } from "./internal/reportStore.js"
-import { type Ctx, makeQuery, makeTables } from "./internal/sql.js"
+import { type Ctx, io, makeQuery, makeTables } from "./internal/sql.js"
 import { makeStateStore } from "./internal/stateStore.js"
 import { makeStreakStore } from "./internal/streakStore.js"
 import * as Transactions from "./internal/transactor.js"
@@ -51,6 +53,25 @@ export interface Options {
   /** Table name prefix, as for `Migrations.run`. Default `"streaks_"`. */
   readonly prefix?: string | undefined
 }
+
+const quoted = (text: string) => `'${text.replaceAll("'", "''")}'`
+
+/**
+ * The catalog, whose insert of an experiment also fills the Proof rollup of its members active
+ * near its start (internal/experimentMembers.ts): later days are written with their rows.
+ */
+const withProofFill = (sql: SqlClient.SqlClient, prefix: string, catalog: Catalog["Type"]): Catalog["Type"] => ({
+  ...catalog,
+  insert: (kind, record) =>
+    kind !== "experiment" ? catalog.insert(kind, record) : Effect.tap(catalog.insert(kind, record), (inserted) => {
+      if (!inserted) return Effect.void
+      const e = record as CatalogRecords["experiment"]
+      return sql.unsafe(fillText(prefix, `e.project_id = ${quoted(e.projectId)} AND e.id = ${quoted(e.id)}`)).pipe(
+        Effect.asVoid,
+        io("Catalog.insert")
+      )
+    })
+})
 
 /**
  * Every port over `sql` and the tables under `prefix`, with Postgres' `IngestStore` and
@@ -67,7 +88,7 @@ export const make = (
   const pool = Pools.poolOf(sql)
   const ctx: Ctx = { sql: raw, t: makeTables(raw, prefix), prefix, query: makeQuery(pool) }
   const stores = {
-    catalog: makeCatalog(ctx),
+    catalog: withProofFill(raw, prefix, makeCatalog(ctx)),
     members: makeMemberStore(ctx),
     streaks: makeStreakStore(ctx),
     achievements: makeAchievementStore(ctx),

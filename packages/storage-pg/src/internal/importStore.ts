@@ -16,6 +16,7 @@ import { Readable } from "node:stream"
 import type * as Pools from "./pools.js"
 import { type Ctx, io, lastPerKey, storageError, toDate, toOptionalDate } from "./sql.js"
 import { addedSpansText } from "./activeSpans.js"
+import { importedMembersText } from "./experimentMembers.js"
 import { keyArraysOf } from "./streakRows.js"
 
 type Row = Record<string, unknown>
@@ -87,6 +88,14 @@ SELECT count(*)::int AS imported FROM fresh`
 SELECT 1 FROM ${name("streaks")} WHERE project_id = $1 AND program_id = $2 AND ledger = 'live'
   AND user_hash IN (SELECT user_hash FROM ${source} s)
 ORDER BY user_hash FOR UPDATE`
+
+  const importedText = importedMembersText({
+    experiments: name("experiments"),
+    zones: name("experiment_zones"),
+    members: name("experiment_members"),
+    streaks: name("streaks"),
+    importMembers: name("import_members")
+  }, name("activity_days"))
 
   const progressText = `
 UPDATE ${name("imports")} SET received = received + $3, imported = imported + $4, duplicates = duplicates + $5,
@@ -287,12 +296,16 @@ ON CONFLICT (project_id, user_hash) DO UPDATE SET timezone = excluded.timezone`
           WHERE s.project_id = k.project_id AND s.program_id = k.program_id AND s.user_hash = k.user_hash
             AND s.ledger = k.ledger`)
       }).pipe(io("ImportStore.achieve")),
+    // A finished import's members get their rows in the Proof rollup of the program's experiments.
     finish: (id, status, at) =>
-      query(
-        sql`UPDATE ${t.imports} SET status = ${status}, finished_at = ${at} WHERE id = ${id} AND status = 'running'`
-      ).pipe(
-        Effect.asVoid,
-        io("ImportStore.finish")
-      )
+      Effect.gen(function*() {
+        const done = yield* query(
+          sql`UPDATE ${t.imports} SET status = ${status}, finished_at = ${at} WHERE id = ${id} AND status = 'running'
+            RETURNING project_id, program_id`
+        )
+        const job = done[0]
+        if (status !== "finished" || job === undefined) return
+        yield* query(sql.unsafe(importedText, [job.project_id, id, job.program_id]))
+      }).pipe(io("ImportStore.finish"))
   }
 }

@@ -27,6 +27,8 @@ export const tableNames = [
   "action_counts",
   "active_spans",
   "streak_summaries",
+  "experiment_zones",
+  "experiment_members",
   "idempotency_keys",
   "subscriptions",
   "outbox",

@@ -25,6 +25,7 @@ import {
   summariesChangeText,
   type SummaryGroup
 } from "./activeSpans.js"
+import { addedMembersText } from "./experimentMembers.js"
 import { perProject, rowsPerProject } from "./perProject.js"
 import { pipelined } from "./pipeline.js"
 import { type Ctx, io, lastPerKey, toLocalDate } from "./sql.js"
@@ -405,6 +406,21 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     .split(projectParameter).map((part) => sql.literal(part))
   const spans = (projectId: string): Fragment =>
     spansText.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, spansText[0]!)
+  // The added days' members' rows in the Proof rollup of their program's experiments, beside the
+  // links (internal/experimentMembers.ts).
+  const proofText = addedMembersText(
+    {
+      experiments: tableName("experiments"),
+      zones: tableName("experiment_zones"),
+      members: tableName("experiment_members"),
+      streaks: tableName("streaks")
+    },
+    tableName("activity_days"),
+    "added",
+    projectParameter
+  ).split(projectParameter).map((part) => sql.literal(part))
+  const proof = (projectId: string): Fragment =>
+    proofText.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, proofText[0]!)
   const addedRows = sql`SELECT project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day FROM added`
   // The inserted days' rows as `addDays`'s answers: true at the first position of each new pair.
   const daysAdded = (inputs: ReadonlyArray<DayInput>) => (rows: ReadonlyArray<Row>) =>
@@ -426,8 +442,8 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     if (days.length === 0) return Effect.as(query(saveRows(projectId, rows, months, groups)), [])
     return query(
       rows.length === 0
-        ? sql`WITH added AS (${insertDays(days)}), ${spans(projectId)} ${addedRows}`
-        : sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}, ${
+        ? sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}, ${proof(projectId)} ${addedRows}`
+        : sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}, ${proof(projectId)}, ${
           saveRowsCtes(projectId, rows, months, groups)
         } ${addedRows}`
     )
@@ -708,6 +724,8 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
               RETURNING project_id, program_id, user_hash, ledger, day),
             ${removedSpans},
             a AS (DELETE FROM ${t.achievements} WHERE ${whereKey(key)}),
+            proof AS (DELETE FROM ${t.experiment_members} WHERE project_id = ${key.projectId}
+              AND program_id = ${key.programId} AND user_hash = ${key.userHash} AND ${key.ledger}::text = 'live'),
             gone AS (DELETE FROM ${t.streaks} WHERE ${whereKey(key)} RETURNING *)
           ${removedSummaries}`)
         .pipe(Effect.asVoid, io("StreakStore.remove")),
