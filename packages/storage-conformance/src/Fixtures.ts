@@ -25,6 +25,7 @@ import {
   Workspace
 } from "@streaks/core/Domain"
 import type { StorageError } from "@streaks/core/Errors"
+import type { ImportJob } from "@streaks/core/ImportStore"
 import * as Ids from "@streaks/core/Ids"
 import { AchievementStore, DirectoryStore, type Member, MemberStore, StreakStore } from "@streaks/core/Ports"
 
@@ -234,6 +235,23 @@ export const makeGrant = (
   })
 
 /** A running experiment of `program` holding out 10 %. */
+/** A running import job of a program, nothing received yet. */
+export const makeImportJob = (projectId: Ids.ProjectId, programId: Ids.ProgramId, source = ""): ImportJob => ({
+  id: freshId("ImportId"),
+  projectId,
+  programId,
+  source,
+  status: "running",
+  received: 0,
+  imported: 0,
+  duplicates: 0,
+  rejected: [],
+  committedLine: 0,
+  startedAt: epoch,
+  heartbeatAt: epoch,
+  loaded: false
+})
+
 export const makeExperiment = (program: Program, overrides: Overrides<typeof Experiment> = {}): Experiment =>
   new Experiment({
     id: freshId("ExperimentId"),

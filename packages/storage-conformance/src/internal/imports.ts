@@ -5,7 +5,7 @@
  */
 import { assert, describe } from "@effect/vitest"
 import { Effect, Option } from "effect"
-import type { ProgramId, ProjectId, UserHash } from "@streaks/core/Ids"
+import type { UserHash } from "@streaks/core/Ids"
 import { type ImportBatch, type ImportJob, ImportStore, maxRejections } from "@streaks/core/ImportStore"
 import { AchievementStore, StreakStore } from "@streaks/core/Ports"
 import { StateStore } from "@streaks/core/StateStore"
@@ -14,6 +14,7 @@ import {
   epoch,
   freshId,
   makeAchievement,
+  makeImportJob,
   makeKey,
   makeRow,
   makeUserHash,
@@ -21,22 +22,6 @@ import {
   seedTenant
 } from "../Fixtures.js"
 import type { It } from "./kit.js"
-
-const newJob = (projectId: ProjectId, programId: ProgramId, source = ""): ImportJob => ({
-  id: freshId("ImportId"),
-  projectId,
-  programId,
-  source,
-  status: "running",
-  received: 0,
-  imported: 0,
-  duplicates: 0,
-  rejected: [],
-  committedLine: 0,
-  startedAt: epoch,
-  heartbeatAt: epoch,
-  loaded: false
-})
 
 const batchOf = (job: ImportJob, fields: Partial<ImportBatch>): ImportBatch => ({
   importId: job.id,
@@ -59,7 +44,7 @@ export const importSuite = (it: It) =>
         const imports = yield* ImportStore
         const streaks = yield* StreakStore
         const { program, project } = yield* seedTenant()
-        const job = newJob(project.id, program.id)
+        const job = makeImportJob(project.id, program.id)
         yield* imports.create(job)
         const a = makeUserHash()
         const b = makeUserHash()
@@ -127,7 +112,7 @@ export const importSuite = (it: It) =>
         const other = yield* seedTenant()
         const line = { userHash: makeUserHash(), identity: "k:shared", day: day("2024-03-01") }
         for (const t of [tenant, other]) {
-          const job = newJob(t.project.id, t.program.id)
+          const job = makeImportJob(t.project.id, t.program.id)
           yield* imports.create(job)
           const after = yield* imports.load(batchOf(job, { actions: [line], received: 1, committedLine: 1 }))
           assert.strictEqual(after.imported, 1)
@@ -138,7 +123,7 @@ export const importSuite = (it: It) =>
       Effect.gen(function*() {
         const imports = yield* ImportStore
         const { program, project } = yield* seedTenant()
-        const job = newJob(project.id, program.id)
+        const job = makeImportJob(project.id, program.id)
         yield* imports.create(job)
         const hashes = ["m_c", "m_a", "m_e", "m_b", "m_d"].map((h) => `${h}_${freshId("EventId")}` as UserHash)
         yield* imports.load(batchOf(job, {
@@ -152,7 +137,7 @@ export const importSuite = (it: It) =>
         assert.deepStrictEqual(yield* imports.members(job.id, page[1], 10), sorted.slice(2))
         assert.deepStrictEqual(yield* imports.members(job.id, sorted[4], 10), [])
         // Members of lines found duplicates before the batch are touched too.
-        const again = newJob(project.id, program.id)
+        const again = makeImportJob(project.id, program.id)
         yield* imports.create(again)
         yield* imports.load(
           batchOf(again, { received: 2, duplicates: 2, touched: [hashes[0]!, hashes[1]!], committedLine: 2 })
@@ -188,7 +173,7 @@ export const importSuite = (it: It) =>
       Effect.gen(function*() {
         const imports = yield* ImportStore
         const { program, project } = yield* seedTenant()
-        const job = newJob(project.id, program.id)
+        const job = makeImportJob(project.id, program.id)
         yield* imports.create(job)
         const rejected = Array.from({ length: maxRejections }, (_, i) => ({ line: i + 1, error: "INVALID_BODY" }))
         const after = yield* imports.load(
@@ -202,9 +187,12 @@ export const importSuite = (it: It) =>
       Effect.gen(function*() {
         const imports = yield* ImportStore
         const { program, project } = yield* seedTenant()
-        const older = newJob(project.id, program.id, "sha256:file")
-        const newer = { ...newJob(project.id, program.id, "sha256:file"), startedAt: new Date(epoch.getTime() + 1000) }
-        const plain = newJob(project.id, program.id)
+        const older = makeImportJob(project.id, program.id, "sha256:file")
+        const newer = {
+          ...makeImportJob(project.id, program.id, "sha256:file"),
+          startedAt: new Date(epoch.getTime() + 1000)
+        }
+        const plain = makeImportJob(project.id, program.id)
         yield* imports.create(older)
         yield* imports.create(newer)
         yield* imports.create(plain)
@@ -226,10 +214,10 @@ export const importSuite = (it: It) =>
         const imports = yield* ImportStore
         const { program, project } = yield* seedTenant()
         const ms = (n: number) => new Date(epoch.getTime() + n)
-        const reading = { ...newJob(project.id, program.id, "sha256:reading"), heartbeatAt: ms(1000) }
-        const recomputing = { ...newJob(project.id, program.id), heartbeatAt: ms(1000) }
-        const alive = { ...newJob(project.id, program.id), heartbeatAt: ms(1000) }
-        const done = { ...newJob(project.id, program.id), heartbeatAt: ms(1000) }
+        const reading = { ...makeImportJob(project.id, program.id, "sha256:reading"), heartbeatAt: ms(1000) }
+        const recomputing = { ...makeImportJob(project.id, program.id), heartbeatAt: ms(1000) }
+        const alive = { ...makeImportJob(project.id, program.id), heartbeatAt: ms(1000) }
+        const done = { ...makeImportJob(project.id, program.id), heartbeatAt: ms(1000) }
         for (const job of [reading, recomputing, alive, done]) yield* imports.create(job)
         yield* imports.loaded(recomputing.id)
         yield* imports.finish(done.id, "finished", ms(1500))

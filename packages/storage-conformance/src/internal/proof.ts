@@ -15,7 +15,7 @@ import { IngestStore, noChanges } from "@streaks/core/IngestStore"
 import { ExperimentStore, StreakStore, Transactor } from "@streaks/core/Ports"
 import * as ProofReport from "@streaks/core/ProofReport"
 import { ReportStore } from "@streaks/core/ReportStore"
-import { epoch, freshId, makeExperiment, makeKey, makeRow, seedTenant } from "../Fixtures.js"
+import { epoch, freshId, makeImportJob, makeExperiment, makeKey, makeRow, seedTenant } from "../Fixtures.js"
 import type { It } from "./kit.js"
 
 // A small deterministic generator, so that a failure reproduces.
@@ -87,21 +87,7 @@ export const proofSuite = (it: It) =>
           for (let i = 0; i < days.length; i += 3) yield* add(m, days.slice(i, i + 3))
         }
         // A history import, then its end, which recomputes its members.
-        const job = {
-          id: freshId("ImportId"),
-          projectId: tenant.project.id,
-          programId: tenant.program.id,
-          source: "",
-          status: "running" as const,
-          received: 0,
-          imported: 0,
-          duplicates: 0,
-          rejected: [],
-          committedLine: 0,
-          startedAt: epoch,
-          heartbeatAt: epoch,
-          loaded: false
-        }
+        const job = makeImportJob(tenant.project.id, tenant.program.id)
         yield* imports.create(job)
         const lines = members.filter(() => random() < 0.4).flatMap((m) =>
           Array.from({ length: 75 }, (_, d) => at(d)).filter(() => random() < 0.1).map((day) => ({

@@ -15,7 +15,7 @@ import { ImportStore } from "@streaks/core/ImportStore"
 import { IngestStore, noChanges } from "@streaks/core/IngestStore"
 import { ActionLog, StreakStore, Transactor } from "@streaks/core/Ports"
 import { ReportStore } from "@streaks/core/ReportStore"
-import { epoch, freshId, makeAction, makeKey, makeRow, seedProgram, seedTenant } from "../Fixtures.js"
+import { epoch, freshId, makeImportJob, makeAction, makeKey, makeRow, seedProgram, seedTenant } from "../Fixtures.js"
 import type { It } from "./kit.js"
 
 // A small deterministic generator, so that a failure reproduces.
@@ -88,21 +88,7 @@ export const rollupsSuite = (it: It) =>
           }
         }
         // A history import into the first program, lines in no order.
-        const job = {
-          id: freshId("ImportId"),
-          projectId: tenant.project.id,
-          programId: tenant.program.id,
-          source: "",
-          status: "running" as const,
-          received: 0,
-          imported: 0,
-          duplicates: 0,
-          rejected: [],
-          committedLine: 0,
-          startedAt: epoch,
-          heartbeatAt: epoch,
-          loaded: false
-        }
+        const job = makeImportJob(tenant.project.id, tenant.program.id)
         yield* imports.create(job)
         const lines = shuffled(
           members.filter((m) => m.key.programId === tenant.program.id).flatMap((m) =>
