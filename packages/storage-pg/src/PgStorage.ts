@@ -66,7 +66,11 @@ const withProofFill = (sql: SqlClient.SqlClient, prefix: string, catalog: Catalo
     kind !== "experiment" ? catalog.insert(kind, record) : Effect.tap(catalog.insert(kind, record), (inserted) => {
       if (!inserted) return Effect.void
       const e = record as CatalogRecords["experiment"]
-      return sql.unsafe(fillText(prefix, `e.project_id = ${quoted(e.projectId)} AND e.id = ${quoted(e.id)}`)).pipe(
+      return sql.unsafe(fillText(
+        prefix,
+        `e.project_id = ${quoted(e.projectId)} AND e.id = ${quoted(e.id)}`,
+        quoted(e.projectId)
+      )).pipe(
         Effect.asVoid,
         io("Catalog.insert")
       )

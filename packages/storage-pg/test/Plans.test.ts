@@ -11,6 +11,7 @@ import {
   DirectoryCache,
   DueChecks,
   EventInput,
+  Experiments,
   Ingest,
   OutboxSignal,
   Provisioning,
@@ -151,6 +152,8 @@ layer(services, { timeout: "120 seconds" })("Plans", (it) => {
         )
       yield* act("m1")
       yield* Effect.forEach(["m1", "m2", "m3"], act, { concurrency: "unbounded" })
+      // An experiment's start, which fills the Proof rollup of the members active near it.
+      yield* Effect.flatMap(Experiments.Experiments, (x) => x.start(program.program.id, 10))
       // State.
       const state = yield* StateStore
       yield* state.standing(
@@ -197,7 +200,11 @@ layer(services, { timeout: "120 seconds" })("Plans", (it) => {
       )
       const statements = [
         ...new Map(
-          sent.filter((s) => /^\s*(WITH|SELECT|INSERT|UPDATE|DELETE)\b/i.test(s.text) && !/pg_advisory/.test(s.text))
+          sent.flatMap((s) =>
+            // Multi-statement text (no parameters, the simple protocol) is explained statement by statement.
+            s.values.length > 0 ? [s] : s.text.split(/;\s*\n(?=\s*(?:WITH|SELECT|INSERT|UPDATE|DELETE)\b)/i)
+              .map((text) => ({ text: text.replace(/;\s*$/, ""), values: s.values }))
+          ).filter((s) => /^\s*(WITH|SELECT|INSERT|UPDATE|DELETE)\b/i.test(s.text) && !/pg_advisory/.test(s.text))
             .map((s) => [s.text, s])
         ).values()
       ]

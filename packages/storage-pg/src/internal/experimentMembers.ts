@@ -114,8 +114,13 @@ exp_keys AS (
  * experiment, to fill fewer): each zone of its program's live streak rows that Postgres knows
  * gets the start's activity day, and each member with a live day from (the slack) before the
  * start their row (a zone Postgres does not know with no start day, which the report resolves).
+ * `project` (an SQL literal), when the experiments are all of one project: every tenant table is
+ * then read with the project named, as Citus needs to send each read to that project's shard
+ * (docs/scaling.md#statements-citus-can-plan); without it, the experiment's own project.
  */
-export const fillText = (p: string, experimentWhere = "true"): string => `
+export const fillText = (p: string, experimentWhere = "true", project?: string): string => {
+  const of = project ?? "e.project_id"
+  return `
 INSERT INTO ${p}experiment_zones (project_id, program_id, experiment_id, timezone, start_day)
 SELECT e.project_id, e.program_id, e.id, z.timezone,
   ((e.started_at AT TIME ZONE z.timezone) - make_interval(hours => coalesce((g.policy->>'dayStartHour')::int, 0)))::date
@@ -123,23 +128,29 @@ FROM ${p}experiments e
 JOIN ${p}programs g ON g.project_id = e.project_id AND g.id = e.program_id
 CROSS JOIN LATERAL (
   SELECT DISTINCT s.timezone FROM ${p}streaks s
-  WHERE s.project_id = e.project_id AND s.program_id = e.program_id AND s.ledger = 'live'
+  WHERE s.project_id = ${of} AND s.program_id = e.program_id AND s.ledger = 'live'
 ) z
 WHERE ${experimentWhere} AND z.timezone IN (SELECT name FROM pg_timezone_names)
 ON CONFLICT DO NOTHING;
 WITH keys AS (
   SELECT s.project_id, s.program_id, e.id AS experiment_id, e.holdout_percent, s.user_hash, s.timezone, z.start_day
   FROM ${p}experiments e
-  JOIN ${p}streaks s ON s.project_id = e.project_id AND s.program_id = e.program_id AND s.ledger = 'live'
-  LEFT JOIN ${p}experiment_zones z ON z.project_id = e.project_id AND z.program_id = e.program_id
+  JOIN ${p}streaks s ON s.project_id = ${of} AND s.program_id = e.program_id AND s.ledger = 'live'
+  LEFT JOIN ${p}experiment_zones z ON z.project_id = ${of} AND z.program_id = e.program_id
     AND z.experiment_id = e.id AND z.timezone = s.timezone
   WHERE ${experimentWhere} AND EXISTS (
-    SELECT 1 FROM ${p}activity_days d WHERE d.project_id = s.project_id AND d.program_id = s.program_id
+    SELECT 1 FROM ${p}activity_days d WHERE d.project_id = ${project ?? "s.project_id"} AND d.program_id = s.program_id
       AND d.user_hash = s.user_hash AND d.ledger = 'live'
       AND d.day >= (e.started_at AT TIME ZONE 'UTC')::date - ${SLACK})
 )
-${upsertMembersText(`${p}experiment_members`, memberRowsText(`${p}activity_days`, "keys", undefined, "k.project_id"))};
+${
+    upsertMembersText(
+      `${p}experiment_members`,
+      memberRowsText(`${p}activity_days`, "keys", undefined, project ?? "k.project_id")
+    )
+  };
 `
+}
 
 /**
  * A statement (`$1` the project, `$2` the import, `$3` its program) that recomputes the rows of
