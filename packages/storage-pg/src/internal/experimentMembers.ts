@@ -120,6 +120,10 @@ exp_keys AS (
  */
 export const fillText = (p: string, experimentWhere = "true", project?: string): string => {
   const of = project ?? "e.project_id"
+  const members = upsertMembersText(
+    `${p}experiment_members`,
+    memberRowsText(`${p}activity_days`, "keys", undefined, project ?? "k.project_id")
+  )
   return `
 INSERT INTO ${p}experiment_zones (project_id, program_id, experiment_id, timezone, start_day)
 SELECT e.project_id, e.program_id, e.id, z.timezone,
@@ -143,12 +147,7 @@ WITH keys AS (
       AND d.user_hash = s.user_hash AND d.ledger = 'live'
       AND d.day >= (e.started_at AT TIME ZONE 'UTC')::date - ${SLACK})
 )
-${
-    upsertMembersText(
-      `${p}experiment_members`,
-      memberRowsText(`${p}activity_days`, "keys", undefined, project ?? "k.project_id")
-    )
-  };
+${members};
 `
 }
 
