@@ -203,52 +203,53 @@ export const makeDue = async (client: pg.Client): Promise<number> => {
   return rowCount ?? 0
 }
 
+/** The migration the growth table times: the latest, which rebuilds the streaks' due index. */
+export const timedMigration = { id: 17, name: "due_claims_in_key_order" } as const
+
+/** `0017_due_claims_in_key_order`, as the migrations record keys it and the table heading names it. */
+export const timedMigrationKey = `${String(timedMigration.id).padStart(4, "0")}_${timedMigration.name}`
+
+/** Throws unless the timed migration is the latest of the schema's, the only one `timeMigrations` can apply again. */
+export const checkTimedMigration = () => {
+  const latest = Object.keys(Migrations.migrations(Migrations.defaultPrefix)).at(-1)
+  if (latest !== timedMigrationKey) {
+    throw new Error(
+      `BENCH_SCALE times migration ${timedMigrationKey}, but the latest is ${latest}: time the latest instead (bench/src/scale.ts)`
+    )
+  }
+}
+
 /**
- * The time of migration 0008 on the filled database: its changes are put back (the id columns it
- * gave "C" return to the database's collation, the running-experiment index to its old key, its
- * row in the migrations table deleted), then `Migrations.run()` applies it again, as a deployment
- * that upgrades does. Then a run with nothing pending, as every replica's start pays.
+ * The time of migration 0017 on the filled database: its change is put back (the due index by
+ * instant alone, its row in the migrations table deleted), then `Migrations.run()` applies it
+ * again, as a deployment that upgrades does, building the due index by instant and key over every
+ * streak row. Then a run with nothing pending, as every replica's start pays. The migrator applies
+ * only migrations after the latest one recorded, so the migration put back must be the latest:
+ * with a later one recorded, deleting its row would make the run apply nothing.
  */
 export const timeMigrations = (url: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    // The id columns that 0004 made "C" stay so; 0008 gave the others theirs.
-    yield* sql.unsafe(`DO $$
-      DECLARE t record;
-      BEGIN
-        FOR t IN
-          SELECT c.relname AS name,
-            string_agg(format('ALTER COLUMN %I TYPE text COLLATE "default"', a.attname), ', ') AS changes
-          FROM pg_attribute a
-          JOIN pg_class c ON c.oid = a.attrelid AND c.relkind = 'r'
-          JOIN pg_namespace n ON n.oid = c.relnamespace AND n.nspname = current_schema()
-          WHERE c.relname LIKE 'streaks\\_%' AND c.relname <> 'streaks_migrations' AND a.attnum > 0
-            AND NOT a.attisdropped AND a.atttypid = 'text'::regtype
-            AND (a.attname IN ('id', 'user_hash', 'member', 'key') OR a.attname LIKE '%\\_id')
-            AND (c.relname, a.attname) NOT IN (
-              ('streaks_members', 'project_id'), ('streaks_members', 'user_hash'),
-              ('streaks_aliases', 'project_id'), ('streaks_aliases', 'anonymous_id'), ('streaks_aliases', 'user_hash'),
-              ('streaks_streaks', 'project_id'), ('streaks_streaks', 'program_id'), ('streaks_streaks', 'user_hash'),
-              ('streaks_activity_days', 'project_id'), ('streaks_activity_days', 'program_id'),
-              ('streaks_activity_days', 'user_hash'), ('streaks_achievements', 'project_id'),
-              ('streaks_achievements', 'program_id'), ('streaks_achievements', 'user_hash'),
-              ('streaks_achievements', 'milestone_id'), ('streaks_actions', 'program_id'),
-              ('streaks_usage', 'workspace_id'), ('streaks_usage', 'member'))
-          GROUP BY c.relname
-        LOOP
-          EXECUTE format('ALTER TABLE %I %s', t.name, t.changes);
-        END LOOP;
-      END $$;
-      DROP INDEX streaks_experiments_running;
-      CREATE UNIQUE INDEX streaks_experiments_running ON streaks_experiments (program_id) WHERE ended_at IS NULL;
-      DELETE FROM streaks_migrations WHERE migration_id = 8;`)
+    const [latest] = yield* sql<{ id: number | null }>`SELECT max(migration_id) AS id FROM streaks_migrations`
+    if (latest?.id !== timedMigration.id) {
+      return yield* Effect.dieMessage(
+        `the growth table times migration ${timedMigrationKey}, but the latest applied is ${latest?.id}: time the latest instead (bench/src/scale.ts)`
+      )
+    }
+    yield* sql.unsafe(`DROP INDEX streaks_streaks_due;
+      CREATE INDEX streaks_streaks_due ON streaks_streaks (due_at) WHERE due_at IS NOT NULL;
+      DELETE FROM streaks_migrations WHERE migration_id = ${timedMigration.id};`)
     const t0 = performance.now()
     const applied = yield* Migrations.run()
     const upgradeSeconds = (performance.now() - t0) / 1000
+    const names = applied.map(([id, name]) => `${String(id).padStart(4, "0")}_${name}`)
+    if (names.length !== 1 || names[0] !== timedMigrationKey) {
+      return yield* Effect.dieMessage(`applying ${timedMigrationKey} again applied ${names.join(", ") || "nothing"}`)
+    }
     const t1 = performance.now()
     yield* Migrations.run()
     const nothingPendingMillis = performance.now() - t1
-    return { applied: applied.map(([id, name]) => `${id}_${name}`), upgradeSeconds, nothingPendingMillis }
+    return { applied: names, upgradeSeconds, nothingPendingMillis }
   }).pipe(
     Effect.provide(PgConnection.layerUrl(url, { maxConnections: 1, statementTimeout: 0 })),
     Effect.runPromise
