@@ -36,11 +36,10 @@ export const addedSpansText = (
   spans: string,
   days: string,
   added: string,
-  project: string,
-  options: { readonly appending?: boolean } = {}
+  project: string
 ): string => `
 near AS (
-  ${options.appending === true ? appendingNear(days, added, project) : anyNear(days, added, project)}
+  ${nearText(days, added, project)}
 ), spans AS (
   INSERT INTO ${spans} AS s (project_id, program_id, ledger, day, prev, slot, members)
   SELECT project_id, program_id, ledger, day, prev, ${slot}, sum(n) FROM (
@@ -62,20 +61,13 @@ near AS (
 const sameKey = (project: string) =>
   `d.project_id = ${project} AND d.program_id = a.program_id AND d.user_hash = a.user_hash AND d.ledger = a.ledger`
 
-/** Each added day with the member's nearest earlier and later stored days: two seeks each. */
-const anyNear = (days: string, added: string, project: string) => `
-  SELECT a.project_id, a.program_id, a.user_hash, a.ledger, a.day,
-    (SELECT max(d.day) FROM ${days} d WHERE ${sameKey(project)} AND d.day < a.day) AS old_prev,
-    (SELECT min(d.day) FROM ${days} d WHERE ${sameKey(project)} AND d.day > a.day) AS old_next,
-    lag(a.day) OVER (PARTITION BY a.project_id, a.program_id, a.user_hash, a.ledger ORDER BY a.day) AS new_prev
-  FROM ${added} a`
-
 /**
- * The same rows for days that mostly come after every stored day of their member (a history
- * imported oldest first): one seek for the member's last stored day, and the two seeks only where
- * that day is later than the added one.
+ * Each added day with the member's nearest earlier and later stored days, and the previous added
+ * day. Days mostly come after every stored day of their member (an action of today, a history
+ * imported oldest first): one seek for the member's last stored day, and the two seeks around the
+ * added day only where that last day is not before it.
  */
-const appendingNear = (days: string, added: string, project: string) => `
+const nearText = (days: string, added: string, project: string) => `
   SELECT project_id, program_id, user_hash, ledger, day,
     CASE WHEN last_day IS NULL OR last_day < day THEN last_day
       ELSE (SELECT max(d.day) FROM ${days} d WHERE ${sameKey(project)} AND d.day < a.day) END AS old_prev,

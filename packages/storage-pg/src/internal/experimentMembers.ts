@@ -82,9 +82,11 @@ export const upsertMembersText = (members: string, rows: string, onlyWhere?: str
  * recompute the rows of the added days' live members in each experiment of their program whose
  * window the days can fall in: a running one from 28 days (and the slack) before its start, an
  * ended one up to its end. A program without such an experiment costs one probe of the
- * experiments' index per program of the statement. The member's zone is their streak row's as
- * the statement finds it; the zone's start day is the one `experiment_zones` holds (NULL when
- * it holds none yet).
+ * experiments per program of the statement and nothing per day: the experiments are the outer
+ * side of the join (the `OFFSET 0` keeps the planner from flattening the lateral read of the days
+ * and probing every day's streak row first). The member's zone is their streak row's as the
+ * statement finds it; the zone's start day is the one `experiment_zones` holds (NULL when it holds
+ * none yet).
  */
 export const addedMembersText = (
   tables: { readonly experiments: string; readonly zones: string; readonly members: string; readonly streaks: string },
@@ -95,15 +97,18 @@ export const addedMembersText = (
 exp_keys AS (
   SELECT DISTINCT ON (x.id, a.user_hash) ${project}::text AS project_id, a.program_id, x.id AS experiment_id,
     x.holdout_percent, a.user_hash, s.timezone, z.start_day
-  FROM ${added} a
-  JOIN ${tables.experiments} x ON x.project_id = ${project} AND x.program_id = a.program_id
-    AND a.day >= (x.started_at AT TIME ZONE 'UTC')::date - ${stored.preDays + SLACK}
-    AND (x.ended_at IS NULL OR a.day <= (x.ended_at AT TIME ZONE 'UTC')::date + ${SLACK})
+  FROM (SELECT DISTINCT program_id FROM ${added} WHERE ledger = 'live') p
+  JOIN ${tables.experiments} x ON x.project_id = ${project} AND x.program_id = p.program_id
+  CROSS JOIN LATERAL (
+    SELECT * FROM ${added} a WHERE a.program_id = x.program_id AND a.ledger = 'live'
+      AND a.day >= (x.started_at AT TIME ZONE 'UTC')::date - ${stored.preDays + SLACK}
+      AND (x.ended_at IS NULL OR a.day <= (x.ended_at AT TIME ZONE 'UTC')::date + ${SLACK})
+    OFFSET 0
+  ) a
   JOIN ${tables.streaks} s ON s.project_id = ${project} AND s.program_id = a.program_id AND s.user_hash = a.user_hash
     AND s.ledger = 'live'
   LEFT JOIN ${tables.zones} z ON z.project_id = ${project} AND z.program_id = a.program_id AND z.experiment_id = x.id
     AND z.timezone = s.timezone
-  WHERE a.ledger = 'live'
 ), exp_members AS (
   ${upsertMembersText(tables.members, memberRowsText(days, "exp_keys", added, project))}
 )`

@@ -72,9 +72,7 @@ WITH fresh AS (
   SELECT DISTINCT $1::text, $2::text, user_hash, 'live', day FROM firsts ORDER BY user_hash, day
   ON CONFLICT DO NOTHING
   RETURNING project_id, program_id, user_hash, ledger, day
-), ${
-    addedSpansText(name("active_spans"), name("activity_days"), "added", "$1::text", { appending: true })
-  }, touched AS (
+), ${addedSpansText(name("active_spans"), name("activity_days"), "added", "$1::text")}, touched AS (
   INSERT INTO ${name("import_members")} (project_id, import_id, user_hash)
   SELECT DISTINCT $1::text, $3::text, user_hash FROM firsts ORDER BY user_hash
   ON CONFLICT DO NOTHING
