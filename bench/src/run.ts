@@ -395,7 +395,9 @@ const main = async () => {
         console.log(`# scale: growing to ${size} members (${Scale.PROJECTS} projects of ${perProject})`)
         const fillSeconds = perProject === filled
           ? undefined
-          : await Scale.fill(sql, workspace.id, scaled, filled, perProject)
+          : await Scale.fill(sql, workspace.id, scaled, filled, perProject, Scale.LEAN, async (members) => {
+            if (KEPT) await Scale.keep(sql, { workspaceId: workspace.id, projects: scaled, filled: members })
+          })
         filled = perProject
         if (KEPT) {
           await Scale.keep(sql, { workspaceId: workspace.id, projects: scaled, filled })
@@ -413,13 +415,16 @@ const main = async () => {
         for (const t of tables) {
           console.log(
             `| ${t.table} | ${t.rows} | ${Scale.megabytes(t.heap)} | ${Scale.megabytes(t.indexes)} | ${
-              Math.round((t.heap + t.indexes) / size)
+              Math.round((t.heap + t.indexes) / Scale.membersOf(t.table, size, Scale.LEAN))
             } |`
           )
         }
         console.log("")
         const heap = tables.reduce((n, t) => n + t.heap, 0)
         const indexes = tables.reduce((n, t) => n + t.indexes, 0)
+        // Per member as a full fill would have it: a lean fill's log counts per first-project member.
+        const perMember = (part: (t: Scale.TableSize) => number) =>
+          Math.round(tables.reduce((n, t) => n + part(t) / Scale.membersOf(t.table, size, Scale.LEAN), 0))
         const dueRows = await Scale.makeDue(sql)
         const sweep = await Sweep.dueOn(db.url)
         await Scale.rewind(sql, scaled, since)
@@ -432,8 +437,8 @@ const main = async () => {
             ratio(measured.figures.state?.ratios)
           } | ${measured.stateP99s.length === 0 ? "-" : Targets.median(measured.stateP99s).toFixed(1)} | ${dueRows} | ${
             sweep.seconds.toFixed(1)
-          } | ${(sweep.seconds * 1e6 / Math.max(1, dueRows)).toFixed(0)} | ${Math.round(heap / size)} | ${
-            Math.round(indexes / size)
+          } | ${(sweep.seconds * 1e6 / Math.max(1, dueRows)).toFixed(0)} | ${perMember((t) => t.heap)} | ${
+            perMember((t) => t.indexes)
           } | ${Scale.megabytes(heap + indexes)} | ${migration.upgradeSeconds.toFixed(2)} | ${
             migration.nothingPendingMillis.toFixed(0)
           } |`
@@ -508,6 +513,11 @@ const main = async () => {
       console.log(
         `Growth: ${Scale.PROJECTS} projects of ${Scale.PROGRAMS} programs, every member with a streak in each program of its project and ${Scale.DAYS} active days in each (ratios: median over the rounds)`
       )
+      if (Scale.LEAN) {
+        console.log(
+          "Lean fill (BENCH_SCALE_LEAN): the action log and the baseline's table hold the first project's members only; bytes per member count the log per member of that project"
+        )
+      }
       console.log("")
       console.log(
         `| members | fill s | ingest ratio | state ratio | state p99 ms | due rows (10 %) | sweep s | sweep µs per due row | heap bytes per member | index bytes per member | database MB | migration ${Scale.timedMigrationKey} s | migrate, nothing pending, ms |`
