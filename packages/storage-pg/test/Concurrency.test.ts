@@ -14,6 +14,7 @@ import { Catalog, IdempotencyStore, Outbox, type Storage, StreakStore, Transacto
 import { makeProgram, makeProject, makeWorkspace } from "@streaks/storage-conformance/Fixtures"
 import { Array as Arr, Context, Data, Deferred, Effect, Fiber, Layer, Struct } from "effect"
 import * as Migrations from "../src/Migrations.js"
+import * as PgConnection from "../src/PgConnection.js"
 import * as PgStorage from "../src/PgStorage.js"
 import * as PgTest from "../src/PgTest.js"
 
@@ -204,6 +205,35 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const rest = yield* on(a, Effect.flatMap(Transactor, (tx) => tx.withTransaction(claim(10))))
       assert.sameMembers(rest.map((r) => r.userHash), Arr.range(1, 6).map((i) => `member-${i}`))
       assert.strictEqual(rest.length, 6)
+    }))
+
+  it.scoped("a claim from the start of the due range may outlast the pool's statement timeout in its transaction; a claim from the position may not", () =>
+    Effect.gen(function*() {
+      // A pool as the server's, with a request's timeout: such a claim after a sweep of millions
+      // of rows visits the moved rows' index entries and would be cancelled.
+      const url = yield* PgTest.url
+      const ctx = yield* Layer.build(PgConnection.layerUrl(url, { maxConnections: 2, statementTimeout: "2 seconds" }))
+      const pool = PgStorage.make(Context.get(ctx, SqlClient.SqlClient))
+      yield* on(pool, seedDueRows("prg_timeout", 3))
+      const timeoutAfter = (limit: number) =>
+        Effect.flatMap(Transactor, (tx) =>
+          tx.withTransaction(Effect.gen(function*() {
+            const rows = yield* Effect.flatMap(StreakStore, (streaks) => streaks.claimDue(now, limit))
+            const [shown] = yield* Context.get(ctx, SqlClient.SqlClient)<{ statement_timeout: string }>`SHOW statement_timeout`
+            return { claimed: rows.length, timeout: shown!.statement_timeout }
+          })))
+      // The sweep's first claim starts at the range's beginning.
+      const first = yield* on(pool, timeoutAfter(1))
+      assert.deepStrictEqual(first, { claimed: 1, timeout: "1min" })
+      // The next resumes at its position (a short range): the pool's timeout holds.
+      const next = yield* on(pool, timeoutAfter(1))
+      assert.deepStrictEqual(next, { claimed: 1, timeout: "2s" })
+      // Draining the range past the position, the claim below it starts at the beginning again.
+      const last = yield* on(pool, timeoutAfter(10))
+      assert.strictEqual(last.timeout, "1min")
+      // Outside the claims' transactions, the pool's timeout is as configured.
+      const [after] = yield* Context.get(ctx, SqlClient.SqlClient)<{ statement_timeout: string }>`SHOW statement_timeout`
+      assert.strictEqual(after!.statement_timeout, "2s")
     }))
 
   it.scoped("four claimers on two pools draining the outbox take each due message exactly once", () =>

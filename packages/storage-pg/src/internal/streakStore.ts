@@ -125,6 +125,9 @@ const summaryChanges = (
   return [...changes.values()].filter((c) => c.n !== 0)
 }
 
+/** The statement timeout of a due claim from the start of the due range (`claimFrom` below). */
+const rangeClaimTimeout = "60s"
+
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
 
@@ -545,11 +548,21 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
       ORDER BY ${
       project === undefined ? sql`s.due_at, s.project_id` : sql`s.due_at`
     }, s.program_id, s.user_hash, s.ledger LIMIT ${limit} FOR UPDATE SKIP LOCKED`)
+  // A claim from the start of the due range visits the entries of every row moved since the
+  // table's last vacuum (a heap fetch each, until one visit can mark them dead): after a sweep of
+  // millions of due rows, longer than a request's statement timeout. Such claims are background
+  // work; they may take up to `rangeClaimTimeout` in their transaction (`set_config(…, true)` is
+  // `SET LOCAL`), never less than the connection's own timeout.
+  const widenTimeout = query(sql`SELECT set_config('statement_timeout',
+      CASE WHEN current_setting('statement_timeout')::interval = interval '0'
+        OR current_setting('statement_timeout')::interval >= ${rangeClaimTimeout}::interval
+      THEN current_setting('statement_timeout') ELSE ${rangeClaimTimeout} END, true)`)
   const claimFrom = (project: string | undefined, now: Date, limit: number) =>
     Effect.gen(function*() {
       const scope = project ?? ""
       const at = positionOf(scope, now)
       const place = placeIn(project !== undefined)
+      if (at === undefined) yield* widenTimeout
       const past = yield* claimStatement(
         project,
         now,
@@ -560,6 +573,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
       if (at === undefined || past.length >= limit) return past.map(decodeStreakRow)
       // The range past the position is drained: the rows before it that are still due, once.
       reached.delete(scope)
+      yield* widenTimeout
       const before = yield* claimStatement(
         project,
         now,
