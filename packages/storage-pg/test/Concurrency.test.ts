@@ -219,7 +219,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
         Effect.flatMap(Transactor, (tx) =>
           tx.withTransaction(Effect.gen(function*() {
             const rows = yield* Effect.flatMap(StreakStore, (streaks) => streaks.claimDue(now, limit))
-            const [shown] = yield* Context.get(ctx, SqlClient.SqlClient)<{ statement_timeout: string }>`SHOW statement_timeout`
+            const [shown] = yield* Context.get(ctx, SqlClient.SqlClient)<
+              { statement_timeout: string }
+            >`SHOW statement_timeout`
             return { claimed: rows.length, timeout: shown!.statement_timeout }
           })))
       // The sweep's first claim starts at the range's beginning.
@@ -232,7 +234,9 @@ layer(PgTest.layer, { timeout: "120 seconds" })("Concurrency", (it) => {
       const last = yield* on(pool, timeoutAfter(10))
       assert.strictEqual(last.timeout, "1min")
       // Outside the claims' transactions, the pool's timeout is as configured.
-      const [after] = yield* Context.get(ctx, SqlClient.SqlClient)<{ statement_timeout: string }>`SHOW statement_timeout`
+      const [after] = yield* Context.get(ctx, SqlClient.SqlClient)<
+        { statement_timeout: string }
+      >`SHOW statement_timeout`
       assert.strictEqual(after!.statement_timeout, "2s")
     }))
 
