@@ -209,6 +209,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const summariesChange = sql.literal(summariesChangeText(tableName("streak_summaries"), "rows_before", "rows_in"))
   const removedSummaries = sql.literal(summariesChangeText(tableName("streak_summaries"), "gone", undefined))
   const summariesAdded = sql.literal(summariesAddText(tableName("streak_summaries"), "summary_changes"))
+  const summariesAddedDistinct = sql.literal(summariesAddText(tableName("streak_summaries"), "summary_changes", true))
   const cols = sql.literal(streakColumns)
   const distributed = makeDistributed(ctx)
   const rotation = makeRotation(ctx)
@@ -375,7 +376,11 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             ${of((c) => c.group.periodDays)}::int[], ${of((c) => c.group.freezes)}::int[],
             ${of((c) => c.group.grants)}::jsonb[], ${of((c) => c.group.forgiveness)}::jsonb[], ${of((c) => c.n)}::int[])
             AS c (program_id, ledger, timezone, last_active_day, run, period_days, freezes, grants, forgiveness, n)
-        ), summaries AS (${summariesAdded})`
+        ), summaries AS (${
+      changes.every((c) => c.group.grants === null && c.group.forgiveness === null)
+        ? summariesAddedDistinct
+        : summariesAdded
+    })`
   }
   // Otherwise the rows as they were, each read by its key (one primary-key seek each, in the
   // statement's snapshot: the caller holds the rows' locks).
