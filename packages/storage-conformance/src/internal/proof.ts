@@ -164,12 +164,20 @@ export const proofSuite = (it: It) =>
         yield* streaks.save(members.map((m) => makeRow(m.key, { timezone: m.zone })))
         const at = (offset: number) => Calendar.addDays(first, offset)
         // Days of the program in what becomes its pre-period, written while it had no experiment.
-        yield* tx.withTransaction(ingest.commit({ ...noChanges, days: members.map((m) => ({ key: m.key, day: at(25) })) }))
-        const experiment = makeExperiment(tenant.program, { id: freshId("ExperimentId"), holdoutPercent: 50, startedAt })
+        yield* tx.withTransaction(
+          ingest.commit({ ...noChanges, days: members.map((m) => ({ key: m.key, day: at(25) })) })
+        )
+        const experiment = makeExperiment(tenant.program, {
+          id: freshId("ExperimentId"),
+          holdoutPercent: 50,
+          startedAt
+        })
         assert.isTrue(yield* experiments.start(experiment))
         // One commit after the start, for half the members: their enrolment.
         const enrolled = members.filter((_, i) => i % 2 === 0)
-        yield* tx.withTransaction(ingest.commit({ ...noChanges, days: enrolled.map((m) => ({ key: m.key, day: at(33) })) }))
+        yield* tx.withTransaction(
+          ingest.commit({ ...noChanges, days: enrolled.map((m) => ({ key: m.key, day: at(33) })) })
+        )
         const now = new Date("2024-03-10T12:00:00Z")
         const query = ProofReport.cohortQuery(experiment, zones.map((z) => ProofReport.windowOf(experiment, z, 0, now)))
         const expected = ProofReport.cohortsOf(
