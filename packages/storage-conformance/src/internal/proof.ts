@@ -151,4 +151,44 @@ export const proofSuite = (it: It) =>
         yield* check(stopped, new Date("2024-04-20T12:00:00Z"), 5)
         yield* check(stopped, new Date("2024-04-20T12:00:00Z"))
       }))
+
+    it.effect("a program's first ingest commit after its experiment started counts, its days written before the start too", () =>
+      Effect.gen(function*() {
+        const reports = yield* ReportStore
+        const streaks = yield* StreakStore
+        const ingest = yield* IngestStore
+        const tx = yield* Transactor
+        const experiments = yield* ExperimentStore
+        const tenant = yield* seedTenant()
+        const members = Array.from({ length: 8 }, (_, i) => ({ key: makeKey(tenant.program), zone: zones[i % 2]! }))
+        yield* streaks.save(members.map((m) => makeRow(m.key, { timezone: m.zone })))
+        const at = (offset: number) => Calendar.addDays(first, offset)
+        // Days of the program in what becomes its pre-period, written while it had no experiment.
+        yield* tx.withTransaction(
+          ingest.commit({ ...noChanges, days: members.map((m) => ({ key: m.key, day: at(25) })) })
+        )
+        const experiment = makeExperiment(tenant.program, {
+          id: freshId("ExperimentId"),
+          holdoutPercent: 50,
+          startedAt
+        })
+        assert.isTrue(yield* experiments.start(experiment))
+        // One commit after the start, for half the members: their enrolment.
+        const enrolled = members.filter((_, i) => i % 2 === 0)
+        yield* tx.withTransaction(
+          ingest.commit({ ...noChanges, days: enrolled.map((m) => ({ key: m.key, day: at(33) })) })
+        )
+        const now = new Date("2024-03-10T12:00:00Z")
+        const query = ProofReport.cohortQuery(experiment, zones.map((z) => ProofReport.windowOf(experiment, z, 0, now)))
+        const expected = ProofReport.cohortsOf(
+          query,
+          members.map((m) => ({
+            userHash: m.key.userHash,
+            timezone: m.zone,
+            days: new Set(enrolled.includes(m) ? [at(25), at(33)] : [at(25)])
+          }))
+        )
+        assert.strictEqual(expected.control.enrolled + expected.treatment.enrolled, enrolled.length)
+        assert.deepStrictEqual(yield* reports.cohorts(query), expected)
+      }))
   })

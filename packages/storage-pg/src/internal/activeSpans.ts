@@ -154,12 +154,15 @@ const summariesOrder =
 /**
  * A statement `INSERT INTO streak_summaries` adding the rows of `changes` (the key columns, the
  * summary columns and `n`, members joining a group when positive, leaving it when negative) to
- * their groups. Groups equal as jsonb are added up first, so that one group is written once.
+ * their groups. Groups equal as jsonb are added up first, so that one group is written once;
+ * `distinct`: the caller has already added them up (one row per group, none with `n` 0).
  */
-export const summariesAddText = (summaries: string, changes: string) =>
+export const summariesAddText = (summaries: string, changes: string, distinct = false) =>
   `INSERT INTO ${summaries} AS g (project_id, program_id, ledger, ${summaryColumns}, slot, members)
-  SELECT project_id, program_id, ledger, ${summaryColumns}, ${slot}, sum(n) FROM ${changes}
-  GROUP BY project_id, program_id, ledger, ${summaryColumns} HAVING sum(n) <> 0
+  SELECT project_id, program_id, ledger, ${summaryColumns}, ${slot}, ${distinct ? "n" : "sum(n)"} FROM ${changes}${
+    distinct ? "" : `
+  GROUP BY project_id, program_id, ledger, ${summaryColumns} HAVING sum(n) <> 0`
+  }
   ORDER BY ${summariesOrder}
   ON CONFLICT (${summaryKey}) DO UPDATE SET members = g.members + excluded.members`
 

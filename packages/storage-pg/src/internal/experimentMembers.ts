@@ -86,13 +86,15 @@ export const upsertMembersText = (members: string, rows: string, onlyWhere?: str
  * side of the join (the `OFFSET 0` keeps the planner from flattening the lateral read of the days
  * and probing every day's streak row first). The member's zone is their streak row's as the
  * statement finds it; the zone's start day is the one `experiment_zones` holds (NULL when it holds
- * none yet).
+ * none yet). `inTable`: the added days are already in `days` (a later statement of the transaction
+ * that inserted them), so they are not counted a second time from `added`.
  */
 export const addedMembersText = (
   tables: { readonly experiments: string; readonly zones: string; readonly members: string; readonly streaks: string },
   days: string,
   added: string,
-  project: string
+  project: string,
+  inTable = false
 ): string => `
 exp_keys AS (
   SELECT DISTINCT ON (x.id, a.user_hash) ${project}::text AS project_id, a.program_id, x.id AS experiment_id,
@@ -110,7 +112,7 @@ exp_keys AS (
   LEFT JOIN ${tables.zones} z ON z.project_id = ${project} AND z.program_id = a.program_id AND z.experiment_id = x.id
     AND z.timezone = s.timezone
 ), exp_members AS (
-  ${upsertMembersText(tables.members, memberRowsText(days, "exp_keys", added, project))}
+  ${upsertMembersText(tables.members, memberRowsText(days, "exp_keys", inTable ? undefined : added, project))}
 )`
 
 /**

@@ -128,6 +128,9 @@ const summaryChanges = (
 /** The statement timeout of a due claim from the start of the due range (`claimFrom` below). */
 const rangeClaimTimeout = "60s"
 
+/** Most programs a store remembers as having an experiment (`withExperiment` below); past it, it starts over. */
+const MAX_HINTED_PROGRAMS = 10_000
+
 /** How often `lock` re-runs when it lost the race to create a member's first row (see below). */
 const lockAttempts = 5
 
@@ -209,6 +212,7 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const summariesChange = sql.literal(summariesChangeText(tableName("streak_summaries"), "rows_before", "rows_in"))
   const removedSummaries = sql.literal(summariesChangeText(tableName("streak_summaries"), "gone", undefined))
   const summariesAdded = sql.literal(summariesAddText(tableName("streak_summaries"), "summary_changes"))
+  const summariesAddedDistinct = sql.literal(summariesAddText(tableName("streak_summaries"), "summary_changes", true))
   const cols = sql.literal(streakColumns)
   const distributed = makeDistributed(ctx)
   const rotation = makeRotation(ctx)
@@ -375,7 +379,11 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
             ${of((c) => c.group.periodDays)}::int[], ${of((c) => c.group.freezes)}::int[],
             ${of((c) => c.group.grants)}::jsonb[], ${of((c) => c.group.forgiveness)}::jsonb[], ${of((c) => c.n)}::int[])
             AS c (program_id, ledger, timezone, last_active_day, run, period_days, freezes, grants, forgiveness, n)
-        ), summaries AS (${summariesAdded})`
+        ), summaries AS (${
+      changes.every((c) => c.group.grants === null && c.group.forgiveness === null)
+        ? summariesAddedDistinct
+        : summariesAdded
+    })`
   }
   // Otherwise the rows as they were, each read by its key (one primary-key seek each, in the
   // statement's snapshot: the caller holds the rows' locks).
@@ -410,21 +418,44 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
   const spans = (projectId: string): Fragment =>
     spansText.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, spansText[0]!)
   // The added days' members' rows in the Proof rollup of their program's experiments, beside the
-  // links (internal/experimentMembers.ts).
-  const proofText = addedMembersText(
-    {
-      experiments: tableName("experiments"),
-      zones: tableName("experiment_zones"),
-      members: tableName("experiment_members"),
-      streaks: tableName("streaks")
-    },
-    tableName("activity_days"),
-    "added",
-    projectParameter
-  ).split(projectParameter).map((part) => sql.literal(part))
-  const proof = (projectId: string): Fragment =>
-    proofText.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, proofText[0]!)
+  // links (internal/experimentMembers.ts); `inTable`: in a statement after the one that inserted them.
+  const proofTables = {
+    experiments: tableName("experiments"),
+    zones: tableName("experiment_zones"),
+    members: tableName("experiment_members"),
+    streaks: tableName("streaks")
+  }
+  const proofTextOf = (inTable: boolean) =>
+    addedMembersText(proofTables, tableName("activity_days"), "added", projectParameter, inTable)
+      .split(projectParameter).map((part) => sql.literal(part))
+  const proofText = proofTextOf(false)
+  const proofLaterText = proofTextOf(true)
+  const withProject = (parts: ReadonlyArray<Fragment>, projectId: string): Fragment =>
+    parts.slice(1).reduce<Fragment>((text, part) => sql`${text}${projectId}${part}`, parts[0]!)
+  const proof = (projectId: string): Fragment => withProject(proofText, projectId)
   const addedRows = sql`SELECT project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day FROM added`
+  // Without the Proof CTEs: the added rows, each with the programs among `programs` that have an
+  // experiment (one probe of the experiments per statement, in the statement's snapshot, as the
+  // CTEs would read them); NULL when none has.
+  const addedRowsAsking = (projectId: string, programs: ReadonlyArray<string>) =>
+    sql`SELECT project_id, program_id, user_hash, ledger, to_char(day, 'YYYY-MM-DD') AS day,
+      (SELECT array_agg(DISTINCT x.program_id) FROM ${t.experiments} x
+        WHERE x.project_id = ${projectId} AND x.program_id = ANY(${programs}::text[])) AS experiment_programs
+      FROM added`
+  // The Proof rollup of days a statement of this transaction inserted (`added`, as it returned them).
+  const proofOfAdded = (projectId: string, added: ReadonlyArray<Row>) =>
+    query(sql`WITH added AS (
+        SELECT * FROM unnest(${added.map((r) => r.project_id)}::text[], ${added.map((r) => r.program_id)}::text[],
+          ${added.map((r) => r.user_hash)}::text[], ${added.map((r) => r.ledger)}::text[],
+          ${added.map((r) => r.day)}::date[]) AS a (project_id, program_id, user_hash, ledger, day)
+      ), ${withProject(proofLaterText, projectId)} SELECT 1`)
+  // Programs (by project) this store has seen with an experiment. A days statement whose live days
+  // are of such a program carries the Proof CTEs; any other asks whether its programs have an
+  // experiment instead, and only when one has is the rollup computed, by a second statement in the
+  // same transaction (which also puts the program here). A hint either way: both forms are exact,
+  // so a stale entry (another process started or removed an experiment) costs time, not rows.
+  const withExperiment = new Set<string>()
+  const programKey = (projectId: string, programId: string) => `${projectId}\u0000${programId}`
   // The inserted days' rows as `addDays`'s answers: true at the first position of each new pair.
   const daysAdded = (inputs: ReadonlyArray<DayInput>) => (rows: ReadonlyArray<Row>) =>
     firstOccurrences(
@@ -443,13 +474,27 @@ export const makeStreakStore = (ctx: Ctx): StreakStore["Type"] & StreakExtras =>
     groups?: ReadonlyMap<string, SummaryGroup>
   ): Effect.Effect<ReadonlyArray<Row>, SqlError> => {
     if (days.length === 0) return Effect.as(query(saveRows(projectId, rows, months, groups)), [])
-    return query(
+    const live = [...new Set(days.flatMap((d) => d.key.ledger === "live" ? [d.key.programId] : []))]
+    const known = live.some((p) => withExperiment.has(programKey(projectId, p)))
+    // Days of the test ledger have no Proof rollup; nor do programs without an experiment.
+    const proofCtes = known ? sql`, ${proof(projectId)}` : sql``
+    const asking = !known && live.length > 0
+    const final = asking ? addedRowsAsking(projectId, live) : addedRows
+    const written = query(
       rows.length === 0
-        ? sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}, ${proof(projectId)} ${addedRows}`
-        : sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}, ${proof(projectId)}, ${
+        ? sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}${proofCtes} ${final}`
+        : sql`WITH added AS (${insertDays(days)}), ${spans(projectId)}${proofCtes}, ${
           saveRowsCtes(projectId, rows, months, groups)
-        } ${addedRows}`
+        } ${final}`
     )
+    if (!asking) return written
+    return Effect.flatMap(written, (added) => {
+      const found = added[0]?.experiment_programs as ReadonlyArray<string> | null | undefined
+      if (found === undefined || found === null) return Effect.succeed(added)
+      if (withExperiment.size >= MAX_HINTED_PROGRAMS) withExperiment.clear()
+      for (const p of found) withExperiment.add(programKey(projectId, p))
+      return Effect.as(proofOfAdded(projectId, added), added)
+    })
   }
   // The rows and days of a batch: one statement per project, as `perProject` sends reads, since
   // the rollups' reads of the old rows and days name the project (docs/scaling.md#statements-citus-can-plan);
