@@ -36,7 +36,10 @@ const WARMUP = Number(process.env.BENCH_WARMUP ?? 3)
 const ROUNDS = Math.max(1, Number(process.env.BENCH_ROUNDS ?? 1))
 /** The load generator: `BENCH_LOAD=wrk|autocannon`, by default wrk when it is on the PATH. */
 const GENERATOR = Load.choose(process.env.BENCH_LOAD)
-/** `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). */
+/**
+ * `BENCH_ONLY=ingest,state` runs a subset (default: ingest, state and sweep). With `BENCH_SCALE`,
+ * `sweep` is each size's due sweep and migration timing.
+ */
 const ONLY = new Set((process.env.BENCH_ONLY ?? "ingest,state,sweep").split(",").map((s) => s.trim()))
 /**
  * `BENCH_REPORTS=10000,100000,1000000` (or `1` for 10k and 100k) first runs the reports scenario
@@ -395,7 +398,9 @@ const main = async () => {
         console.log(`# scale: growing to ${size} members (${Scale.PROJECTS} projects of ${perProject})`)
         const fillSeconds = perProject === filled
           ? undefined
-          : await Scale.fill(sql, workspace.id, scaled, filled, perProject)
+          : await Scale.fill(sql, workspace.id, scaled, filled, perProject, Scale.LEAN, async (members) => {
+            if (KEPT) await Scale.keep(sql, { workspaceId: workspace.id, projects: scaled, filled: members })
+          })
         filled = perProject
         if (KEPT) {
           await Scale.keep(sql, { workspaceId: workspace.id, projects: scaled, filled })
@@ -413,30 +418,40 @@ const main = async () => {
         for (const t of tables) {
           console.log(
             `| ${t.table} | ${t.rows} | ${Scale.megabytes(t.heap)} | ${Scale.megabytes(t.indexes)} | ${
-              Math.round((t.heap + t.indexes) / size)
+              Math.round((t.heap + t.indexes) / Scale.membersOf(t.table, size, Scale.LEAN))
             } |`
           )
         }
         console.log("")
         const heap = tables.reduce((n, t) => n + t.heap, 0)
         const indexes = tables.reduce((n, t) => n + t.indexes, 0)
-        const dueRows = await Scale.makeDue(sql)
-        const sweep = await Sweep.dueOn(db.url)
-        await Scale.rewind(sql, scaled, since)
-        const migration = await Scale.timeMigrations(db.url)
-        console.log(`# ${sizeLabel}migrations applied on the filled database: ${migration.applied.join(", ")}`)
+        // Per member as a full fill would have it: a lean fill's log counts per first-project member.
+        const perMember = (part: (t: Scale.TableSize) => number) =>
+          Math.round(tables.reduce((n, t) => n + part(t) / Scale.membersOf(t.table, size, Scale.LEAN), 0))
+        // `BENCH_ONLY` without `sweep`: the rounds and sizes alone (the sweep and the migration
+        // write a few GB at 10M, which a disk near full may not have).
+        const swept = ONLY.has("sweep")
+          ? await (async () => {
+            const dueRows = await Scale.makeDue(sql)
+            const sweep = await Sweep.dueOn(db.url)
+            await Scale.rewind(sql, scaled, since)
+            const migration = await Scale.timeMigrations(db.url)
+            console.log(`# ${sizeLabel}migrations applied on the filled database: ${migration.applied.join(", ")}`)
+            return { dueRows, sweep, migration }
+          })()
+          : undefined
         const ratio = (xs: ReadonlyArray<number> | undefined) =>
           xs === undefined || xs.length === 0 ? "-" : `${Targets.median(xs).toFixed(2)}×`
         growth.push(
           `| ${size} | ${fillSeconds?.toFixed(0) ?? "kept"} | ${ratio(measured.figures.ingest?.ratios)} | ${
             ratio(measured.figures.state?.ratios)
-          } | ${measured.stateP99s.length === 0 ? "-" : Targets.median(measured.stateP99s).toFixed(1)} | ${dueRows} | ${
-            sweep.seconds.toFixed(1)
-          } | ${(sweep.seconds * 1e6 / Math.max(1, dueRows)).toFixed(0)} | ${Math.round(heap / size)} | ${
-            Math.round(indexes / size)
-          } | ${Scale.megabytes(heap + indexes)} | ${migration.upgradeSeconds.toFixed(2)} | ${
-            migration.nothingPendingMillis.toFixed(0)
-          } |`
+          } | ${measured.stateP99s.length === 0 ? "-" : Targets.median(measured.stateP99s).toFixed(1)} | ${
+            swept?.dueRows ?? "-"
+          } | ${swept?.sweep.seconds.toFixed(1) ?? "-"} | ${
+            swept === undefined ? "-" : (swept.sweep.seconds * 1e6 / Math.max(1, swept.dueRows)).toFixed(0)
+          } | ${perMember((t) => t.heap)} | ${perMember((t) => t.indexes)} | ${Scale.megabytes(heap + indexes)} | ${
+            swept?.migration.upgradeSeconds.toFixed(2) ?? "-"
+          } | ${swept?.migration.nothingPendingMillis.toFixed(0) ?? "-"} |`
         )
       }
     }
@@ -508,6 +523,11 @@ const main = async () => {
       console.log(
         `Growth: ${Scale.PROJECTS} projects of ${Scale.PROGRAMS} programs, every member with a streak in each program of its project and ${Scale.DAYS} active days in each (ratios: median over the rounds)`
       )
+      if (Scale.LEAN) {
+        console.log(
+          "Lean fill (BENCH_SCALE_LEAN): the action log and the baseline's table hold the first project's members only; bytes per member count the log per member of that project"
+        )
+      }
       console.log("")
       console.log(
         `| members | fill s | ingest ratio | state ratio | state p99 ms | due rows (10 %) | sweep s | sweep µs per due row | heap bytes per member | index bytes per member | database MB | migration ${Scale.timedMigrationKey} s | migrate, nothing pending, ms |`

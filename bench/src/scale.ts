@@ -66,17 +66,66 @@ export const keep = async (client: pg.Client, state: Kept) => {
  * yesterday, the 3-day milestone reached, metered this month, nothing due during the rounds), with
  * a run of `DAYS` days in each program: the streak rows, their active days, the achievement, the
  * member's zone, the usage mark, one action in the log per active day, and the baseline's own
- * rows for the same days. Each table takes one `INSERT … SELECT` from `generate_series`, so no row
- * crosses the network (as fast as COPY). Then vacuum, analyse and a checkpoint.
+ * rows for the same days. Each table takes one `INSERT … SELECT` from `generate_series` per chunk
+ * of `CHUNK` members per project, so no row crosses the network (as fast as COPY) and progress
+ * shows; `chunkDone` hears of each committed chunk. Then vacuum, analyse and a checkpoint. With `lean`, the action log and the baseline's
+ * table get rows for the first project's members only (see `LEAN`).
  */
 export const fill = async (
   client: pg.Client,
   workspaceId: string,
   projects: ReadonlyArray<Project>,
   from: number,
-  to: number
+  to: number,
+  lean = false,
+  chunkDone: (filled: number) => Promise<void> = async () => undefined
 ): Promise<number> => {
   const started = Date.now()
+  for (let start = from; start < to; start += CHUNK) {
+    const end = Math.min(to, start + CHUNK)
+    // One transaction per chunk, recorded once committed: a run stopped mid-fill resumes after it.
+    await client.query("begin")
+    await fillChunk(client, workspaceId, projects, start, end, lean)
+    await client.query("commit")
+    await chunkDone(end)
+    console.log(
+      `# fill: ${end * projects.length} members of ${to * projects.length} after ${
+        ((Date.now() - started) / 1000).toFixed(0)
+      } s`
+    )
+  }
+  await client.query("vacuum analyze")
+  await client.query("checkpoint").catch(() => undefined)
+  return (Date.now() - started) / 1000
+}
+
+/** Members per project that one chunk of the fill inserts, each table in one statement. */
+export const CHUNK = 250_000
+
+/**
+ * `BENCH_SCALE_LEAN=1`: the action log and the baseline's table hold rows for the first project's
+ * members only, the one the rounds act on; the other projects' log records, which no round reads,
+ * would take a fifth of the disk (about 2,200 bytes per member). The sizes then count those two
+ * tables per member of the first project (`membersOf`), so bytes per member stay those of a full fill.
+ */
+export const LEAN = process.env.BENCH_SCALE_LEAN !== undefined && process.env.BENCH_SCALE_LEAN !== "" &&
+  process.env.BENCH_SCALE_LEAN !== "0"
+
+/** The tables a lean fill gives the first project's members only. */
+export const leanTables: ReadonlySet<string> = new Set(["streaks_actions", "bench_daily_activity"])
+
+/** The members a table's rows stand for at `size` members in all. */
+export const membersOf = (table: string, size: number, lean: boolean) =>
+  lean && leanTables.has(table) ? size / PROJECTS : size
+
+const fillChunk = async (
+  client: pg.Client,
+  workspaceId: string,
+  projects: ReadonlyArray<Project>,
+  from: number,
+  to: number,
+  lean: boolean
+) => {
   const pairs = projects.flatMap((project) =>
     project.programs.map((program, i) => ({ project: project.id, site: project.siteKey, program, event: `e${i}` }))
   )
@@ -92,6 +141,7 @@ export const fill = async (
   const source =
     `unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[]) p (project, program, reached, site, event),
     generate_series($6::int, $7::int - 1) g, (select ${today} as today) t`
+  const leanFilter = lean ? "where p.project = ($1::text[])[1]" : ""
   const steps: ReadonlyArray<readonly [string, string]> = [
     [
       "streaks",
@@ -118,12 +168,12 @@ export const fill = async (
        select p.project, 'act_' || md5(p.program || g || d), p.program, 'm' || g, p.event, 'streak_interaction',
          'server', 'live', (today - d)::timestamp at time zone 'UTC' + interval '12 hours',
          (today - d)::timestamp at time zone 'UTC' + interval '12 hours', today - d, 'UTC', true
-       from ${source}, generate_series(1, ${DAYS}) d`
+       from ${source}, generate_series(1, ${DAYS}) d ${leanFilter}`
     ],
     [
       "baseline",
       `insert into bench_daily_activity (site_key, user_hash, event, day, count)
-       select p.site, 'm' || g, p.event, today - d, 1 from ${source}, generate_series(1, ${DAYS}) d`
+       select p.site, 'm' || g, p.event, today - d, 1 from ${source}, generate_series(1, ${DAYS}) d ${leanFilter}`
     ]
   ]
   for (const [what, statement] of steps) {
@@ -143,9 +193,6 @@ export const fill = async (
      select $4, to_char(${today}, 'YYYY-MM'), p.project || ':m' || g from ${memberSource}`,
     [...members, workspaceId]
   )
-  await client.query("vacuum analyze")
-  await client.query("checkpoint").catch(() => undefined)
-  return (Date.now() - started) / 1000
 }
 
 /**

@@ -20,6 +20,14 @@ describe("sizesOf", () => {
   })
 })
 
+describe("membersOf", () => {
+  it("counts a lean fill's action log per member of the first project, every other table per member", () => {
+    expect(Scale.membersOf("streaks_actions", 1_000_000, true)).toBe(1_000_000 / Scale.PROJECTS)
+    expect(Scale.membersOf("streaks_actions", 1_000_000, false)).toBe(1_000_000)
+    expect(Scale.membersOf("streaks_activity_days", 1_000_000, true)).toBe(1_000_000)
+  })
+})
+
 describe("timeMigrations", () => {
   it("puts migration 0017 back and applies it again, leaving the due index by instant and key", () =>
     Effect.gen(function*() {
