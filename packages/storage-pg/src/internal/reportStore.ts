@@ -134,12 +134,14 @@ export const makeReportStore = ({ prefix, query, sql, t }: Ctx): ReportStore["Ty
     )
   }
 
-  // The cohorts from the Proof rollup (internal/experimentMembers.ts), in two statements. First the
-  // zones' start days of the windows are stored, and the rows computed with another start day (a
-  // zone unknown when the row was written, a changed day start hour) or another zone are computed
-  // again from the days, with the window of their member's zone. Then the rows add up: by group,
-  // zone, start, enrolment and return day (sums of stored columns), then by group over the
-  // windows, where enrolment and maturity are decided.
+  // The cohorts from the Proof rollup (internal/experimentMembers.ts). First the zones' start days
+  // of the windows are stored (for the writes that follow). Then one read-only statement adds the
+  // rows up: by group, zone, start, enrolment and return day (sums of stored columns), then by
+  // group over the windows, where enrolment and maturity are decided; it also counts the rows
+  // computed with another start day (a zone unknown when the row was written, a changed day start
+  // hour) or with a zone that has no window. Only when there are such rows are they computed again
+  // from the days, with the window of their member's zone, and, when that changed any, added up
+  // again: the common case reads the rows once, in a statement the planner may run in parallel.
   const fromRollup = (q: CohortQuery): Effect.Effect<Cohorts, StorageError> => {
     const w = q.windows
     const windows = sql`SELECT * FROM unnest(${w.map((x) => x.timezone)}::text[], ${w.map((x) => x.start)}::date[],
@@ -147,12 +149,12 @@ export const makeReportStore = ({ prefix, query, sql, t }: Ctx): ReportStore["Ty
         AS w (timezone, start_day, until_day, last_day)`
     const ofExperiment = sql`m.project_id = ${q.projectId} AND m.program_id = ${q.programId}
       AND m.experiment_id = ${q.experimentId}`
-    const resolve = sql`WITH w AS (${windows}), zones AS (
-        INSERT INTO ${t.experiment_zones} AS z (project_id, program_id, experiment_id, timezone, start_day)
-        SELECT ${q.projectId}, ${q.programId}, ${q.experimentId}, timezone, start_day FROM w
-        ON CONFLICT (project_id, program_id, experiment_id, timezone)
-        DO UPDATE SET start_day = excluded.start_day WHERE z.start_day <> excluded.start_day
-      ), stale AS (
+    const zones =
+      sql`INSERT INTO ${t.experiment_zones} AS z (project_id, program_id, experiment_id, timezone, start_day)
+      SELECT ${q.projectId}, ${q.programId}, ${q.experimentId}, timezone, start_day FROM (${windows}) w
+      ON CONFLICT (project_id, program_id, experiment_id, timezone)
+      DO UPDATE SET start_day = excluded.start_day WHERE z.start_day <> excluded.start_day`
+    const resolve = sql`WITH w AS (${windows}), stale AS (
         SELECT m.user_hash FROM ${t.experiment_members} m LEFT JOIN w ON w.timezone = m.timezone
         WHERE ${ofExperiment} AND (w.timezone IS NULL OR m.start_day IS DISTINCT FROM w.start_day)
       ), keys AS (
@@ -161,8 +163,11 @@ export const makeReportStore = ({ prefix, query, sql, t }: Ctx): ReportStore["Ty
         FROM stale JOIN ${t.streaks} s ON s.project_id = ${q.projectId} AND s.program_id = ${q.programId}
           AND s.user_hash = stale.user_hash AND s.ledger = 'live'
         JOIN w ON w.timezone = s.timezone
+      ), computed AS (
+        ${resolveRows(q.projectId)}
+        RETURNING 1
       )
-      ${resolveRows(q.projectId)}`
+      SELECT count(*) AS n FROM computed`
     const h = stored.horizons
     const rd = stored.retentionDays
     const inner = sql.literal(
@@ -171,9 +176,12 @@ export const makeReportStore = ({ prefix, query, sql, t }: Ctx): ReportStore["Ty
         `, sum(x * y${n}) AS sxy${n}`
       ).join("")
     )
+    // A group counts where its start day is its zone's window's and its members enrolled by the
+    // window's last enrolment day; it is stale where its zone has no window or another start day.
+    const counted = "w.start_day = g.start_day AND g.enrolled <= w.until_day"
     const outer = sql.literal(
       h.map((n, i) => {
-        const matured = `g.enrolled + ${n + rd - 1} <= w.last_day`
+        const matured = `${counted} AND g.enrolled + ${n + rd - 1} <= w.last_day`
         return `, sum(g.n) FILTER (WHERE ${matured}) AS n${i}, sum(g.k${n}) FILTER (WHERE ${matured}) AS k${i}` +
           `, sum(g.sy${n}) FILTER (WHERE ${matured}) AS sy${i}, sum(g.syy${n}) FILTER (WHERE ${matured}) AS syy${i}` +
           `, sum(g.sx) FILTER (WHERE ${matured}) AS sx${i}, sum(g.sxx) FILTER (WHERE ${matured}) AS sxx${i}` +
@@ -184,14 +192,22 @@ export const makeReportStore = ({ prefix, query, sql, t }: Ctx): ReportStore["Ty
         SELECT m.control, m.timezone, m.start_day, m.enrolled, m.returned, count(*) AS n, sum(m.x) AS sx,
           sum(m.x * m.x) AS sxx ${inner}
         FROM ${t.experiment_members} m
-        WHERE ${ofExperiment} AND m.enrolled IS NOT NULL
+        WHERE ${ofExperiment}
         GROUP BY m.control, m.timezone, m.start_day, m.enrolled, m.returned
       )
-      SELECT g.control, sum(g.n) AS n, sum(g.n) FILTER (WHERE g.returned <= w.until_day) AS k ${outer}
-      FROM g JOIN w ON w.timezone = g.timezone AND w.start_day = g.start_day
-      WHERE g.enrolled <= w.until_day
+      SELECT g.control, sum(g.n) FILTER (WHERE ${sql.literal(counted)}) AS n,
+        sum(g.n) FILTER (WHERE ${sql.literal(counted)} AND g.returned <= w.until_day) AS k ${outer},
+        sum(g.n) FILTER (WHERE w.start_day IS NULL OR g.start_day IS DISTINCT FROM w.start_day) AS stale
+      FROM g LEFT JOIN w ON w.timezone = g.timezone
       GROUP BY g.control`
-    return Effect.zipRight(query(resolve), query(sums)).pipe(
+    const staleOf = (rows: ReadonlyArray<Record<string, unknown>>) => rows.reduce((n, r) => n + num(r.stale), 0)
+    return Effect.gen(function*() {
+      yield* query(zones)
+      const first = yield* query(sums)
+      if (staleOf(first) === 0) return first
+      const computed = yield* query(resolve)
+      return num(computed[0]?.n) === 0 ? first : yield* query(sums)
+    }).pipe(
       Effect.map(cohortsOfRows(q)),
       io("ReportStore.cohorts")
     )
