@@ -399,12 +399,10 @@ const main = async () => {
         const fillSeconds = perProject === filled
           ? undefined
           : await Scale.fill(sql, workspace.id, scaled, filled, perProject, Scale.LEAN, async (members) => {
+            // A kept database records each committed chunk, so a stopped fill resumes after it.
             if (KEPT) await Scale.keep(sql, { workspaceId: workspace.id, projects: scaled, filled: members })
           })
         filled = perProject
-        if (KEPT) {
-          await Scale.keep(sql, { workspaceId: workspace.id, projects: scaled, filled })
-        }
         const since = new Date()
         sizeLabel = `${size / 1_000_000}M: `
         draw.members = perProject
@@ -430,16 +428,15 @@ const main = async () => {
           Math.round(tables.reduce((n, t) => n + part(t) / Scale.membersOf(t.table, size, Scale.LEAN), 0))
         // `BENCH_ONLY` without `sweep`: the rounds and sizes alone (the sweep and the migration
         // write a few GB at 10M, which a disk near full may not have).
-        const swept = ONLY.has("sweep")
-          ? await (async () => {
-            const dueRows = await Scale.makeDue(sql)
-            const sweep = await Sweep.dueOn(db.url)
-            await Scale.rewind(sql, scaled, since)
-            const migration = await Scale.timeMigrations(db.url)
-            console.log(`# ${sizeLabel}migrations applied on the filled database: ${migration.applied.join(", ")}`)
-            return { dueRows, sweep, migration }
-          })()
-          : undefined
+        const sweepAndMigrate = async () => {
+          const dueRows = await Scale.makeDue(sql)
+          const sweep = await Sweep.dueOn(db.url)
+          await Scale.rewind(sql, scaled, since)
+          const migration = await Scale.timeMigrations(db.url)
+          console.log(`# ${sizeLabel}migrations applied on the filled database: ${migration.applied.join(", ")}`)
+          return { dueRows, sweep, migration }
+        }
+        const swept = ONLY.has("sweep") ? await sweepAndMigrate() : undefined
         const ratio = (xs: ReadonlyArray<number> | undefined) =>
           xs === undefined || xs.length === 0 ? "-" : `${Targets.median(xs).toFixed(2)}×`
         growth.push(
